@@ -1,0 +1,191 @@
+//! Record and page codecs: which compression a database uses, and the framing that makes
+//! decompression safe on untrusted bytes.
+//!
+//! A stored value is either the raw bytes, or `varint(raw_len) ++ codec bytes` when the codec
+//! made it smaller. Which of the two is recorded by the caller (a flag bit in the record
+//! header), so incompressible values cost nothing. On decode, `raw_len` is checked against a
+//! ratio bound before anything is allocated (see `MAX_RATIO`), and the codec must produce
+//! exactly `raw_len` bytes, or the record is BrokenData.
+
+mod dictionary;
+mod engines;
+mod varint;
+
+pub use dictionary::{train_dictionary, DictionaryTraining, DEFAULT_DICTIONARY_SIZE};
+pub use varint::{decode_varint, encode_varint, encode_varint_padded, varint_len};
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use engines::Engines;
+
+/// The largest expansion we accept from stored to raw bytes. Values that compress better than
+/// this (long runs of one byte) are stored raw instead, so that a corrupted length can never
+/// make the reader allocate more than `MAX_RATIO` times the bytes it read from disk.
+pub const MAX_RATIO: usize = 1024;
+
+/// The compression algorithm of a database, recorded in its file header by `id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodecKind {
+    None,
+    Zlib,
+    Zstd,
+    Lz4,
+    Lzma,
+    Snappy,
+    /// zstd with a dictionary trained on a sample of the database's own records and stored in
+    /// the file. Until a dictionary exists (a database created empty), it behaves as zstd.
+    ZstdDict,
+}
+
+impl CodecKind {
+    pub const ALL: [CodecKind; 7] = [
+        CodecKind::None,
+        CodecKind::Zlib,
+        CodecKind::Zstd,
+        CodecKind::Lz4,
+        CodecKind::Lzma,
+        CodecKind::Snappy,
+        CodecKind::ZstdDict,
+    ];
+
+    /// The name used in parameters and on the command line (`record_comp=zstd-dict`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CodecKind::None => "none",
+            CodecKind::Zlib => "zlib",
+            CodecKind::Zstd => "zstd",
+            CodecKind::Lz4 => "lz4",
+            CodecKind::Lzma => "lzma",
+            CodecKind::Snappy => "snappy",
+            CodecKind::ZstdDict => "zstd-dict",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<CodecKind> {
+        let wanted = name.trim().to_ascii_lowercase().replace('_', "-");
+        CodecKind::ALL.into_iter().find(|k| k.name() == wanted).ok_or_else(|| {
+            let names: Vec<&str> = CodecKind::ALL.iter().map(|k| k.name()).collect();
+            Error::invalid(format!("unknown codec {name:?} (known: {})", names.join(" ")))
+        })
+    }
+
+    /// The byte stored in file headers.
+    pub fn id(self) -> u8 {
+        match self {
+            CodecKind::None => 0,
+            CodecKind::Zlib => 1,
+            CodecKind::Zstd => 2,
+            CodecKind::Lz4 => 3,
+            CodecKind::Lzma => 4,
+            CodecKind::Snappy => 5,
+            CodecKind::ZstdDict => 6,
+        }
+    }
+
+    pub fn from_id(id: u8) -> Result<CodecKind> {
+        CodecKind::ALL
+            .into_iter()
+            .find(|k| k.id() == id)
+            .ok_or_else(|| Error::broken(format!("unknown codec id {id} in the file header")))
+    }
+}
+
+impl fmt::Display for CodecKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A ready codec: the algorithm, its dictionary if any, and pooled compression contexts so
+/// that hot paths do not allocate a context per record.
+pub struct Codec {
+    kind: CodecKind,
+    dictionary: Vec<u8>,
+    engines: Engines,
+}
+
+impl fmt::Debug for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Codec")
+            .field("kind", &self.kind)
+            .field("dictionary_len", &self.dictionary.len())
+            .finish()
+    }
+}
+
+impl Codec {
+    /// A codec of `kind`; `dictionary` is used by `ZstdDict` only and may be empty.
+    pub fn new(kind: CodecKind, dictionary: Vec<u8>) -> Result<Codec> {
+        if kind != CodecKind::ZstdDict && !dictionary.is_empty() {
+            return Err(Error::invalid(format!("codec {kind} takes no dictionary")));
+        }
+        let engines = Engines::new(kind, &dictionary)?;
+        Ok(Codec { kind, dictionary, engines })
+    }
+
+    pub fn kind(&self) -> CodecKind {
+        self.kind
+    }
+
+    pub fn dictionary(&self) -> &[u8] {
+        &self.dictionary
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.kind == CodecKind::None
+    }
+
+    /// Encodes `raw` for storage into `out` (cleared first). Returns true when `out` holds the
+    /// compressed frame (`varint(raw_len) ++ codec bytes`), false when it holds `raw` itself
+    /// because compression did not make it smaller or would exceed `MAX_RATIO`.
+    pub fn encode(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        if self.kind != CodecKind::None && !raw.is_empty() {
+            let mut header = [0u8; 10];
+            let header_len = encode_varint(raw.len() as u64, &mut header);
+            let header = header.get(..header_len).unwrap_or_default();
+            out.extend_from_slice(header);
+            self.engines.compress(raw, out)?;
+            if out.len() < raw.len() && raw.len() <= out.len().saturating_mul(MAX_RATIO) {
+                return Ok(true);
+            }
+            out.clear();
+        }
+        out.extend_from_slice(raw);
+        Ok(false)
+    }
+
+    /// Decodes what `encode` produced into `out` (cleared first). `compressed` is the flag
+    /// `encode` returned, as stored beside the bytes.
+    pub fn decode(&self, stored: &[u8], compressed: bool, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        if !compressed {
+            out.extend_from_slice(stored);
+            return Ok(());
+        }
+        if self.kind == CodecKind::None {
+            return Err(Error::broken("a record is marked compressed in a database without a codec"));
+        }
+        let (raw_len, header_len) =
+            decode_varint(stored).ok_or_else(|| Error::broken("truncated compressed frame header"))?;
+        let body = stored.get(header_len..).unwrap_or_default();
+        let raw_len = usize::try_from(raw_len).map_err(|_| Error::broken("impossible raw length"))?;
+        if raw_len == 0 || raw_len > stored.len().saturating_mul(MAX_RATIO) {
+            return Err(Error::broken(format!(
+                "compressed frame claims {raw_len} raw bytes from {} stored bytes",
+                stored.len()
+            )));
+        }
+        out.reserve_exact(raw_len);
+        self.engines.decompress(body, raw_len, out)?;
+        if out.len() != raw_len {
+            return Err(Error::broken(format!(
+                "{} frame decoded to {} bytes instead of {raw_len}",
+                self.kind,
+                out.len()
+            )));
+        }
+        Ok(())
+    }
+}

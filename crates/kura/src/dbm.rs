@@ -1,0 +1,344 @@
+//! The interface every Kura engine implements: one trait for the database, one for cursors.
+//!
+//! Engines implement a handful of primitives (`process`, `get`, `count`, `cursor`, ...); the
+//! rest (`set`, `remove`, `append`, `compare_exchange`, `increment`) are defined once here in
+//! terms of `process`, so every engine has the same semantics for them. Engines may override
+//! a provided method for speed, never to change its meaning.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// What a `process` callback decides to do with the record it was shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action<'v> {
+    /// Leave the record as it is (or absent, if it was absent).
+    Keep,
+    /// Store this value under the key, creating or replacing the record.
+    Set(Cow<'v, [u8]>),
+    /// Remove the record; nothing happens if it was absent.
+    Remove,
+}
+
+/// A read-modify-write callback: sees the current value (`None` when absent) and decides.
+/// It runs under the record's lock, so it must not call back into the same database.
+pub type Processor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> Action<'v>;
+
+/// Name and value pairs describing a database, as printed by `kura inspect`.
+pub type Properties = Vec<(String, String)>;
+
+/// A key-value database. Keys and values are arbitrary bytes. A handle is `Send + Sync`:
+/// many threads may use one open database at once, and each operation is atomic.
+pub trait Dbm: Send + Sync {
+    /// Runs `processor` on the record of `key` atomically and applies its decision.
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()>;
+
+    /// Returns the value of `key`, or a NotFound error.
+    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+        let mut found = None;
+        self.process(key, &mut |value| {
+            found = value.map(<[u8]>::to_vec);
+            Action::Keep
+        })?;
+        found.ok_or_else(|| Error::not_found("no record for the key"))
+    }
+
+    /// Stores `value` under `key`. With `overwrite` false, an existing record is left as it is
+    /// and the call fails with a Duplicate error.
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        let mut existed = false;
+        self.process(key, &mut |old| {
+            existed = old.is_some();
+            if existed && !overwrite {
+                Action::Keep
+            } else {
+                Action::Set(Cow::Borrowed(value))
+            }
+        })?;
+        if existed && !overwrite {
+            return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+        }
+        Ok(())
+    }
+
+    /// Removes the record of `key`, or fails with NotFound.
+    fn remove(&self, key: &[u8]) -> Result<()> {
+        let mut existed = false;
+        self.process(key, &mut |old| {
+            existed = old.is_some();
+            Action::Remove
+        })?;
+        if existed {
+            Ok(())
+        } else {
+            Err(Error::not_found("no record for the key"))
+        }
+    }
+
+    /// Appends `value` to the existing value, with `delimiter` between them when the record
+    /// existed; creates the record with `value` otherwise.
+    fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
+        self.process(key, &mut |old| match old {
+            None => Action::Set(Cow::Borrowed(value)),
+            Some(old) => {
+                let mut joined = Vec::with_capacity(old.len() + delimiter.len() + value.len());
+                joined.extend_from_slice(old);
+                joined.extend_from_slice(delimiter);
+                joined.extend_from_slice(value);
+                Action::Set(Cow::Owned(joined))
+            }
+        })
+    }
+
+    /// Replaces the record only if its current state equals `expected` (`None`: absent);
+    /// `desired` `None` removes it. A mismatch is an Infeasible error and changes nothing.
+    fn compare_exchange(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        desired: Option<&[u8]>,
+    ) -> Result<()> {
+        let mut matched = false;
+        self.process(key, &mut |old| {
+            matched = old == expected;
+            match (matched, desired) {
+                (false, _) => Action::Keep,
+                (true, Some(value)) => Action::Set(Cow::Borrowed(value)),
+                (true, None) => Action::Remove,
+            }
+        })?;
+        if matched {
+            Ok(())
+        } else {
+            Err(Error::infeasible("compare_exchange: the record does not match the expected state"))
+        }
+    }
+
+    /// Adds `delta` to the counter stored under `key` (8 bytes, big-endian, as Tkrzw stores
+    /// counters) and returns the new value; an absent record starts from `initial`.
+    /// A value of another length is an InvalidArgument error and is left as it is.
+    fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
+        let mut outcome = Ok(0);
+        self.process(key, &mut |old| {
+            let current = match old {
+                None => Ok(initial),
+                Some(bytes) => <[u8; 8]>::try_from(bytes).map(i64::from_be_bytes).map_err(|_| {
+                    Error::invalid(format!("increment: the value has {} bytes, not 8", bytes.len()))
+                }),
+            };
+            outcome = current.map(|c| c.wrapping_add(delta));
+            match &outcome {
+                Ok(next) => Action::Set(Cow::Owned(next.to_be_bytes().to_vec())),
+                Err(_) => Action::Keep,
+            }
+        })?;
+        outcome
+    }
+
+    /// Number of records.
+    fn count(&self) -> Result<u64>;
+
+    /// A cursor over all records. Its order is the engine's (key order for ordered engines).
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>>;
+
+    /// Removes every record.
+    fn clear(&self) -> Result<()>;
+
+    /// Writes what is buffered to the file; with `hard`, also forces it to the device
+    /// (fsync), so that it survives a power loss and not only a process crash.
+    fn synchronize(&self, hard: bool) -> Result<()>;
+
+    /// Rewrites the database compactly, applying `params` (codec, bucket count, ...) where
+    /// the engine knows them; unknown names are an InvalidArgument error.
+    fn rebuild(&self, params: &Params) -> Result<()>;
+
+    /// True when a rebuild would pay: much free space, or a bucket array too small.
+    fn should_be_rebuilt(&self) -> Result<bool>;
+
+    /// Bytes the database occupies in its file (or in memory, for memory engines).
+    fn file_size(&self) -> Result<u64>;
+
+    /// Properties for people and tools: at least `class`, `count`, `file_size`, `healthy`.
+    fn inspect(&self) -> Result<Properties>;
+
+    /// Whether the handle may write.
+    fn is_writable(&self) -> bool;
+
+    /// Flushes and releases the database; later calls fail with Infeasible.
+    fn close(&self) -> Result<()>;
+
+    /// A cursor that also moves backwards and jumps to neighbours of a key; only ordered
+    /// engines (BabyDbm, TreeDbm) have one.
+    fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
+        Err(Error::infeasible("this engine is not ordered"))
+    }
+}
+
+/// A position in a database. A fresh cursor points nowhere: call `first` or `jump`.
+/// Cursors stay valid while other threads update the database; they never yield a record
+/// twice, and see a record written concurrently or not, but never a torn one.
+pub trait Cursor {
+    /// Moves to the first record; false if the database is empty.
+    fn first(&mut self) -> Result<bool>;
+    /// Moves to `key` (hash engines: exactly that key; ordered engines: the first key not
+    /// less than it); false if there is no such record.
+    fn jump(&mut self, key: &[u8]) -> Result<bool>;
+    /// Moves to the next record; false at the end.
+    fn next(&mut self) -> Result<bool>;
+    /// The record at the cursor, or None when the cursor is at no record.
+    fn record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+    /// The key at the cursor, or None.
+    fn key(&mut self) -> Result<Option<Vec<u8>>>;
+    /// Replaces the value of the record at the cursor; NotFound if the cursor is at no record.
+    fn set(&mut self, value: &[u8]) -> Result<()>;
+    /// Removes the record at the cursor and moves to the next one.
+    fn remove(&mut self) -> Result<()>;
+}
+
+/// A cursor of an ordered engine, in key order: it can also go backwards and land beside a key.
+pub trait OrderedCursor: Cursor {
+    /// Moves to the last record; false if the database is empty.
+    fn last(&mut self) -> Result<bool>;
+    /// Moves to the previous record; false at the beginning.
+    fn previous(&mut self) -> Result<bool>;
+    /// Moves to the last record whose key is less than `key` (or equal, with `inclusive`);
+    /// false if there is none.
+    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<bool>;
+    /// Moves to the first record whose key is greater than `key` (or equal, with `inclusive`);
+    /// false if there is none.
+    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<bool>;
+}
+
+/// Iterates over the records of a cursor, from its first record.
+pub struct Records<'c> {
+    cursor: Box<dyn Cursor + 'c>,
+    started: bool,
+}
+
+impl<'c> Records<'c> {
+    pub fn new(cursor: Box<dyn Cursor + 'c>) -> Records<'c> {
+        Records { cursor, started: false }
+    }
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let moved = if self.started { self.cursor.next() } else { self.cursor.first() };
+            self.started = true;
+            match moved {
+                Err(e) => return Some(Err(e)),
+                Ok(false) => return None,
+                // A record removed by another thread since the cursor reached it is skipped.
+                Ok(true) => match self.cursor.record() {
+                    Ok(None) => continue,
+                    other => return other.transpose(),
+                },
+            }
+        }
+    }
+}
+
+/// Extension helpers available on every database.
+pub trait DbmExt: Dbm {
+    /// All records, in the engine's order.
+    fn records(&self) -> Result<Records<'_>> {
+        Ok(Records::new(self.cursor()?))
+    }
+}
+
+impl<T: Dbm + ?Sized> DbmExt for T {}
+
+/// Tuning parameters given as `name=value` pairs, as on the command line
+/// (`record_comp=zstd,num_buckets=1000000`). Engines take the names they know and reject the
+/// others, so a typo is an error rather than a silent default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Params {
+    pairs: Vec<(String, String)>,
+}
+
+impl Params {
+    pub fn new() -> Params {
+        Params::default()
+    }
+
+    /// Parses `a=1,b=2` (also accepts `;` and whitespace as separators).
+    pub fn parse(text: &str) -> Result<Params> {
+        let mut params = Params::new();
+        for item in text.split([',', ';', ' ', '\n']).filter(|s| !s.is_empty()) {
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| Error::invalid(format!("parameter {item:?} is not name=value")))?;
+            params = params.with(name.trim(), value.trim());
+        }
+        Ok(params)
+    }
+
+    /// Adds or replaces a parameter.
+    pub fn with(mut self, name: &str, value: impl ToString) -> Params {
+        self.pairs.retain(|(n, _)| n != name);
+        self.pairs.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.pairs.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Parses a numeric parameter; `1M`, `64K`, `1G` suffixes (powers of 1024 for sizes are
+    /// not implied: K=1000? No: K, M, G, T are powers of 1024, as for file sizes).
+    pub fn get_u64(&self, name: &str) -> Result<Option<u64>> {
+        self.get(name).map(|v| parse_size(v).map_err(|e| Error::invalid(format!("{name}: {e}")))).transpose()
+    }
+
+    pub fn get_bool(&self, name: &str) -> Result<Option<bool>> {
+        self.get(name)
+            .map(|v| match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err(Error::invalid(format!("{name}: {v:?} is not a boolean"))),
+            })
+            .transpose()
+    }
+
+    /// Fails with InvalidArgument naming the first parameter not in `known`.
+    pub fn check_known(&self, engine: &str, known: &[&str]) -> Result<()> {
+        match self.names().find(|n| !known.contains(n)) {
+            None => Ok(()),
+            Some(unknown) => Err(Error::invalid(format!(
+                "{engine} has no parameter {unknown:?} (known: {})",
+                known.join(", ")
+            ))),
+        }
+    }
+}
+
+/// Parses `123`, `64K`, `1M`, `2G`, `1T` (binary multiples).
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let text = text.trim();
+    let (digits, shift) = match text.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("{text:?} has an unknown unit")),
+            };
+            (text.get(..i).unwrap_or(""), shift)
+        }
+        _ => (text, 0),
+    };
+    let number: u64 = digits.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    number.checked_mul(1u64 << shift).ok_or_else(|| format!("{text:?} is too large"))
+}

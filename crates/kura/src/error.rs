@@ -1,0 +1,107 @@
+//! The one error type of Kura: a kind that callers match on, plus a message for people.
+
+use std::fmt;
+
+/// What went wrong, coarse enough to match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The key (or a cursor position) does not exist.
+    NotFound,
+    /// A record exists where the caller asked not to overwrite one.
+    Duplicate,
+    /// An argument is out of range or malformed (oversized key, unknown codec, bad parameter).
+    InvalidArgument,
+    /// Stored bytes fail a check: bad magic, checksum mismatch, impossible length, corrupt frame.
+    BrokenData,
+    /// Another process (or handle) holds the database lock.
+    Locked,
+    /// The operating system failed a file operation.
+    Io,
+    /// The operation cannot be done in this state (read-only handle, closed database, failed
+    /// compare-exchange precondition, unsupported on this engine).
+    Infeasible,
+    /// A limit of the format was reached (file larger than `max_file_size`, value too large).
+    Limit,
+}
+
+impl ErrorKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not found",
+            ErrorKind::Duplicate => "duplicate",
+            ErrorKind::InvalidArgument => "invalid argument",
+            ErrorKind::BrokenData => "broken data",
+            ErrorKind::Locked => "locked",
+            ErrorKind::Io => "I/O error",
+            ErrorKind::Infeasible => "infeasible",
+            ErrorKind::Limit => "limit exceeded",
+        }
+    }
+}
+
+/// An error with its kind and a message saying what, where and why.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    source: Option<std::io::Error>,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error { kind, message: message.into(), source: None }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::NotFound, message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub fn broken(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::BrokenData, message)
+    }
+
+    pub fn infeasible(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Infeasible, message)
+    }
+
+    /// Wraps an OS error with what was being done, e.g. `io("open /x/y.kuh", e)`.
+    /// A missing file becomes NotFound so that callers can tell it from a failing disk.
+    pub fn io(context: impl Into<String>, err: std::io::Error) -> Error {
+        let kind = match err.kind() {
+            std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+            std::io::ErrorKind::InvalidInput => ErrorKind::InvalidArgument,
+            _ => ErrorKind::Io,
+        };
+        Error { kind, message: format!("{}: {}", context.into(), err), source: Some(err) }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.kind == ErrorKind::NotFound
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.name(), self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

@@ -1,0 +1,210 @@
+//! A database file mapped into memory at a fixed address for its whole life.
+//!
+//! The mapping reserves address space for the largest size the file may reach, so growing
+//! the file (ftruncate) never moves the mapping and readers never need a lock to keep their
+//! pointers valid. Only bytes below the file's current length are ever touched: beyond it a
+//! shared mapping would fault (SIGBUS), so every accessor checks the range first.
+//!
+//! Writes go to the page cache immediately, so they survive a crash of the process; `sync`
+//! forces them to the device so that they survive a crash of the machine.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Files grow by at least this much at a time, so that appending does not call ftruncate
+/// for every record.
+const MIN_GROWTH: u64 = 1 << 20;
+
+pub struct MappedFile {
+    file: File,
+    path: PathBuf,
+    map: memmap2::MmapRaw,
+    /// Bytes of the file that exist on disk (its length). Invariant: `len <= map.len()`.
+    len: AtomicU64,
+    grow: Mutex<()>,
+    writable: bool,
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile").field("path", &self.path).field("len", &self.len()).finish()
+    }
+}
+
+impl MappedFile {
+    /// Maps `file`, reserving room for it to grow up to `max_len` bytes.
+    pub fn new(file: File, path: &Path, max_len: u64, writable: bool) -> Result<MappedFile> {
+        let len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
+        if len > max_len {
+            return Err(Error::new(
+                ErrorKind::Limit,
+                format!("{} has {len} bytes, more than its maximum {max_len}", path.display()),
+            ));
+        }
+        let map = Self::reserve(&file, max_len, len, writable)
+            .map_err(|e| Error::io(format!("mmap {}", path.display()), e))?;
+        Ok(MappedFile { file, path: path.to_path_buf(), map, len: AtomicU64::new(len), grow: Mutex::new(()), writable })
+    }
+
+    /// Maps `max_len` bytes, or less if the address space refuses (a ulimit), but never less
+    /// than twice the current length.
+    fn reserve(file: &File, max_len: u64, len: u64, writable: bool) -> std::io::Result<memmap2::MmapRaw> {
+        let mut want = max_len.max(1);
+        loop {
+            let size = usize::try_from(want).unwrap_or(usize::MAX);
+            let mut options = memmap2::MmapOptions::new();
+            options.len(size).no_reserve_swap();
+            let mapped = if writable { options.map_raw(file) } else { options.map_raw_read_only(file) };
+            match mapped {
+                Ok(map) => return Ok(map),
+                Err(e) if want / 2 >= len.saturating_mul(2).max(MIN_GROWTH) => {
+                    let _ = e;
+                    want /= 2;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Follows a rename of the file, for messages.
+    pub fn renamed(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Current length of the file in bytes.
+    #[inline]
+    pub fn len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The largest length the file may reach.
+    pub fn max_len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    #[inline]
+    fn check_range(&self, offset: u64, len: usize) -> Result<usize> {
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= self.len() => Ok(offset as usize),
+            _ => Err(Error::broken(format!(
+                "{}: {len} bytes at offset {offset} lie beyond the end of the file ({} bytes)",
+                self.path.display(),
+                self.len()
+            ))),
+        }
+    }
+
+    /// The bytes at `offset..offset+len`, or BrokenData if they lie beyond the end.
+    ///
+    /// # Safety
+    /// No other thread may write these bytes while the returned slice lives. The engines keep
+    /// this by holding the lock that owns the range (a bucket stripe, or all of them).
+    #[inline]
+    pub unsafe fn slice(&self, offset: u64, len: usize) -> Result<&[u8]> {
+        let start = self.check_range(offset, len)?;
+        // SAFETY: `start + len <= self.len <= map.len()`, so the range is inside the mapping
+        // and backed by the file; the caller guarantees no concurrent writer.
+        Ok(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), len) })
+    }
+
+    /// The bytes from `offset` up to at most `max` bytes, cut at the end of the file.
+    ///
+    /// # Safety
+    /// As for `slice`.
+    #[inline]
+    pub unsafe fn slice_upto(&self, offset: u64, max: usize) -> Result<&[u8]> {
+        let available = self.len().saturating_sub(offset);
+        let len = usize::try_from(available).unwrap_or(usize::MAX).min(max);
+        // SAFETY: forwarded to the caller.
+        unsafe { self.slice(offset, len) }
+    }
+
+    /// Copies `data` to `offset`.
+    ///
+    /// # Safety
+    /// No other thread may read or write these bytes during the call; see `slice`.
+    #[inline]
+    pub unsafe fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        if !self.writable {
+            return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
+        }
+        let start = self.check_range(offset, data.len())?;
+        // SAFETY: the range is inside the mapping and the file (checked above), the mapping is
+        // writable, and the caller guarantees exclusive access to the range.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_mut_ptr().add(start), data.len()) };
+        Ok(())
+    }
+
+    /// Makes the file at least `needed` bytes long, growing it by a margin so that appends
+    /// amortize. Safe to call from many threads.
+    pub fn ensure_len(&self, needed: u64) -> Result<()> {
+        if needed <= self.len() {
+            return Ok(());
+        }
+        let _guard = self.grow.lock();
+        let current = self.len();
+        if needed <= current {
+            return Ok(());
+        }
+        if needed > self.max_len() {
+            return Err(Error::new(
+                ErrorKind::Limit,
+                format!("{} would grow to {needed} bytes, over its maximum {}", self.path.display(), self.max_len()),
+            ));
+        }
+        let margin = (current / 8).max(MIN_GROWTH);
+        let target = needed.saturating_add(margin).min(self.max_len());
+        self.set_len_locked(target)
+    }
+
+    /// Sets the file's length exactly (shrinking it on close or clear).
+    ///
+    /// # Safety
+    /// When shrinking, no thread may hold a slice beyond the new length.
+    pub unsafe fn set_len(&self, len: u64) -> Result<()> {
+        let _guard = self.grow.lock();
+        self.set_len_locked(len)
+    }
+
+    fn set_len_locked(&self, len: u64) -> Result<()> {
+        if len > self.max_len() {
+            return Err(Error::new(ErrorKind::Limit, format!("{} cannot hold {len} bytes", self.path.display())));
+        }
+        self.file.set_len(len).map_err(|e| Error::io(format!("resize {}", self.path.display()), e))?;
+        self.len.store(len, Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes dirty pages of `offset..offset+len` back to the file; with `hard`, waits for the
+    /// device too.
+    pub fn sync(&self, hard: bool) -> Result<()> {
+        let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
+        let flushed = if hard { self.map.flush_range(0, len) } else { self.map.flush_async_range(0, len) };
+        flushed.map_err(|e| Error::io(format!("msync {}", self.path.display()), e))?;
+        if hard {
+            self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,10 @@
+//! The file layer: memory-mapped database files, the inter-process lock, and atomic
+//! replacement of a file by a rebuilt one.
+
+mod lock;
+mod mapped;
+mod replace;
+
+pub use lock::{FileLock, LockMode};
+pub use mapped::MappedFile;
+pub use replace::{remove_if_exists, replace_file, sibling_path};

@@ -1,0 +1,576 @@
+//! HashDbm: a file hash database in the style of Tkrzw's HashDBM.
+//!
+//! One file holds a header, a static array of buckets, an optional zstd dictionary and the
+//! records, which are chained per bucket (newest first) and compressed one by one with the
+//! database's codec. See docs/format.md for the bytes and docs/hash.md for the design.
+//!
+//! Locking: buckets are grouped into `STRIPES` stripes (bucket index modulo the stripe
+//! count), each behind a reader-writer lock, so readers run in parallel and writers only
+//! wait for writers of the same stripe. Operations on the whole file (rebuild, clear, close)
+//! take every stripe lock; that is also what allows them to replace the storage.
+
+mod cursor;
+mod header;
+mod options;
+mod record;
+mod restore;
+mod space;
+mod storage;
+
+use std::cell::UnsafeCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+pub use header::UpdateMode;
+pub use options::{HashOptions, DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
+pub use record::MAX_KEY_SIZE;
+
+use crate::codec::{CodecKind, DictionaryTraining};
+use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::{remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
+use crate::open::OpenMode;
+use cursor::HashCursor;
+use record::{KIND_RECORD, KIND_TOMBSTONE};
+use storage::{bucket_of, hash_key, Found, Layout, Link, Storage};
+
+/// Number of lock stripes. Enough that two threads rarely meet on one; each is a word.
+const STRIPES: usize = 1024;
+/// Buckets of a rebuilt database per record, when not given: a load factor of one.
+const MIN_REBUILD_BUCKETS: u64 = 1024;
+
+pub struct HashDbm {
+    path: PathBuf,
+    writable: bool,
+    /// Mirrors the storage's bucket count so that a thread can pick its stripe before
+    /// locking; re-checked under the lock, since a rebuild may change it.
+    num_buckets: AtomicU64,
+    stripes: Box<[RwLock<()>]>,
+    /// The open file, `None` once closed. Invariant: replaced or taken only while every
+    /// stripe lock is held exclusively; read only while at least one stripe lock is held.
+    storage: UnsafeCell<Option<Storage>>,
+    /// Serializes header writes (synchronize) against each other.
+    header_lock: Mutex<()>,
+    dict_size: usize,
+    restored: AtomicBool,
+}
+
+// SAFETY: the only field that is not Sync by itself is `storage`, whose access follows the
+// stripe-lock invariant stated on it: shared access under any stripe lock, mutation under all.
+unsafe impl Sync for HashDbm {}
+
+impl std::fmt::Debug for HashDbm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HashDbm").field("path", &self.path).field("writable", &self.writable).finish()
+    }
+}
+
+fn is_live(found: &Found) -> bool {
+    found.header.kind() == KIND_RECORD
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE {
+        return Err(Error::invalid(format!("the key has {} bytes, over the limit of {MAX_KEY_SIZE}", key.len())));
+    }
+    Ok(())
+}
+
+impl HashDbm {
+    /// Opens or creates a hash database. `params`: `record_comp`, `num_buckets`,
+    /// `update_mode`, `max_file_size` and `dict_size` apply when the file is created (and at
+    /// rebuild); on an existing file, a `record_comp` or `update_mode` that differs from the
+    /// file's is an error rather than being ignored.
+    ///
+    /// A writer finding that the last writer did not close the file restores it first,
+    /// salvaging every intact record into a new file that replaces the old one.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<HashDbm> {
+        let path = path.as_ref();
+        let options = HashOptions::from_params(params)?;
+        let writable = mode.is_writable();
+        let create = matches!(mode, OpenMode::Create | OpenMode::Truncate);
+        let file = storage::open_file(path, writable, create)?;
+        let lock = FileLock::acquire(&file, path, if writable { LockMode::Exclusive } else { LockMode::Shared })?;
+        let empty = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len() == 0;
+        let mut restored = false;
+        let mut storage = if mode == OpenMode::Truncate || (create && empty) {
+            Storage::initialize(file, lock, path, &Self::layout_for_new(&options, None))?
+        } else {
+            let storage = Storage::from_file(file, lock, path, writable)?;
+            Self::check_options_match(&storage, &options)?;
+            storage
+        };
+        if writable {
+            remove_if_exists(&sibling_path(path, ".rebuild"))?;
+            remove_if_exists(&sibling_path(path, ".restore"))?;
+            if !storage.header.closed_cleanly {
+                storage = Self::restore_in_place(&storage, path)?;
+                restored = true;
+            }
+            storage.mark_open()?;
+        }
+        Ok(HashDbm {
+            path: path.to_path_buf(),
+            writable,
+            num_buckets: AtomicU64::new(storage.header.num_buckets),
+            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            storage: UnsafeCell::new(Some(storage)),
+            header_lock: Mutex::new(()),
+            dict_size: options.dict_size(),
+            restored: AtomicBool::new(restored),
+        })
+    }
+
+    /// Creates a new database at `path`, replacing any file there.
+    pub fn create(path: impl AsRef<Path>, params: &Params) -> Result<HashDbm> {
+        HashDbm::open(path, OpenMode::Truncate, params)
+    }
+
+    fn check_options_match(storage: &Storage, options: &HashOptions) -> Result<()> {
+        let path = storage.path().display();
+        if let Some(codec) = options.record_comp.filter(|&c| c != storage.header.codec) {
+            return Err(Error::invalid(format!(
+                "{path} uses record_comp={}, not {codec}: rebuild it to change the codec",
+                storage.header.codec
+            )));
+        }
+        if let Some(mode) = options.update_mode.filter(|&m| m != storage.header.update_mode) {
+            return Err(Error::invalid(format!(
+                "{path} uses update_mode={}, not {}: rebuild it to change the mode",
+                storage.header.update_mode.name(),
+                mode.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The layout of a new file: from `options`, else from `previous` (rebuild), else defaults.
+    fn layout_for_new(options: &HashOptions, previous: Option<&Storage>) -> Layout {
+        let keep = |f: fn(&Storage) -> u64, default: u64| previous.map_or(default, f);
+        Layout {
+            codec: options.record_comp.or(previous.map(|p| p.header.codec)).unwrap_or(CodecKind::None),
+            dictionary: Vec::new(),
+            update_mode: options.update_mode.or(previous.map(|p| p.header.update_mode)).unwrap_or(UpdateMode::InPlace),
+            num_buckets: options.num_buckets.unwrap_or_else(|| {
+                keep(|p| p.count().max(MIN_REBUILD_BUCKETS), DEFAULT_NUM_BUCKETS)
+            }),
+            max_file_size: options.max_file_size.unwrap_or_else(|| keep(|p| p.header.max_file_size, DEFAULT_MAX_FILE_SIZE)),
+        }
+    }
+
+    /// Salvages a crashed file into a sibling, then moves it over the original.
+    fn restore_in_place(crashed: &Storage, path: &Path) -> Result<Storage> {
+        let target = sibling_path(path, ".restore");
+        let layout = Layout {
+            codec: crashed.header.codec,
+            dictionary: crashed.codec.dictionary().to_vec(),
+            update_mode: crashed.header.update_mode,
+            num_buckets: crashed.header.num_buckets,
+            max_file_size: crashed.header.max_file_size,
+        };
+        let mut fresh = Storage::create(&target, &layout)?;
+        restore::salvage(crashed, &fresh)?;
+        fresh.close()?;
+        replace_file(&target, path)?;
+        fresh.renamed(path);
+        Ok(fresh)
+    }
+
+    /// Copies every intact record of the (possibly crashed or damaged) database at `source`
+    /// into a new database at `dest`, leaving `source` as it is. Returns the record count.
+    pub fn restore_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<u64> {
+        let source = Storage::open(source.as_ref(), false)?;
+        let layout = Layout {
+            codec: source.header.codec,
+            dictionary: source.codec.dictionary().to_vec(),
+            update_mode: source.header.update_mode,
+            num_buckets: source.header.num_buckets,
+            max_file_size: source.header.max_file_size,
+        };
+        let mut fresh = Storage::create(dest.as_ref(), &layout)?;
+        restore::salvage(&source, &fresh)?;
+        let count = fresh.count();
+        fresh.close()?;
+        Ok(count)
+    }
+
+    /// The path the database was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the storage with bucket `hash`'s stripe locked (exclusively for writers).
+    #[inline]
+    fn with_bucket<R>(&self, hash: u64, exclusive: bool, f: impl FnOnce(&Storage, u64) -> Result<R>) -> Result<R> {
+        let mut f = Some(f);
+        loop {
+            let num_buckets = self.num_buckets.load(Ordering::Acquire);
+            let bucket = bucket_of(hash, num_buckets);
+            // `f` runs at most once: only when the bucket count is still the one hashed with.
+            let run = |s: &Storage| match f.take() {
+                Some(f) => f(s, bucket),
+                None => Err(Error::infeasible("operation already ran")),
+            };
+            if let Some(result) = self.with_bucket_index(bucket, num_buckets, exclusive, run) {
+                return result;
+            }
+        }
+    }
+
+    /// Runs `f` with bucket `bucket`'s stripe locked, if the bucket count is still
+    /// `num_buckets` once locked; None when a rebuild changed it (the caller retries).
+    #[inline]
+    fn with_bucket_index<R>(
+        &self,
+        bucket: u64,
+        num_buckets: u64,
+        exclusive: bool,
+        f: impl FnOnce(&Storage) -> Result<R>,
+    ) -> Option<Result<R>> {
+        let stripe = self.stripes.get(bucket as usize % STRIPES)?;
+        let run = || {
+            if self.num_buckets.load(Ordering::Acquire) != num_buckets {
+                return None;
+            }
+            Some(self.storage_ref().and_then(f))
+        };
+        if exclusive {
+            let _guard = stripe.write();
+            run()
+        } else {
+            let _guard = stripe.read();
+            run()
+        }
+    }
+
+    /// The storage, while the caller holds a stripe lock.
+    fn storage_ref(&self) -> Result<&Storage> {
+        // SAFETY: callers hold a stripe lock (see `with_bucket_index`, `with_any`), and the
+        // cell is only mutated under all stripe locks held exclusively.
+        unsafe { (*self.storage.get()).as_ref() }.ok_or_else(|| Error::infeasible("the database is closed"))
+    }
+
+    /// Runs `f` on the storage under one stripe lock (for whole-database reads).
+    fn with_any<R>(&self, f: impl FnOnce(&Storage) -> Result<R>) -> Result<R> {
+        let stripe = self.stripes.first().ok_or_else(|| Error::infeasible("no lock stripes"))?;
+        let _guard = stripe.read();
+        self.storage_ref().and_then(f)
+    }
+
+    /// Runs `f` with every stripe locked exclusively: the whole database is the caller's.
+    fn with_all<R>(&self, f: impl FnOnce(&mut Option<Storage>) -> Result<R>) -> Result<R> {
+        let _guards: Vec<_> = self.stripes.iter().map(|s| s.write()).collect();
+        // SAFETY: every stripe lock is held exclusively, so no other reference to the cell's
+        // content exists (see the invariant on `storage`).
+        let slot = unsafe { &mut *self.storage.get() };
+        f(slot)
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::infeasible(format!("{} is open read-only", self.path.display())))
+        }
+    }
+
+    /// Applies a write to a chain: `value` Some stores it, None removes; `found` is the
+    /// key's current first record in the chain, if any.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock exclusively.
+    unsafe fn apply(s: &Storage, bucket: u64, key: &[u8], hash: u64, value: Option<&[u8]>, found: Option<Found>) -> Result<()> {
+        let live = found.filter(is_live);
+        let in_place = s.header.update_mode == UpdateMode::InPlace;
+        // SAFETY (whole body): forwarded to the caller.
+        unsafe {
+            match value {
+                Some(value) => {
+                    let head = s.head(bucket)?;
+                    let new = s.write_record(key, hash, Some(value), head)?;
+                    s.set_link(Link::Bucket(bucket), new)?;
+                    match live {
+                        Some(old) if in_place => {
+                            // The old version now sits behind the new one; unlink and free it.
+                            let link = match old.link {
+                                Link::Bucket(_) => {
+                                    let header = s.read_header(new)?;
+                                    Link::Next { at: header.next_at, width: header.next_width }
+                                }
+                                other => other,
+                            };
+                            s.set_link(link, old.header.next)?;
+                            s.free_record(old.offset, &old.header)?;
+                        }
+                        Some(_) => {}
+                        None => s.add_count(1),
+                    }
+                }
+                None => {
+                    let Some(old) = live else { return Ok(()) };
+                    if in_place {
+                        s.set_link(old.link, old.header.next)?;
+                        s.free_record(old.offset, &old.header)?;
+                    } else {
+                        let head = s.head(bucket)?;
+                        let tombstone = s.write_record(key, hash, None, head)?;
+                        s.set_link(Link::Bucket(bucket), tombstone)?;
+                    }
+                    s.add_count(-1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects the live records of one bucket as (key, offset, header), newest version of
+    /// each key only. Used by cursors and rebuild.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock.
+    unsafe fn live_keys(s: &Storage, bucket: u64) -> Result<Vec<(Vec<u8>, Found)>> {
+        let mut keys: Vec<(Vec<u8>, Found)> = Vec::new();
+        let mut shadowed: Vec<Vec<u8>> = Vec::new();
+        let appending = s.header.update_mode == UpdateMode::Appending;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            s.walk(bucket, |offset, header, link, key| {
+                // In appending mode a chain holds old versions and tombstones behind the
+                // newest one; in place, every key appears once.
+                if appending && (keys.iter().any(|(k, _)| k == key) || shadowed.iter().any(|k| k == key)) {
+                    return Ok(true);
+                }
+                if header.kind() == KIND_TOMBSTONE {
+                    shadowed.push(key.to_vec());
+                } else {
+                    keys.push((key.to_vec(), Found { offset, header: *header, link }));
+                }
+                Ok(true)
+            })?;
+        }
+        Ok(keys)
+    }
+
+    /// Builds a compacted copy of `old` with `options` applied, at `path`'s ".rebuild"
+    /// sibling, closed cleanly and synced, ready to be moved over `path`.
+    fn build_copy(&self, old: &Storage, options: &HashOptions) -> Result<Storage> {
+        let mut layout = Self::layout_for_new(options, Some(old));
+        let mut value = Vec::new();
+        if layout.codec == CodecKind::ZstdDict {
+            let mut training = DictionaryTraining::new(options.dict_size.unwrap_or(self.dict_size));
+            for bucket in 0..old.header.num_buckets {
+                // SAFETY: the caller holds every stripe lock.
+                for (_, found) in unsafe { Self::live_keys(old, bucket)? } {
+                    let key = unsafe { old.key_of(found.offset, &found.header)? };
+                    unsafe { old.read_value(found.offset, &found.header, hash_key(key), &mut value)? };
+                    training.add(&value);
+                }
+            }
+            layout.dictionary = training.train()?;
+        }
+        let target = sibling_path(&self.path, ".rebuild");
+        let mut fresh = Storage::create(&target, &layout)?;
+        let mut count = 0;
+        for bucket in 0..old.header.num_buckets {
+            // SAFETY: the caller holds every stripe lock; `fresh` is not shared yet.
+            for (key, found) in unsafe { Self::live_keys(old, bucket)? } {
+                let hash = hash_key(&key);
+                unsafe {
+                    old.read_value(found.offset, &found.header, hash, &mut value)?;
+                    let new_bucket = bucket_of(hash, fresh.header.num_buckets);
+                    let head = fresh.head(new_bucket)?;
+                    let offset = fresh.write_record(&key, hash, Some(&value), head)?;
+                    fresh.set_link(Link::Bucket(new_bucket), offset)?;
+                }
+                count += 1;
+            }
+        }
+        fresh.set_count(count);
+        fresh.close()?;
+        Ok(fresh)
+    }
+}
+
+impl Dbm for HashDbm {
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        check_key(key)?;
+        let hash = hash_key(key);
+        self.with_bucket(hash, self.writable, |s, bucket| {
+            // SAFETY: `with_bucket` holds the stripe lock, exclusively for a writable handle.
+            unsafe {
+                let found = s.find(bucket, key)?;
+                let live = found.filter(is_live);
+                let mut old = Vec::new();
+                if let Some(f) = &live {
+                    s.read_value(f.offset, &f.header, hash, &mut old)?;
+                }
+                match processor(live.map(|_| old.as_slice())) {
+                    Action::Keep => Ok(()),
+                    Action::Set(value) => {
+                        self.check_writable()?;
+                        Self::apply(s, bucket, key, hash, Some(&value), found)
+                    }
+                    Action::Remove => {
+                        self.check_writable()?;
+                        Self::apply(s, bucket, key, hash, None, found)
+                    }
+                }
+            }
+        })
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+        let hash = hash_key(key);
+        self.with_bucket(hash, false, |s, bucket| {
+            // SAFETY: `with_bucket` holds the stripe lock.
+            unsafe {
+                match s.find(bucket, key)? {
+                    Some(found) if is_live(&found) => {
+                        let mut value = Vec::new();
+                        s.read_value(found.offset, &found.header, hash, &mut value)?;
+                        Ok(value)
+                    }
+                    _ => Err(Error::not_found("no record for the key")),
+                }
+            }
+        })
+    }
+
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        self.check_writable()?;
+        check_key(key)?;
+        let hash = hash_key(key);
+        self.with_bucket(hash, true, |s, bucket| {
+            // SAFETY: `with_bucket` holds the stripe lock exclusively.
+            unsafe {
+                let found = s.find(bucket, key)?;
+                if !overwrite && found.is_some_and(|f| is_live(&f)) {
+                    return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+                }
+                Self::apply(s, bucket, key, hash, Some(value), found)
+            }
+        })
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        let hash = hash_key(key);
+        self.with_bucket(hash, true, |s, bucket| {
+            // SAFETY: `with_bucket` holds the stripe lock exclusively.
+            unsafe {
+                let found = s.find(bucket, key)?;
+                if !found.is_some_and(|f| is_live(&f)) {
+                    return Err(Error::not_found("no record for the key"));
+                }
+                Self::apply(s, bucket, key, hash, None, found)
+            }
+        })
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.with_any(|s| Ok(s.count()))
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        Ok(Box::new(HashCursor::new(self)))
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.check_writable()?;
+        self.with_all(|slot| {
+            let s = slot.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
+            // SAFETY: `with_all` holds every stripe lock exclusively.
+            unsafe { s.clear() }
+        })
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        let _header = self.header_lock.lock();
+        self.with_any(|s| s.synchronize(hard))
+    }
+
+    fn rebuild(&self, params: &Params) -> Result<()> {
+        self.check_writable()?;
+        let options = HashOptions::from_params(params)?;
+        self.with_all(|slot| {
+            let old = slot.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
+            let mut fresh = match self.build_copy(old, &options) {
+                Ok(fresh) => fresh,
+                Err(e) => {
+                    // The original is untouched; only the partial copy goes.
+                    let _ = remove_if_exists(&sibling_path(&self.path, ".rebuild"));
+                    return Err(e);
+                }
+            };
+            replace_file(fresh.path(), &self.path)?;
+            fresh.renamed(&self.path);
+            fresh.mark_open()?;
+            self.num_buckets.store(fresh.header.num_buckets, Ordering::Release);
+            // Dropping the old storage unmaps it and closes its descriptor; its lock was on
+            // the replaced file, and the new file is locked by `fresh` since its creation.
+            *slot = Some(fresh);
+            Ok(())
+        })
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.with_any(|s| {
+            let count = s.count();
+            let data = s.space.end().saturating_sub(s.header.data_start());
+            let overloaded = count > s.header.num_buckets.saturating_mul(2);
+            let fragmented = s.space.free_bytes() > data / 2 && data > (1 << 20);
+            let untrained = s.header.codec == CodecKind::ZstdDict && s.codec.dictionary().is_empty() && count >= 64;
+            Ok(overloaded || fragmented || untrained)
+        })
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        self.with_any(|s| Ok(if s.is_writable() { s.space.end() } else { s.file_len() }))
+    }
+
+    fn inspect(&self) -> Result<Properties> {
+        self.with_any(|s| {
+            let h = &s.header;
+            let props = [
+                ("class", "HashDbm".to_string()),
+                ("path", self.path.display().to_string()),
+                ("record_comp", h.codec.name().to_string()),
+                ("update_mode", h.update_mode.name().to_string()),
+                ("count", s.count().to_string()),
+                ("file_size", (if s.is_writable() { s.space.end() } else { s.file_len() }).to_string()),
+                ("num_buckets", h.num_buckets.to_string()),
+                ("healthy", s.healthy.to_string()),
+                ("restored", self.restored.load(Ordering::Relaxed).to_string()),
+                ("writable", self.writable.to_string()),
+                ("free_blocks", s.space.free_blocks().to_string()),
+                ("free_bytes", s.space.free_bytes().to_string()),
+                ("dictionary_size", s.codec.dictionary().len().to_string()),
+                ("max_file_size", h.max_file_size.to_string()),
+            ];
+            Ok(props.into_iter().map(|(n, v)| (n.to_string(), v)).collect())
+        })
+    }
+
+    fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    fn close(&self) -> Result<()> {
+        self.with_all(|slot| match slot.take() {
+            Some(mut s) => s.close(),
+            None => Err(Error::infeasible("the database is already closed")),
+        })
+    }
+}
+
+impl Drop for HashDbm {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.storage.get_mut().take() {
+            // Errors cannot be reported from drop; call `close` to see them. A failed close
+            // leaves the file marked as crashed, and the next writer restores it.
+            let _ = s.close();
+        }
+    }
+}

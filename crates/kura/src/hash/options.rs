@@ -1,0 +1,61 @@
+//! The tuning parameters of HashDbm, parsed from `name=value` pairs.
+
+use super::header::{UpdateMode, BUCKET_WIDTH, HEADER_SIZE, MAX_ADDRESSABLE};
+use crate::codec::{CodecKind, DEFAULT_DICTIONARY_SIZE};
+use crate::dbm::Params;
+use crate::error::{Error, Result};
+
+/// Buckets of a new database unless told otherwise: enough for a million records at a load
+/// factor of one, as Tkrzw's default; 5 MiB of bucket array, allocated sparsely.
+pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 20;
+/// The default and largest maximum file size: what a 5-byte offset addresses (1 TiB).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = MAX_ADDRESSABLE;
+
+pub const KNOWN: &[&str] = &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size"];
+
+/// Parameters as given; `None` means "the default" at creation and "keep" at rebuild.
+#[derive(Debug, Clone, Default)]
+pub struct HashOptions {
+    pub record_comp: Option<CodecKind>,
+    pub num_buckets: Option<u64>,
+    pub update_mode: Option<UpdateMode>,
+    pub max_file_size: Option<u64>,
+    pub dict_size: Option<usize>,
+}
+
+impl HashOptions {
+    pub fn from_params(params: &Params) -> Result<HashOptions> {
+        params.check_known("HashDbm", KNOWN)?;
+        let num_buckets = params.get_u64("num_buckets")?;
+        if let Some(n) = num_buckets {
+            if n == 0 || n > (MAX_ADDRESSABLE - HEADER_SIZE) / BUCKET_WIDTH / 2 {
+                return Err(Error::invalid(format!("num_buckets {n} is out of range")));
+            }
+        }
+        let max_file_size = params.get_u64("max_file_size")?;
+        if let Some(m) = max_file_size {
+            if !(4096..=MAX_ADDRESSABLE).contains(&m) {
+                return Err(Error::invalid(format!(
+                    "max_file_size {m} is out of range (4 KiB to {MAX_ADDRESSABLE} bytes)"
+                )));
+            }
+        }
+        let dict_size = params.get_u64("dict_size")?.map(|d| d as usize);
+        if let Some(d) = dict_size {
+            if !(256..=(16 << 20)).contains(&d) {
+                return Err(Error::invalid(format!("dict_size {d} is out of range (256 bytes to 16 MiB)")));
+            }
+        }
+        Ok(HashOptions {
+            record_comp: params.get("record_comp").map(CodecKind::from_name).transpose()?,
+            num_buckets,
+            update_mode: params.get("update_mode").map(UpdateMode::from_name).transpose()?,
+            max_file_size,
+            dict_size,
+        })
+    }
+
+    pub fn dict_size(&self) -> usize {
+        self.dict_size.unwrap_or(DEFAULT_DICTIONARY_SIZE)
+    }
+}

@@ -1,0 +1,243 @@
+//! Records and free blocks in the record area of a HashDbm file.
+//!
+//! Every block starts with a tag byte whose top two bits give its kind:
+//!
+//! ```text
+//! 00 000000   filler: one unused byte (left over when a free block is split)
+//! 01 C sssss  record:    tag | next | key_len | value_len | check_lo | key | value
+//! 10 C sssss  tombstone: the same layout, marking a removal (appending mode)
+//! 11 0 xxxxx  dead record: a record unlinked from its chain; same layout, skipped
+//! 11 1 00000  free span: tag | total_len (varint), then unused bytes
+//! ```
+//!
+//! `C` says the value is stored compressed; `sssss` and `check_lo` form a 13-bit checksum
+//! of the key hash, the flag and the stored value. `next` is the offset of the next record
+//! in the bucket's chain (0 ends it), as a varint whose width is fixed when the record is
+//! written. Sizes are varints. Nothing is aligned: small records cost 6 to 9 bytes beyond
+//! their key and value.
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::codec::{decode_varint, encode_varint, encode_varint_padded, varint_len};
+use crate::error::{Error, Result};
+
+pub const KIND_MASK: u8 = 0xC0;
+pub const KIND_RECORD: u8 = 0x40;
+pub const KIND_TOMBSTONE: u8 = 0x80;
+pub const KIND_FREE: u8 = 0xC0;
+pub const COMPRESSED_BIT: u8 = 0x20;
+const CHECK_HI_MASK: u8 = 0x1F;
+pub const TAG_FREE_SPAN: u8 = 0xE0;
+pub const TAG_FILLER: u8 = 0x00;
+
+/// The largest key: big enough for any real key, small enough that a corrupted length
+/// cannot make a reader copy gigabytes before noticing.
+pub const MAX_KEY_SIZE: usize = 1 << 24;
+/// The largest stored value (after compression).
+pub const MAX_VALUE_SIZE: usize = (1 << 32) - 1;
+/// The most bytes a record header can take: tag, next (6), two sizes (4 + 5), check.
+pub const MAX_HEADER_SIZE: usize = 1 + 6 + 4 + 5 + 1;
+/// The smallest free span (tag + one-byte length); smaller leftovers become filler bytes.
+pub const MIN_SPAN: u64 = 2;
+
+/// Width of a chain pointer written when the record area ends at `data_end`. A chain only
+/// ever links to records that existed when its predecessor was written (new records go to
+/// the head), so their offsets are below `data_end` and always fit in this width; a record
+/// ending its chain keeps next = 0 forever and needs one byte.
+pub fn next_width(next: u64, data_end: u64) -> usize {
+    if next == 0 {
+        1
+    } else {
+        varint_len(next.max(data_end))
+    }
+}
+
+/// The 13-bit checksum of a record.
+pub fn checksum(key_hash: u64, compressed: bool, stored_value: &[u8]) -> u16 {
+    let seed = key_hash ^ u64::from(compressed);
+    (xxh3_64_with_seed(stored_value, seed) >> 51) as u16
+}
+
+/// A parsed record header. Offsets are absolute file offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub tag: u8,
+    pub next: u64,
+    /// Offset and width of the `next` field, for rewriting it in place.
+    pub next_at: u64,
+    pub next_width: u8,
+    pub key_len: usize,
+    pub value_len: usize,
+    pub header_len: usize,
+    pub check_lo: u8,
+}
+
+impl RecordHeader {
+    pub fn kind(&self) -> u8 {
+        self.tag & KIND_MASK
+    }
+
+    pub fn is_compressed(&self) -> bool {
+        self.tag & COMPRESSED_BIT != 0
+    }
+
+    pub fn total_len(&self) -> u64 {
+        (self.header_len + self.key_len + self.value_len) as u64
+    }
+
+    pub fn checksum(&self) -> u16 {
+        (u16::from(self.tag & CHECK_HI_MASK) << 8) | u16::from(self.check_lo)
+    }
+
+    /// Parses a record, tombstone or dead record header at `offset` from `bytes` (which
+    /// start there and may be cut at the end of the file). Lengths are bounded, not yet
+    /// checked against the file: the caller slices the body, which checks that.
+    pub fn parse(bytes: &[u8], offset: u64) -> Result<RecordHeader> {
+        let broken = |what: &str| Error::broken(format!("record at {offset}: {what}"));
+        let (&tag, rest) = bytes.split_first().ok_or_else(|| broken("truncated"))?;
+        if tag & KIND_MASK == 0 || (tag & KIND_MASK == KIND_FREE && tag & COMPRESSED_BIT != 0) {
+            return Err(broken("not a record"));
+        }
+        let (next, next_width) = decode_varint(rest).ok_or_else(|| broken("bad chain pointer"))?;
+        let rest = rest.get(next_width..).unwrap_or_default();
+        let (key_len, key_width) = decode_varint(rest).ok_or_else(|| broken("bad key size"))?;
+        let rest = rest.get(key_width..).unwrap_or_default();
+        let (value_len, value_width) = decode_varint(rest).ok_or_else(|| broken("bad value size"))?;
+        let check_lo = *rest.get(value_width).ok_or_else(|| broken("truncated"))?;
+        if key_len > MAX_KEY_SIZE as u64 {
+            return Err(broken("key size out of range"));
+        }
+        if value_len > MAX_VALUE_SIZE as u64 || next_width > 6 {
+            return Err(broken("size out of range"));
+        }
+        Ok(RecordHeader {
+            tag,
+            next,
+            next_at: offset + 1,
+            next_width: next_width as u8,
+            key_len: key_len as usize,
+            value_len: value_len as usize,
+            header_len: 1 + next_width + key_width + value_width + 1,
+            check_lo,
+        })
+    }
+}
+
+/// Appends a full record (or tombstone) to `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn encode_record(
+    out: &mut Vec<u8>,
+    kind: u8,
+    compressed: bool,
+    check: u16,
+    next: u64,
+    width: usize,
+    key: &[u8],
+    stored_value: &[u8],
+) {
+    let tag = kind | if compressed { COMPRESSED_BIT } else { 0 } | ((check >> 8) as u8 & CHECK_HI_MASK);
+    out.push(tag);
+    let mut next_bytes = [0u8; 10];
+    let field = next_bytes.get_mut(..width).unwrap_or_default();
+    encode_varint_padded(next, field);
+    out.extend_from_slice(field);
+    let mut size = [0u8; 10];
+    let n = encode_varint(key.len() as u64, &mut size);
+    out.extend_from_slice(size.get(..n).unwrap_or_default());
+    let n = encode_varint(stored_value.len() as u64, &mut size);
+    out.extend_from_slice(size.get(..n).unwrap_or_default());
+    out.push(check as u8);
+    out.extend_from_slice(key);
+    out.extend_from_slice(stored_value);
+}
+
+/// The bytes that mark `len` free bytes: a span header, or filler bytes when too short.
+pub fn encode_free(len: u64, out: &mut Vec<u8>) {
+    out.clear();
+    if len < MIN_SPAN {
+        out.resize(len as usize, TAG_FILLER);
+        return;
+    }
+    out.push(TAG_FREE_SPAN);
+    let mut size = [0u8; 10];
+    let n = encode_varint(len, &mut size);
+    // The span's own length includes its header; a length whose varint does not fit in the
+    // span (impossible for len >= 2 and a 1-byte varint) falls back to filler.
+    if 1 + n as u64 > len {
+        out.clear();
+        out.resize(len as usize, TAG_FILLER);
+        return;
+    }
+    out.extend_from_slice(size.get(..n).unwrap_or_default());
+}
+
+/// What the scanner finds at an offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    Filler,
+    FreeSpan { len: u64 },
+    Record(RecordHeader),
+}
+
+/// Parses the block at `offset` (bytes start there).
+pub fn parse_block(bytes: &[u8], offset: u64) -> Result<Block> {
+    match bytes.first() {
+        None => Err(Error::broken(format!("block at {offset}: truncated"))),
+        Some(&TAG_FILLER) => Ok(Block::Filler),
+        Some(&TAG_FREE_SPAN) => {
+            let (len, width) = decode_varint(bytes.get(1..).unwrap_or_default())
+                .ok_or_else(|| Error::broken(format!("free span at {offset}: bad length")))?;
+            if len < 1 + width as u64 {
+                return Err(Error::broken(format!("free span at {offset}: impossible length {len}")));
+            }
+            Ok(Block::FreeSpan { len })
+        }
+        Some(_) => RecordHeader::parse(bytes, offset).map(Block::Record),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn record_round_trip(key in proptest::collection::vec(any::<u8>(), 1..40),
+                             value in proptest::collection::vec(any::<u8>(), 0..300),
+                             next in 0u64..(1 << 40), compressed: bool) {
+            let data_end = next.max(1 << 20);
+            let width = next_width(next, data_end);
+            let check = checksum(7, compressed, &value);
+            let mut out = Vec::new();
+            encode_record(&mut out, KIND_RECORD, compressed, check, next, width, &key, &value);
+            let header = RecordHeader::parse(&out, 100).unwrap();
+            prop_assert_eq!(header.next, next);
+            prop_assert_eq!(header.key_len, key.len());
+            prop_assert_eq!(header.value_len, value.len());
+            prop_assert_eq!(header.checksum(), check);
+            prop_assert_eq!(header.is_compressed(), compressed);
+            prop_assert_eq!(header.total_len() as usize, out.len());
+            prop_assert_eq!(&out[header.header_len..header.header_len + key.len()], &key[..]);
+        }
+
+        #[test]
+        fn free_blocks_parse_to_their_length(len in 1u64..100_000) {
+            let mut out = Vec::new();
+            encode_free(len, &mut out);
+            match parse_block(&out, 0).unwrap() {
+                Block::Filler => prop_assert!(len < MIN_SPAN),
+                Block::FreeSpan { len: parsed } => prop_assert_eq!(parsed, len),
+                Block::Record(_) => prop_assert!(false, "a free block parsed as a record"),
+            }
+        }
+    }
+
+    #[test]
+    fn small_record_is_compact() {
+        let mut out = Vec::new();
+        encode_record(&mut out, KIND_RECORD, false, 0, 0, 1, b"00000001", b"abcdefgh");
+        assert_eq!(out.len(), 16 + 5);
+    }
+}

@@ -1,0 +1,107 @@
+//! Salvaging the records of a crashed or damaged HashDbm file into a fresh one.
+//!
+//! First every chain is walked from its bucket: after a process crash the chains are
+//! intact (see the crash contract in storage.rs), and the first record of a key in its
+//! chain is its current state. If any chain is broken (a pointer out of the file, a bad
+//! header, a loop), the record area is then scanned from start to end and every intact
+//! record (checksum verified) whose key was not yet recovered is added too, so that damage
+//! loses only the records it hit.
+
+use std::collections::HashSet;
+
+use super::record::{Block, KIND_RECORD};
+use super::storage::{bucket_of, hash_key, Link, Storage};
+use crate::error::Result;
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Salvage {
+    pub from_chains: u64,
+    pub from_scan: u64,
+    pub broken_chains: u64,
+}
+
+/// Inserts a record known to be absent from `sink`.
+fn insert(sink: &Storage, key: &[u8], hash: u64, value: &[u8]) -> Result<()> {
+    let bucket = bucket_of(hash, sink.header.num_buckets);
+    // SAFETY: `sink` is a new file owned by the caller and shared with nobody yet.
+    unsafe {
+        let head = sink.head(bucket)?;
+        let offset = sink.write_record(key, hash, Some(value), head)?;
+        sink.set_link(Link::Bucket(bucket), offset)?;
+    }
+    sink.add_count(1);
+    Ok(())
+}
+
+/// Copies what can be recovered from `source` into the empty `sink`.
+pub fn salvage(source: &Storage, sink: &Storage) -> Result<Salvage> {
+    let mut report = Salvage::default();
+    let mut value = Vec::new();
+    for bucket in 0..source.header.num_buckets {
+        let mut decided: HashSet<Vec<u8>> = HashSet::new();
+        // SAFETY: the caller has both files to itself (open at restore, under their locks).
+        let walked = unsafe {
+            source.walk(bucket, |offset, header, _, key| {
+                if !decided.insert(key.to_vec()) {
+                    return Ok(true);
+                }
+                if header.kind() != KIND_RECORD {
+                    return Ok(true);
+                }
+                let hash = hash_key(key);
+                // A record failing its checksum is skipped, not fatal: the rest of the chain
+                // may still be fine (its pointer is validated when followed).
+                if source.read_value(offset, header, hash, &mut value).is_ok() {
+                    insert(sink, key, hash, &value)?;
+                    report.from_chains += 1;
+                }
+                Ok(true)
+            })
+        };
+        if walked.is_err() {
+            report.broken_chains += 1;
+        }
+    }
+    if report.broken_chains > 0 {
+        scan(source, sink, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// Adds every intact record of the record area whose key `sink` does not have yet.
+fn scan(source: &Storage, sink: &Storage, report: &mut Salvage) -> Result<()> {
+    let mut offset = source.header.data_start();
+    let end = source.file_len();
+    let mut value = Vec::new();
+    while offset < end {
+        // SAFETY: as in `salvage`.
+        let step = match unsafe { source.scan_block(offset) } {
+            Ok(Block::Filler) => 1,
+            Ok(Block::FreeSpan { len }) => len,
+            Ok(Block::Record(header)) => {
+                // SAFETY: as in `salvage`.
+                let recovered = unsafe { source.key_of(offset, &header) }.ok().and_then(|key| {
+                    let hash = hash_key(key);
+                    let intact = unsafe { source.read_value(offset, &header, hash, &mut value) }.is_ok();
+                    (intact && header.kind() == KIND_RECORD).then(|| (key.to_vec(), hash))
+                });
+                match recovered {
+                    Some((key, hash)) => {
+                        let bucket = bucket_of(hash, sink.header.num_buckets);
+                        // SAFETY: as in `insert`.
+                        if unsafe { sink.find(bucket, &key)? }.is_none() {
+                            insert(sink, &key, hash, &value)?;
+                            report.from_scan += 1;
+                        }
+                        header.total_len()
+                    }
+                    // Not an intact record: resynchronize one byte further.
+                    None => 1,
+                }
+            }
+            Err(_) => 1,
+        };
+        offset = offset.saturating_add(step.max(1));
+    }
+    Ok(())
+}

@@ -1,0 +1,545 @@
+//! One open HashDbm file: its mapping, header fields, codec and space, and the chain
+//! operations on it.
+//!
+//! Concurrency contract: the chain of a bucket (its entry in the bucket array and every
+//! record reachable from it) is read only under the bucket's stripe lock, shared or
+//! exclusive, and written only under it exclusively. Free blocks belong to no chain and are
+//! written only by the thread that took them from the pool. The methods that touch chains
+//! are `unsafe fn`s whose callers (in `mod.rs`) hold the right lock.
+//!
+//! Crash contract: a record is written completely before anything links to it, and a link
+//! is a single pointer write, so a process killed at any moment leaves every chain either
+//! before or after each update. Replacing a record links the new version at the chain head
+//! before unlinking the old one, so a crash in between shows the new value first.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
+use super::record::{
+    self, checksum, encode_free, encode_record, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
+    KIND_TOMBSTONE, MAX_HEADER_SIZE,
+};
+use super::space::Space;
+use crate::codec::{decode_varint, encode_varint, Codec};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::{FileLock, LockMode, MappedFile};
+
+/// Hash of a key: picks its bucket and seeds its record checksum. Part of the file format.
+#[inline]
+pub fn hash_key(key: &[u8]) -> u64 {
+    xxh3_64(key)
+}
+
+/// Bucket of a hash among `num_buckets` (multiply-shift, no division).
+#[inline]
+pub fn bucket_of(hash: u64, num_buckets: u64) -> u64 {
+    ((u128::from(hash) * u128::from(num_buckets)) >> 64) as u64
+}
+
+/// Where the pointer to a record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    Bucket(u64),
+    Next { at: u64, width: u8 },
+}
+
+/// A record found in a chain.
+#[derive(Debug, Clone, Copy)]
+pub struct Found {
+    pub offset: u64,
+    pub header: RecordHeader,
+    pub link: Link,
+}
+
+/// Settings of a new file.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub codec: crate::codec::CodecKind,
+    pub dictionary: Vec<u8>,
+    pub update_mode: UpdateMode,
+    pub num_buckets: u64,
+    pub max_file_size: u64,
+}
+
+thread_local! {
+    /// Per-thread buffers for encoding records, so writes do not allocate.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+pub struct Storage {
+    file: MappedFile,
+    _lock: FileLock,
+    pub header: Header,
+    pub codec: Codec,
+    pub space: Space,
+    count: AtomicU64,
+    /// False when the file was found not closed cleanly and was not restored (read-only).
+    pub healthy: bool,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage").field("file", &self.file).field("header", &self.header).finish()
+    }
+}
+
+pub fn open_file(path: &Path, writable: bool, create: bool) -> Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(writable).create(create && writable);
+    let file = options.open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let meta = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(format!("{} is not a regular file", path.display())));
+    }
+    Ok(file)
+}
+
+impl Storage {
+    /// Creates a new, empty database file at `path` (replacing any content), locked for
+    /// writing.
+    pub fn create(path: &Path, layout: &Layout) -> Result<Storage> {
+        let file = open_file(path, true, true)?;
+        let lock = FileLock::acquire(&file, path, LockMode::Exclusive)?;
+        Storage::initialize(file, lock, path, layout)
+    }
+
+    /// Writes a fresh database into an already locked file.
+    pub fn initialize(file: File, lock: FileLock, path: &Path, layout: &Layout) -> Result<Storage> {
+        let dictionary_len = u32::try_from(layout.dictionary.len())
+            .map_err(|_| Error::invalid("the dictionary is larger than 4 GiB"))?;
+        let mut header = Header {
+            codec: layout.codec,
+            update_mode: layout.update_mode,
+            closed_cleanly: false,
+            num_buckets: layout.num_buckets,
+            record_count: 0,
+            data_end: 0,
+            max_file_size: layout.max_file_size,
+            dictionary_len,
+            free_list_offset: 0,
+            free_list_len: 0,
+        };
+        header.data_end = header.data_start();
+        if header.data_end > layout.max_file_size {
+            return Err(Error::invalid(format!(
+                "{} buckets do not fit in max_file_size {}",
+                layout.num_buckets, layout.max_file_size
+            )));
+        }
+        let io = |what: &str, e| Error::io(format!("{what} {}", path.display()), e);
+        // A zero length first discards old content; extending then yields zeroed buckets.
+        file.set_len(0).map_err(|e| io("truncate", e))?;
+        file.set_len(header.data_end).map_err(|e| io("resize", e))?;
+        file.write_all_at(&layout.dictionary, header.dictionary_offset()).map_err(|e| io("write", e))?;
+        file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
+        let codec = Codec::new(layout.codec, layout.dictionary.clone())?;
+        let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
+        let space = Space::new(header.data_end);
+        Ok(Storage { file: mapped, _lock: lock, header, codec, space, count: AtomicU64::new(0), healthy: true })
+    }
+
+    /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
+    /// The caller checks `header.closed_cleanly` and restores a crashed file.
+    pub fn open(path: &Path, writable: bool) -> Result<Storage> {
+        let file = open_file(path, writable, false)?;
+        let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
+        let lock = FileLock::acquire(&file, path, mode)?;
+        Storage::from_file(file, lock, path, writable)
+    }
+
+    /// Reads the database in an opened, locked file.
+    pub fn from_file(file: File, lock: FileLock, path: &Path, writable: bool) -> Result<Storage> {
+        let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
+        if file_len == 0 {
+            return Err(Error::broken(format!("{} is empty: not a Kura hash database", path.display())));
+        }
+        let mut bytes = [0u8; HEADER_SIZE as usize];
+        let readable = usize::try_from(file_len.min(HEADER_SIZE)).unwrap_or(0);
+        let head = bytes.get_mut(..readable).unwrap_or_default();
+        file.read_exact_at(head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let header = Header::decode(head, file_len)
+            .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
+        // The header was validated against the file length, so this allocation is bounded
+        // by the file's real size.
+        let mut dictionary = vec![0u8; header.dictionary_len as usize];
+        file.read_exact_at(&mut dictionary, header.dictionary_offset())
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let codec = Codec::new(header.codec, dictionary)?;
+        let mapped = MappedFile::new(file, path, header.max_file_size, writable)?;
+        let data_end = if header.closed_cleanly { header.data_end } else { file_len };
+        let storage = Storage {
+            file: mapped,
+            _lock: lock,
+            count: AtomicU64::new(header.record_count),
+            space: Space::new(data_end),
+            healthy: header.closed_cleanly,
+            header,
+            codec,
+        };
+        if storage.header.closed_cleanly {
+            storage.load_free_list();
+        }
+        Ok(storage)
+    }
+
+    /// Marks the file as open for writing: a crash from now on is detected at the next open.
+    pub fn mark_open(&mut self) -> Result<()> {
+        if self.header.closed_cleanly && self.header.free_list_len > 0 {
+            // The saved free list lies after the records; drop it, it is in memory now.
+            // SAFETY: no slice of the file is held while the storage is being set up.
+            unsafe { self.file.set_len(self.space.end())? };
+        }
+        self.header.closed_cleanly = false;
+        self.header.free_list_offset = 0;
+        self.header.free_list_len = 0;
+        self.write_header()?;
+        self.file.sync(false)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Records that the file was renamed (a rebuilt file moved over the original).
+    pub fn renamed(&mut self, path: &Path) {
+        self.file.renamed(path);
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.file.is_writable()
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.file.len()
+    }
+
+    pub fn add_count(&self, delta: i64) {
+        if delta >= 0 {
+            self.count.fetch_add(delta as u64, Ordering::Relaxed);
+        } else {
+            self.count.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
+    }
+
+    pub fn set_count(&self, count: u64) {
+        self.count.store(count, Ordering::Relaxed);
+    }
+
+    fn write_header(&self) -> Result<()> {
+        let mut header = self.header.clone();
+        header.record_count = self.count();
+        header.data_end = self.space.end();
+        // SAFETY: the header bytes belong to no chain; only the thread that holds the whole
+        // database (open, sync or close, under every stripe lock or before sharing) writes them.
+        unsafe { self.file.write(0, &header.encode()) }
+    }
+
+    /// Writes the header with the current counters and flushes the mapping.
+    pub fn synchronize(&self, hard: bool) -> Result<()> {
+        if !self.is_writable() {
+            return Ok(());
+        }
+        self.write_header()?;
+        self.file.sync(hard)
+    }
+
+    /// Saves the free list after the records, marks the file closed cleanly and flushes it.
+    pub fn close(&mut self) -> Result<()> {
+        if !self.is_writable() {
+            return Ok(());
+        }
+        let end = self.space.end();
+        let mut list = Vec::new();
+        let mut previous = 0;
+        let mut buf = [0u8; 10];
+        for (offset, len) in self.space.blocks() {
+            for value in [offset - previous, len] {
+                let n = encode_varint(value, &mut buf);
+                list.extend_from_slice(buf.get(..n).unwrap_or_default());
+            }
+            previous = offset;
+        }
+        // SAFETY: close holds every stripe lock exclusively; nothing else reads the file.
+        unsafe {
+            self.file.set_len(end + list.len() as u64)?;
+            self.file.write(end, &list)?;
+        }
+        self.header.free_list_offset = if list.is_empty() { 0 } else { end };
+        self.header.free_list_len = list.len() as u32;
+        self.header.closed_cleanly = true;
+        self.write_header()?;
+        self.file.sync(true)
+    }
+
+    fn load_free_list(&self) {
+        let (offset, len) = (self.header.free_list_offset, self.header.free_list_len as usize);
+        if len == 0 {
+            return;
+        }
+        // SAFETY: called at open, before the storage is shared.
+        let Ok(bytes) = (unsafe { self.file.slice(offset, len) }) else { return };
+        let (mut at, mut previous) = (0usize, 0u64);
+        let data_start = self.header.data_start();
+        while at < bytes.len() {
+            let rest = bytes.get(at..).unwrap_or_default();
+            let Some((delta, n1)) = decode_varint(rest) else { return };
+            let Some((block_len, n2)) = decode_varint(rest.get(n1..).unwrap_or_default()) else { return };
+            at += n1 + n2;
+            let block = previous.saturating_add(delta);
+            previous = block;
+            // A saved entry is trusted only if it lies in the record area and really holds a
+            // free block there; anything else is skipped (a rebuild reclaims it).
+            // SAFETY: as above.
+            let is_free = block >= data_start
+                && block.saturating_add(block_len) <= self.header.data_end
+                && unsafe { self.file.slice(block, 1) }.is_ok_and(|b| b.first().is_some_and(|&t| t & KIND_FREE == KIND_FREE));
+            if is_free {
+                self.space.release(block, block_len);
+            }
+        }
+    }
+
+    /// Reads bucket `index`'s head pointer.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock.
+    #[inline]
+    pub unsafe fn head(&self, index: u64) -> Result<u64> {
+        // SAFETY: forwarded to the caller.
+        let bytes = unsafe { self.file.slice(Header::bucket_offset(index), BUCKET_WIDTH as usize)? };
+        let mut word = [0u8; 8];
+        if let Some(low) = word.get_mut(..BUCKET_WIDTH as usize) {
+            low.copy_from_slice(bytes);
+        }
+        Ok(u64::from_le_bytes(word))
+    }
+
+    /// # Safety
+    /// The caller holds the bucket's stripe lock exclusively.
+    unsafe fn set_head(&self, index: u64, offset: u64) -> Result<()> {
+        let bytes = offset.to_le_bytes();
+        // SAFETY: forwarded to the caller.
+        unsafe { self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default()) }
+    }
+
+    /// Parses the record at `offset` and checks that all of it lies within the file.
+    ///
+    /// # Safety
+    /// The caller holds the lock of the chain the record belongs to.
+    #[inline]
+    pub unsafe fn read_header(&self, offset: u64) -> Result<RecordHeader> {
+        if offset < self.header.data_start() {
+            return Err(Error::broken(format!("a chain points to {offset}, inside the header area")));
+        }
+        // SAFETY: forwarded to the caller.
+        let bytes = unsafe { self.file.slice_upto(offset, MAX_HEADER_SIZE)? };
+        let header = RecordHeader::parse(bytes, offset)?;
+        if offset.saturating_add(header.total_len()) > self.file.len() {
+            return Err(Error::broken(format!("record at {offset} runs past the end of the file")));
+        }
+        Ok(header)
+    }
+
+    /// The key of a parsed record.
+    ///
+    /// # Safety
+    /// As for `read_header`.
+    #[inline]
+    pub unsafe fn key_of(&self, offset: u64, header: &RecordHeader) -> Result<&[u8]> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.file.slice(offset + header.header_len as u64, header.key_len) }
+    }
+
+    /// Verifies a record's checksum and decodes its value into `out`.
+    ///
+    /// # Safety
+    /// As for `read_header`.
+    pub unsafe fn read_value(&self, offset: u64, header: &RecordHeader, hash: u64, out: &mut Vec<u8>) -> Result<()> {
+        let at = offset + (header.header_len + header.key_len) as u64;
+        // SAFETY: forwarded to the caller.
+        let stored = unsafe { self.file.slice(at, header.value_len)? };
+        if checksum(hash, header.is_compressed(), stored) != header.checksum() {
+            return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
+        }
+        self.codec.decode(stored, header.is_compressed(), out)
+    }
+
+    /// Walks the chain of `bucket` to the first record or tombstone of `key`.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock.
+    pub unsafe fn find(&self, bucket: u64, key: &[u8]) -> Result<Option<Found>> {
+        let mut found = None;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            self.walk(bucket, |offset, header, link, record_key| {
+                if record_key == key {
+                    found = Some(Found { offset, header: *header, link });
+                    return Ok(false);
+                }
+                Ok(true)
+            })?;
+        }
+        Ok(found)
+    }
+
+    /// Calls `visit(offset, header, link, key)` for each record of a chain in order until it
+    /// returns false. A cycle or a pointer to something that is not a record is BrokenData;
+    /// cycles are caught with Brent's algorithm in time linear in the chain's length.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock.
+    pub unsafe fn walk(
+        &self,
+        bucket: u64,
+        mut visit: impl FnMut(u64, &RecordHeader, Link, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        // SAFETY (whole body): forwarded to the caller.
+        let mut offset = unsafe { self.head(bucket)? };
+        let mut link = Link::Bucket(bucket);
+        let (mut marker, mut power, mut steps) = (0u64, 1u64, 0u64);
+        while offset != 0 {
+            let header = unsafe { self.read_header(offset)? };
+            if header.kind() == KIND_FREE {
+                return Err(Error::broken(format!("bucket {bucket} links to a free block at {offset}")));
+            }
+            let key = unsafe { self.key_of(offset, &header)? };
+            if !visit(offset, &header, link, key)? {
+                return Ok(());
+            }
+            link = Link::Next { at: header.next_at, width: header.next_width };
+            offset = header.next;
+            if offset != 0 && offset == marker {
+                return Err(Error::broken(format!("the chain of bucket {bucket} loops")));
+            }
+            steps += 1;
+            if steps == power {
+                marker = offset;
+                power = power.saturating_mul(2);
+                steps = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a record (or tombstone, with `value` None) for `key` at a fresh place, with
+    /// `next` as its chain successor, and returns its offset. Nothing links to it yet.
+    ///
+    /// # Safety
+    /// The caller holds the stripe lock of the bucket the record will join, exclusively.
+    pub unsafe fn write_record(&self, key: &[u8], hash: u64, value: Option<&[u8]>, next: u64) -> Result<u64> {
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let (encoded, block) = &mut *scratch;
+            let (kind, compressed) = match value {
+                Some(raw) => (KIND_RECORD, self.codec.encode(raw, encoded)?),
+                None => {
+                    encoded.clear();
+                    (KIND_TOMBSTONE, false)
+                }
+            };
+            if encoded.len() > record::MAX_VALUE_SIZE {
+                return Err(Error::new(ErrorKind::Limit, "the value is larger than 4 GiB"));
+            }
+            let check = checksum(hash, compressed, encoded);
+            block.clear();
+            encode_record(block, kind, compressed, check, next, next_width(next, self.space.end()), key, encoded);
+            let len = block.len() as u64;
+            let reuse = self.header.update_mode == UpdateMode::InPlace;
+            let place = self
+                .space
+                .allocate(len, reuse, self.header.max_file_size)
+                .ok_or_else(|| Error::new(ErrorKind::Limit, format!("the file would exceed max_file_size {}", self.header.max_file_size)))?;
+            self.file.ensure_len(place.offset + len + place.remainder)?;
+            if place.remainder > 0 {
+                let mut free = Vec::new();
+                encode_free(place.remainder, &mut free);
+                // SAFETY: the block came from the pool, so this thread owns it.
+                unsafe { self.file.write(place.offset + len, &free)? };
+                if place.remainder >= record::MIN_SPAN {
+                    self.space.release(place.offset + len, place.remainder);
+                }
+            }
+            // SAFETY: the block is ours, as above (or freshly appended past every chain).
+            unsafe { self.file.write(place.offset, block)? };
+            Ok(place.offset)
+        })
+    }
+
+    /// Points `link` at `target`.
+    ///
+    /// # Safety
+    /// The caller holds the chain's stripe lock exclusively.
+    pub unsafe fn set_link(&self, link: Link, target: u64) -> Result<()> {
+        match link {
+            // SAFETY: forwarded to the caller.
+            Link::Bucket(index) => unsafe { self.set_head(index, target) },
+            Link::Next { at, width } => {
+                let mut field = [0u8; 10];
+                let field = field.get_mut(..usize::from(width)).unwrap_or_default();
+                // Fits by the invariant of `record::next_width`; a failure means a corrupted
+                // chain, which must not be made worse.
+                if !crate::codec::encode_varint_padded(target, field) {
+                    return Err(Error::broken(format!("chain pointer at {at} is too narrow for {target}")));
+                }
+                // SAFETY: forwarded to the caller.
+                unsafe { self.file.write(at, field) }
+            }
+        }
+    }
+
+    /// Marks a record that no chain links to any more as free and returns its space.
+    ///
+    /// # Safety
+    /// The caller held the record's chain lock exclusively when unlinking it and still does.
+    pub unsafe fn free_record(&self, offset: u64, header: &RecordHeader) -> Result<()> {
+        if self.header.update_mode == UpdateMode::Appending {
+            return Ok(());
+        }
+        // The tag's low bits keep the checksum; only the kind changes, in one byte.
+        let tag = (header.tag & !record::KIND_MASK & !record::COMPRESSED_BIT) | KIND_FREE;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.file.write(offset, &[tag])? };
+        self.space.release(offset, header.total_len());
+        Ok(())
+    }
+
+    /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.
+    ///
+    /// # Safety
+    /// The caller has the file to itself.
+    pub unsafe fn scan_block(&self, offset: u64) -> Result<Block> {
+        // SAFETY: forwarded to the caller.
+        let bytes = unsafe { self.file.slice_upto(offset, MAX_HEADER_SIZE)? };
+        record::parse_block(bytes, offset)
+    }
+
+    /// Zeroes the bucket array and empties the record area.
+    ///
+    /// # Safety
+    /// The caller holds every stripe lock exclusively.
+    pub unsafe fn clear(&self) -> Result<()> {
+        let data_start = self.header.data_start();
+        // SAFETY: forwarded to the caller; shrinking to the header and growing back zeroes
+        // the buckets without writing them one by one.
+        unsafe {
+            self.file.set_len(self.header.dictionary_offset().min(HEADER_SIZE))?;
+            self.file.set_len(data_start)?;
+            self.file.write(0, &self.header.encode())?;
+            self.file.write(self.header.dictionary_offset(), self.codec.dictionary())?;
+        }
+        self.space.reset(data_start);
+        self.set_count(0);
+        self.write_header()
+    }
+}

@@ -1,0 +1,20 @@
+//! Kura: embedded key-value databases.
+//!
+//! Every engine implements [`Dbm`]; [`open`] picks one by path extension or parameters.
+//! The folders mirror the architecture:
+//! - `codec/`: record and page compression and its framing;
+//! - `file/`: mapped files, the inter-process lock, atomic replacement;
+//! - `hash/`: HashDbm, the file hash database (`.kuh`).
+
+pub mod codec;
+pub mod dbm;
+pub mod error;
+pub mod file;
+pub mod hash;
+mod open;
+
+pub use codec::{Codec, CodecKind};
+pub use dbm::{Action, Cursor, Dbm, DbmExt, OrderedCursor, Params, Processor, Properties, Records};
+pub use error::{Error, ErrorKind, Result};
+pub use hash::HashDbm;
+pub use open::{open, EngineKind, OpenMode};

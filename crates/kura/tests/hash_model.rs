@@ -1,0 +1,217 @@
+//! Model-based test of HashDbm: random operation sequences, including rebuilds, codec
+//! changes and close/reopen, checked step by step against a BTreeMap, for every codec and
+//! both update modes.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+
+use kura::{CodecKind, Dbm, DbmExt, ErrorKind, HashDbm, OpenMode, Params};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Set(u8, Vec<u8>),
+    SetIfAbsent(u8, Vec<u8>),
+    Remove(u8),
+    Append(u8, Vec<u8>),
+    Increment(u8, i8),
+    CompareExchange(u8, bool, Option<Vec<u8>>),
+    CursorRemoveFirst,
+    CursorSetAll(Vec<u8>),
+    Rebuild(usize, u8),
+    Reopen,
+    Clear,
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..24),
+        // Compressible values, long enough for every codec to shrink them.
+        (any::<u8>(), 1usize..600).prop_map(|(b, n)| (0..n).map(|i| b.wrapping_add((i % 7) as u8)).collect()),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => (any::<u8>(), value()).prop_map(|(k, v)| Op::Set(k, v)),
+        2 => (any::<u8>(), value()).prop_map(|(k, v)| Op::SetIfAbsent(k, v)),
+        5 => any::<u8>().prop_map(Op::Remove),
+        2 => (any::<u8>(), value()).prop_map(|(k, v)| Op::Append(k, v)),
+        1 => (any::<u8>(), any::<i8>()).prop_map(|(k, d)| Op::Increment(k, d)),
+        1 => (any::<u8>(), any::<bool>(), proptest::option::of(value())).prop_map(|(k, e, d)| Op::CompareExchange(k, e, d)),
+        1 => Just(Op::CursorRemoveFirst),
+        1 => value().prop_map(Op::CursorSetAll),
+        1 => (0usize..7, 1u8..40).prop_map(|(c, b)| Op::Rebuild(c, b)),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Clear),
+    ]
+}
+
+fn key(k: u8) -> Vec<u8> {
+    // Few distinct keys so that operations meet; varied lengths.
+    format!("key{}", k % 48).repeat(1 + (k as usize % 3)).into_bytes()
+}
+
+fn check_same(db: &HashDbm, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    assert_eq!(db.count().unwrap(), model.len() as u64);
+    let mut seen: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for record in db.records().unwrap() {
+        let (k, v) = record.unwrap();
+        assert!(seen.insert(k, v).is_none(), "the cursor yielded a key twice");
+    }
+    assert_eq!(&seen, model);
+    for (k, v) in model {
+        assert_eq!(&db.get(k).unwrap(), v);
+    }
+}
+
+fn run(codec: CodecKind, appending: bool, ops: Vec<Op>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.kuh");
+    let mode = if appending { "appending" } else { "in_place" };
+    let params = Params::new().with("record_comp", codec.name()).with("num_buckets", 7).with("update_mode", mode);
+    let mut db = HashDbm::open(&path, OpenMode::Truncate, &params).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for op in ops {
+        match op {
+            Op::Set(k, v) => {
+                db.set(&key(k), &v, true).unwrap();
+                model.insert(key(k), v);
+            }
+            Op::SetIfAbsent(k, v) => {
+                let result = db.set(&key(k), &v, false);
+                if model.contains_key(&key(k)) {
+                    assert_eq!(result.unwrap_err().kind(), ErrorKind::Duplicate);
+                } else {
+                    result.unwrap();
+                    model.insert(key(k), v);
+                }
+            }
+            Op::Remove(k) => {
+                let result = db.remove(&key(k));
+                match model.remove(&key(k)) {
+                    Some(_) => result.unwrap(),
+                    None => assert_eq!(result.unwrap_err().kind(), ErrorKind::NotFound),
+                }
+            }
+            Op::Append(k, v) => {
+                db.append(&key(k), &v, b",").unwrap();
+                match model.get_mut(&key(k)) {
+                    Some(old) => {
+                        old.extend_from_slice(b",");
+                        old.extend_from_slice(&v);
+                    }
+                    None => {
+                        model.insert(key(k), v);
+                    }
+                }
+            }
+            Op::Increment(k, d) => {
+                let current = model.get(&key(k)).cloned();
+                let result = db.increment(&key(k), i64::from(d), 100);
+                match current {
+                    None => {
+                        assert_eq!(result.unwrap(), 100 + i64::from(d));
+                        model.insert(key(k), (100 + i64::from(d)).to_be_bytes().to_vec());
+                    }
+                    Some(bytes) if bytes.len() == 8 => {
+                        let next = i64::from_be_bytes(bytes.try_into().unwrap()).wrapping_add(i64::from(d));
+                        assert_eq!(result.unwrap(), next);
+                        model.insert(key(k), next.to_be_bytes().to_vec());
+                    }
+                    Some(_) => assert_eq!(result.unwrap_err().kind(), ErrorKind::InvalidArgument),
+                }
+            }
+            Op::CompareExchange(k, expect_current, desired) => {
+                let current = model.get(&key(k)).cloned();
+                let expected = if expect_current { current.clone() } else { Some(b"no such value".to_vec()) };
+                let result = db.compare_exchange(&key(k), expected.as_deref(), desired.as_deref());
+                if expected == current {
+                    result.unwrap();
+                    match desired {
+                        Some(v) => model.insert(key(k), v),
+                        None => model.remove(&key(k)),
+                    };
+                } else {
+                    assert_eq!(result.unwrap_err().kind(), ErrorKind::Infeasible);
+                }
+            }
+            Op::CursorRemoveFirst => {
+                let mut cursor = db.cursor().unwrap();
+                if cursor.first().unwrap() {
+                    let k = cursor.key().unwrap().unwrap();
+                    cursor.remove().unwrap();
+                    assert!(model.remove(&k).is_some());
+                } else {
+                    assert!(model.is_empty());
+                }
+            }
+            Op::CursorSetAll(v) => {
+                let mut cursor = db.cursor().unwrap();
+                let mut moved = cursor.first().unwrap();
+                while moved {
+                    let k = cursor.key().unwrap().unwrap();
+                    cursor.set(&v).unwrap();
+                    model.insert(k, v.clone());
+                    moved = cursor.next().unwrap();
+                }
+            }
+            Op::Rebuild(codec, buckets) => {
+                let codec = CodecKind::ALL[codec];
+                let params = Params::new().with("record_comp", codec.name()).with("num_buckets", buckets);
+                db.rebuild(&params).unwrap();
+                assert_eq!(db.inspect().unwrap().iter().find(|(n, _)| n == "record_comp").unwrap().1, codec.name());
+            }
+            Op::Reopen => {
+                db.close().unwrap();
+                db = HashDbm::open(&path, OpenMode::Write, &Params::new()).unwrap();
+            }
+            Op::Clear => {
+                db.clear().unwrap();
+                model.clear();
+            }
+        }
+        assert_eq!(db.count().unwrap(), model.len() as u64);
+    }
+    check_same(&db, &model);
+    db.close().unwrap();
+    let db = HashDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+    check_same(&db, &model);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn matches_model_in_place(codec in 0usize..7, ops in proptest::collection::vec(op(), 1..120)) {
+        run(CodecKind::ALL[codec], false, ops);
+    }
+
+    #[test]
+    fn matches_model_appending(codec in 0usize..7, ops in proptest::collection::vec(op(), 1..120)) {
+        run(CodecKind::ALL[codec], true, ops);
+    }
+}
+
+#[test]
+fn every_codec_round_trips_many_records() {
+    for codec in CodecKind::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("many.kuh");
+        let params = Params::new().with("record_comp", codec.name()).with("num_buckets", 1000);
+        let db = HashDbm::open(&path, OpenMode::Truncate, &params).unwrap();
+        for i in 0..3000u32 {
+            let v = format!("{{\"id\":{i},\"text\":\"value number {i} of the test\"}}").repeat(1 + i as usize % 4);
+            db.set(format!("{i:08}").as_bytes(), v.as_bytes(), true).unwrap();
+        }
+        db.rebuild(&Params::new()).unwrap();
+        db.close().unwrap();
+        let db = HashDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+        assert_eq!(db.count().unwrap(), 3000);
+        for i in (0..3000u32).step_by(7) {
+            let v = format!("{{\"id\":{i},\"text\":\"value number {i} of the test\"}}").repeat(1 + i as usize % 4);
+            assert_eq!(db.get(format!("{i:08}").as_bytes()).unwrap(), v.as_bytes(), "{codec}");
+        }
+    }
+}
