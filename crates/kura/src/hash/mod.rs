@@ -9,6 +9,7 @@
 //! wait for writers of the same stripe. Operations on the whole file (rebuild, clear, close)
 //! take every stripe lock; that is also what allows them to replace the storage.
 
+mod buckets;
 mod cursor;
 mod header;
 mod options;

@@ -115,6 +115,11 @@ impl Space {
         self.end.store(end, Ordering::Release);
     }
 
+    /// Moves the end back over space given up at close.
+    pub fn reset_end(&self, end: u64) {
+        self.end.store(end, Ordering::Release);
+    }
+
     /// The pool as (offset, len) pairs in offset order, for saving.
     pub fn blocks(&self) -> Vec<(u64, u64)> {
         let pool = self.pool.lock();

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::buckets::BucketCache;
 use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
 use super::record::{
     self, checksum, encode_free, encode_record, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
@@ -81,6 +82,8 @@ pub struct Storage {
     count: AtomicU64,
     /// False when the file was found not closed cleanly and was not restored (read-only).
     pub healthy: bool,
+    /// The bucket array in memory, mirroring the file's (see buckets.rs).
+    buckets: BucketCache,
 }
 
 impl std::fmt::Debug for Storage {
@@ -141,7 +144,8 @@ impl Storage {
         let codec = Codec::new(layout.codec, layout.dictionary.clone())?;
         let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
         let space = Space::new(header.data_end);
-        Ok(Storage { file: mapped, _lock: lock, header, codec, space, count: AtomicU64::new(0), healthy: true })
+        let buckets = BucketCache::new(header.num_buckets)?;
+        Ok(Storage { file: mapped, _lock: lock, header, codec, space, count: AtomicU64::new(0), healthy: true, buckets })
     }
 
     /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
@@ -173,7 +177,11 @@ impl Storage {
         let codec = Codec::new(header.codec, dictionary)?;
         let mapped = MappedFile::new(file, path, header.max_file_size, writable)?;
         let data_end = if header.closed_cleanly { header.data_end } else { file_len };
+        let buckets = BucketCache::new(header.num_buckets)?;
+        // SAFETY: the storage is not shared yet; the range was validated against the file.
+        buckets.load(unsafe { mapped.slice(HEADER_SIZE, (header.num_buckets * BUCKET_WIDTH) as usize)? }, BUCKET_WIDTH as usize);
         let storage = Storage {
+            buckets,
             file: mapped,
             _lock: lock,
             count: AtomicU64::new(header.record_count),
@@ -223,6 +231,11 @@ impl Storage {
         self.file.len()
     }
 
+    /// Bytes of memory the in-memory bucket array takes.
+    pub fn bucket_cache_size(&self) -> usize {
+        self.buckets.memory_size()
+    }
+
     pub fn add_count(&self, delta: i64) {
         if delta >= 0 {
             self.count.fetch_add(delta as u64, Ordering::Relaxed);
@@ -258,11 +271,22 @@ impl Storage {
         if !self.is_writable() {
             return Ok(());
         }
-        let end = self.space.end();
+        // Free blocks that reach the end of the record area are given back to the file
+        // system instead of being saved: removing records shrinks the file.
+        let mut blocks = self.space.blocks();
+        let mut end = self.space.end();
+        while let Some(&(offset, len)) = blocks.last() {
+            if offset + len != end {
+                break;
+            }
+            end = offset;
+            blocks.pop();
+        }
+        self.space.reset_end(end);
         let mut list = Vec::new();
         let mut previous = 0;
         let mut buf = [0u8; 10];
-        for (offset, len) in self.space.blocks() {
+        for (offset, len) in blocks {
             for value in [offset - previous, len] {
                 let n = encode_varint(value, &mut buf);
                 list.extend_from_slice(buf.get(..n).unwrap_or_default());
@@ -315,21 +339,18 @@ impl Storage {
     /// The caller holds the bucket's stripe lock.
     #[inline]
     pub unsafe fn head(&self, index: u64) -> Result<u64> {
-        // SAFETY: forwarded to the caller.
-        let bytes = unsafe { self.file.slice(Header::bucket_offset(index), BUCKET_WIDTH as usize)? };
-        let mut word = [0u8; 8];
-        if let Some(low) = word.get_mut(..BUCKET_WIDTH as usize) {
-            low.copy_from_slice(bytes);
-        }
-        Ok(u64::from_le_bytes(word))
+        self.buckets.get(index).ok_or_else(|| Error::broken(format!("bucket {index} out of range")))
     }
 
     /// # Safety
     /// The caller holds the bucket's stripe lock exclusively.
     unsafe fn set_head(&self, index: u64, offset: u64) -> Result<()> {
         let bytes = offset.to_le_bytes();
+        // The file first: it is what survives a crash.
         // SAFETY: forwarded to the caller.
-        unsafe { self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default()) }
+        unsafe { self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())? };
+        self.buckets.set(index, offset);
+        Ok(())
     }
 
     /// Parses the record at `offset` and checks that all of it lies within the file.
@@ -538,6 +559,7 @@ impl Storage {
             self.file.write(0, &self.header.encode())?;
             self.file.write(self.header.dictionary_offset(), self.codec.dictionary())?;
         }
+        self.buckets.reset();
         self.space.reset(data_start);
         self.set_count(0);
         self.write_header()
