@@ -6,10 +6,46 @@
 //! (2 MiB) where the kernel allows it, with aligned 8-byte entries. Every update still goes
 //! to the file first, so the file alone is always the truth after a crash; the copy is
 //! rebuilt from the file at open.
+//!
+//! Each entry also carries a 24-bit filter of the keys in the bucket's chain (two bits per
+//! key, Bloom-style): a key whose bits are not all set is not in the chain, so inserting a
+//! new key or looking up a missing one reads no record at all. Bits are added on insert,
+//! never cleared on removal (they only cost a needless walk), and recomputed exactly
+//! whenever a lookup walks a whole chain. Entries loaded from the file start with every
+//! bit set: "unknown, walk the chain".
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
+
+/// Bits of an entry that hold the offset (files are at most 2^40 bytes).
+const OFFSET_BITS: u32 = 40;
+const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+/// The filter of a chain whose keys are not known.
+pub const UNKNOWN_FILTER: u32 = (1 << 24) - 1;
+
+/// The filter bits of a key hash. The bucket is chosen by the hash's high bits, so these
+/// come from the low ones.
+#[inline]
+pub fn filter_bits(hash: u64) -> u32 {
+    (1 << ((hash & 0xffff) % 24)) | (1 << (((hash >> 16) & 0xffff) % 24))
+}
+
+/// A bucket's head offset and key filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub head: u64,
+    pub filter: u32,
+}
+
+impl Entry {
+    /// False when the key of `hash` is certainly not in the chain.
+    #[inline]
+    pub fn may_contain(&self, hash: u64) -> bool {
+        let bits = filter_bits(hash);
+        self.head != 0 && self.filter & bits == bits
+    }
+}
 
 pub struct BucketCache {
     map: memmap2::MmapMut,
@@ -36,14 +72,19 @@ impl BucketCache {
     }
 
     #[inline]
-    pub fn get(&self, index: u64) -> Option<u64> {
-        self.entries().get(index as usize).map(|e| e.load(Ordering::Relaxed))
+    pub fn get(&self, index: u64) -> Option<Entry> {
+        self.entries().get(index as usize).map(|e| {
+            let word = e.load(Ordering::Relaxed);
+            Entry { head: word & OFFSET_MASK, filter: (word >> OFFSET_BITS) as u32 }
+        })
     }
 
+    /// Stores an entry; an empty chain always gets an empty filter.
     #[inline]
-    pub fn set(&self, index: u64, offset: u64) {
-        if let Some(entry) = self.entries().get(index as usize) {
-            entry.store(offset, Ordering::Relaxed);
+    pub fn set(&self, index: u64, entry: Entry) {
+        if let Some(slot) = self.entries().get(index as usize) {
+            let filter = if entry.head == 0 { 0 } else { u64::from(entry.filter & UNKNOWN_FILTER) };
+            slot.store((entry.head & OFFSET_MASK) | (filter << OFFSET_BITS), Ordering::Relaxed);
         }
     }
 
@@ -54,7 +95,9 @@ impl BucketCache {
             if let Some(low) = word.get_mut(..width) {
                 low.copy_from_slice(bytes);
             }
-            entry.store(u64::from_le_bytes(word), Ordering::Relaxed);
+            let head = u64::from_le_bytes(word) & OFFSET_MASK;
+            let filter = if head == 0 { 0 } else { u64::from(UNKNOWN_FILTER) };
+            entry.store(head | (filter << OFFSET_BITS), Ordering::Relaxed);
         }
     }
 

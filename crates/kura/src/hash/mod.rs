@@ -291,7 +291,7 @@ impl HashDbm {
                 Some(value) => {
                     let head = s.head(bucket)?;
                     let new = s.write_record(key, hash, Some(value), head)?;
-                    s.set_link(Link::Bucket(bucket), new)?;
+                    s.link_new_head(bucket, new, hash)?;
                     match live {
                         Some(old) if in_place => {
                             // The old version now sits behind the new one; unlink and free it.
@@ -317,7 +317,7 @@ impl HashDbm {
                     } else {
                         let head = s.head(bucket)?;
                         let tombstone = s.write_record(key, hash, None, head)?;
-                        s.set_link(Link::Bucket(bucket), tombstone)?;
+                        s.link_new_head(bucket, tombstone, hash)?;
                     }
                     s.add_count(-1);
                 }
@@ -383,7 +383,7 @@ impl HashDbm {
                     let new_bucket = bucket_of(hash, fresh.header.num_buckets);
                     let head = fresh.head(new_bucket)?;
                     let offset = fresh.write_record(&key, hash, Some(&value), head)?;
-                    fresh.set_link(Link::Bucket(new_bucket), offset)?;
+                    fresh.link_new_head(new_bucket, offset, hash)?;
                 }
                 count += 1;
             }
@@ -401,7 +401,7 @@ impl Dbm for HashDbm {
         self.with_bucket(hash, self.writable, |s, bucket| {
             // SAFETY: `with_bucket` holds the stripe lock, exclusively for a writable handle.
             unsafe {
-                let found = s.find(bucket, key)?;
+                let found = s.find(bucket, key, hash)?;
                 let live = found.filter(is_live);
                 let mut old = Vec::new();
                 if let Some(f) = &live {
@@ -427,7 +427,7 @@ impl Dbm for HashDbm {
         self.with_bucket(hash, false, |s, bucket| {
             // SAFETY: `with_bucket` holds the stripe lock.
             unsafe {
-                match s.find(bucket, key)? {
+                match s.find(bucket, key, hash)? {
                     Some(found) if is_live(&found) => {
                         let mut value = Vec::new();
                         s.read_value(found.offset, &found.header, hash, &mut value)?;
@@ -446,7 +446,7 @@ impl Dbm for HashDbm {
         self.with_bucket(hash, true, |s, bucket| {
             // SAFETY: `with_bucket` holds the stripe lock exclusively.
             unsafe {
-                let found = s.find(bucket, key)?;
+                let found = s.find(bucket, key, hash)?;
                 if !overwrite && found.is_some_and(|f| is_live(&f)) {
                     return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
                 }
@@ -461,7 +461,7 @@ impl Dbm for HashDbm {
         self.with_bucket(hash, true, |s, bucket| {
             // SAFETY: `with_bucket` holds the stripe lock exclusively.
             unsafe {
-                let found = s.find(bucket, key)?;
+                let found = s.find(bucket, key, hash)?;
                 if !found.is_some_and(|f| is_live(&f)) {
                     return Err(Error::not_found("no record for the key"));
                 }
@@ -548,6 +548,7 @@ impl Dbm for HashDbm {
                 ("free_blocks", s.space.free_blocks().to_string()),
                 ("free_bytes", s.space.free_bytes().to_string()),
                 ("dictionary_size", s.codec.dictionary().len().to_string()),
+                ("bucket_cache_bytes", s.bucket_cache_size().to_string()),
                 ("max_file_size", h.max_file_size.to_string()),
             ];
             Ok(props.into_iter().map(|(n, v)| (n.to_string(), v)).collect())

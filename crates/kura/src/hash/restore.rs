@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use super::record::{Block, KIND_RECORD};
-use super::storage::{bucket_of, hash_key, Link, Storage};
+use super::storage::{bucket_of, hash_key, Storage};
 use crate::error::Result;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,7 @@ fn insert(sink: &Storage, key: &[u8], hash: u64, value: &[u8]) -> Result<()> {
     unsafe {
         let head = sink.head(bucket)?;
         let offset = sink.write_record(key, hash, Some(value), head)?;
-        sink.set_link(Link::Bucket(bucket), offset)?;
+        sink.link_new_head(bucket, offset, hash)?;
     }
     sink.add_count(1);
     Ok(())
@@ -89,7 +89,7 @@ fn scan(source: &Storage, sink: &Storage, report: &mut Salvage) -> Result<()> {
                     Some((key, hash)) => {
                         let bucket = bucket_of(hash, sink.header.num_buckets);
                         // SAFETY: as in `insert`.
-                        if unsafe { sink.find(bucket, &key)? }.is_none() {
+                        if unsafe { sink.find(bucket, &key, hash)? }.is_none() {
                             insert(sink, &key, hash, &value)?;
                             report.from_scan += 1;
                         }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::buckets::BucketCache;
+use super::buckets::{filter_bits, BucketCache, Entry};
 use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
 use super::record::{
     self, checksum, encode_free, encode_record, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
@@ -339,17 +339,32 @@ impl Storage {
     /// The caller holds the bucket's stripe lock.
     #[inline]
     pub unsafe fn head(&self, index: u64) -> Result<u64> {
+        Ok(self.entry(index)?.head)
+    }
+
+    #[inline]
+    fn entry(&self, index: u64) -> Result<Entry> {
         self.buckets.get(index).ok_or_else(|| Error::broken(format!("bucket {index} out of range")))
+    }
+
+    /// Links `offset`, a new record of the key hashed `hash`, at the head of `bucket`.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock exclusively.
+    pub unsafe fn link_new_head(&self, bucket: u64, offset: u64, hash: u64) -> Result<()> {
+        let filter = self.entry(bucket)?.filter | filter_bits(hash);
+        // SAFETY: forwarded to the caller.
+        unsafe { self.set_head(bucket, offset, filter) }
     }
 
     /// # Safety
     /// The caller holds the bucket's stripe lock exclusively.
-    unsafe fn set_head(&self, index: u64, offset: u64) -> Result<()> {
+    unsafe fn set_head(&self, index: u64, offset: u64, filter: u32) -> Result<()> {
         let bytes = offset.to_le_bytes();
         // The file first: it is what survives a crash.
         // SAFETY: forwarded to the caller.
         unsafe { self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())? };
-        self.buckets.set(index, offset);
+        self.buckets.set(index, Entry { head: offset, filter });
         Ok(())
     }
 
@@ -395,12 +410,18 @@ impl Storage {
         self.codec.decode(stored, header.is_compressed(), out)
     }
 
-    /// Walks the chain of `bucket` to the first record or tombstone of `key`.
+    /// Walks the chain of `bucket` to the first record or tombstone of `key` (hashed `hash`).
+    /// A walk that reaches the end of the chain leaves behind the chain's exact key filter.
     ///
     /// # Safety
     /// The caller holds the bucket's stripe lock.
-    pub unsafe fn find(&self, bucket: u64, key: &[u8]) -> Result<Option<Found>> {
+    pub unsafe fn find(&self, bucket: u64, key: &[u8], hash: u64) -> Result<Option<Found>> {
+        let entry = self.entry(bucket)?;
+        if !entry.may_contain(hash) {
+            return Ok(None);
+        }
         let mut found = None;
+        let mut filter = 0;
         // SAFETY: forwarded to the caller.
         unsafe {
             self.walk(bucket, |offset, header, link, record_key| {
@@ -408,8 +429,14 @@ impl Storage {
                     found = Some(Found { offset, header: *header, link });
                     return Ok(false);
                 }
+                filter |= filter_bits(hash_key(record_key));
                 Ok(true)
             })?;
+        }
+        if found.is_none() {
+            // Readers may store this too: under the stripe lock no writer changes the chain,
+            // and every reader computes the same filter.
+            self.buckets.set(bucket, Entry { head: entry.head, filter });
         }
         Ok(found)
     }
@@ -503,8 +530,9 @@ impl Storage {
     /// The caller holds the chain's stripe lock exclusively.
     pub unsafe fn set_link(&self, link: Link, target: u64) -> Result<()> {
         match link {
+            // The chain loses a record: its filter keeps the record's bits, harmlessly.
             // SAFETY: forwarded to the caller.
-            Link::Bucket(index) => unsafe { self.set_head(index, target) },
+            Link::Bucket(index) => unsafe { self.set_head(index, target, self.entry(index)?.filter) },
             Link::Next { at, width } => {
                 let mut field = [0u8; 10];
                 let field = field.get_mut(..usize::from(width)).unwrap_or_default();
