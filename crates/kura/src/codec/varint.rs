@@ -58,6 +58,7 @@ pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use proptest::prelude::*;
 

@@ -1,0 +1,113 @@
+//! Many threads on one HashDbm: mixed writers and readers on overlapping keys, with rebuilds
+//! and synchronizations in between. Each writer owns a residue class of a shared key range
+//! and records what it did last, so the final state is checked key by key; readers check
+//! that every value they see is one some writer wrote for that key.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use kura::{Dbm, DbmExt, HashDbm, OpenMode, Params};
+
+const WRITERS: u64 = 3;
+const KEYS: u64 = 600;
+const ROUNDS: u64 = 4000;
+
+fn value(writer: u64, key: u64, version: u64) -> Vec<u8> {
+    format!("w{writer}:k{key}:v{version}:").repeat(1 + (version % 4) as usize).into_bytes()
+}
+
+fn check_value(key: u64, bytes: &[u8]) {
+    let text = std::str::from_utf8(bytes).unwrap();
+    let first = text.split(':').collect::<Vec<_>>();
+    assert_eq!(first[1], format!("k{key}"), "a value of another key: {text}");
+    let writer: u64 = first[0][1..].parse().unwrap();
+    let version: u64 = first[2][1..].parse().unwrap();
+    assert_eq!(bytes, value(writer, key, version), "a torn value");
+}
+
+#[test]
+fn concurrent_writers_and_readers_stay_consistent() {
+    for codec in ["none", "lz4", "zstd"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("threads.kuh");
+        let params = Params::new().with("record_comp", codec).with("num_buckets", 101);
+        let db = Arc::new(HashDbm::open(&path, OpenMode::Truncate, &params).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|r| {
+                let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+                std::thread::spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = (reads * 7919 + r) % KEYS;
+                        match db.get(format!("key{key}").as_bytes()) {
+                            Ok(v) => check_value(key, &v),
+                            Err(e) => assert!(e.is_not_found(), "{e}"),
+                        }
+                        if reads % 500 == 0 {
+                            for record in db.records().unwrap() {
+                                let (k, v) = record.unwrap();
+                                check_value(std::str::from_utf8(&k[3..]).unwrap().parse().unwrap(), &v);
+                            }
+                        }
+                        reads += 1;
+                    }
+                })
+            })
+            .collect();
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let db = Arc::clone(&db);
+                std::thread::spawn(move || {
+                    let mut last: BTreeMap<u64, Option<Vec<u8>>> = BTreeMap::new();
+                    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (w + 1);
+                    for version in 0..ROUNDS {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        let key = (rng % (KEYS / WRITERS)) * WRITERS + w;
+                        let name = format!("key{key}");
+                        if rng % 5 == 0 {
+                            let _ = db.remove(name.as_bytes());
+                            last.insert(key, None);
+                        } else if rng % 11 == 0 {
+                            let v = value(w, key, version);
+                            db.process(name.as_bytes(), &mut |_| kura::Action::Set(v.as_slice().into())).unwrap();
+                            last.insert(key, Some(v));
+                        } else {
+                            let v = value(w, key, version);
+                            db.set(name.as_bytes(), &v, true).unwrap();
+                            last.insert(key, Some(v));
+                        }
+                        if w == 0 && version % 1000 == 999 {
+                            db.rebuild(&Params::new().with("num_buckets", 50 + version / 10)).unwrap();
+                        }
+                        if w == 1 && version % 700 == 0 {
+                            db.synchronize(false).unwrap();
+                        }
+                    }
+                    last
+                })
+            })
+            .collect();
+        let mut expected = BTreeMap::new();
+        for writer in writers {
+            for (key, v) in writer.join().unwrap() {
+                if let Some(v) = v {
+                    expected.insert(format!("key{key}").into_bytes(), v);
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        let actual: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(actual, expected, "{codec}");
+        assert_eq!(db.count().unwrap(), expected.len() as u64);
+        db.close().unwrap();
+    }
+}
