@@ -23,12 +23,97 @@ pub struct Allocation {
     pub remainder: u64,
 }
 
-#[derive(Debug, Default)]
+/// Blocks shorter than this are kept in exact-size classes found through a bitmap, so that
+/// releasing and reusing the common small block costs no tree operation.
+const SMALL: usize = 4096;
+
+#[derive(Debug)]
 struct Pool {
-    /// Free blocks by length, then offset.
-    by_len: BTreeMap<u64, Vec<u64>>,
+    /// `small[len]`: offsets of free blocks of exactly `len` bytes.
+    small: Vec<Vec<u64>>,
+    /// Bit `len` is set when `small[len]` is not empty.
+    small_nonempty: Vec<u64>,
+    /// Free blocks of `SMALL` bytes or more, by length.
+    large: BTreeMap<u64, Vec<u64>>,
     blocks: usize,
     bytes: u64,
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool {
+            small: vec![Vec::new(); SMALL],
+            small_nonempty: vec![0; SMALL / 64],
+            large: BTreeMap::new(),
+            blocks: 0,
+            bytes: 0,
+        }
+    }
+}
+
+impl Pool {
+    fn push(&mut self, offset: u64, len: u64) {
+        match self.small.get_mut(len as usize) {
+            Some(class) if (len as usize) < SMALL => {
+                class.push(offset);
+                if let Some(word) = self.small_nonempty.get_mut(len as usize / 64) {
+                    *word |= 1 << (len % 64);
+                }
+            }
+            _ => self.large.entry(len).or_default().push(offset),
+        }
+        self.blocks += 1;
+        self.bytes += len;
+    }
+
+    /// Takes the smallest block of at least `len` bytes: (offset, its length).
+    fn take(&mut self, len: u64) -> Option<(u64, u64)> {
+        let taken = self.take_small(len).or_else(|| {
+            let (&size, offsets) = self.large.range_mut(len..).next()?;
+            let offset = offsets.pop()?;
+            if offsets.is_empty() {
+                self.large.remove(&size);
+            }
+            Some((offset, size))
+        })?;
+        self.blocks -= 1;
+        self.bytes -= taken.1;
+        Some(taken)
+    }
+
+    fn take_small(&mut self, len: u64) -> Option<(u64, u64)> {
+        let start = usize::try_from(len).ok().filter(|&l| l < SMALL)?;
+        let mut word_index = start / 64;
+        let mut word = self.small_nonempty.get(word_index)? & (u64::MAX << (start % 64));
+        loop {
+            if word != 0 {
+                let size = word_index * 64 + word.trailing_zeros() as usize;
+                let class = self.small.get_mut(size)?;
+                let offset = class.pop()?;
+                if class.is_empty() {
+                    if let Some(bits) = self.small_nonempty.get_mut(word_index) {
+                        *bits &= !(1 << (size % 64));
+                    }
+                }
+                return Some((offset, size as u64));
+            }
+            word_index += 1;
+            word = *self.small_nonempty.get(word_index)?;
+        }
+    }
+
+    /// Drops the smallest block, to make room for a larger one.
+    fn drop_smallest(&mut self) -> Option<u64> {
+        let (offset, len) = self.take(0)?;
+        let _ = offset;
+        Some(len)
+    }
+
+    fn all(&self) -> Vec<(u64, u64)> {
+        let small = self.small.iter().enumerate().flat_map(|(len, offsets)| offsets.iter().map(move |&o| (o, len as u64)));
+        let large = self.large.iter().flat_map(|(&len, offsets)| offsets.iter().map(move |&o| (o, len)));
+        small.chain(large).collect()
+    }
 }
 
 #[derive(Debug)]
@@ -63,14 +148,9 @@ impl Space {
     pub fn allocate(&self, len: u64, reuse: bool, limit: u64) -> Option<Allocation> {
         if reuse && self.pooled.load(Ordering::Relaxed) > 0 {
             let mut pool = self.pool.lock();
-            let found = pool.by_len.range_mut(len..).next().map(|(&size, offsets)| (size, offsets.pop()));
-            if let Some((size, Some(offset))) = found {
-                if pool.by_len.get(&size).is_some_and(Vec::is_empty) {
-                    pool.by_len.remove(&size);
-                }
-                pool.blocks -= 1;
-                pool.bytes -= size;
-                self.pooled.store(pool.blocks, Ordering::Relaxed);
+            let taken = pool.take(len);
+            self.pooled.store(pool.blocks, Ordering::Relaxed);
+            if let Some((offset, size)) = taken {
                 return Some(Allocation { offset, remainder: size - len });
             }
         }
@@ -85,25 +165,15 @@ impl Space {
         if len < super::record::MIN_SPAN {
             return;
         }
-        let mut guard = self.pool.lock();
-        let pool = &mut *guard;
+        let mut pool = self.pool.lock();
         if pool.blocks >= MAX_FREE_BLOCKS {
-            let Some((&smallest, _)) = pool.by_len.first_key_value() else { return };
-            if smallest >= len {
-                return;
-            }
-            if let Some(offsets) = pool.by_len.get_mut(&smallest) {
-                offsets.pop();
-                pool.blocks -= 1;
-                pool.bytes -= smallest;
-                if offsets.is_empty() {
-                    pool.by_len.remove(&smallest);
-                }
+            match pool.drop_smallest() {
+                // Keep the larger of the two.
+                Some(dropped) if dropped >= len => return,
+                _ => {}
             }
         }
-        pool.by_len.entry(len).or_default().push(offset);
-        pool.blocks += 1;
-        pool.bytes += len;
+        pool.push(offset, len);
         self.pooled.store(pool.blocks, Ordering::Relaxed);
     }
 
@@ -122,9 +192,7 @@ impl Space {
 
     /// The pool as (offset, len) pairs in offset order, for saving.
     pub fn blocks(&self) -> Vec<(u64, u64)> {
-        let pool = self.pool.lock();
-        let mut blocks: Vec<(u64, u64)> =
-            pool.by_len.iter().flat_map(|(&len, offsets)| offsets.iter().map(move |&o| (o, len))).collect();
+        let mut blocks = self.pool.lock().all();
         blocks.sort_unstable();
         blocks
     }
@@ -134,6 +202,23 @@ impl Space {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+
+    #[test]
+    fn small_and_large_classes() {
+        let space = Space::new(100_000);
+        space.release(10, 5000);
+        space.release(20, 3000);
+        space.release(30, 64);
+        space.release(40, 63);
+        assert_eq!(space.free_bytes(), 5000 + 3000 + 64 + 63);
+        assert_eq!(space.allocate(63, true, u64::MAX).unwrap(), Allocation { offset: 40, remainder: 0 });
+        assert_eq!(space.allocate(63, true, u64::MAX).unwrap(), Allocation { offset: 30, remainder: 1 });
+        assert_eq!(space.allocate(100, true, u64::MAX).unwrap(), Allocation { offset: 20, remainder: 2900 });
+        assert_eq!(space.allocate(4000, true, u64::MAX).unwrap(), Allocation { offset: 10, remainder: 1000 });
+        assert_eq!(space.allocate(1, true, u64::MAX).unwrap().offset, 100_000);
+        assert_eq!(space.free_blocks(), 0);
+        assert_eq!(space.blocks(), vec![]);
+    }
 
     #[test]
     fn best_fit_and_split() {
