@@ -164,14 +164,7 @@ impl HashDbm {
     /// Salvages a crashed file into a sibling, then moves it over the original.
     fn restore_in_place(crashed: &Storage, path: &Path) -> Result<Storage> {
         let target = sibling_path(path, ".restore");
-        let layout = Layout {
-            codec: crashed.header.codec,
-            dictionary: crashed.codec.dictionary().to_vec(),
-            update_mode: crashed.header.update_mode,
-            num_buckets: crashed.header.num_buckets,
-            max_file_size: crashed.header.max_file_size,
-        };
-        let mut fresh = Storage::create(&target, &layout)?;
+        let mut fresh = Storage::create(&target, &crashed.layout())?;
         restore::salvage(crashed, &fresh)?;
         fresh.close()?;
         replace_file(&target, path)?;
@@ -183,14 +176,7 @@ impl HashDbm {
     /// into a new database at `dest`, leaving `source` as it is. Returns the record count.
     pub fn restore_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<u64> {
         let source = Storage::open(source.as_ref(), false)?;
-        let layout = Layout {
-            codec: source.header.codec,
-            dictionary: source.codec.dictionary().to_vec(),
-            update_mode: source.header.update_mode,
-            num_buckets: source.header.num_buckets,
-            max_file_size: source.header.max_file_size,
-        };
-        let mut fresh = Storage::create(dest.as_ref(), &layout)?;
+        let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
         restore::salvage(&source, &fresh)?;
         let count = fresh.count();
         fresh.close()?;

@@ -214,6 +214,17 @@ impl Storage {
         self.file.path()
     }
 
+    /// The settings this file was created with, for a copy of it.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            codec: self.header.codec,
+            dictionary: self.codec.dictionary().to_vec(),
+            update_mode: self.header.update_mode,
+            num_buckets: self.header.num_buckets,
+            max_file_size: self.header.max_file_size,
+        }
+    }
+
     /// Records that the file was renamed (a rebuilt file moved over the original).
     pub fn renamed(&mut self, path: &Path) {
         self.file.renamed(path);
