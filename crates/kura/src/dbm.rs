@@ -92,12 +92,7 @@ pub trait Dbm: Send + Sync {
 
     /// Replaces the record only if its current state equals `expected` (`None`: absent);
     /// `desired` `None` removes it. A mismatch is an Infeasible error and changes nothing.
-    fn compare_exchange(
-        &self,
-        key: &[u8],
-        expected: Option<&[u8]>,
-        desired: Option<&[u8]>,
-    ) -> Result<()> {
+    fn compare_exchange(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<()> {
         let mut matched = false;
         self.process(key, &mut |old| {
             matched = old == expected;
@@ -122,9 +117,9 @@ pub trait Dbm: Send + Sync {
         self.process(key, &mut |old| {
             let current = match old {
                 None => Ok(initial),
-                Some(bytes) => <[u8; 8]>::try_from(bytes).map(i64::from_be_bytes).map_err(|_| {
-                    Error::invalid(format!("increment: the value has {} bytes, not 8", bytes.len()))
-                }),
+                Some(bytes) => <[u8; 8]>::try_from(bytes)
+                    .map(i64::from_be_bytes)
+                    .map_err(|_| Error::invalid(format!("increment: the value has {} bytes, not 8", bytes.len()))),
             };
             outcome = current.map(|c| c.wrapping_add(delta));
             match &outcome {
@@ -268,9 +263,8 @@ impl Params {
     pub fn parse(text: &str) -> Result<Params> {
         let mut params = Params::new();
         for item in text.split([',', ';', ' ', '\n']).filter(|s| !s.is_empty()) {
-            let (name, value) = item
-                .split_once('=')
-                .ok_or_else(|| Error::invalid(format!("parameter {item:?} is not name=value")))?;
+            let (name, value) =
+                item.split_once('=').ok_or_else(|| Error::invalid(format!("parameter {item:?} is not name=value")))?;
             params = params.with(name.trim(), value.trim());
         }
         Ok(params)
@@ -315,10 +309,9 @@ impl Params {
     pub fn check_known(&self, engine: &str, known: &[&str]) -> Result<()> {
         match self.names().find(|n| !known.contains(n)) {
             None => Ok(()),
-            Some(unknown) => Err(Error::invalid(format!(
-                "{engine} has no parameter {unknown:?} (known: {})",
-                known.join(", ")
-            ))),
+            Some(unknown) => {
+                Err(Error::invalid(format!("{engine} has no parameter {unknown:?} (known: {})", known.join(", "))))
+            }
         }
     }
 }

@@ -212,7 +212,9 @@ fn second_writer_process_is_locked_out() {
 fn bad_arguments_are_invalid() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("args.kuh");
-    for params in ["record_comp=brotli", "num_buckets=0", "num_buckets=lots", "no_such_param=1", "update_mode=sometimes"] {
+    for params in
+        ["record_comp=brotli", "num_buckets=0", "num_buckets=lots", "no_such_param=1", "update_mode=sometimes"]
+    {
         let e = HashDbm::open(&path, OpenMode::Create, &Params::parse(params).unwrap()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{params}: {e}");
     }

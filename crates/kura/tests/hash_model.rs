@@ -81,11 +81,14 @@ fn run(codec: CodecKind, appending: bool, ops: Vec<Op>) {
             }
             Op::SetIfAbsent(k, v) => {
                 let result = db.set(&key(k), &v, false);
-                if model.contains_key(&key(k)) {
-                    assert_eq!(result.unwrap_err().kind(), ErrorKind::Duplicate);
-                } else {
-                    result.unwrap();
-                    model.insert(key(k), v);
+                match model.entry(key(k)) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        assert_eq!(result.unwrap_err().kind(), ErrorKind::Duplicate);
+                    }
+                    std::collections::btree_map::Entry::Vacant(slot) => {
+                        result.unwrap();
+                        slot.insert(v);
+                    }
                 }
             }
             Op::Remove(k) => {

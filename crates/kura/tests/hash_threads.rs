@@ -47,7 +47,7 @@ fn concurrent_writers_and_readers_stay_consistent() {
                             Ok(v) => check_value(key, &v),
                             Err(e) => assert!(e.is_not_found(), "{e}"),
                         }
-                        if reads % 500 == 0 {
+                        if reads.is_multiple_of(500) {
                             for record in db.records().unwrap() {
                                 let (k, v) = record.unwrap();
                                 check_value(std::str::from_utf8(&k[3..]).unwrap().parse().unwrap(), &v);
@@ -70,10 +70,10 @@ fn concurrent_writers_and_readers_stay_consistent() {
                         rng ^= rng << 17;
                         let key = (rng % (KEYS / WRITERS)) * WRITERS + w;
                         let name = format!("key{key}");
-                        if rng % 5 == 0 {
+                        if rng.is_multiple_of(5) {
                             let _ = db.remove(name.as_bytes());
                             last.insert(key, None);
-                        } else if rng % 11 == 0 {
+                        } else if rng.is_multiple_of(11) {
                             let v = value(w, key, version);
                             db.process(name.as_bytes(), &mut |_| kura::Action::Set(v.as_slice().into())).unwrap();
                             last.insert(key, Some(v));

@@ -46,7 +46,10 @@ impl<T> Pool<T> {
 
 pub(super) enum Engines {
     None,
-    Zlib { compressors: Pool<flate2::Compress>, decompressors: Pool<flate2::Decompress> },
+    Zlib {
+        compressors: Pool<flate2::Compress>,
+        decompressors: Pool<flate2::Decompress>,
+    },
     Zstd {
         level: i32,
         dictionary: Vec<u8>,
@@ -55,7 +58,10 @@ pub(super) enum Engines {
     },
     Lz4,
     Lzma,
-    Snappy { encoders: Pool<snap::raw::Encoder>, decoders: Pool<snap::raw::Decoder> },
+    Snappy {
+        encoders: Pool<snap::raw::Encoder>,
+        decoders: Pool<snap::raw::Decoder>,
+    },
 }
 
 fn corrupt(kind: CodecKind, detail: impl std::fmt::Display) -> Error {
@@ -143,8 +149,8 @@ impl Engines {
                 let start = out.len();
                 out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
                 let target = out.get_mut(start..).unwrap_or_default();
-                let written = lz4_flex::block::compress_into(raw, target)
-                    .map_err(|e| Error::invalid(format!("lz4: {e}")))?;
+                let written =
+                    lz4_flex::block::compress_into(raw, target).map_err(|e| Error::invalid(format!("lz4: {e}")))?;
                 out.truncate(start + written);
             }
             Engines::Lzma => {
@@ -181,26 +187,22 @@ impl Engines {
     pub(super) fn decompress(&self, body: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
         match self {
             Engines::None => out.extend_from_slice(body),
-            Engines::Zlib { decompressors, .. } => {
-                decompressors.with(
-                    || Ok(flate2::Decompress::new(false)),
-                    |d| {
-                        d.reset(false);
-                        let status = d
-                            .decompress_vec(body, out, flate2::FlushDecompress::Finish)
-                            .map_err(|e| corrupt(CodecKind::Zlib, e))?;
-                        if status != flate2::Status::StreamEnd {
-                            return Err(corrupt(CodecKind::Zlib, "the stream does not end where the record does"));
-                        }
-                        Ok(())
-                    },
-                )??
-            }
+            Engines::Zlib { decompressors, .. } => decompressors.with(
+                || Ok(flate2::Decompress::new(false)),
+                |d| {
+                    d.reset(false);
+                    let status = d
+                        .decompress_vec(body, out, flate2::FlushDecompress::Finish)
+                        .map_err(|e| corrupt(CodecKind::Zlib, e))?;
+                    if status != flate2::Status::StreamEnd {
+                        return Err(corrupt(CodecKind::Zlib, "the stream does not end where the record does"));
+                    }
+                    Ok(())
+                },
+            )??,
             Engines::Zstd { decompressors, .. } => decompressors.with(
                 || self.new_zstd_decompressor(),
-                |d| {
-                    d.decompress_to_buffer(body, out).map(|_| ()).map_err(|e| corrupt(CodecKind::Zstd, e))
-                },
+                |d| d.decompress_to_buffer(body, out).map(|_| ()).map_err(|e| corrupt(CodecKind::Zstd, e)),
             )??,
             Engines::Lz4 => {
                 out.resize(raw_len, 0);

@@ -107,10 +107,7 @@ pub struct Codec {
 
 impl fmt::Debug for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Codec")
-            .field("kind", &self.kind)
-            .field("dictionary_len", &self.dictionary.len())
-            .finish()
+        f.debug_struct("Codec").field("kind", &self.kind).field("dictionary_len", &self.dictionary.len()).finish()
     }
 }
 

@@ -45,10 +45,7 @@ impl FileLock {
                         LockMode::Shared => "a writer",
                         LockMode::Exclusive => "another process or handle",
                     };
-                    return Err(Error::new(
-                        ErrorKind::Locked,
-                        format!("{} is locked by {held}", path.display()),
-                    ));
+                    return Err(Error::new(ErrorKind::Locked, format!("{} is locked by {held}", path.display())));
                 }
                 _ => return Err(Error::io(format!("lock {}", path.display()), err)),
             }

@@ -137,7 +137,9 @@ impl Header {
         }
         let version = u16::from_le_bytes(field(8, 2).try_into().unwrap_or_default());
         if version != FORMAT_VERSION {
-            return Err(Error::broken(format!("format version {version} is not supported (this build reads {FORMAT_VERSION})")));
+            return Err(Error::broken(format!(
+                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+            )));
         }
         let flags = field(10, 4);
         let (codec, mode, clean, width) = match flags {

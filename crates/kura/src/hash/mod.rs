@@ -154,10 +154,12 @@ impl HashDbm {
             codec: options.record_comp.or(previous.map(|p| p.header.codec)).unwrap_or(CodecKind::None),
             dictionary: Vec::new(),
             update_mode: options.update_mode.or(previous.map(|p| p.header.update_mode)).unwrap_or(UpdateMode::InPlace),
-            num_buckets: options.num_buckets.unwrap_or_else(|| {
-                keep(|p| p.count().max(MIN_REBUILD_BUCKETS), DEFAULT_NUM_BUCKETS)
-            }),
-            max_file_size: options.max_file_size.unwrap_or_else(|| keep(|p| p.header.max_file_size, DEFAULT_MAX_FILE_SIZE)),
+            num_buckets: options
+                .num_buckets
+                .unwrap_or_else(|| keep(|p| p.count().max(MIN_REBUILD_BUCKETS), DEFAULT_NUM_BUCKETS)),
+            max_file_size: options
+                .max_file_size
+                .unwrap_or_else(|| keep(|p| p.header.max_file_size, DEFAULT_MAX_FILE_SIZE)),
         }
     }
 
@@ -268,7 +270,14 @@ impl HashDbm {
     ///
     /// # Safety
     /// The caller holds the bucket's stripe lock exclusively.
-    unsafe fn apply(s: &Storage, bucket: u64, key: &[u8], hash: u64, value: Option<&[u8]>, found: Option<Found>) -> Result<()> {
+    unsafe fn apply(
+        s: &Storage,
+        bucket: u64,
+        key: &[u8],
+        hash: u64,
+        value: Option<&[u8]>,
+        found: Option<Found>,
+    ) -> Result<()> {
         let live = found.filter(is_live);
         let in_place = s.header.update_mode == UpdateMode::InPlace;
         // SAFETY (whole body): forwarded to the caller.

@@ -110,7 +110,8 @@ impl Pool {
     }
 
     fn all(&self) -> Vec<(u64, u64)> {
-        let small = self.small.iter().enumerate().flat_map(|(len, offsets)| offsets.iter().map(move |&o| (o, len as u64)));
+        let small =
+            self.small.iter().enumerate().flat_map(|(len, offsets)| offsets.iter().map(move |&o| (o, len as u64)));
         let large = self.large.iter().flat_map(|(&len, offsets)| offsets.iter().map(move |&o| (o, len)));
         small.chain(large).collect()
     }

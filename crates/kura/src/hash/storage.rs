@@ -145,7 +145,16 @@ impl Storage {
         let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
         let space = Space::new(header.data_end);
         let buckets = BucketCache::new(header.num_buckets)?;
-        Ok(Storage { file: mapped, _lock: lock, header, codec, space, count: AtomicU64::new(0), healthy: true, buckets })
+        Ok(Storage {
+            file: mapped,
+            _lock: lock,
+            header,
+            codec,
+            space,
+            count: AtomicU64::new(0),
+            healthy: true,
+            buckets,
+        })
     }
 
     /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
@@ -179,7 +188,10 @@ impl Storage {
         let data_end = if header.closed_cleanly { header.data_end } else { file_len };
         let buckets = BucketCache::new(header.num_buckets)?;
         // SAFETY: the storage is not shared yet; the range was validated against the file.
-        buckets.load(unsafe { mapped.slice(HEADER_SIZE, (header.num_buckets * BUCKET_WIDTH) as usize)? }, BUCKET_WIDTH as usize);
+        buckets.load(
+            unsafe { mapped.slice(HEADER_SIZE, (header.num_buckets * BUCKET_WIDTH) as usize)? },
+            BUCKET_WIDTH as usize,
+        );
         let storage = Storage {
             buckets,
             file: mapped,
@@ -337,7 +349,8 @@ impl Storage {
             // SAFETY: as above.
             let is_free = block >= data_start
                 && block.saturating_add(block_len) <= self.header.data_end
-                && unsafe { self.file.slice(block, 1) }.is_ok_and(|b| b.first().is_some_and(|&t| t & KIND_FREE == KIND_FREE));
+                && unsafe { self.file.slice(block, 1) }
+                    .is_ok_and(|b| b.first().is_some_and(|&t| t & KIND_FREE == KIND_FREE));
             if is_free {
                 self.space.release(block, block_len);
             }
@@ -374,7 +387,9 @@ impl Storage {
         let bytes = offset.to_le_bytes();
         // The file first: it is what survives a crash.
         // SAFETY: forwarded to the caller.
-        unsafe { self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())? };
+        unsafe {
+            self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())?
+        };
         self.buckets.set(index, Entry { head: offset, filter });
         Ok(())
     }
@@ -515,10 +530,12 @@ impl Storage {
             encode_record(block, kind, compressed, check, next, next_width(next, self.space.end()), key, encoded);
             let len = block.len() as u64;
             let reuse = self.header.update_mode == UpdateMode::InPlace;
-            let place = self
-                .space
-                .allocate(len, reuse, self.header.max_file_size)
-                .ok_or_else(|| Error::new(ErrorKind::Limit, format!("the file would exceed max_file_size {}", self.header.max_file_size)))?;
+            let place = self.space.allocate(len, reuse, self.header.max_file_size).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Limit,
+                    format!("the file would exceed max_file_size {}", self.header.max_file_size),
+                )
+            })?;
             self.file.ensure_len(place.offset + len + place.remainder)?;
             if place.remainder > 0 {
                 let mut free = Vec::new();
