@@ -4,17 +4,20 @@
 //! The folders mirror the architecture:
 //! - `codec/`: record and page compression and its framing;
 //! - `file/`: mapped files, the inter-process lock, atomic replacement;
-//! - `hash/`: HashDbm, the file hash database (`.kuh`).
+//! - `hash/`: HashDbm, the file hash database (`.kuh`);
+//! - `memory/`: TinyDbm, BabyDbm, CacheDbm, the in-memory engines (`.kumt`, `.kumb`, `.kumc`).
 
 pub mod codec;
 pub mod dbm;
 pub mod error;
 pub mod file;
 pub mod hash;
+pub mod memory;
 mod open;
 
 pub use codec::{Codec, CodecKind};
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OrderedCursor, Params, Processor, Properties, Records};
 pub use error::{Error, ErrorKind, Result};
 pub use hash::HashDbm;
+pub use memory::{BabyDbm, CacheDbm, TinyDbm};
 pub use open::{open, EngineKind, OpenMode};

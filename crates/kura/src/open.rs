@@ -5,6 +5,7 @@ use std::path::Path;
 use crate::dbm::{Dbm, Params};
 use crate::error::{Error, Result};
 use crate::hash::HashDbm;
+use crate::memory::{BabyDbm, CacheDbm, TinyDbm};
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,20 +40,29 @@ impl OpenMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineKind {
     Hash,
+    Tiny,
+    Baby,
+    Cache,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 1] = [EngineKind::Hash];
+    pub const ALL: [EngineKind; 4] = [EngineKind::Hash, EngineKind::Tiny, EngineKind::Baby, EngineKind::Cache];
 
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Hash => "hash",
+            EngineKind::Tiny => "tiny",
+            EngineKind::Baby => "baby",
+            EngineKind::Cache => "cache",
         }
     }
 
     pub fn extension(self) -> &'static str {
         match self {
             EngineKind::Hash => "kuh",
+            EngineKind::Tiny => "kumt",
+            EngineKind::Baby => "kumb",
+            EngineKind::Cache => "kumc",
         }
     }
 
@@ -90,5 +100,8 @@ pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<B
     }
     Ok(match engine {
         EngineKind::Hash => Box::new(HashDbm::open(path, mode, &engine_params)?),
+        EngineKind::Tiny => Box::new(TinyDbm::open(path, mode, &engine_params)?),
+        EngineKind::Baby => Box::new(BabyDbm::open(path, mode, &engine_params)?),
+        EngineKind::Cache => Box::new(CacheDbm::open(path, mode, &engine_params)?),
     })
 }

@@ -1,0 +1,79 @@
+//! Throughput and RSS of the memory engines without a backing file, in the shape of
+//! `tkrzw_dbm_perf sequence` (set, get, remove of `%08d` keys with 8-byte values):
+//! `cargo run --release --example memory_perf -- tiny|baby|cache [records] [threads] [random|seq]
+//! [cap_mem_bytes] [value_size]` (the cache's record cap is the number of records).
+#![allow(clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use kura::{open, Dbm, OpenMode, Params};
+
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1));
+    kb.and_then(|k| k.parse::<u64>().ok()).unwrap_or(0) * 1024
+}
+
+fn key_of(i: u64, random: bool, n: u64) -> u64 {
+    if random {
+        // SplitMix64 of i, reduced to 0..n: keys repeat, as with tkrzw_dbm_perf --random_key.
+        let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    } else {
+        i
+    }
+}
+
+fn phase(dbm: &dyn Dbm, name: &str, n: u64, threads: u64, random: bool, op: &(dyn Fn(&dyn Dbm, &[u8]) + Sync)) {
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            scope.spawn(move || {
+                for i in 0..n {
+                    let key = format!("{:08}", key_of(t * n + i, random, n * threads));
+                    op(dbm, key.as_bytes());
+                }
+            });
+        }
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let qps = (n * threads) as f64 / elapsed;
+    println!(
+        "{name}: {:.3}s qps={:.0} count={} rss={} file_size={}",
+        elapsed,
+        qps,
+        dbm.count().unwrap(),
+        rss_bytes(),
+        dbm.file_size().unwrap()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let engine = args.get(1).map_or("tiny", String::as_str);
+    let n: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let threads: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
+    let random = args.get(4).is_some_and(|a| a == "random");
+    let cap_mem = args.get(5).map(|c| format!(",cap_mem_bytes={c}")).unwrap_or_default();
+    let value_size: usize = args.get(6).and_then(|a| a.parse().ok()).unwrap_or(8);
+    let value = vec![b'v'; value_size];
+    let value = value.as_slice();
+    let params = match engine {
+        "cache" => format!("engine=cache,cap_rec_num={}{cap_mem}", n * threads),
+        other => format!("engine={other}"),
+    };
+    println!("{engine} records={n} threads={threads} random={random} rss_at_start={}", rss_bytes());
+    let dbm = open("", OpenMode::Create, &Params::parse(&params).unwrap()).unwrap();
+    let dbm = dbm.as_ref();
+    phase(dbm, "set", n, threads, random, &|db, key| db.set(key, value, true).unwrap());
+    phase(dbm, "get", n, threads, random, &|db, key| {
+        let _ = db.get(key);
+    });
+    phase(dbm, "remove", n, threads, random, &|db, key| {
+        let _ = db.remove(key);
+    });
+    let properties = dbm.inspect().unwrap();
+    println!("{properties:?}");
+}

@@ -1,0 +1,299 @@
+//! BabyDbm (`.kumb`): an in-memory ordered database, a B-tree of records behind one
+//! reader-writer lock (key order cannot be sharded by hash). Small records sit inline in the
+//! tree nodes (see `record.rs`), so most records cost no allocation of their own. Its cursor
+//! goes both ways and lands beside keys (`OrderedCursor`). Optionally backed by a snapshot
+//! file (see `backing.rs`).
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::path::Path;
+
+use parking_lot::RwLock;
+
+use super::backing::{self, Backing};
+use super::record::{Key, KeyedRecord, RecordBytes};
+use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
+use crate::error::{Error, ErrorKind, Result};
+use crate::open::OpenMode;
+
+const CLASS: u8 = b'b';
+
+/// Estimated bytes per record in the tree (24-byte record in a node about 70% full).
+const RECORD_FOOTPRINT: u64 = 36;
+
+pub struct BabyDbm {
+    tree: RwLock<BTreeSet<KeyedRecord>>,
+    backing: Backing,
+}
+
+impl BabyDbm {
+    /// A database with no file (no parameters).
+    pub fn new(params: &Params) -> Result<BabyDbm> {
+        params.check_known("baby", &[])?;
+        Ok(BabyDbm { tree: RwLock::new(BTreeSet::new()), backing: Backing::in_memory(CLASS) })
+    }
+
+    /// Opens `path` (empty: no file), loading its snapshot as `mode` says.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<BabyDbm> {
+        params.check_known("baby", &[])?;
+        let opened = Backing::open(path.as_ref(), mode, CLASS)?;
+        let dbm = BabyDbm { tree: RwLock::new(BTreeSet::new()), backing: opened.backing };
+        if let Some(bytes) = opened.snapshot {
+            let mut tree = dbm.tree.write();
+            backing::load(&bytes, |key, value| {
+                tree.replace(KeyedRecord(RecordBytes::new(key, value)?));
+                Ok(())
+            })?;
+        }
+        if opened.write_now {
+            dbm.save()?;
+        }
+        Ok(dbm)
+    }
+
+    fn save(&self) -> Result<()> {
+        self.backing.save(|writer| {
+            let tree = self.tree.read();
+            for record in tree.iter() {
+                writer.record(record.0.key(), record.0.value())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The key of the first (or, `backwards`, the last) record within the bounds.
+    fn neighbour(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, backwards: bool) -> Option<Vec<u8>> {
+        let tree = self.tree.read();
+        let bounds = (lower.map(Key::new), upper.map(Key::new));
+        let mut range = tree.range::<Key, _>(bounds);
+        let record = if backwards { range.next_back() } else { range.next() };
+        record.map(|r| r.0.key().to_vec())
+    }
+
+    fn memory_usage(&self) -> u64 {
+        let tree = self.tree.read();
+        tree.len() as u64 * RECORD_FOOTPRINT
+    }
+}
+
+impl Dbm for BabyDbm {
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        self.backing.check_open()?;
+        if !self.backing.is_writable() {
+            let tree = self.tree.read();
+            let current = tree.get(Key::new(key)).map(|r| r.0.value());
+            return match processor(current) {
+                Action::Keep => Ok(()),
+                _ => Err(Error::infeasible("the database is opened read-only")),
+            };
+        }
+        let mut tree = self.tree.write();
+        let current = tree.get(Key::new(key)).map(|r| r.0.value());
+        let existed = current.is_some();
+        match processor(current) {
+            Action::Keep => {}
+            Action::Set(value) => {
+                tree.replace(KeyedRecord(RecordBytes::new(key, &value)?));
+            }
+            Action::Remove => {
+                if existed {
+                    tree.remove(Key::new(key));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+        self.backing.check_open()?;
+        let tree = self.tree.read();
+        let found = tree.get(Key::new(key));
+        found.map(|r| r.0.value().to_vec()).ok_or_else(|| Error::not_found("no record for the key"))
+    }
+
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        self.backing.check_writable()?;
+        let record = KeyedRecord(RecordBytes::new(key, value)?);
+        let mut tree = self.tree.write();
+        if overwrite {
+            tree.replace(record);
+        } else if !tree.insert(record) {
+            return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+        }
+        Ok(())
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.backing.check_open()?;
+        Ok(self.tree.read().len() as u64)
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.backing.check_open()?;
+        Ok(Box::new(BabyCursor { dbm: self, position: None }))
+    }
+
+    fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
+        self.backing.check_open()?;
+        Ok(Box::new(BabyCursor { dbm: self, position: None }))
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.backing.check_writable()?;
+        self.tree.write().clear();
+        Ok(())
+    }
+
+    fn synchronize(&self, _hard: bool) -> Result<()> {
+        self.backing.check_open()?;
+        self.save()
+    }
+
+    fn rebuild(&self, params: &Params) -> Result<()> {
+        // A B-tree has nothing to compact or resize.
+        self.backing.check_writable()?;
+        params.check_known("baby", &[])
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.backing.check_open()?;
+        Ok(false)
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        self.backing.check_open()?;
+        Ok(self.memory_usage())
+    }
+
+    fn inspect(&self) -> Result<Properties> {
+        let count = self.count()?;
+        let mut properties = vec![
+            ("class".to_string(), "BabyDbm".to_string()),
+            ("count".to_string(), count.to_string()),
+            ("file_size".to_string(), self.memory_usage().to_string()),
+            ("healthy".to_string(), "true".to_string()),
+        ];
+        if let Some(path) = self.backing.path() {
+            properties.push(("path".to_string(), path.display().to_string()));
+        }
+        Ok(properties)
+    }
+
+    fn is_writable(&self) -> bool {
+        self.backing.is_writable()
+    }
+
+    fn close(&self) -> Result<()> {
+        self.backing.check_open()?;
+        self.save()?;
+        self.backing.mark_closed();
+        Ok(())
+    }
+}
+
+impl Drop for BabyDbm {
+    /// Writes the file back if `close` was not called (errors cannot be reported here).
+    fn drop(&mut self) {
+        if !self.backing.is_closed() {
+            let _ = self.save();
+        }
+    }
+}
+
+/// A position in key order: the key it stands on (which may have been removed since; moves
+/// are relative to it, so the cursor survives any concurrent update).
+pub struct BabyCursor<'d> {
+    dbm: &'d BabyDbm,
+    position: Option<Vec<u8>>,
+}
+
+impl BabyCursor<'_> {
+    fn land(&mut self, found: Option<Vec<u8>>) -> bool {
+        self.position = found;
+        self.position.is_some()
+    }
+
+    fn at(&self) -> Result<&[u8]> {
+        self.position.as_deref().ok_or_else(|| Error::not_found("the cursor is at no record"))
+    }
+}
+
+impl Cursor for BabyCursor<'_> {
+    fn first(&mut self) -> Result<bool> {
+        self.dbm.backing.check_open()?;
+        let found = self.dbm.neighbour(Bound::Unbounded, Bound::Unbounded, false);
+        Ok(self.land(found))
+    }
+
+    fn jump(&mut self, key: &[u8]) -> Result<bool> {
+        self.jump_upper(key, true)
+    }
+
+    fn next(&mut self) -> Result<bool> {
+        self.dbm.backing.check_open()?;
+        let Some(current) = self.position.take() else { return Ok(false) };
+        let found = self.dbm.neighbour(Bound::Excluded(&current), Bound::Unbounded, false);
+        Ok(self.land(found))
+    }
+
+    fn record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.dbm.backing.check_open()?;
+        let Some(key) = self.position.as_deref() else { return Ok(None) };
+        let tree = self.dbm.tree.read();
+        Ok(tree.get(Key::new(key)).map(|r| (r.0.key().to_vec(), r.0.value().to_vec())))
+    }
+
+    fn key(&mut self) -> Result<Option<Vec<u8>>> {
+        Ok(self.record()?.map(|(key, _)| key))
+    }
+
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        self.dbm.backing.check_writable()?;
+        let key = self.at()?;
+        let mut tree = self.dbm.tree.write();
+        if !tree.contains(Key::new(key)) {
+            return Err(Error::not_found("the record at the cursor is gone"));
+        }
+        tree.replace(KeyedRecord(RecordBytes::new(key, value)?));
+        Ok(())
+    }
+
+    fn remove(&mut self) -> Result<()> {
+        self.dbm.backing.check_writable()?;
+        let key = self.at()?;
+        if !self.dbm.tree.write().remove(Key::new(key)) {
+            return Err(Error::not_found("the record at the cursor is gone"));
+        }
+        self.next()?;
+        Ok(())
+    }
+}
+
+impl OrderedCursor for BabyCursor<'_> {
+    fn last(&mut self) -> Result<bool> {
+        self.dbm.backing.check_open()?;
+        let found = self.dbm.neighbour(Bound::Unbounded, Bound::Unbounded, true);
+        Ok(self.land(found))
+    }
+
+    fn previous(&mut self) -> Result<bool> {
+        self.dbm.backing.check_open()?;
+        let Some(current) = self.position.take() else { return Ok(false) };
+        let found = self.dbm.neighbour(Bound::Unbounded, Bound::Excluded(&current), true);
+        Ok(self.land(found))
+    }
+
+    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<bool> {
+        self.dbm.backing.check_open()?;
+        let upper = if inclusive { Bound::Included(key) } else { Bound::Excluded(key) };
+        let found = self.dbm.neighbour(Bound::Unbounded, upper, true);
+        Ok(self.land(found))
+    }
+
+    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<bool> {
+        self.dbm.backing.check_open()?;
+        let lower = if inclusive { Bound::Included(key) } else { Bound::Excluded(key) };
+        let found = self.dbm.neighbour(lower, Bound::Unbounded, false);
+        Ok(self.land(found))
+    }
+}

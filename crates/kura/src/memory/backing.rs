@@ -1,0 +1,130 @@
+//! What the memory engines share about their life: the optional backing file (loaded at
+//! open, written back atomically on synchronize and close), the writable flag and the
+//! closed state.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+
+use super::snapshot::{self, SnapshotWriter};
+use crate::error::{Error, Result};
+use crate::file::{remove_if_exists, replace_file, sibling_path};
+use crate::open::OpenMode;
+
+pub struct Backing {
+    /// The snapshot file, or None for a purely in-memory database.
+    path: Option<PathBuf>,
+    /// Engine class byte written in snapshot headers.
+    class: u8,
+    writable: bool,
+    closed: AtomicBool,
+    /// One snapshot write at a time (they share the temporary file).
+    saving: Mutex<()>,
+}
+
+/// A freshly opened backing and what the engine must do with it.
+pub struct Opened {
+    pub backing: Backing,
+    /// The snapshot's bytes to load, if the file existed and is to be read.
+    pub snapshot: Option<Vec<u8>>,
+    /// Whether to write an (empty) snapshot at once: a created or truncated file, so that
+    /// the path exists from the open on and a bad directory fails now, not at close.
+    pub write_now: bool,
+}
+
+impl Backing {
+    /// A database with no file.
+    pub fn in_memory(class: u8) -> Backing {
+        Backing { path: None, class, writable: true, closed: AtomicBool::new(false), saving: Mutex::new(()) }
+    }
+
+    /// Resolves `mode` for `path` (an empty path means no file).
+    pub fn open(path: &Path, mode: OpenMode, class: u8) -> Result<Opened> {
+        if path.as_os_str().is_empty() {
+            return Ok(Opened { backing: Backing::in_memory(class), snapshot: None, write_now: false });
+        }
+        let backing = Backing {
+            path: Some(path.to_path_buf()),
+            class,
+            writable: mode.is_writable(),
+            closed: AtomicBool::new(false),
+            saving: Mutex::new(()),
+        };
+        let read = || std::fs::read(path).map_err(|e| Error::io(format!("read {}", path.display()), e));
+        let (snapshot, write_now) = match mode {
+            OpenMode::ReadOnly | OpenMode::Write => (Some(read()?), false),
+            OpenMode::Create => match read() {
+                Ok(bytes) => (Some(bytes), false),
+                Err(e) if e.is_not_found() => (None, true),
+                Err(e) => return Err(e),
+            },
+            OpenMode::Truncate => (None, true),
+        };
+        Ok(Opened { backing, snapshot, write_now })
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Fails with Infeasible once the database is closed.
+    #[inline]
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Err(Error::infeasible("the database is closed"));
+        }
+        Ok(())
+    }
+
+    /// Fails with Infeasible on a closed or read-only database.
+    #[inline]
+    pub fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if !self.writable {
+            return Err(Error::infeasible("the database is opened read-only"));
+        }
+        Ok(())
+    }
+
+    /// Writes every record given by `write_records` to the backing file, atomically: into a
+    /// sibling temporary file, fsynced, then renamed over. Does nothing without a file or
+    /// when read-only.
+    pub fn save(&self, write_records: impl FnOnce(&mut SnapshotWriter) -> Result<()>) -> Result<()> {
+        let Some(path) = self.path.as_deref() else { return Ok(()) };
+        if !self.writable {
+            return Ok(());
+        }
+        let _one_at_a_time = self.saving.lock();
+        let temporary = sibling_path(path, ".tmp");
+        let outcome = SnapshotWriter::create(&temporary, self.class).and_then(|mut writer| {
+            write_records(&mut writer)?;
+            writer.finish()
+        });
+        match outcome {
+            Ok(_) => replace_file(&temporary, path),
+            Err(e) => {
+                let _ = remove_if_exists(&temporary);
+                Err(e)
+            }
+        }
+    }
+
+    /// Marks the database closed; false if it already was.
+    pub fn mark_closed(&self) -> bool {
+        !self.closed.swap(true, Ordering::AcqRel)
+    }
+}
+
+/// Loads a snapshot's records through `insert`.
+pub fn load(bytes: &[u8], insert: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
+    snapshot::parse(bytes, insert)
+}

@@ -1,0 +1,24 @@
+//! The in-memory engines, optionally backed by a snapshot file (design: docs/memory.md):
+//! - `tiny.rs`: TinyDbm (`.kumt`), a sharded hash table;
+//! - `cache.rs`: CacheDbm (`.kumc`), the same table with per-slot LRU eviction under a record
+//!   cap and a memory cap;
+//! - `baby.rs`: BabyDbm (`.kumb`), an ordered B-tree with a bidirectional cursor.
+//!
+//! Their parts: `record.rs` (a record in 24 bytes, inline when small), `table.rs` (one slot's
+//! slab and bucket chains), `lru.rs` (one slot's recency list), `slotted.rs` (the cursor of
+//! the sharded engines), `snapshot.rs` (the file format), `backing.rs` (open modes, atomic
+//! write-back, closed state).
+
+mod baby;
+mod backing;
+mod cache;
+mod lru;
+mod record;
+mod slotted;
+mod snapshot;
+mod table;
+mod tiny;
+
+pub use baby::{BabyCursor, BabyDbm};
+pub use cache::CacheDbm;
+pub use tiny::TinyDbm;

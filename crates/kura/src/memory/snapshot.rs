@@ -1,0 +1,166 @@
+//! The snapshot file of the memory engines: all records, written at once and replaced
+//! atomically, read back whole at open. The format is specified in docs/memory.md:
+//!
+//! ```text
+//! header   "KURAMEM\0"  version:u8=1  class:u8 ('t' | 'b' | 'c')  6 zero bytes
+//! records  { key_len:varint  value_len:varint  key  value }*
+//! trailer  record_count:u64 LE  checksum:u64 LE (xxh3-64 of every byte before it)
+//! ```
+//!
+//! Readers check the checksum first and every length against the bytes that remain, so a
+//! truncated or corrupted file is a BrokenData error, and no allocation is ever sized by a
+//! length read from the file (records are slices of the file's bytes).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
+
+use crate::codec::{decode_varint, encode_varint};
+use crate::error::{Error, Result};
+
+pub const MAGIC: &[u8; 8] = b"KURAMEM\0";
+pub const VERSION: u8 = 1;
+pub const HEADER_LEN: usize = 16;
+pub const TRAILER_LEN: usize = 16;
+
+/// Streams records into a snapshot file, hashing as it goes.
+pub struct SnapshotWriter {
+    out: BufWriter<File>,
+    hasher: Xxh3Default,
+    count: u64,
+    context: String,
+}
+
+impl SnapshotWriter {
+    /// Creates (or truncates) `path` and writes the header for engine class `class`.
+    pub fn create(path: &Path, class: u8) -> Result<SnapshotWriter> {
+        let context = format!("write {}", path.display());
+        let file = File::create(path).map_err(|e| Error::io(&context, e))?;
+        let mut writer = SnapshotWriter {
+            out: BufWriter::with_capacity(1 << 20, file),
+            hasher: Xxh3Default::new(),
+            count: 0,
+            context,
+        };
+        let mut header = [0u8; HEADER_LEN];
+        for (slot, byte) in header.iter_mut().zip(MAGIC.iter().chain(&[VERSION, class])) {
+            *slot = *byte;
+        }
+        writer.put(&header)?;
+        Ok(writer)
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.hasher.update(bytes);
+        self.out.write_all(bytes).map_err(|e| Error::io(&self.context, e))
+    }
+
+    pub fn record(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut buffer = [0u8; 10];
+        for len in [key.len(), value.len()] {
+            let used = encode_varint(len as u64, &mut buffer);
+            self.put(buffer.get(..used).unwrap_or(&[]))?;
+        }
+        self.put(key)?;
+        self.put(value)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes the trailer and forces the file to the device, ready to be renamed over the
+    /// database file.
+    pub fn finish(mut self) -> Result<u64> {
+        let count = self.count.to_le_bytes();
+        self.put(&count)?;
+        let checksum = self.hasher.digest().to_le_bytes();
+        self.out.write_all(&checksum).map_err(|e| Error::io(&self.context, e))?;
+        let file = self.out.into_inner().map_err(|e| Error::io(&self.context, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&self.context, e))?;
+        Ok(self.count)
+    }
+}
+
+/// Checks a whole snapshot and calls `visit` on each record, in file order.
+pub fn parse(bytes: &[u8], mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
+    let broken = |what: &str| Error::broken(format!("memory snapshot: {what}"));
+    if bytes.len() < HEADER_LEN + TRAILER_LEN {
+        return Err(broken("the file is shorter than a header and a trailer"));
+    }
+    if bytes.get(..8) != Some(&MAGIC[..]) {
+        return Err(broken("bad magic: not a Kura memory-engine snapshot"));
+    }
+    let (hashed, checksum) = bytes.split_at(bytes.len() - 8);
+    let checksum = u64::from_le_bytes(checksum.try_into().map_err(|_| broken("short trailer"))?);
+    if xxh3_64(hashed) != checksum {
+        return Err(broken("checksum mismatch (truncated or corrupted file)"));
+    }
+    if bytes.get(8) != Some(&VERSION) {
+        return Err(broken("unsupported version"));
+    }
+    let (body, count) = hashed.split_at(hashed.len() - 8);
+    let count = u64::from_le_bytes(count.try_into().map_err(|_| broken("short trailer"))?);
+    let mut rest = body.get(HEADER_LEN..).ok_or_else(|| broken("short header"))?;
+    let mut seen = 0u64;
+    while !rest.is_empty() {
+        let take_len = |rest: &mut &[u8]| -> Result<usize> {
+            let (len, used) = decode_varint(rest).ok_or_else(|| broken("bad record length"))?;
+            *rest = rest.get(used..).unwrap_or(&[]);
+            usize::try_from(len).map_err(|_| broken("record length out of range"))
+        };
+        let key_len = take_len(&mut rest)?;
+        let value_len = take_len(&mut rest)?;
+        let key = rest.get(..key_len).ok_or_else(|| broken("a key runs past the end"))?;
+        rest = rest.get(key_len..).unwrap_or(&[]);
+        let value = rest.get(..value_len).ok_or_else(|| broken("a value runs past the end"))?;
+        rest = rest.get(value_len..).unwrap_or(&[]);
+        visit(key, value)?;
+        seen += 1;
+    }
+    if seen != count {
+        return Err(broken("the record count does not match the records"));
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn write(records: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let mut writer = SnapshotWriter::create(&path, b't').unwrap();
+        for (k, v) in records {
+            writer.record(k, v).unwrap();
+        }
+        writer.finish().unwrap();
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn round_trip_and_every_truncation_or_flip_is_broken() {
+        let records: Vec<(Vec<u8>, Vec<u8>)> =
+            (0..20u8).map(|i| (vec![i; i as usize], vec![i ^ 0x55; 200 - i as usize * 3])).collect();
+        let bytes = write(&records);
+        let mut seen = Vec::new();
+        parse(&bytes, |k, v| {
+            seen.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, records);
+        for len in 0..bytes.len() {
+            let err = parse(&bytes[..len], |_, _| Ok(())).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::BrokenData);
+        }
+        for at in (0..bytes.len()).step_by(7) {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x10;
+            let err = parse(&flipped, |_, _| Ok(())).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::BrokenData);
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The hash table of one slot of TinyDbm and CacheDbm: records in a slab (a `Vec` whose
+//! indices never move), chained from a power-of-two bucket array of 4-byte links.
+//!
+//! Why not `HashMap<Box<[u8]>, Box<[u8]>>`: that costs two heap blocks per record and leaves
+//! no stable position for cursors. Here a record costs one 32-byte slab entry plus its share
+//! of the bucket array, with no allocation unless it is larger than `INLINE_CAPACITY`; and the
+//! slab index is the cursor position and the LRU list's handle.
+
+use std::num::NonZeroU32;
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::record::RecordBytes;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A link to a slab entry: `index + 1`, so that `None` is 0 and a fresh bucket array of `None`
+/// is zeroed memory the allocator hands out lazily.
+pub type Link = Option<NonZeroU32>;
+
+/// The largest slab index a link can hold.
+const MAX_ENTRIES: usize = u32::MAX as usize - 1;
+
+#[inline]
+fn link(index: u32) -> Link {
+    NonZeroU32::new(index.wrapping_add(1))
+}
+
+#[inline]
+fn index_of(link: NonZeroU32) -> u32 {
+    link.get() - 1
+}
+
+/// The 64-bit hash of a key. Its high half selects the slot, its low half the bucket, so the
+/// two choices are independent.
+#[inline]
+pub fn hash_key(key: &[u8]) -> u64 {
+    xxh3_64(key)
+}
+
+/// Which of `num_slots` slots a hash falls in (multiply-shift: no power of two needed).
+#[inline]
+pub fn slot_of(hash: u64, num_slots: usize) -> usize {
+    (((hash >> 32) * num_slots as u64) >> 32) as usize
+}
+
+/// One slab entry. Vacant entries (`record` None) form the free list through `chain`.
+struct Entry {
+    record: Option<RecordBytes>,
+    /// Low half of the key's hash: picks the bucket (also after growth) and skips most key
+    /// comparisons on a chain.
+    hash: u32,
+    /// Next entry in the bucket's chain, or in the free list.
+    chain: Link,
+}
+
+// 24-byte record + two u32: the per-record footprint documented in docs/memory.md.
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+
+/// Size of one slab entry, for memory accounting.
+pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
+/// Size of one bucket, for memory accounting.
+pub const BUCKET_BYTES: usize = std::mem::size_of::<Link>();
+/// What the allocator adds to a record that spills to the heap: glibc's 8-byte chunk header
+/// plus rounding to 16 bytes, at most.
+pub const HEAP_OVERHEAD: usize = 24;
+
+/// The accounted size of a record: its slab entry, its key and value bytes (counted even
+/// when they sit inside the entry, which keeps the figure an upper bound), and the
+/// allocator's overhead when they spill to the heap.
+#[inline]
+pub fn record_cost(key_len: usize, value_len: usize) -> usize {
+    let payload = key_len.saturating_add(value_len);
+    let spill = if payload > super::record::INLINE_CAPACITY { HEAP_OVERHEAD } else { 0 };
+    ENTRY_BYTES.saturating_add(payload).saturating_add(spill)
+}
+
+#[inline]
+fn cost_of(record: &RecordBytes) -> usize {
+    record_cost(record.key().len(), record.value().len())
+}
+
+pub struct SlotTable {
+    entries: Vec<Entry>,
+    buckets: Vec<Link>,
+    free: Link,
+    len: usize,
+    /// Sum of `record_cost` over the live records.
+    record_bytes: usize,
+    /// Whether the bucket array doubles when records outnumber buckets (TinyDbm), or stays
+    /// as sized at creation (CacheDbm, whose record cap bounds the load).
+    growable: bool,
+}
+
+impl SlotTable {
+    /// A table with `num_buckets` (rounded up to a power of two, at least 1) buckets.
+    pub fn new(num_buckets: usize, growable: bool) -> SlotTable {
+        let num_buckets = num_buckets.clamp(1, 1 << 31).next_power_of_two();
+        SlotTable {
+            entries: Vec::new(),
+            buckets: vec![None; num_buckets],
+            free: None,
+            len: 0,
+            record_bytes: 0,
+            growable,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn num_buckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Accounted bytes of the records (see `record_cost`), without the bucket array.
+    pub fn record_bytes(&self) -> usize {
+        self.record_bytes
+    }
+
+    /// Removes every record, keeping the bucket count.
+    pub fn clear(&mut self) {
+        self.entries = Vec::new();
+        self.buckets = vec![None; self.buckets.len()];
+        self.free = None;
+        self.len = 0;
+        self.record_bytes = 0;
+    }
+
+    #[inline]
+    fn bucket_of(&self, hash: u32) -> usize {
+        hash as usize & (self.buckets.len() - 1)
+    }
+
+    #[inline]
+    fn entry(&self, index: u32) -> &Entry {
+        self.entries.get(index as usize).expect("invariant: links point inside the slab")
+    }
+
+    #[inline]
+    fn entry_mut(&mut self, index: u32) -> &mut Entry {
+        self.entries.get_mut(index as usize).expect("invariant: links point inside the slab")
+    }
+
+    /// The slab index of `key`'s record.
+    #[inline]
+    pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
+        let hash = hash as u32;
+        let mut cursor = self.buckets.get(self.bucket_of(hash)).copied().flatten();
+        while let Some(current) = cursor {
+            let index = index_of(current);
+            let entry = self.entry(index);
+            if entry.hash == hash && entry.record.as_ref().is_some_and(|r| r.key() == key) {
+                return Some(index);
+            }
+            cursor = entry.chain;
+        }
+        None
+    }
+
+    /// The record at `index`, if that entry is live.
+    #[inline]
+    pub fn get(&self, index: u32) -> Option<&RecordBytes> {
+        self.entries.get(index as usize).and_then(|e| e.record.as_ref())
+    }
+
+    /// Replaces the value of the live record at `index`.
+    pub fn set_value(&mut self, index: u32, value: &[u8]) -> Result<()> {
+        let record = self.entry_mut(index).record.as_mut().ok_or_else(|| Error::not_found("the record is gone"))?;
+        let old_cost = cost_of(record);
+        record.set_value(value)?;
+        let new_cost = cost_of(record);
+        self.record_bytes = self.record_bytes - old_cost + new_cost;
+        Ok(())
+    }
+
+    /// Adds a record for a key known to be absent; returns its slab index.
+    pub fn insert(&mut self, record: RecordBytes, hash: u64) -> Result<u32> {
+        if self.growable && self.len >= self.buckets.len() && self.buckets.len() < (1 << 31) {
+            self.grow();
+        }
+        let hash = hash as u32;
+        let cost = cost_of(&record);
+        let bucket = self.bucket_of(hash);
+        let head = self.buckets.get(bucket).copied().flatten();
+        let index = match self.free {
+            Some(free) => {
+                let index = index_of(free);
+                let entry = self.entry_mut(index);
+                let next_free = entry.chain;
+                *entry = Entry { record: Some(record), hash, chain: head };
+                self.free = next_free;
+                index
+            }
+            None => {
+                if self.entries.len() >= MAX_ENTRIES {
+                    return Err(Error::new(ErrorKind::Limit, "too many records in one slot"));
+                }
+                self.entries.push(Entry { record: Some(record), hash, chain: head });
+                (self.entries.len() - 1) as u32
+            }
+        };
+        if let Some(slot) = self.buckets.get_mut(bucket) {
+            *slot = link(index);
+        }
+        self.len += 1;
+        self.record_bytes += cost;
+        Ok(index)
+    }
+
+    /// Removes the live record at `index` and returns it.
+    pub fn remove(&mut self, index: u32) -> Option<RecordBytes> {
+        let (hash, next) = {
+            let entry = self.entries.get(index as usize)?;
+            entry.record.as_ref()?;
+            (entry.hash, entry.chain)
+        };
+        // Unlink from the chain: either the bucket points at it, or some predecessor does.
+        let bucket = self.bucket_of(hash);
+        let target = link(index);
+        let mut previous: Option<u32> = None;
+        let mut cursor = self.buckets.get(bucket).copied().flatten();
+        while let Some(current) = cursor {
+            if Some(current) == target {
+                break;
+            }
+            previous = Some(index_of(current));
+            cursor = self.entry(index_of(current)).chain;
+        }
+        cursor?;
+        match previous {
+            None => {
+                if let Some(slot) = self.buckets.get_mut(bucket) {
+                    *slot = next;
+                }
+            }
+            Some(previous) => self.entry_mut(previous).chain = next,
+        }
+        let free = self.free;
+        let entry = self.entry_mut(index);
+        let record = entry.record.take();
+        entry.chain = free;
+        self.free = target;
+        self.len -= 1;
+        self.record_bytes -= record.as_ref().map_or(0, cost_of);
+        record
+    }
+
+    /// The first live slab index at or after `from`.
+    pub fn next_live(&self, from: u32) -> Option<u32> {
+        let start = from as usize;
+        self.entries.get(start..)?.iter().position(|e| e.record.is_some()).map(|i| (start + i) as u32)
+    }
+
+    /// Rebuilds the bucket array with `num_buckets` buckets (a power of two, at least 1).
+    pub fn resize_buckets(&mut self, num_buckets: usize) {
+        let num_buckets = num_buckets.clamp(1, 1 << 31).next_power_of_two();
+        let mut buckets: Vec<Link> = vec![None; num_buckets];
+        let mask = num_buckets - 1;
+        for (index, entry) in self.entries.iter_mut().enumerate() {
+            if entry.record.is_some() {
+                if let Some(slot) = buckets.get_mut(entry.hash as usize & mask) {
+                    entry.chain = *slot;
+                    *slot = link(index as u32);
+                }
+            }
+        }
+        self.buckets = buckets;
+    }
+
+    fn grow(&mut self) {
+        self.resize_buckets(self.buckets.len() * 2);
+    }
+
+    /// Live records in slab order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &RecordBytes)> {
+        self.entries.iter().enumerate().filter_map(|(i, e)| e.record.as_ref().map(|r| (i as u32, r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn insert_find_remove_grow() {
+        let mut table = SlotTable::new(1, true);
+        let mut model = HashMap::new();
+        for i in 0..2000u32 {
+            let key = i.to_be_bytes();
+            let index = table.insert(RecordBytes::new(&key, &[i as u8; 30]).unwrap(), hash_key(&key)).unwrap();
+            model.insert(key, index);
+        }
+        assert!(table.num_buckets() >= 2000);
+        for i in (0..2000u32).step_by(3) {
+            let key = i.to_be_bytes();
+            let index = table.find(&key, hash_key(&key)).unwrap();
+            assert_eq!(index, model[&key]);
+            assert_eq!(table.remove(index).unwrap().key(), &key);
+            assert_eq!(table.find(&key, hash_key(&key)), None);
+        }
+        assert_eq!(table.len(), 2000 - 667);
+        assert_eq!(table.iter().count(), table.len());
+        for i in 0..2000u32 {
+            let key = i.to_be_bytes();
+            assert_eq!(table.find(&key, hash_key(&key)).is_some(), i % 3 != 0);
+        }
+    }
+}

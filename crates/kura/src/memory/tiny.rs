@@ -1,0 +1,269 @@
+//! TinyDbm (`.kumt`): an in-memory hash database, sharded into slots by key hash, each slot a
+//! `SlotTable` behind its own reader-writer lock, so that threads on different keys rarely
+//! meet. Optionally backed by a snapshot file (see `backing.rs`).
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use parking_lot::RwLock;
+
+use super::backing::{self, Backing};
+use super::record::RecordBytes;
+use super::slotted::{Padded, Slotted, SlottedCursor};
+use super::table::{hash_key, slot_of, SlotTable, BUCKET_BYTES};
+use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::error::{Error, Result};
+use crate::open::OpenMode;
+
+/// Slots: enough that two threads rarely meet and that a bucket-array doubling (which holds
+/// one slot's lock) stalls only 1/64 of the keys.
+pub const NUM_SLOTS: usize = 64;
+/// Initial bucket count over all slots, as Tkrzw's TinyDBM; each slot doubles its own array
+/// when its records outnumber its buckets. Fresh buckets are zeroed pages, resident only
+/// once touched.
+pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 20;
+
+const CLASS: u8 = b't';
+const PARAMS: &[&str] = &["num_buckets"];
+
+pub struct TinyDbm {
+    slots: Box<[Padded<RwLock<SlotTable>>]>,
+    backing: Backing,
+}
+
+impl TinyDbm {
+    /// A database with no file. Parameters: `num_buckets` (initial, over all slots).
+    pub fn new(params: &Params) -> Result<TinyDbm> {
+        Self::with_backing(params, Backing::in_memory(CLASS))
+    }
+
+    /// Opens `path` (empty: no file), loading its snapshot as `mode` says.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<TinyDbm> {
+        let opened = Backing::open(path.as_ref(), mode, CLASS)?;
+        let dbm = Self::with_backing(params, opened.backing)?;
+        if let Some(bytes) = opened.snapshot {
+            backing::load(&bytes, |key, value| dbm.store(key, value))?;
+        }
+        if opened.write_now {
+            dbm.save()?;
+        }
+        Ok(dbm)
+    }
+
+    fn with_backing(params: &Params, backing: Backing) -> Result<TinyDbm> {
+        params.check_known("tiny", PARAMS)?;
+        let num_buckets = params.get_u64("num_buckets")?.unwrap_or(DEFAULT_NUM_BUCKETS);
+        let per_slot = usize::try_from(num_buckets / NUM_SLOTS as u64).unwrap_or(usize::MAX);
+        let slots = (0..NUM_SLOTS).map(|_| Padded(RwLock::new(SlotTable::new(per_slot, true)))).collect();
+        Ok(TinyDbm { slots, backing })
+    }
+
+    #[inline]
+    fn slot(&self, hash: u64) -> &RwLock<SlotTable> {
+        let slots = &self.slots;
+        &slots.get(slot_of(hash, slots.len())).expect("slot_of stays below the slot count").0
+    }
+
+    fn store(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let hash = hash_key(key);
+        let mut table = self.slot(hash).write();
+        match table.find(key, hash) {
+            Some(index) => table.set_value(index, value),
+            None => table.insert(RecordBytes::new(key, value)?, hash).map(|_| ()),
+        }
+    }
+
+    fn save(&self) -> Result<()> {
+        self.backing.save(|writer| {
+            for slot in self.slots.iter() {
+                let table = slot.read();
+                for (_, record) in table.iter() {
+                    writer.record(record.key(), record.value())?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn apply(table: &mut SlotTable, key: &[u8], hash: u64, found: Option<u32>, action: Action<'_>) -> Result<()> {
+        match (action, found) {
+            (Action::Keep, _) | (Action::Remove, None) => Ok(()),
+            (Action::Set(value), Some(index)) => table.set_value(index, &value),
+            (Action::Set(value), None) => table.insert(RecordBytes::new(key, &value)?, hash).map(|_| ()),
+            (Action::Remove, Some(index)) => {
+                table.remove(index);
+                Ok(())
+            }
+        }
+    }
+
+    /// Estimated bytes in memory: slab capacity, bucket arrays and spilled records.
+    fn memory_usage(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|slot| {
+                let table = slot.read();
+                (table.record_bytes() + table.num_buckets() * BUCKET_BYTES) as u64
+            })
+            .sum()
+    }
+}
+
+impl Dbm for TinyDbm {
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        self.backing.check_open()?;
+        let hash = hash_key(key);
+        if !self.backing.is_writable() {
+            let table = self.slot(hash).read();
+            let found = table.find(key, hash);
+            return match processor(found.and_then(|i| table.get(i)).map(RecordBytes::value)) {
+                Action::Keep => Ok(()),
+                _ => Err(Error::infeasible("the database is opened read-only")),
+            };
+        }
+        let mut table = self.slot(hash).write();
+        let found = table.find(key, hash);
+        let action = processor(found.and_then(|i| table.get(i)).map(RecordBytes::value));
+        Self::apply(&mut table, key, hash, found, action)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+        self.backing.check_open()?;
+        let hash = hash_key(key);
+        let table = self.slot(hash).read();
+        let found = table.find(key, hash).and_then(|i| table.get(i));
+        found.map(|r| r.value().to_vec()).ok_or_else(|| Error::not_found("no record for the key"))
+    }
+
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        self.backing.check_writable()?;
+        let hash = hash_key(key);
+        let mut table = self.slot(hash).write();
+        match table.find(key, hash) {
+            Some(_) if !overwrite => Err(Error::new(crate::error::ErrorKind::Duplicate, "a record exists for the key")),
+            found => Self::apply(&mut table, key, hash, found, Action::Set(Cow::Borrowed(value))),
+        }
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.backing.check_open()?;
+        Ok(self.slots.iter().map(|s| s.read().len() as u64).sum())
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.backing.check_open()?;
+        Ok(Box::new(SlottedCursor::new(self)))
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.backing.check_writable()?;
+        for slot in self.slots.iter() {
+            slot.write().clear();
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self, _hard: bool) -> Result<()> {
+        self.backing.check_open()?;
+        self.save()
+    }
+
+    fn rebuild(&self, params: &Params) -> Result<()> {
+        self.backing.check_writable()?;
+        params.check_known("tiny", PARAMS)?;
+        if let Some(num_buckets) = params.get_u64("num_buckets")? {
+            let per_slot = usize::try_from(num_buckets / NUM_SLOTS as u64).unwrap_or(usize::MAX);
+            for slot in self.slots.iter() {
+                slot.write().resize_buckets(per_slot);
+            }
+        }
+        Ok(())
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.backing.check_open()?;
+        Ok(false)
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        self.backing.check_open()?;
+        Ok(self.memory_usage())
+    }
+
+    fn inspect(&self) -> Result<Properties> {
+        let count = self.count()?;
+        let num_buckets: usize = self.slots.iter().map(|s| s.read().num_buckets()).sum();
+        let mut properties = vec![
+            ("class".to_string(), "TinyDbm".to_string()),
+            ("count".to_string(), count.to_string()),
+            ("file_size".to_string(), self.memory_usage().to_string()),
+            ("healthy".to_string(), "true".to_string()),
+            ("num_slots".to_string(), self.slots.len().to_string()),
+            ("num_buckets".to_string(), num_buckets.to_string()),
+        ];
+        if let Some(path) = self.backing.path() {
+            properties.push(("path".to_string(), path.display().to_string()));
+        }
+        Ok(properties)
+    }
+
+    fn is_writable(&self) -> bool {
+        self.backing.is_writable()
+    }
+
+    fn close(&self) -> Result<()> {
+        self.backing.check_open()?;
+        self.save()?;
+        self.backing.mark_closed();
+        Ok(())
+    }
+}
+
+impl Drop for TinyDbm {
+    /// A database dropped without `close` still writes its file back, as a user of an
+    /// in-memory database with a file would expect; errors cannot be reported here.
+    fn drop(&mut self) {
+        if !self.backing.is_closed() {
+            let _ = self.save();
+        }
+    }
+}
+
+impl Slotted for TinyDbm {
+    fn backing(&self) -> &Backing {
+        &self.backing
+    }
+
+    fn num_slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn locate(&self, key: &[u8]) -> Option<(usize, u32)> {
+        let hash = hash_key(key);
+        let slot = slot_of(hash, self.slots.len());
+        self.slots.get(slot)?.read().find(key, hash).map(|index| (slot, index))
+    }
+
+    fn next_live(&self, slot: usize, from: u32) -> Option<u32> {
+        self.slots.get(slot)?.read().next_live(from)
+    }
+
+    fn record_at(&self, slot: usize, index: u32) -> Option<(Vec<u8>, Vec<u8>)> {
+        let table = self.slots.get(slot)?.read();
+        table.get(index).map(|r| (r.key().to_vec(), r.value().to_vec()))
+    }
+
+    fn key_at(&self, slot: usize, index: u32) -> Option<Vec<u8>> {
+        self.slots.get(slot)?.read().get(index).map(|r| r.key().to_vec())
+    }
+
+    fn set_at(&self, slot: usize, index: u32, value: &[u8]) -> Result<()> {
+        let slot = self.slots.get(slot).ok_or_else(|| Error::not_found("no such slot"))?;
+        slot.write().set_value(index, value)
+    }
+
+    fn remove_at(&self, slot: usize, index: u32) -> Result<()> {
+        let slot = self.slots.get(slot).ok_or_else(|| Error::not_found("no such slot"))?;
+        slot.write().remove(index).map(|_| ()).ok_or_else(|| Error::not_found("the record is gone"))
+    }
+}
