@@ -5,7 +5,8 @@
 //! - `codec/`: record and page compression and its framing;
 //! - `file/`: mapped files, the inter-process lock, atomic replacement;
 //! - `hash/`: HashDbm, the file hash database (`.kuh`);
-//! - `memory/`: TinyDbm, BabyDbm, CacheDbm, the in-memory engines (`.kumt`, `.kumb`, `.kumc`).
+//! - `memory/`: TinyDbm, BabyDbm, CacheDbm, the in-memory engines (`.kumt`, `.kumb`, `.kumc`);
+//! - `tree/`: TreeDbm, the ordered file B+ tree database (`.kut`).
 
 pub mod codec;
 pub mod dbm;
@@ -14,6 +15,7 @@ pub mod file;
 pub mod hash;
 pub mod memory;
 mod open;
+pub mod tree;
 
 pub use codec::{Codec, CodecKind};
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OrderedCursor, Params, Processor, Properties, Records};
@@ -21,3 +23,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use hash::HashDbm;
 pub use memory::{BabyDbm, CacheDbm, TinyDbm};
 pub use open::{open, EngineKind, OpenMode};
+pub use tree::{TreeDbm, WriteBatch};

@@ -6,6 +6,7 @@ use crate::dbm::{Dbm, Params};
 use crate::error::{Error, Result};
 use crate::hash::HashDbm;
 use crate::memory::{BabyDbm, CacheDbm, TinyDbm};
+use crate::tree::TreeDbm;
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +44,12 @@ pub enum EngineKind {
     Tiny,
     Baby,
     Cache,
+    Tree,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 4] = [EngineKind::Hash, EngineKind::Tiny, EngineKind::Baby, EngineKind::Cache];
+    pub const ALL: [EngineKind; 5] =
+        [EngineKind::Hash, EngineKind::Tiny, EngineKind::Baby, EngineKind::Cache, EngineKind::Tree];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -54,6 +57,7 @@ impl EngineKind {
             EngineKind::Tiny => "tiny",
             EngineKind::Baby => "baby",
             EngineKind::Cache => "cache",
+            EngineKind::Tree => "tree",
         }
     }
 
@@ -63,6 +67,7 @@ impl EngineKind {
             EngineKind::Tiny => "kumt",
             EngineKind::Baby => "kumb",
             EngineKind::Cache => "kumc",
+            EngineKind::Tree => "kut",
         }
     }
 
@@ -103,5 +108,6 @@ pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<B
         EngineKind::Tiny => Box::new(TinyDbm::open(path, mode, &engine_params)?),
         EngineKind::Baby => Box::new(BabyDbm::open(path, mode, &engine_params)?),
         EngineKind::Cache => Box::new(CacheDbm::open(path, mode, &engine_params)?),
+        EngineKind::Tree => Box::new(TreeDbm::open(path, mode, &engine_params)?),
     })
 }

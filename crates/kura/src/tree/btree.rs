@@ -1,0 +1,366 @@
+//! The B+ tree over the pager: lookups, updates with copy-on-write, and commits.
+//!
+//! Pages of the committed tree are immutable. The first update of a page since the last
+//! commit copies it into `dirty` under a temporary id (`TEMP_BIT` set), together with all its
+//! ancestors, so that dirty pages always form a subtree hanging from the root: a clean page
+//! never refers to a dirty one. A commit writes the dirty pages children first into free
+//! slots, publishes a header with the new root, and only then frees the slots of the pages
+//! they replaced. A crash at any point leaves the last published tree whole.
+
+use std::sync::Arc;
+
+use crate::dbm::{Action, Processor};
+use crate::error::{Error, ErrorKind, Result};
+
+use super::cache::IdMap;
+use super::comparator::Comparator;
+use super::format::MAX_HEIGHT;
+use super::page::{Branch, Leaf, Page, MAX_RECORD_SIZE};
+use super::pager::Pager;
+
+/// Marks an in-memory id of a page modified since the last commit; file offsets never have it.
+pub const TEMP_BIT: u64 = 1 << 63;
+
+pub struct BTree {
+    pub pager: Pager,
+    /// 0 for an empty tree; a file offset, or a dirty page id.
+    pub(super) root: u64,
+    /// Levels from the root to the leaves (0 when empty). Every leaf is at this depth.
+    pub(super) height: u32,
+    pub(super) count: u64,
+    pub(super) dirty: IdMap<Arc<Page>>,
+    next_temp: u64,
+    /// Slots of the committed tree replaced since the last commit: freed after the next one.
+    pub(super) replaced: Vec<u64>,
+    /// Commit when more pages than this are dirty (between batches).
+    pub max_dirty_pages: usize,
+}
+
+/// A page borrowed from the dirty set or shared from the cache.
+pub enum PageRef<'a> {
+    Dirty(&'a Arc<Page>),
+    Clean(Arc<Page>),
+}
+
+impl std::ops::Deref for PageRef<'_> {
+    type Target = Page;
+
+    fn deref(&self) -> &Page {
+        match self {
+            PageRef::Dirty(page) => page,
+            PageRef::Clean(page) => page,
+        }
+    }
+}
+
+impl PageRef<'_> {
+    pub fn into_arc(self) -> Arc<Page> {
+        match self {
+            PageRef::Dirty(page) => Arc::clone(page),
+            PageRef::Clean(page) => page,
+        }
+    }
+}
+
+pub fn wrong_level(id: u64) -> Error {
+    Error::broken(format!("tree page {id} is not at the level its parent implies (a cycle or a bad height)"))
+}
+
+impl BTree {
+    pub fn new(pager: Pager, max_dirty_pages: usize) -> BTree {
+        let header = pager.header().clone();
+        BTree {
+            pager,
+            root: header.root,
+            height: header.height,
+            count: header.count,
+            dirty: IdMap::default(),
+            next_temp: 0,
+            replaced: Vec::new(),
+            max_dirty_pages,
+        }
+    }
+
+    pub fn comparator(&self) -> Comparator {
+        self.pager.comparator()
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    pub fn dirty_pages(&self) -> usize {
+        self.dirty.len()
+    }
+
+    pub fn has_changes(&self) -> bool {
+        self.root & TEMP_BIT != 0 || !self.replaced.is_empty() || self.count != self.pager.header().count
+    }
+
+    pub fn page(&self, id: u64) -> Result<PageRef<'_>> {
+        if id & TEMP_BIT != 0 {
+            self.dirty.get(&id).map(PageRef::Dirty).ok_or_else(|| Error::broken("dangling dirty page id"))
+        } else {
+            self.pager.read_page(id).map(PageRef::Clean)
+        }
+    }
+
+    /// Calls `found` with the value of `key` (None when absent).
+    pub fn get<R>(&self, key: &[u8], found: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        let comparator = self.comparator();
+        let mut id = self.root;
+        for level in 0..self.height {
+            let page = self.page(id)?;
+            match &*page {
+                Page::Branch(branch) if level + 1 < self.height => {
+                    id = *branch.children.get(branch.child_index(comparator, key)).ok_or_else(|| wrong_level(id))?;
+                }
+                Page::Leaf(leaf) if level + 1 == self.height => {
+                    return Ok(found(leaf.search(comparator, key).ok().and_then(|i| leaf.value(i))));
+                }
+                _ => return Err(wrong_level(id)),
+            }
+        }
+        Ok(found(None))
+    }
+
+    /// Descends to the leaf for `key`, returning the branch path `(id, child index)` and the
+    /// leaf id.
+    fn find_leaf(&self, key: &[u8], path: &mut Vec<(u64, usize)>) -> Result<u64> {
+        let comparator = self.comparator();
+        let mut id = self.root;
+        for _ in 1..self.height {
+            let page = self.page(id)?;
+            let Page::Branch(branch) = &*page else {
+                return Err(wrong_level(id));
+            };
+            let index = branch.child_index(comparator, key);
+            path.push((id, index));
+            id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
+        }
+        Ok(id)
+    }
+
+    /// Runs `processor` on the record of `key` and applies its decision.
+    /// Returns whether the tree changed.
+    pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {
+        if self.root == 0 {
+            if let Action::Set(value) = processor(None) {
+                check_record_size(key, &value)?;
+                let mut leaf = Leaf::new();
+                leaf.insert(0, key, &value)?;
+                self.root = self.new_dirty(Page::Leaf(leaf));
+                self.height = 1;
+                self.count = 1;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        let mut path = Vec::with_capacity(self.height as usize);
+        let leaf_id = self.find_leaf(key, &mut path)?;
+        let (position, action) = {
+            let page = self.page(leaf_id)?;
+            let Page::Leaf(leaf) = &*page else {
+                return Err(wrong_level(leaf_id));
+            };
+            let position = leaf.search(self.comparator(), key);
+            (position, processor(position.ok().and_then(|i| leaf.value(i))))
+        };
+        match (action, position) {
+            (Action::Keep, _) | (Action::Remove, Err(_)) => Ok(false),
+            (Action::Set(value), position) => {
+                check_record_size(key, &value)?;
+                let leaf_id = self.make_path_dirty(&mut path, leaf_id)?;
+                let leaf = self.leaf_mut(leaf_id)?;
+                let inserted = match position {
+                    Ok(index) => {
+                        leaf.set_value(index, &value)?;
+                        None
+                    }
+                    Err(index) => {
+                        leaf.insert(index, key, &value)?;
+                        Some(index)
+                    }
+                };
+                if inserted.is_some() {
+                    self.count += 1;
+                }
+                self.split_if_needed(path, leaf_id, inserted)?;
+                Ok(true)
+            }
+            (Action::Remove, Ok(index)) => {
+                let leaf_id = self.make_path_dirty(&mut path, leaf_id)?;
+                self.leaf_mut(leaf_id)?.remove(index);
+                self.count = self.count.saturating_sub(1);
+                self.merge_if_needed(path, leaf_id)?;
+                Ok(true)
+            }
+        }
+    }
+
+    pub(super) fn new_dirty(&mut self, page: Page) -> u64 {
+        let id = TEMP_BIT | self.next_temp;
+        self.next_temp += 1;
+        self.dirty.insert(id, Arc::new(page));
+        id
+    }
+
+    /// Makes page `id` writable: a clean page is copied into the dirty set (its slot to be
+    /// freed after the next commit). Returns the id to use from now on.
+    pub(super) fn make_dirty(&mut self, id: u64) -> Result<u64> {
+        if id & TEMP_BIT != 0 {
+            return Ok(id);
+        }
+        let page = match self.pager.cache().remove(id) {
+            Some(page) => page,
+            None => Arc::new(self.pager.decode_page(id)?),
+        };
+        self.replaced.push(id);
+        let temp = TEMP_BIT | self.next_temp;
+        self.next_temp += 1;
+        self.dirty.insert(temp, page);
+        Ok(temp)
+    }
+
+    /// Makes the path and the leaf writable, repointing each parent at its child's copy.
+    fn make_path_dirty(&mut self, path: &mut [(u64, usize)], leaf_id: u64) -> Result<u64> {
+        if leaf_id & TEMP_BIT != 0 {
+            return Ok(leaf_id); // dirty pages' ancestors are dirty
+        }
+        let mut parent: Option<(u64, usize)> = None;
+        for level in 0..=path.len() {
+            let id = match path.get(level) {
+                Some(&(id, _)) => id,
+                None => leaf_id,
+            };
+            let copy = self.make_dirty(id)?;
+            match parent {
+                None => self.root = copy,
+                Some((parent_id, index)) => self.set_child(parent_id, index, copy)?,
+            }
+            if let Some(entry) = path.get_mut(level) {
+                entry.0 = copy;
+                parent = Some(*entry);
+            } else {
+                return Ok(copy);
+            }
+        }
+        Err(Error::broken("empty tree path"))
+    }
+
+    pub(super) fn page_mut(&mut self, id: u64) -> Result<&mut Page> {
+        self.dirty.get_mut(&id).map(Arc::make_mut).ok_or_else(|| Error::broken("dangling dirty page id"))
+    }
+
+    pub(super) fn leaf_mut(&mut self, id: u64) -> Result<&mut Leaf> {
+        match self.page_mut(id)? {
+            Page::Leaf(leaf) => Ok(leaf),
+            Page::Branch(_) => Err(wrong_level(id)),
+        }
+    }
+
+    pub(super) fn branch_mut(&mut self, id: u64) -> Result<&mut Branch> {
+        match self.page_mut(id)? {
+            Page::Branch(branch) => Ok(branch),
+            Page::Leaf(_) => Err(wrong_level(id)),
+        }
+    }
+
+    fn set_child(&mut self, parent: u64, index: usize, child: u64) -> Result<()> {
+        let slot = self.branch_mut(parent)?.children.get_mut(index).ok_or_else(|| wrong_level(parent))?;
+        *slot = child;
+        Ok(())
+    }
+
+    /// Whether enough is dirty that the caller should commit.
+    pub fn wants_commit(&self) -> bool {
+        self.dirty.len() > self.max_dirty_pages
+    }
+
+    /// Writes the dirty pages and publishes the new root. On failure the uncommitted changes
+    /// are dropped and the tree is back at the last published state.
+    pub fn commit(&mut self, hard: bool) -> Result<()> {
+        if !self.has_changes() {
+            if hard {
+                self.pager.sync(true)?;
+            }
+            return Ok(());
+        }
+        match self.write_and_publish(hard) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    fn write_and_publish(&mut self, hard: bool) -> Result<()> {
+        let root = if self.root & TEMP_BIT != 0 { self.write_dirty(self.root, 0)? } else { self.root };
+        let mut header = self.pager.header().clone();
+        header.root = root;
+        header.height = self.height;
+        header.count = self.count;
+        self.pager.publish(header, hard)?;
+        self.root = root;
+        self.dirty.clear();
+        for offset in std::mem::take(&mut self.replaced) {
+            self.pager.release(offset)?;
+        }
+        Ok(())
+    }
+
+    /// Writes dirty page `id` after its dirty children; returns its offset.
+    fn write_dirty(&mut self, id: u64, depth: u32) -> Result<u64> {
+        if depth >= MAX_HEIGHT {
+            return Err(Error::broken("dirty tree deeper than the format allows"));
+        }
+        let mut page = self.dirty.remove(&id).ok_or_else(|| Error::broken("dangling dirty page id"))?;
+        if let Page::Branch(branch) = &*page {
+            let dirty_children: Vec<(usize, u64)> =
+                branch.children.iter().copied().enumerate().filter(|(_, c)| c & TEMP_BIT != 0).collect();
+            for (index, child) in dirty_children {
+                let offset = self.write_dirty(child, depth + 1)?;
+                if let Page::Branch(branch) = Arc::make_mut(&mut page) {
+                    if let Some(slot) = branch.children.get_mut(index) {
+                        *slot = offset;
+                    }
+                }
+            }
+        }
+        self.pager.write_page(page)
+    }
+
+    /// Drops every change since the last published commit.
+    pub fn rollback(&mut self) {
+        let header = self.pager.header().clone();
+        self.root = header.root;
+        self.height = header.height;
+        self.count = header.count;
+        self.dirty.clear();
+        self.replaced.clear();
+    }
+
+    /// Removes every record (published at once).
+    pub fn clear(&mut self) -> Result<()> {
+        self.dirty.clear();
+        self.replaced.clear();
+        self.pager.clear()?;
+        self.rollback();
+        Ok(())
+    }
+}
+
+fn check_record_size(key: &[u8], value: &[u8]) -> Result<()> {
+    if key.len().saturating_add(value.len()) > MAX_RECORD_SIZE {
+        return Err(Error::new(
+            ErrorKind::Limit,
+            format!("a record of {} bytes is over the limit of {MAX_RECORD_SIZE}", key.len() + value.len()),
+        ));
+    }
+    Ok(())
+}

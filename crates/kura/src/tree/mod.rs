@@ -1,0 +1,306 @@
+//! TreeDbm: an ordered file database, a B+ tree whose pages are compressed as a whole.
+//!
+//! The file is a page file of its own (see `format.rs` and docs/tree.md): pages live in
+//! variable-size slots, are compressed with the database's codec, and are written
+//! copy-on-write. Updates modify decoded pages in memory; a commit writes the modified pages to
+//! free slots and then publishes the new root in the file header (shadow paging). So the file
+//! always holds a whole committed tree, a write batch is atomic across a crash, and crash
+//! recovery only has to find which slots are free.
+//!
+//! Concurrency: one reader-writer lock over the tree. Readers (get, cursors, ranges) run in
+//! parallel and share the page cache; a writer runs alone. Cursors keep the leaf they stand on
+//! (a shared, immutable snapshot) and re-seek by key when the tree changed since.
+
+mod batch;
+mod btree;
+mod cache;
+mod comparator;
+mod cursor;
+#[doc(hidden)]
+pub mod forge;
+mod format;
+mod options;
+mod page;
+mod pager;
+mod range;
+mod rebalance;
+mod rebuild;
+mod recovery;
+mod seek;
+mod space;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+pub use batch::{BatchOp, WriteBatch};
+pub use comparator::Comparator;
+pub use cursor::TreeCursor;
+pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_DIRTY_PAGES, DEFAULT_MAX_PAGE_SIZE};
+pub use range::{KeyRange, TreeRange};
+
+use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
+use crate::error::{Error, Result};
+use crate::file::{remove_if_exists, sibling_path};
+use crate::open::OpenMode;
+use btree::BTree;
+use options::TreeOptions;
+use pager::Pager;
+
+pub struct TreeDbm {
+    path: PathBuf,
+    writable: bool,
+    /// The tree, `None` once closed.
+    tree: RwLock<Option<BTree>>,
+    /// Bumped by every change of content (under the write lock): cursors use it to know
+    /// whether the leaf they hold is still current.
+    generation: AtomicU64,
+    dictionary_size: usize,
+    restored: AtomicBool,
+}
+
+impl std::fmt::Debug for TreeDbm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeDbm").field("path", &self.path).field("writable", &self.writable).finish()
+    }
+}
+
+impl TreeDbm {
+    /// Opens or creates a tree database. Parameters: `record_comp` (codec, alias
+    /// `page_comp`), `key_comparator` (lexical, numeric), `max_page_size` (these three apply
+    /// when the file is created), `cache_bytes`, `max_dirty_pages`, `max_file_size`,
+    /// `dict_size` (zstd-dict dictionary size at rebuild).
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<TreeDbm> {
+        let path = path.as_ref();
+        let options = TreeOptions::parse(params)?;
+        let writable = mode.is_writable();
+        let exists_with_content = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let create = mode == OpenMode::Truncate || (mode == OpenMode::Create && !exists_with_content);
+        let mut restored = false;
+        let pager = if create {
+            Pager::create(path, &options.pager_options())?
+        } else {
+            let mut pager = Pager::open(path, writable, options.cache_bytes, options.max_file_size)?;
+            if writable && !pager.header().closed_cleanly {
+                match recovery::recover_space(&pager) {
+                    Ok(space) => pager.set_space(space),
+                    Err(_) => {
+                        // The committed tree itself is damaged (a lost or torn write below
+                        // the header): salvage what is readable into a new file.
+                        pager = recovery::restore_in_place(pager, &options)?;
+                        restored = true;
+                    }
+                }
+            }
+            pager
+        };
+        let mut tree = BTree::new(pager, options.max_dirty_pages);
+        if writable {
+            tree.pager.mark_open()?;
+            // Leftovers of a rebuild or restore killed midway; we hold the lock, so they are
+            // nobody's work in progress.
+            for suffix in [".rebuild", ".restore"] {
+                remove_if_exists(&sibling_path(path, suffix))?;
+            }
+        }
+        Ok(TreeDbm {
+            path: path.to_path_buf(),
+            writable,
+            tree: RwLock::new(Some(tree)),
+            generation: AtomicU64::new(0),
+            dictionary_size: options.dictionary_size,
+            restored: AtomicBool::new(restored),
+        })
+    }
+
+    /// Copies every readable record of a damaged (or sound) tree file `source` into a new
+    /// file `dest`; returns the number of records copied.
+    pub fn restore_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<u64> {
+        let source = Pager::open(source.as_ref(), false, DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
+        recovery::restore_to(&source, dest.as_ref())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn read(&self) -> Result<MappedRwLockReadGuard<'_, BTree>> {
+        RwLockReadGuard::try_map(self.tree.read(), Option::as_ref)
+            .map_err(|_| Error::infeasible("the database is closed"))
+    }
+
+    pub(crate) fn write(&self) -> Result<MappedRwLockWriteGuard<'_, BTree>> {
+        if !self.writable {
+            return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
+        }
+        RwLockWriteGuard::try_map(self.tree.write(), Option::as_mut)
+            .map_err(|_| Error::infeasible("the database is closed"))
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A cursor in key order, with backward moves and neighbour jumps.
+    pub fn tree_cursor(&self) -> TreeCursor<'_> {
+        TreeCursor::new(self)
+    }
+
+    /// The records whose keys lie in `range`, in key order; `.rev()` walks it backwards.
+    /// `db.range(..)`, `db.range(&b"a"[..]..&b"m"[..])`, `db.range("k1"..="k9")`.
+    pub fn range(&self, range: impl KeyRange) -> TreeRange<'_> {
+        TreeRange::new(self, range.bounds())
+    }
+
+    /// Applies all operations of `batch`, or none: the batch is committed as one unit, so a
+    /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
+    pub fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        let mut tree = self.write()?;
+        let outcome = batch::apply(&mut tree, batch);
+        self.changed();
+        outcome
+    }
+
+    /// Commits pending changes so that they survive a crash of the process (not of the
+    /// machine: use `synchronize(true)` for that).
+    pub fn commit(&self) -> Result<()> {
+        self.write()?.commit(false)
+    }
+
+    /// Whether this handle found the file damaged and rebuilt it from what was readable.
+    pub fn was_restored(&self) -> bool {
+        self.restored.load(Ordering::Relaxed)
+    }
+}
+
+impl Dbm for TreeDbm {
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        if !self.writable {
+            // Read-only handles still run processors that only look.
+            let tree = self.read()?;
+            let mut refused = false;
+            tree.get(key, |value| {
+                refused = !matches!(processor(value), crate::dbm::Action::Keep);
+            })?;
+            if refused {
+                return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
+            }
+            return Ok(());
+        }
+        let mut tree = self.write()?;
+        if tree.process(key, processor)? {
+            self.changed();
+            if tree.wants_commit() {
+                tree.commit(false)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+        self.read()?
+            .get(key, |value| value.map(<[u8]>::to_vec))?
+            .ok_or_else(|| Error::not_found("no record for the key"))
+    }
+
+    fn count(&self) -> Result<u64> {
+        Ok(self.read()?.count())
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        let _open = self.read()?;
+        Ok(Box::new(TreeCursor::new(self)))
+    }
+
+    fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
+        let _open = self.read()?;
+        Ok(Box::new(TreeCursor::new(self)))
+    }
+
+    fn clear(&self) -> Result<()> {
+        let mut tree = self.write()?;
+        tree.clear()?;
+        self.changed();
+        Ok(())
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        if !self.writable {
+            let _open = self.read()?;
+            return Ok(());
+        }
+        self.write()?.commit(hard)
+    }
+
+    fn rebuild(&self, params: &Params) -> Result<()> {
+        let options = TreeOptions::parse(params)?;
+        let mut tree = self.write()?;
+        rebuild::rebuild(&mut tree, &self.path, &options, self.dictionary_size)?;
+        self.changed();
+        Ok(())
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        let tree = self.read()?;
+        let space = tree.pager.space();
+        Ok(space.free_bytes() > space.end() / 2 && space.end() > 1 << 20)
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        Ok(self.read()?.pager.used_size())
+    }
+
+    fn inspect(&self) -> Result<Properties> {
+        let tree = self.read()?;
+        let header = tree.pager.header();
+        let space = tree.pager.space();
+        let properties = [
+            ("class", "TreeDbm".to_string()),
+            ("path", self.path.display().to_string()),
+            ("record_comp", tree.pager.codec().kind().name().to_string()),
+            ("key_comparator", header.comparator.name().to_string()),
+            ("max_page_size", header.max_page_size.to_string()),
+            ("count", tree.count().to_string()),
+            ("file_size", tree.pager.used_size().to_string()),
+            ("tree_height", tree.height().to_string()),
+            ("free_bytes", space.free_bytes().to_string()),
+            ("free_slots", space.free_slots().to_string()),
+            ("dirty_pages", tree.dirty_pages().to_string()),
+            ("cache_bytes_used", tree.pager.cache().bytes().to_string()),
+            ("dictionary_size", tree.pager.codec().dictionary().len().to_string()),
+            ("healthy", "true".to_string()),
+            ("restored", self.was_restored().to_string()),
+        ];
+        Ok(properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    fn close(&self) -> Result<()> {
+        let mut slot = self.tree.write();
+        let Some(mut tree) = slot.take() else {
+            return Err(Error::infeasible("the database is already closed"));
+        };
+        if self.writable {
+            tree.commit(false)?;
+            tree.pager.close(false)?;
+        }
+        self.changed();
+        Ok(())
+    }
+}
+
+impl Drop for TreeDbm {
+    fn drop(&mut self) {
+        if self.tree.read().is_some() {
+            let _ = self.close();
+        }
+    }
+}

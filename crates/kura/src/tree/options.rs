@@ -1,0 +1,88 @@
+//! The tuning parameters of TreeDbm, parsed from `name=value` pairs.
+
+use crate::codec::CodecKind;
+use crate::dbm::Params;
+use crate::error::{Error, Result};
+
+use super::comparator::Comparator;
+use super::pager::PagerOptions;
+
+pub const KNOWN: &[&str] = &[
+    "record_comp",
+    "page_comp",
+    "key_comparator",
+    "max_page_size",
+    "cache_bytes",
+    "max_dirty_pages",
+    "max_file_size",
+    "dict_size",
+];
+
+/// Raw bytes of a page before compression. Measured (docs/tree.md): 8 KiB pages keep random
+/// reads fast; larger pages compress a little better and cost more per page read.
+pub const DEFAULT_MAX_PAGE_SIZE: u32 = 8 * 1024;
+const MIN_PAGE_SIZE: u64 = 256;
+const MAX_PAGE_SIZE: u64 = 16 << 20;
+/// Decoded pages kept in memory. Large enough for a working set of ~100 MiB of records,
+/// because a cache miss costs a decompression of a whole page.
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+/// Modified pages held in memory before an automatic commit.
+pub const DEFAULT_MAX_DIRTY_PAGES: usize = 4096;
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 1 << 40;
+
+#[derive(Debug, Clone)]
+pub struct TreeOptions {
+    pub codec: CodecKind,
+    pub codec_given: bool,
+    pub comparator: Comparator,
+    pub comparator_given: bool,
+    pub max_page_size: u32,
+    pub max_page_size_given: bool,
+    pub cache_bytes: usize,
+    pub max_dirty_pages: usize,
+    pub max_file_size: u64,
+    pub dictionary_size: usize,
+}
+
+impl TreeOptions {
+    pub fn parse(params: &Params) -> Result<TreeOptions> {
+        params.check_known("tree", KNOWN)?;
+        let codec_name = params.get("record_comp").or_else(|| params.get("page_comp"));
+        let max_page_size = params.get_u64("max_page_size")?;
+        if let Some(size) = max_page_size {
+            if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&size) {
+                return Err(Error::invalid(format!(
+                    "max_page_size {size} is outside {MIN_PAGE_SIZE}..={MAX_PAGE_SIZE}"
+                )));
+            }
+        }
+        let max_dirty_pages = params.get_u64("max_dirty_pages")?.unwrap_or(DEFAULT_MAX_DIRTY_PAGES as u64);
+        Ok(TreeOptions {
+            codec: codec_name.map(CodecKind::from_name).transpose()?.unwrap_or(CodecKind::None),
+            codec_given: codec_name.is_some(),
+            comparator: params.get("key_comparator").map(Comparator::from_name).transpose()?.unwrap_or_default(),
+            comparator_given: params.get("key_comparator").is_some(),
+            max_page_size: max_page_size.map_or(DEFAULT_MAX_PAGE_SIZE, |s| s as u32),
+            max_page_size_given: max_page_size.is_some(),
+            cache_bytes: usize::try_from(params.get_u64("cache_bytes")?.unwrap_or(DEFAULT_CACHE_BYTES as u64))
+                .unwrap_or(usize::MAX),
+            max_dirty_pages: usize::try_from(max_dirty_pages).unwrap_or(usize::MAX),
+            max_file_size: params.get_u64("max_file_size")?.unwrap_or(DEFAULT_MAX_FILE_SIZE),
+            dictionary_size: usize::try_from(
+                params.get_u64("dict_size")?.unwrap_or(crate::codec::DEFAULT_DICTIONARY_SIZE as u64),
+            )
+            .unwrap_or(usize::MAX),
+        })
+    }
+
+    pub fn pager_options(&self) -> PagerOptions {
+        PagerOptions {
+            codec: self.codec,
+            dictionary: Vec::new(),
+            comparator: self.comparator,
+            max_page_size: self.max_page_size,
+            cache_bytes: self.cache_bytes,
+            max_file_size: self.max_file_size,
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The page file: slots of serialized, compressed pages, their free space, the page cache and
+//! the file header.
+//!
+//! Every access to the file goes through a `Pager`, and the pager lives inside the tree's
+//! `RwLock`: reading needs `&Pager` (readers share the lock), writing needs `&mut Pager` (the
+//! writer holds it alone). That is what makes the mapped-file accesses below sound.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::codec::{Codec, CodecKind};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::{FileLock, LockMode, MappedFile};
+
+use super::cache::PageCache;
+use super::comparator::Comparator;
+use super::format::{
+    broken_slot, FileHeader, SlotHeader, SlotKind, DATA_START, HEADER_SIZE, SLOT_ALIGN, SLOT_HEADER_SIZE,
+};
+use super::page::{Branch, Leaf, Page};
+use super::space::{aligned, Space};
+
+/// How a new file is laid out, and how an opened one is run.
+#[derive(Debug, Clone)]
+pub struct PagerOptions {
+    pub codec: CodecKind,
+    pub dictionary: Vec<u8>,
+    pub comparator: Comparator,
+    pub max_page_size: u32,
+    pub cache_bytes: usize,
+    pub max_file_size: u64,
+}
+
+pub struct Pager {
+    file: MappedFile,
+    _lock: FileLock,
+    path: PathBuf,
+    codec: Codec,
+    /// The header of the last commit (or of the file as opened).
+    header: FileHeader,
+    space: Space,
+    cache: PageCache,
+    /// Reused buffers for serializing and compressing pages.
+    raw_buffer: Vec<u8>,
+    stored_buffer: Vec<u8>,
+}
+
+pub fn open_file(path: &Path, writable: bool, create: bool) -> Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(writable).create(create && writable);
+    let file = options.open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let meta = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(format!("{} is not a regular file", path.display())));
+    }
+    Ok(file)
+}
+
+impl Pager {
+    /// Creates an empty tree file at `path`, replacing any content; locked for writing.
+    pub fn create(path: &Path, options: &PagerOptions) -> Result<Pager> {
+        let file = open_file(path, true, true)?;
+        let lock = FileLock::acquire(&file, path, LockMode::Exclusive)?;
+        let header = FileHeader {
+            codec: options.codec,
+            comparator: options.comparator,
+            closed_cleanly: false,
+            max_page_size: options.max_page_size,
+            height: 0,
+            root: 0,
+            count: 0,
+            free_list: 0,
+            end: DATA_START,
+            dictionary: 0,
+            sequence: 0,
+        };
+        let io = |what: &str, e| Error::io(format!("{what} {}", path.display()), e);
+        file.set_len(0).map_err(|e| io("truncate", e))?;
+        file.set_len(DATA_START).map_err(|e| io("resize", e))?;
+        file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
+        file.write_all_at(&header.encode(), HEADER_SIZE as u64).map_err(|e| io("write", e))?;
+        let codec = Codec::new(options.codec, Vec::new())?;
+        let mapped = MappedFile::new(file, path, options.max_file_size, true)?;
+        let mut pager = Pager::assemble(mapped, lock, path, codec, header, Space::new(DATA_START), options.cache_bytes);
+        if !options.dictionary.is_empty() {
+            pager.install_dictionary(options.dictionary.clone())?;
+        }
+        Ok(pager)
+    }
+
+    fn assemble(
+        file: MappedFile,
+        lock: FileLock,
+        path: &Path,
+        codec: Codec,
+        header: FileHeader,
+        space: Space,
+        cache_bytes: usize,
+    ) -> Pager {
+        Pager {
+            file,
+            _lock: lock,
+            path: path.to_path_buf(),
+            codec,
+            header,
+            space,
+            cache: PageCache::new(cache_bytes),
+            raw_buffer: Vec::new(),
+            stored_buffer: Vec::new(),
+        }
+    }
+
+    /// Opens an existing tree file: a writer takes the exclusive lock, a reader the shared one.
+    /// The free space is loaded when the file was closed cleanly; otherwise the caller
+    /// recovers it (see `recovery.rs`) before writing.
+    pub fn open(path: &Path, writable: bool, cache_bytes: usize, max_file_size: u64) -> Result<Pager> {
+        let file = open_file(path, writable, false)?;
+        let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
+        let lock = FileLock::acquire(&file, path, mode)?;
+        let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
+        let mut head = [0u8; 2 * HEADER_SIZE];
+        if file_len < head.len() as u64 {
+            return Err(Error::broken(format!("{} is too short to be a Kura tree file", path.display())));
+        }
+        file.read_exact_at(&mut head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let header = FileHeader::read_current(&head)
+            .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
+        if header.end > file_len {
+            return Err(Error::broken(format!(
+                "{}: the file is truncated ({file_len} bytes, {} expected)",
+                path.display(),
+                header.end
+            )));
+        }
+        let mapped = MappedFile::new(file, path, max_file_size.max(file_len), writable)?;
+        let codec = Codec::new(header.codec, Vec::new())?;
+        let mut pager = Pager::assemble(mapped, lock, path, codec, header.clone(), Space::new(header.end), cache_bytes);
+        if header.dictionary != 0 {
+            let dictionary = pager.read_blob(header.dictionary)?;
+            pager.codec = Codec::new(header.codec, dictionary)?;
+        }
+        if header.closed_cleanly && header.free_list != 0 {
+            // A bad list is not fatal: the caller recovers free space from the tree instead.
+            if let Ok(space) = pager.read_blob(header.free_list).and_then(|b| Space::decode(&b, header.free_list)) {
+                pager.space = space;
+            } else {
+                pager.header.closed_cleanly = false;
+                pager.header.free_list = 0;
+            }
+        }
+        Ok(pager)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the file this pager reports (after the file was moved into place).
+    pub fn set_path(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    pub fn codec(&self) -> &Codec {
+        &self.codec
+    }
+
+    pub fn comparator(&self) -> Comparator {
+        self.header.comparator
+    }
+
+    pub fn max_page_size(&self) -> usize {
+        self.header.max_page_size as usize
+    }
+
+    pub fn space(&self) -> &Space {
+        &self.space
+    }
+
+    pub fn cache(&self) -> &PageCache {
+        &self.cache
+    }
+
+    /// The slot header at `offset`, checked against the file.
+    pub fn slot_header(&self, offset: u64) -> Result<SlotHeader> {
+        if offset < DATA_START || !offset.is_multiple_of(SLOT_ALIGN) {
+            return Err(broken_slot(offset, "misaligned or inside the file header"));
+        }
+        // SAFETY: see the module comment: `&self` excludes the writer, and slots of the
+        // committed tree are never rewritten while it is current.
+        let bytes = unsafe { self.file.slice(offset, SLOT_HEADER_SIZE) }?;
+        SlotHeader::decode(bytes, offset, self.file.len())
+    }
+
+    /// Reads the slot at `offset` and hands its raw (decompressed) bytes to `use_raw`.
+    fn with_slot<T>(&self, offset: u64, use_raw: impl FnOnce(SlotKind, &[u8]) -> Result<T>) -> Result<T> {
+        let slot = self.slot_header(offset)?;
+        // SAFETY: as in `slot_header`; the range was checked against the file length.
+        let stored = unsafe { self.file.slice(offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize) }?;
+        if slot.checksum_of(offset, stored) != slot.checksum {
+            return Err(broken_slot(offset, "checksum mismatch"));
+        }
+        if slot.compressed {
+            let mut raw = Vec::new();
+            self.codec.decode(stored, true, &mut raw).map_err(|e| broken_slot(offset, e.message()))?;
+            use_raw(slot.kind, &raw)
+        } else {
+            use_raw(slot.kind, stored)
+        }
+    }
+
+    /// Reads and decodes the page at `offset`, through the cache.
+    pub fn read_page(&self, offset: u64) -> Result<Arc<Page>> {
+        if let Some(page) = self.cache.get(offset) {
+            return Ok(page);
+        }
+        let page = Arc::new(self.decode_page(offset)?);
+        self.cache.insert(offset, Arc::clone(&page));
+        Ok(page)
+    }
+
+    /// Reads the page at `offset` without touching the cache.
+    pub fn decode_page(&self, offset: u64) -> Result<Page> {
+        let comparator = self.header.comparator;
+        self.with_slot(offset, |kind, raw| match kind {
+            SlotKind::Leaf => Leaf::decode(raw, comparator).map(Page::Leaf),
+            SlotKind::Branch => Branch::decode(raw, comparator).map(Page::Branch),
+            SlotKind::Blob => Err(broken_slot(offset, "a blob where a page was expected")),
+        })
+        .map_err(|e| Error::new(e.kind(), format!("{}: {}", self.path.display(), e.message())))
+    }
+
+    pub fn read_blob(&self, offset: u64) -> Result<Vec<u8>> {
+        self.with_slot(offset, |kind, raw| match kind {
+            SlotKind::Blob => Ok(raw.to_vec()),
+            _ => Err(broken_slot(offset, "a page where a blob was expected")),
+        })
+    }
+
+    /// Writes `raw` into a new slot; returns its offset. The slot comes from space freed by an
+    /// earlier, published commit, or from the end of the file.
+    fn write_slot(&mut self, kind: SlotKind, raw: &[u8], compress: bool, at_end: bool) -> Result<u64> {
+        let mut stored = std::mem::take(&mut self.stored_buffer);
+        let compressed = if compress { self.codec.encode(raw, &mut stored)? } else { false };
+        let body: &[u8] = if compressed { &stored } else { raw };
+        let stored_len =
+            u32::try_from(body.len()).map_err(|_| Error::new(ErrorKind::Limit, "a tree page is larger than 4 GiB"))?;
+        let needed = aligned(SLOT_HEADER_SIZE as u64 + u64::from(stored_len));
+        let (offset, slot_len) = if at_end { self.space.append(needed) } else { self.space.allocate(needed) };
+        let mut slot = SlotHeader { kind, compressed, stored_len, slot_len, checksum: 0 };
+        slot.checksum = slot.checksum_of(offset, body);
+        let written = self.file.ensure_len(offset + slot_len).and_then(|()| {
+            // SAFETY: `&mut self` excludes readers, and the slot is free: not part of the
+            // committed tree (see space.rs), so no one holds a slice of it.
+            unsafe {
+                self.file.write(offset, &slot.encode())?;
+                self.file.write(offset + SLOT_HEADER_SIZE as u64, body)
+            }
+        });
+        self.stored_buffer = stored;
+        if let Err(e) = written {
+            self.space.release(offset, slot_len);
+            return Err(e);
+        }
+        Ok(offset)
+    }
+
+    /// Serializes, compresses and writes a page; caches it under its new offset.
+    pub fn write_page(&mut self, page: Arc<Page>) -> Result<u64> {
+        let mut raw = std::mem::take(&mut self.raw_buffer);
+        let kind = match &*page {
+            Page::Leaf(leaf) => {
+                leaf.encode(&mut raw);
+                SlotKind::Leaf
+            }
+            Page::Branch(branch) => {
+                branch.encode(&mut raw);
+                SlotKind::Branch
+            }
+        };
+        let written = self.write_slot(kind, &raw, true, false);
+        self.raw_buffer = raw;
+        let offset = written?;
+        self.cache.insert(offset, page);
+        Ok(offset)
+    }
+
+    /// Writes an uncompressed blob; `at_end` puts it after everything else.
+    pub fn write_blob(&mut self, bytes: &[u8], at_end: bool) -> Result<u64> {
+        self.write_slot(SlotKind::Blob, bytes, false, at_end)
+    }
+
+    /// Frees the slot at `offset`. Only for slots of no committed tree: the caller frees a
+    /// commit's replaced pages after publishing it.
+    pub fn release(&mut self, offset: u64) -> Result<()> {
+        self.cache.remove(offset);
+        let slot = self.slot_header(offset)?;
+        self.space.release(offset, slot.slot_len);
+        Ok(())
+    }
+
+    /// Publishes `header` as the new current state: writes it to the copy the current header
+    /// does not occupy. With `hard`, pages reach the device before the header does.
+    pub fn publish(&mut self, mut header: FileHeader, hard: bool) -> Result<()> {
+        header.sequence = self.header.sequence + 1;
+        header.end = self.space.end();
+        header.codec = self.codec.kind();
+        if hard {
+            self.file.sync(true)?;
+        }
+        // SAFETY: `&mut self` excludes readers; readers never read the header through the map.
+        unsafe { self.file.write(header.copy_offset(), &header.encode()) }?;
+        if hard {
+            self.file.sync(true)?;
+        }
+        self.header = header;
+        Ok(())
+    }
+
+    /// Stores a zstd dictionary in the file and compresses with it from now on. Only for a
+    /// file without pages yet (rebuild and create), since old pages need the old dictionary.
+    pub fn install_dictionary(&mut self, dictionary: Vec<u8>) -> Result<()> {
+        if self.header.root != 0 {
+            return Err(Error::infeasible("a dictionary can only be installed in an empty tree file"));
+        }
+        let codec = Codec::new(self.codec.kind(), dictionary.clone())?;
+        let offset = self.write_blob(&dictionary, false)?;
+        self.codec = codec;
+        let mut header = self.header.clone();
+        header.dictionary = offset;
+        self.publish(header, false)
+    }
+
+    /// Saves the free list, marks the file closed cleanly and trims it to its used length.
+    pub fn close(&mut self, hard: bool) -> Result<()> {
+        let list = self.space.encode();
+        let mut header = self.header.clone();
+        // The list goes after everything else, so that dropping it at the next open is a
+        // truncation and never leaves a hole.
+        let offset = self.write_blob(&list, true)?;
+        header.free_list = offset;
+        header.closed_cleanly = true;
+        self.publish(header, hard)?;
+        // SAFETY: `&mut self` excludes readers; nothing beyond the used length is referenced.
+        unsafe { self.file.set_len(self.space.end()) }
+    }
+
+    /// Marks an opened file as being written: from now on a crash is detected at open.
+    pub fn mark_open(&mut self) -> Result<()> {
+        let mut header = self.header.clone();
+        if header.free_list != 0 {
+            // The saved list lies at the end: give its slot back.
+            self.release(header.free_list)?;
+        }
+        header.free_list = 0;
+        header.closed_cleanly = false;
+        self.publish(header, false)
+    }
+
+    /// Replaces the free space (recovered after a crash).
+    pub fn set_space(&mut self, space: Space) {
+        self.space = space;
+    }
+
+    pub fn sync(&self, hard: bool) -> Result<()> {
+        self.file.sync(hard)
+    }
+
+    /// Bytes the file uses.
+    pub fn used_size(&self) -> u64 {
+        self.space.end()
+    }
+
+    /// Empties the tree: the current header stays valid until the new one is published, and
+    /// only then is the file shortened.
+    pub fn clear(&mut self) -> Result<()> {
+        self.cache.clear();
+        self.space = Space::new(DATA_START);
+        let mut header = self.header.clone();
+        header.root = 0;
+        header.height = 0;
+        header.count = 0;
+        header.free_list = 0;
+        let had_dictionary = header.dictionary != 0;
+        header.dictionary = 0;
+        self.publish(header, false)?;
+        // SAFETY: `&mut self` excludes readers; nothing references the dropped area any more.
+        unsafe { self.file.set_len(DATA_START) }?;
+        if had_dictionary {
+            let dictionary = self.codec.dictionary().to_vec();
+            self.install_dictionary(dictionary)?;
+        }
+        Ok(())
+    }
+}

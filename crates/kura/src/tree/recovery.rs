@@ -1,0 +1,150 @@
+//! After a crash: finding the free space again, and salvaging records from damaged files.
+//!
+//! Shadow paging keeps the committed tree whole across a crash of the process; only the list
+//! of free slots (saved at close) is lost. `recover_space` walks the tree to find the slots in
+//! use, and every gap between them is free. The walk checks the structure as it goes: a page
+//! met twice (a cycle or a shared child), a page at the wrong level, a tree deeper than the
+//! header says, are BrokenData.
+//!
+//! When the tree itself is damaged (a write lost by the device, a file truncated or edited),
+//! `salvage` walks it tolerantly, skipping pages that fail their checks, and copies every
+//! readable record into a new file.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::btree::BTree;
+use super::format::{SlotKind, MAX_HEIGHT};
+use super::options::TreeOptions;
+use super::page::Page;
+use super::pager::{Pager, PagerOptions};
+use super::space::Space;
+use crate::dbm::Action;
+use crate::error::{Error, Result};
+use crate::file::{remove_if_exists, replace_file, sibling_path};
+
+/// Modified pages between commits while salvaging.
+const SALVAGE_DIRTY_PAGES: usize = 4096;
+
+/// The free space of a tree file whose saved free list was lost.
+pub fn recover_space(pager: &Pager) -> Result<Space> {
+    let header = pager.header();
+    let mut used = Vec::new();
+    let mut seen = HashSet::new();
+    if header.dictionary != 0 {
+        let slot = pager.slot_header(header.dictionary)?;
+        if slot.kind != SlotKind::Blob {
+            return Err(Error::broken("the dictionary slot holds a page"));
+        }
+        used.push((header.dictionary, slot.slot_len));
+        seen.insert(header.dictionary);
+    }
+    let mut stack = Vec::new();
+    if header.root != 0 {
+        stack.push((header.root, 1u32));
+    }
+    while let Some((offset, level)) = stack.pop() {
+        if !seen.insert(offset) {
+            return Err(Error::broken(format!("tree page at offset {offset} is referenced twice")));
+        }
+        let slot = pager.slot_header(offset)?;
+        used.push((offset, slot.slot_len));
+        let leaf_level = level == header.height;
+        match (slot.kind, leaf_level) {
+            (SlotKind::Leaf, true) => {}
+            (SlotKind::Branch, false) if level < MAX_HEIGHT => match pager.decode_page(offset)? {
+                Page::Branch(branch) => stack.extend(branch.children.iter().map(|&child| (child, level + 1))),
+                Page::Leaf(_) => return Err(Error::broken("a branch slot decoded as a leaf")),
+            },
+            _ => return Err(Error::broken(format!("tree page at offset {offset} is at the wrong level"))),
+        }
+    }
+    Space::from_used(used)
+}
+
+/// Calls `each` on every readable record under the root of `pager`, skipping damaged pages.
+/// Returns how many pages were skipped.
+pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
+    let header = pager.header();
+    let mut skipped = 0;
+    let mut seen = HashSet::new();
+    let mut stack = Vec::new();
+    if header.root != 0 {
+        stack.push((header.root, 1u32));
+    }
+    while let Some((offset, level)) = stack.pop() {
+        if level > MAX_HEIGHT || !seen.insert(offset) {
+            skipped += 1;
+            continue;
+        }
+        match pager.decode_page(offset) {
+            Ok(Page::Leaf(leaf)) => {
+                for index in 0..leaf.len() {
+                    if let Some((key, value)) = leaf.record(index) {
+                        each(key, value)?;
+                    }
+                }
+            }
+            // Children are pushed last-first so that leaves come out in key order.
+            Ok(Page::Branch(branch)) => stack.extend(branch.children.iter().rev().map(|&c| (c, level + 1))),
+            Err(_) => skipped += 1,
+        }
+    }
+    Ok(skipped)
+}
+
+/// Copies the readable records of `source` into a new file at `dest` with the same settings.
+pub fn restore_to(source: &Pager, dest: &Path) -> Result<u64> {
+    let header = source.header();
+    let options = PagerOptions {
+        codec: header.codec,
+        dictionary: source.codec().dictionary().to_vec(),
+        comparator: header.comparator,
+        max_page_size: header.max_page_size,
+        cache_bytes: source.cache().budget(),
+        max_file_size: super::options::DEFAULT_MAX_FILE_SIZE,
+    };
+    let mut tree = BTree::new(Pager::create(dest, &options)?, SALVAGE_DIRTY_PAGES);
+    fill(&mut tree, source)?;
+    let count = tree.count();
+    tree.pager.close(true)?;
+    Ok(count)
+}
+
+fn fill(tree: &mut BTree, source: &Pager) -> Result<()> {
+    salvage(source, |key, value| {
+        tree.process(key, &mut |_| Action::Set(std::borrow::Cow::Borrowed(value)))?;
+        if tree.wants_commit() {
+            tree.commit(false)?;
+        }
+        Ok(())
+    })?;
+    tree.commit(true)
+}
+
+/// Replaces the damaged file of `pager` by a salvaged copy; returns the pager of the copy.
+pub fn restore_in_place(pager: Pager, options: &TreeOptions) -> Result<Pager> {
+    let path = pager.path().to_path_buf();
+    let temporary = sibling_path(&path, ".restore");
+    let header = pager.header().clone();
+    let pager_options = PagerOptions {
+        codec: header.codec,
+        dictionary: pager.codec().dictionary().to_vec(),
+        comparator: header.comparator,
+        max_page_size: header.max_page_size,
+        cache_bytes: options.cache_bytes,
+        max_file_size: options.max_file_size,
+    };
+    let restored = (|| {
+        let mut tree = BTree::new(Pager::create(&temporary, &pager_options)?, SALVAGE_DIRTY_PAGES);
+        fill(&mut tree, &pager)?;
+        replace_file(&temporary, &path)?;
+        let mut fresh = tree.pager;
+        fresh.set_path(&path);
+        Ok(fresh)
+    })();
+    if restored.is_err() {
+        let _ = remove_if_exists(&temporary);
+    }
+    restored
+}

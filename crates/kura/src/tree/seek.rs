@@ -1,0 +1,147 @@
+//! Finding a position in key order: the first or last record, or the neighbour of a key on
+//! either side, crossing into the next or previous leaf when the target lies past the end
+//! of the leaf the key leads to.
+//!
+//! The search keeps its path of branches, so moving to a neighbouring leaf climbs only as far
+//! as needed. Every step either descends one level (at most `height` levels) or moves the
+//! path strictly sideways, so even a corrupted tree cannot make it loop.
+
+use std::sync::Arc;
+
+use super::btree::{wrong_level, BTree, PageRef};
+use super::page::Page;
+use crate::error::{Error, Result};
+
+/// Empty leaves never exist in a sound tree; a damaged one may hold some, but a scan that
+/// meets this many is walking a malicious structure.
+const MAX_EMPTY_LEAVES: usize = 10_000;
+
+/// Where to go.
+#[derive(Debug, Clone, Copy)]
+pub enum Seek<'k> {
+    First,
+    Last,
+    /// The first key `>= k`.
+    AtLeast(&'k [u8]),
+    /// The first key `> k`.
+    Above(&'k [u8]),
+    /// The last key `<= k`.
+    AtMost(&'k [u8]),
+    /// The last key `< k`.
+    Below(&'k [u8]),
+}
+
+impl Seek<'_> {
+    fn forward(self) -> bool {
+        matches!(self, Seek::First | Seek::AtLeast(_) | Seek::Above(_))
+    }
+}
+
+/// A found record: the leaf (shared, so it outlives the lock) and the index in it.
+pub struct Position {
+    pub leaf: Arc<Page>,
+    pub index: usize,
+}
+
+impl BTree {
+    pub fn seek(&self, target: Seek<'_>) -> Result<Option<Position>> {
+        if self.root == 0 || self.height == 0 {
+            return Ok(None);
+        }
+        let comparator = self.comparator();
+        let forward = target.forward();
+        let mut path: Vec<(PageRef<'_>, usize)> = Vec::with_capacity(self.height as usize);
+        let mut id = self.root;
+        // Descend towards the target.
+        loop {
+            let page = self.page(id)?;
+            let leaf_level = path.len() + 1 == self.height as usize;
+            match (&*page, leaf_level) {
+                (Page::Branch(branch), false) => {
+                    let index = match target {
+                        Seek::First => 0,
+                        Seek::Last => branch.len().saturating_sub(1),
+                        Seek::AtLeast(key) | Seek::Above(key) | Seek::AtMost(key) | Seek::Below(key) => {
+                            branch.child_index(comparator, key)
+                        }
+                    };
+                    id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
+                    path.push((page, index));
+                }
+                (Page::Leaf(leaf), true) => {
+                    let len = leaf.len();
+                    let found = match target {
+                        Seek::First => (len > 0).then_some(0),
+                        Seek::Last => len.checked_sub(1),
+                        Seek::AtLeast(key) => Some(leaf.rank(comparator, key, false)).filter(|i| *i < len),
+                        Seek::Above(key) => Some(leaf.rank(comparator, key, true)).filter(|i| *i < len),
+                        Seek::AtMost(key) => leaf.rank(comparator, key, true).checked_sub(1),
+                        Seek::Below(key) => leaf.rank(comparator, key, false).checked_sub(1),
+                    };
+                    if let Some(index) = found {
+                        return Ok(Some(Position { leaf: page.into_arc(), index }));
+                    }
+                    break;
+                }
+                _ => return Err(wrong_level(id)),
+            }
+        }
+        // The target lies beyond this leaf: the nearest record of the neighbouring leaves.
+        let mut empty_leaves = 0usize;
+        loop {
+            let Some((parent, index)) = path.pop() else {
+                return Ok(None);
+            };
+            let next = if forward {
+                index.checked_add(1).filter(|i| *i < parent.as_branch_len())
+            } else {
+                index.checked_sub(1)
+            };
+            let Some(next) = next else { continue };
+            let child = parent.child(next).ok_or_else(|| wrong_level(id))?;
+            path.push((parent, next));
+            // Down the near edge of that subtree.
+            let mut id = child;
+            loop {
+                let page = self.page(id)?;
+                let leaf_level = path.len() + 1 == self.height as usize;
+                match (&*page, leaf_level) {
+                    (Page::Branch(branch), false) => {
+                        let index = if forward { 0 } else { branch.len().saturating_sub(1) };
+                        id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
+                        path.push((page, index));
+                    }
+                    (Page::Leaf(leaf), true) => {
+                        let found = if forward { (!leaf.is_empty()).then_some(0) } else { leaf.len().checked_sub(1) };
+                        if let Some(index) = found {
+                            return Ok(Some(Position { leaf: page.into_arc(), index }));
+                        }
+                        // An empty leaf (only in a damaged file): keep going, within reason.
+                        empty_leaves += 1;
+                        if empty_leaves > MAX_EMPTY_LEAVES {
+                            return Err(Error::broken("tree has too many empty leaves"));
+                        }
+                        break;
+                    }
+                    _ => return Err(wrong_level(id)),
+                }
+            }
+        }
+    }
+}
+
+impl PageRef<'_> {
+    fn as_branch_len(&self) -> usize {
+        match &**self {
+            Page::Branch(branch) => branch.len(),
+            Page::Leaf(_) => 0,
+        }
+    }
+
+    fn child(&self, index: usize) -> Option<u64> {
+        match &**self {
+            Page::Branch(branch) => branch.children.get(index).copied(),
+            Page::Leaf(_) => None,
+        }
+    }
+}

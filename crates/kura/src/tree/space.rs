@@ -1,0 +1,218 @@
+//! Free space of a tree file: which slots may be reused, best fit, with coalescing.
+//!
+//! Copy-on-write frees a page's old slot at every commit that rewrites it, so reuse is what
+//! keeps a long run of updates from growing the file. Free slots are indexed by offset (to
+//! merge a freed slot with free neighbours, and to give back a free tail by lowering `end`)
+//! and by size (to take the smallest slot that fits, splitting off the rest). Invariant:
+//! free slots never overlap or touch (touching ones are merged), and all lie below `end`.
+//!
+//! This structure knows nothing about commits: the pager hands it slots freed by a commit only
+//! after that commit's header is written, so a slot of the last committed tree is never
+//! handed out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::codec::{decode_varint, encode_varint};
+use crate::error::{Error, Result};
+
+use super::format::{DATA_START, SLOT_ALIGN};
+
+/// A remainder smaller than this stays with the slot it was cut from: too small for a page.
+const MIN_SPLIT: u64 = 64;
+
+#[derive(Debug, Clone)]
+pub struct Space {
+    by_offset: BTreeMap<u64, u64>,
+    by_size: BTreeSet<(u64, u64)>,
+    end: u64,
+    free_bytes: u64,
+}
+
+/// Rounds a slot length up to the slot alignment.
+pub fn aligned(len: u64) -> u64 {
+    len.div_ceil(SLOT_ALIGN) * SLOT_ALIGN
+}
+
+impl Space {
+    pub fn new(end: u64) -> Space {
+        Space { by_offset: BTreeMap::new(), by_size: BTreeSet::new(), end, free_bytes: 0 }
+    }
+
+    /// The end of the used area: the next slot appended goes here.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    pub fn free_bytes(&self) -> u64 {
+        self.free_bytes
+    }
+
+    pub fn free_slots(&self) -> usize {
+        self.by_offset.len()
+    }
+
+    /// Takes a slot of `len` bytes (a multiple of the alignment): `(offset, slot length)`.
+    /// The slot may be longer than asked when the rest was too small to split off.
+    pub fn allocate(&mut self, len: u64) -> (u64, u64) {
+        let len = aligned(len.max(MIN_SPLIT));
+        if let Some(&(size, offset)) = self.by_size.range((len, 0)..).next() {
+            self.take(offset, size);
+            if size - len >= MIN_SPLIT {
+                self.insert(offset + len, size - len);
+                return (offset, len);
+            }
+            return (offset, size);
+        }
+        let offset = self.end;
+        self.end += len;
+        (offset, len)
+    }
+
+    /// Takes a slot of `len` bytes at the end of the used area, never from the free space.
+    pub fn append(&mut self, len: u64) -> (u64, u64) {
+        let len = aligned(len);
+        let offset = self.end;
+        self.end += len;
+        (offset, len)
+    }
+
+    /// Returns a slot to the free space, merging it with free neighbours.
+    pub fn release(&mut self, mut offset: u64, mut len: u64) {
+        if let Some((&before, &before_len)) = self.by_offset.range(..offset).next_back() {
+            if before + before_len == offset {
+                self.take(before, before_len);
+                offset = before;
+                len += before_len;
+            }
+        }
+        if let Some(&after_len) = self.by_offset.get(&(offset + len)) {
+            self.take(offset + len, after_len);
+            len += after_len;
+        }
+        if offset + len >= self.end {
+            self.end = offset;
+        } else {
+            self.insert(offset, len);
+        }
+    }
+
+    fn insert(&mut self, offset: u64, len: u64) {
+        self.by_offset.insert(offset, len);
+        self.by_size.insert((len, offset));
+        self.free_bytes += len;
+    }
+
+    fn take(&mut self, offset: u64, len: u64) {
+        self.by_offset.remove(&offset);
+        self.by_size.remove(&(len, offset));
+        self.free_bytes -= len;
+    }
+
+    /// Free space recovered from the slots in use (after a crash lost the saved list):
+    /// every gap between used slots is free, and the area ends after the last used slot.
+    pub fn from_used(mut used: Vec<(u64, u64)>) -> Result<Space> {
+        used.sort_unstable();
+        let mut space = Space::new(DATA_START);
+        for (offset, len) in used {
+            if offset < space.end {
+                return Err(Error::broken(format!("tree pages overlap at offset {offset}")));
+            }
+            if offset > space.end {
+                space.insert(space.end, offset - space.end);
+            }
+            space.end = offset + len;
+        }
+        Ok(space)
+    }
+
+    /// The free list as saved at close: `varint count`, then per slot the varint gap from the
+    /// previous slot's end and the varint length.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.by_offset.len() * 6 + 10);
+        let mut buffer = [0u8; 10];
+        let mut put = |out: &mut Vec<u8>, value: u64| {
+            let len = encode_varint(value, &mut buffer);
+            out.extend_from_slice(buffer.get(..len).unwrap_or_default());
+        };
+        put(&mut out, self.by_offset.len() as u64);
+        let mut previous_end = DATA_START;
+        for (&offset, &len) in &self.by_offset {
+            put(&mut out, offset - previous_end);
+            put(&mut out, len);
+            previous_end = offset + len;
+        }
+        out
+    }
+
+    /// Reads a saved free list, checking that its slots lie in `DATA_START..end`, aligned and
+    /// apart, so that a bad list can never hand out a slot in use beyond what it claims.
+    pub fn decode(bytes: &[u8], end: u64) -> Result<Space> {
+        let bad = || Error::broken("tree free list is malformed");
+        let mut position = 0usize;
+        let mut next = || -> Result<u64> {
+            let (value, used) = decode_varint(bytes.get(position..).unwrap_or_default()).ok_or_else(bad)?;
+            position += used;
+            Ok(value)
+        };
+        let count = next()?;
+        let mut space = Space::new(end);
+        let mut previous_end = DATA_START;
+        for index in 0..count {
+            let gap = next()?;
+            let len = next()?;
+            let offset = previous_end.checked_add(gap).ok_or_else(bad)?;
+            let slot_end = offset.checked_add(len).ok_or_else(bad)?;
+            if (index > 0 && gap == 0)
+                || len == 0
+                || !offset.is_multiple_of(SLOT_ALIGN)
+                || !len.is_multiple_of(SLOT_ALIGN)
+                || slot_end > end
+            {
+                return Err(bad());
+            }
+            space.insert(offset, len);
+            previous_end = slot_end;
+        }
+        Ok(space)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn reuses_splits_and_merges() {
+        let mut space = Space::new(DATA_START);
+        let a = space.allocate(100);
+        let b = space.allocate(1000);
+        let c = space.allocate(100);
+        assert_eq!(a, (DATA_START, 112));
+        assert_eq!(b.0, DATA_START + 112);
+        space.release(b.0, b.1);
+        let d = space.allocate(200);
+        assert_eq!(d.0, b.0); // best fit, split
+        assert_eq!(space.free_bytes(), b.1 - 208);
+        space.release(d.0, d.1);
+        assert_eq!(space.free_slots(), 1); // merged back
+        space.release(c.0, c.1);
+        assert_eq!(space.end(), a.0 + a.1); // free tail given back
+        assert_eq!(space.free_slots(), 0);
+        let encoded = space.encode();
+        let decoded = Space::decode(&encoded, space.end()).unwrap();
+        assert_eq!(decoded.free_bytes(), space.free_bytes());
+    }
+
+    #[test]
+    fn recovers_gaps() {
+        let space = Space::from_used(vec![(DATA_START + 64, 64), (DATA_START + 256, 128)]).unwrap();
+        assert_eq!(space.end(), DATA_START + 384);
+        assert_eq!(space.free_bytes(), 64 + 128);
+        assert!(Space::from_used(vec![(DATA_START, 128), (DATA_START + 64, 64)]).is_err());
+        let mut encoded = space.encode();
+        assert!(Space::decode(&encoded, DATA_START + 200).is_err());
+        encoded.truncate(2);
+        assert!(Space::decode(&encoded, space.end()).is_err());
+    }
+}

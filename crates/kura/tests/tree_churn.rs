@@ -1,0 +1,81 @@
+//! Free pages are reused: a long run of mixed inserts and removes keeps the file within a
+//! stated factor of its rebuilt size, and rebuild brings it back down.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use kura::tree::TreeDbm;
+use kura::{Dbm, OpenMode, Params};
+
+/// Stated bound: during churn the file stays under this many times its size after rebuild.
+const CHURN_FACTOR: u64 = 4;
+
+#[test]
+fn churn_keeps_file_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("churn.kut");
+    let params = Params::new().with("max_page_size", 2048).with("max_dirty_pages", 256).with("record_comp", "lz4");
+    let db = TreeDbm::open(&path, OpenMode::Create, &params).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let live_keys = 20_000u64;
+    let mut peak = 0;
+    let operations = 200_000;
+    for step in 0..operations {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let key = format!("{:010}", x % live_keys);
+        if x >> 62 == 0 {
+            let _ = db.remove(key.as_bytes());
+        } else {
+            let len = (x >> 40) as usize % 200;
+            db.set(key.as_bytes(), &vec![b'v'; len], true).unwrap();
+        }
+        if step % 1000 == 0 {
+            peak = peak.max(db.file_size().unwrap());
+        }
+        if step == operations / 2 {
+            // Reopening loses nothing of the free space (saved at close).
+            db.close().unwrap();
+            drop(db);
+            let reopened = TreeDbm::open(&path, OpenMode::Write, &params).unwrap();
+            return continue_churn(reopened, x, live_keys, peak, step, operations);
+        }
+    }
+}
+
+fn continue_churn(db: TreeDbm, mut x: u64, live_keys: u64, mut peak: u64, from: u64, operations: u64) {
+    for step in from..operations {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let key = format!("{:010}", x % live_keys);
+        if x >> 62 == 0 {
+            let _ = db.remove(key.as_bytes());
+        } else {
+            let len = (x >> 40) as usize % 200;
+            db.set(key.as_bytes(), &vec![b'v'; len], true).unwrap();
+        }
+        if step % 1000 == 0 {
+            peak = peak.max(db.file_size().unwrap());
+        }
+    }
+    db.synchronize(false).unwrap();
+    peak = peak.max(db.file_size().unwrap());
+    let count = db.count().unwrap();
+    db.rebuild(&Params::new()).unwrap();
+    let rebuilt = db.file_size().unwrap();
+    assert_eq!(db.count().unwrap(), count);
+    println!("churn: peak {peak} bytes, rebuilt {rebuilt} bytes, factor {:.2}", peak as f64 / rebuilt as f64);
+    assert!(peak <= rebuilt * CHURN_FACTOR, "peak {peak} vs rebuilt {rebuilt}");
+    // Churn after a rebuild stays bounded too.
+    let before = db.file_size().unwrap();
+    for i in 0..50_000u64 {
+        let key = format!("{:010}", (i * 7919) % live_keys);
+        if i % 3 == 0 {
+            let _ = db.remove(key.as_bytes());
+        } else {
+            db.set(key.as_bytes(), &vec![b'w'; (i % 150) as usize], true).unwrap();
+        }
+    }
+    db.synchronize(false).unwrap();
+    assert!(db.file_size().unwrap() <= before * CHURN_FACTOR);
+}

@@ -1,0 +1,159 @@
+//! Crash tests: a child process (this test binary, re-run in a child mode) writes batches or
+//! rebuilds and is killed with SIGKILL at a random moment; the parent then opens the file,
+//! which must hold every batch wholly or not at all, in order, and nothing torn.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use kura::tree::{TreeDbm, WriteBatch};
+use kura::{Dbm, DbmExt, OpenMode, Params};
+
+const CHILD_MODE: &str = "KURA_TREE_CRASH_CHILD";
+const CHILD_PATH: &str = "KURA_TREE_CRASH_PATH";
+const BATCH_KEYS: usize = 30;
+const REBUILD_RECORDS: u32 = 3000;
+
+fn params() -> Params {
+    Params::new().with("max_page_size", 1024).with("record_comp", "lz4").with("max_dirty_pages", 64)
+}
+
+fn batch_key(batch: u64, j: usize) -> Vec<u8> {
+    format!("b{batch:06}-{j:03}").into_bytes()
+}
+
+/// The child's work, run when this binary is started with CHILD_MODE set.
+#[test]
+fn crash_child_entry() {
+    let (Ok(mode), Ok(path)) = (std::env::var(CHILD_MODE), std::env::var(CHILD_PATH)) else { return };
+    let db = TreeDbm::open(&path, OpenMode::Create, &params()).unwrap();
+    match mode.as_str() {
+        "batches" => {
+            let mut next = db.get(b"progress").map(|v| u64::from_be_bytes(v.try_into().unwrap()) + 1).unwrap_or(0);
+            loop {
+                let mut batch = WriteBatch::new();
+                for j in 0..BATCH_KEYS {
+                    batch.set(batch_key(next, j), format!("{next}-{j}-{}", "v".repeat(j * 7)));
+                }
+                if next >= 3 {
+                    // Removing half of an older batch is part of the same atomic unit.
+                    for j in 0..BATCH_KEYS / 2 {
+                        batch.remove(batch_key(next - 3, j));
+                    }
+                }
+                batch.set(b"progress", next.to_be_bytes());
+                db.write_batch(&batch).unwrap();
+                // Single writes between batches are committed with the next batch or lost.
+                db.set(format!("single{next:06}").as_bytes(), b"x", true).unwrap();
+                next += 1;
+            }
+        }
+        "rebuild" => {
+            if db.count().unwrap() == 0 {
+                let mut batch = WriteBatch::new();
+                for i in 0..REBUILD_RECORDS {
+                    batch.set(format!("r{i:06}"), format!("value{i}"));
+                }
+                db.write_batch(&batch).unwrap();
+            }
+            let codecs = ["zstd", "none", "lz4", "zlib"];
+            for round in 0.. {
+                let params = Params::new()
+                    .with("record_comp", codecs[round % codecs.len()])
+                    .with("max_page_size", 512 << (round % 3));
+                db.rebuild(&params).unwrap();
+            }
+        }
+        _ => panic!("unknown child mode {mode}"),
+    }
+}
+
+fn spawn(mode: &str, path: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child_entry", "--test-threads=1", "--nocapture"])
+        .env(CHILD_MODE, mode)
+        .env(CHILD_PATH, path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn kill_after(mut child: Child, millis: u64) {
+    std::thread::sleep(Duration::from_millis(millis));
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+}
+
+fn check_batches(path: &Path) -> u64 {
+    let db = TreeDbm::open(path, OpenMode::Write, &Params::new()).unwrap();
+    assert!(!db.was_restored(), "the committed tree must survive a process crash");
+    let last = db.get(b"progress").map(|v| u64::from_be_bytes(v.try_into().unwrap())).ok();
+    let batches = last.map_or(0, |l| l + 1);
+    for batch in 0..batches + 3 {
+        let present: Vec<bool> = (0..BATCH_KEYS).map(|j| db.get(&batch_key(batch, j)).is_ok()).collect();
+        let expected_first_half = batch < batches && batch + 3 >= batches;
+        let expected_second_half = batch < batches;
+        for (j, p) in present.iter().enumerate() {
+            let expected = if j < BATCH_KEYS / 2 { expected_first_half } else { expected_second_half };
+            assert_eq!(*p, expected, "batch {batch} key {j} of {batches} committed batches");
+        }
+    }
+    let mut records = 0u64;
+    for record in db.records().unwrap() {
+        record.unwrap();
+        records += 1;
+    }
+    assert_eq!(records, db.count().unwrap());
+    // The recovered free space is usable.
+    for i in 0..200 {
+        db.set(format!("after{i}").as_bytes(), &[7u8; 100], true).unwrap();
+    }
+    for i in 0..200 {
+        db.remove(format!("after{i}").as_bytes()).unwrap();
+    }
+    db.close().unwrap();
+    batches
+}
+
+#[test]
+fn killed_writer_keeps_whole_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.kut");
+    let mut previous = 0;
+    for round in 0..6u64 {
+        kill_after(spawn("batches", &path), 150 + round * 97 % 300);
+        if !path.exists() {
+            continue;
+        }
+        let batches = check_batches(&path);
+        assert!(batches >= previous);
+        previous = batches;
+    }
+    assert!(previous > 0, "the child never committed a batch: is the machine that slow?");
+}
+
+#[test]
+fn killed_rebuild_keeps_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rebuild.kut");
+    for round in 0..4u64 {
+        kill_after(spawn("rebuild", &path), 300 + round * 131 % 400);
+        if !path.exists() {
+            continue;
+        }
+        let db = match TreeDbm::open(&path, OpenMode::Write, &Params::new()) {
+            Ok(db) => db,
+            Err(e) => panic!("round {round}: {e}"),
+        };
+        let count = db.count().unwrap();
+        assert!(count == 0 || count == u64::from(REBUILD_RECORDS), "count {count}");
+        if count > 0 {
+            for i in (0..REBUILD_RECORDS).step_by(17) {
+                assert_eq!(db.get(format!("r{i:06}").as_bytes()).unwrap(), format!("value{i}").into_bytes());
+            }
+            assert_eq!(db.records().unwrap().count() as u64, count);
+        }
+        db.close().unwrap();
+    }
+}
