@@ -1,0 +1,106 @@
+//! Random-order gets of every key of a TSV file from an existing database: the read side
+//! of the dictionary benchmark (`make bench`), mirrored for Tkrzw by `bench/tkrzw_get.cc`.
+//!
+//! The keys are shuffled with a fixed seed, and each thread gets a disjoint, contiguous
+//! share of the shuffled list, so every key is read exactly once whatever the thread count
+//! and the QPS of N threads compares directly with that of one.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use kura::{Error, OpenMode, Params};
+use serde_json::json;
+
+use super::report::Phase;
+use super::workload::{shuffle, SHUFFLE_SEED};
+use super::BenchArgs;
+use crate::progress;
+
+pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
+    let path = args.path.as_ref().ok_or_else(|| Error::invalid("--keys-from needs --path DB"))?;
+    let mut params = params.clone();
+    if let Some(engine) = &args.engine {
+        params = params.with("engine", engine);
+    }
+    let mut keys = read_keys(tsv)?;
+    shuffle(&mut keys, SHUFFLE_SEED);
+
+    let db = crate::commands::open(path, OpenMode::ReadOnly, &params)?;
+    let engine = kura::EngineKind::resolve(path, &params).map_or("unknown", |e| e.name());
+    let misses = AtomicU64::new(0);
+    let bar = progress::items(keys.len() as u64, "get");
+    let share = keys.len().div_ceil(args.threads).max(1);
+    let started = Instant::now();
+    let outcome = std::thread::scope(|scope| {
+        let workers: Vec<_> = keys
+            .chunks(share)
+            .map(|chunk| {
+                let (db, misses, bar) = (db.as_ref(), &misses, &bar);
+                scope.spawn(move || -> kura::Result<()> {
+                    for (done, key) in chunk.iter().enumerate() {
+                        match db.get(key) {
+                            Ok(_) => {}
+                            Err(e) if e.is_not_found() => {
+                                misses.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => return Err(e),
+                        }
+                        if done % 4096 == 4095 {
+                            bar.inc(4096);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|_| Err(Error::infeasible("a bench thread panicked"))))
+            .collect::<kura::Result<Vec<()>>>()
+    });
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    outcome?;
+    let misses = misses.load(Ordering::Relaxed);
+    Phase {
+        engine,
+        name: "get",
+        threads: args.threads,
+        operations: keys.len() as u64,
+        records: db.count()?,
+        elapsed,
+        file_size: db.file_size()?,
+        misses,
+        context: json!({
+            "keys_from": tsv.display().to_string(),
+            "path": path.display().to_string(),
+            "params": params.names().map(|n| format!("{n}={}", params.get(n).unwrap_or_default())).collect::<Vec<_>>().join(","),
+        }),
+    }
+    .print(args.json);
+    db.close()?;
+    if misses > 0 {
+        return Err(Error::infeasible(format!("{misses} of {} keys were not found", keys.len())));
+    }
+    Ok(())
+}
+
+/// The first column of every line that has a tab.
+fn read_keys(tsv: &Path) -> kura::Result<Vec<Vec<u8>>> {
+    let file = std::fs::File::open(tsv).map_err(|e| Error::io(format!("open {}", tsv.display()), e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut keys = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line).map_err(|e| Error::io(format!("read {}", tsv.display()), e))?;
+        if read == 0 {
+            return Ok(keys);
+        }
+        if let Some(tab) = line.iter().position(|&b| b == b'\t') {
+            keys.push(line.get(..tab).unwrap_or_default().to_vec());
+        }
+    }
+}

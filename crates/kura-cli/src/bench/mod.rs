@@ -1,0 +1,58 @@
+//! `kura bench`: throughput measurements comparable with Tkrzw's.
+//!
+//! - `sequence.rs`: the workload of `tkrzw_dbm_perf sequence` (set, get, iterate, remove of
+//!   `%08d` keys with small values), one thread or several;
+//! - `dictionary.rs`: random-order gets of every key of a TSV file (`--keys-from`) from an
+//!   existing database, the read side of the dictionary benchmark;
+//! - `workload.rs`: the keys, values and random numbers both share;
+//! - `report.rs`: the human and JSON lines, and the memory figure.
+
+mod dictionary;
+mod report;
+mod sequence;
+mod workload;
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kura::Params;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Engine to measure (sequence mode; default hash). With --keys-from, the engine is
+    /// taken from the path unless given.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Operations per thread in each phase.
+    #[arg(long, default_value_t = 10_000)]
+    pub iter: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 8)]
+    pub size: usize,
+    /// Threads working at once on the same database.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Keys drawn at random from 0..iter*threads instead of in sequence.
+    #[arg(long, alias = "random_key")]
+    pub random_key: bool,
+    /// Database file (default: a temporary file, removed afterwards). With --keys-from,
+    /// the existing database to read.
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Get every key of this TSV file (first column) in a shuffled order from --path.
+    #[arg(long, value_name = "FILE.tsv")]
+    pub keys_from: Option<PathBuf>,
+    /// Print one JSON object per phase instead of Tkrzw-style lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
+    if args.threads == 0 {
+        return Err(kura::Error::invalid("--threads must be at least 1"));
+    }
+    match &args.keys_from {
+        Some(tsv) => dictionary::run(args, tsv, params),
+        None => sequence::run(args, params),
+    }
+}

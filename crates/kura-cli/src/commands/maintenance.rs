@@ -1,0 +1,58 @@
+//! Whole-database subcommands: create, rebuild, restore, inspect.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use kura::{Error, ErrorKind, OpenMode, Params};
+
+use super::{open, write_error};
+
+pub fn create(path: &Path, params: &Params, truncate: bool) -> kura::Result<()> {
+    if path.exists() && !truncate {
+        return Err(Error::new(
+            ErrorKind::Duplicate,
+            format!("{} already exists (use --truncate to replace it)", path.display()),
+        ));
+    }
+    let db = open(path, OpenMode::Truncate, params)?;
+    db.close()
+}
+
+pub fn rebuild(path: &Path, params: &Params) -> kura::Result<()> {
+    let started = Instant::now();
+    // The engine choice is for opening; the rest describes the new layout.
+    let (opening, layout) = super::split_engine(params);
+    let db = open(path, OpenMode::Write, &opening)?;
+    let size_before = db.file_size()?;
+    db.rebuild(&layout)?;
+    let (count, size_after) = (db.count()?, db.file_size()?);
+    db.close()?;
+    println!(
+        "rebuilt records={count} file_size_before={size_before} file_size={size_after} seconds={:.3}",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+pub fn restore(path: &Path, new_path: &Path) -> kura::Result<()> {
+    if new_path.exists() {
+        return Err(Error::new(
+            ErrorKind::Duplicate,
+            format!("{} already exists; restore writes a new file", new_path.display()),
+        ));
+    }
+    let records = kura::HashDbm::restore_file(path, new_path)?;
+    println!("restored records={records} path={}", new_path.display());
+    Ok(())
+}
+
+pub fn inspect(path: &Path, params: &Params) -> kura::Result<()> {
+    let db = open(path, OpenMode::ReadOnly, params)?;
+    let mut out = std::io::stdout().lock();
+    for (name, value) in db.inspect()? {
+        writeln!(out, "{name}={value}").map_err(write_error("stdout"))?;
+    }
+    out.flush().map_err(write_error("stdout"))?;
+    db.close()
+}

@@ -1,0 +1,42 @@
+//! The subcommands other than `bench`, grouped by what they do to a database.
+
+pub mod maintenance;
+pub mod records;
+pub mod transfer;
+
+use std::path::Path;
+
+use kura::{Dbm, OpenMode, Params};
+
+/// Opens a database, naming the path in the error.
+pub fn open(path: &Path, mode: OpenMode, params: &Params) -> kura::Result<Box<dyn Dbm>> {
+    kura::open(path, mode, params).map_err(|e| {
+        // Name the file unless the engine's message already does.
+        let shown = path.display().to_string();
+        if e.message().contains(&shown) {
+            e
+        } else {
+            kura::Error::new(e.kind(), format!("{shown}: {}", e.message()))
+        }
+    })
+}
+
+/// Wraps a failed write to stdout or an output file.
+pub fn write_error(target: &str) -> impl Fn(std::io::Error) -> kura::Error + '_ {
+    move |e| kura::Error::io(format!("write {target}"), e)
+}
+
+/// Splits `params` into the `engine=` choice (for opening) and everything else.
+pub fn split_engine(params: &Params) -> (Params, Params) {
+    let mut engine = Params::new();
+    let mut rest = Params::new();
+    for name in params.names() {
+        let value = params.get(name).unwrap_or_default();
+        if name == "engine" {
+            engine = engine.with(name, value);
+        } else {
+            rest = rest.with(name, value);
+        }
+    }
+    (engine, rest)
+}

@@ -1,0 +1,138 @@
+//! Record-level subcommands: set, get, remove, list.
+
+use std::io::Write;
+use std::path::Path;
+
+use kura::{Dbm, Error, OpenMode, Params};
+
+use super::{open, write_error};
+
+pub fn set(path: &Path, params: &Params, key: &str, value: &str, no_overwrite: bool) -> kura::Result<()> {
+    let db = open(path, OpenMode::Write, params)?;
+    db.set(key.as_bytes(), value.as_bytes(), !no_overwrite)
+        .map_err(|e| Error::new(e.kind(), format!("set {key:?}: {}", e.message())))?;
+    db.close()
+}
+
+pub fn get(path: &Path, params: &Params, key: &str) -> kura::Result<()> {
+    let db = open(path, OpenMode::ReadOnly, params)?;
+    let value = db.get(key.as_bytes()).map_err(|e| keyed(e, key))?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&value).and_then(|()| out.write_all(b"\n")).map_err(write_error("stdout"))?;
+    out.flush().map_err(write_error("stdout"))?;
+    db.close()
+}
+
+pub fn remove(path: &Path, params: &Params, key: &str) -> kura::Result<()> {
+    let db = open(path, OpenMode::Write, params)?;
+    db.remove(key.as_bytes()).map_err(|e| keyed(e, key))?;
+    db.close()
+}
+
+fn keyed(error: Error, key: &str) -> Error {
+    if error.is_not_found() {
+        Error::not_found(format!("no record for the key {key:?}"))
+    } else {
+        error
+    }
+}
+
+/// What `kura list` prints.
+pub struct Listing {
+    pub keys_only: bool,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub reverse: bool,
+    pub limit: Option<u64>,
+}
+
+pub fn list(path: &Path, params: &Params, listing: &Listing) -> kura::Result<()> {
+    let db = open(path, OpenMode::ReadOnly, params)?;
+    let limit = listing.limit.unwrap_or(u64::MAX);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut printed = 0u64;
+    let mut print = |key: &[u8], value: &[u8]| -> kura::Result<bool> {
+        let written = if listing.keys_only {
+            out.write_all(key).and_then(|()| out.write_all(b"\n"))
+        } else {
+            out.write_all(key)
+                .and_then(|()| out.write_all(b"\t"))
+                .and_then(|()| out.write_all(value))
+                .and_then(|()| out.write_all(b"\n"))
+        };
+        written.map_err(write_error("stdout"))?;
+        printed += 1;
+        Ok(printed < limit)
+    };
+    let ranged = listing.from.is_some() || listing.to.is_some() || listing.reverse;
+    if limit > 0 {
+        if ranged {
+            list_range(db.as_ref(), listing, &mut print)?;
+        } else {
+            let mut cursor = db.cursor()?;
+            let mut moved = cursor.first()?;
+            while moved {
+                if let Some((key, value)) = cursor.record()? {
+                    if !print(&key, &value)? {
+                        break;
+                    }
+                }
+                moved = cursor.next()?;
+            }
+        }
+    }
+    out.flush().map_err(write_error("stdout"))?;
+    drop(out);
+    db.close()
+}
+
+/// Prints one record; false once the limit is reached.
+type Printer<'a> = dyn FnMut(&[u8], &[u8]) -> kura::Result<bool> + 'a;
+
+/// Prints the records from `--from` (inclusive) to `--to` (exclusive), forwards or backwards,
+/// through the engine's ordered cursor. The bounds are located by the cursor itself, so the
+/// engine's comparator (bytewise or numeric) decides what lies between them.
+fn list_range(db: &dyn Dbm, listing: &Listing, print: &mut Printer<'_>) -> kura::Result<()> {
+    let not_ordered = |e: Error| {
+        if e.kind() == kura::ErrorKind::Infeasible {
+            Error::infeasible(
+                "--from, --to and --reverse need an ordered engine (tree, baby): this one keeps no key order",
+            )
+        } else {
+            e
+        }
+    };
+    let mut cursor = db.ordered_cursor().map_err(not_ordered)?;
+    let mut fence = db.ordered_cursor()?;
+    let (from, to) = (listing.from.as_deref().map(str::as_bytes), listing.to.as_deref().map(str::as_bytes));
+    // The first key beyond the range in the direction of travel, if any: the walk stops there.
+    let (mut moved, stop) = if listing.reverse {
+        let moved = match to {
+            Some(to) => cursor.jump_lower(to, false)?,
+            None => cursor.last()?,
+        };
+        let stop = match from {
+            Some(from) if fence.jump_lower(from, false)? => fence.key()?,
+            _ => None,
+        };
+        (moved, stop)
+    } else {
+        let moved = match from {
+            Some(from) => cursor.jump_upper(from, true)?,
+            None => cursor.first()?,
+        };
+        let stop = match to {
+            Some(to) if fence.jump_upper(to, true)? => fence.key()?,
+            _ => None,
+        };
+        (moved, stop)
+    };
+    while moved {
+        let Some((key, value)) = cursor.record()? else { break };
+        if stop.as_deref() == Some(key.as_slice()) || !print(&key, &value)? {
+            break;
+        }
+        moved = if listing.reverse { cursor.previous()? } else { cursor.next()? };
+    }
+    Ok(())
+}

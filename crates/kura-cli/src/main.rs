@@ -1,0 +1,166 @@
+//! `kura`: the command-line tool for Kura databases.
+//!
+//! Every subcommand works through `kura::open` and the `Dbm` trait, so it serves every engine;
+//! the engine is chosen by the file extension or an `engine=NAME` parameter. This file holds
+//! the argument grammar and the dispatch; each group of subcommands lives in `commands/`, and
+//! the benchmark in `bench/`.
+
+mod bench;
+mod commands;
+mod exit;
+mod options;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success
+  1  not found: the key or the database file is missing (or, for `set --no-overwrite` and
+     `create`, the record or file already exists)
+  2  usage: bad arguments, unknown codec or parameter
+  3  any other error (locked by another process, broken data, I/O, ...)";
+
+/// Kura key-value databases from the command line.
+#[derive(Parser, Debug)]
+#[command(name = "kura", version, about, after_help = EXIT_CODES)]
+struct Cli {
+    /// Engine parameters as name=value pairs separated by commas, e.g.
+    /// `engine=hash,num_buckets=1M,record_comp=zstd`.
+    #[arg(long, global = true, value_name = "K=V,...")]
+    params: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options that shape a new or rebuilt database.
+#[derive(Args, Debug, Clone, Default)]
+struct LayoutArgs {
+    /// Record compression: none zlib zstd lz4 lzma snappy zstd-dict.
+    #[arg(long, value_name = "CODEC")]
+    record_comp: Option<String>,
+    /// Number of hash buckets (suffixes K, M, G allowed).
+    #[arg(long, value_name = "N")]
+    buckets: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Creates an empty database.
+    Create {
+        path: PathBuf,
+        #[command(flatten)]
+        layout: LayoutArgs,
+        /// Replace the file if it exists.
+        #[arg(long)]
+        truncate: bool,
+    },
+    /// Stores a record.
+    Set {
+        path: PathBuf,
+        key: String,
+        value: String,
+        /// Fail (exit 1) if the key already has a record.
+        #[arg(long)]
+        no_overwrite: bool,
+    },
+    /// Prints the value of a key followed by a newline; exit 1 when missing.
+    Get { path: PathBuf, key: String },
+    /// Removes a record; exit 1 when missing.
+    Remove { path: PathBuf, key: String },
+    /// Prints records as TSV (key<TAB>value), in the engine's order.
+    List {
+        path: PathBuf,
+        /// Print keys only.
+        #[arg(long)]
+        keys: bool,
+        /// Start at this key (ordered engines only).
+        #[arg(long, value_name = "KEY")]
+        from: Option<String>,
+        /// Stop before this key (ordered engines only).
+        #[arg(long, value_name = "KEY")]
+        to: Option<String>,
+        /// Descending order (ordered engines only).
+        #[arg(long)]
+        reverse: bool,
+        /// Print at most N records.
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+    },
+    /// Loads a TSV file (key<TAB>value per line), creating the database if missing.
+    Import {
+        path: PathBuf,
+        tsv: PathBuf,
+        #[command(flatten)]
+        layout: LayoutArgs,
+        /// Worker threads storing records (default: the number of CPUs, at most 8).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+    },
+    /// Writes every record as TSV to FILE, or to stdout.
+    Export { path: PathBuf, file: Option<PathBuf> },
+    /// Rewrites the database compactly, optionally with another codec or bucket count.
+    Rebuild {
+        path: PathBuf,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Salvages every intact record of a (possibly damaged) database into a new file.
+    Restore { path: PathBuf, new_path: PathBuf },
+    /// Prints the database's properties, one name=value per line.
+    Inspect { path: PathBuf },
+    /// Measures throughput, like `tkrzw_dbm_perf sequence`.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout with success, usage errors to stderr.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { exit::SUCCESS });
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => exit::report(&e),
+    }
+}
+
+fn run(cli: Cli) -> kura::Result<()> {
+    let global = cli.params.as_deref();
+    match cli.command {
+        Command::Create { path, layout, truncate } => {
+            let params = options::engine_params(global, &layout)?;
+            commands::maintenance::create(&path, &params, truncate)
+        }
+        Command::Set { path, key, value, no_overwrite } => {
+            commands::records::set(&path, &options::plain_params(global)?, &key, &value, no_overwrite)
+        }
+        Command::Get { path, key } => commands::records::get(&path, &options::plain_params(global)?, &key),
+        Command::Remove { path, key } => commands::records::remove(&path, &options::plain_params(global)?, &key),
+        Command::List { path, keys, from, to, reverse, limit } => {
+            let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit };
+            commands::records::list(&path, &options::plain_params(global)?, &listing)
+        }
+        Command::Import { path, tsv, layout, threads } => {
+            let params = options::engine_params(global, &layout)?;
+            commands::transfer::import(&path, &tsv, &params, threads)
+        }
+        Command::Export { path, file } => {
+            commands::transfer::export(&path, &options::plain_params(global)?, file.as_deref())
+        }
+        Command::Rebuild { path, layout } => {
+            let params = options::engine_params(global, &layout)?;
+            commands::maintenance::rebuild(&path, &params)
+        }
+        Command::Restore { path, new_path } => commands::maintenance::restore(&path, &new_path),
+        Command::Inspect { path } => commands::maintenance::inspect(&path, &options::plain_params(global)?),
+        Command::Bench(args) => bench::run(&args, &options::plain_params(global)?),
+    }
+}

@@ -1,0 +1,34 @@
+//! Turns command-line flags into engine parameters (`kura::Params`).
+//!
+//! `--record-comp` and `--buckets` are shorthands for `record_comp=` and `num_buckets=`;
+//! `--params` passes any parameter the engine knows. The flags win over `--params`.
+
+use kura::{CodecKind, Params};
+
+use crate::LayoutArgs;
+
+/// Parameters from `--params` alone.
+pub fn plain_params(global: Option<&str>) -> kura::Result<Params> {
+    let params = match global {
+        Some(text) => Params::parse(text)?,
+        None => Params::new(),
+    };
+    if let Some(codec) = params.get("record_comp") {
+        CodecKind::from_name(codec)?;
+    }
+    Ok(params)
+}
+
+/// Parameters from `--params` plus the layout flags.
+pub fn engine_params(global: Option<&str>, layout: &LayoutArgs) -> kura::Result<Params> {
+    let mut params = plain_params(global)?;
+    if let Some(codec) = &layout.record_comp {
+        // Checked here so that a typo lists the known names before any file is touched.
+        params = params.with("record_comp", CodecKind::from_name(codec)?.name());
+    }
+    if let Some(buckets) = &layout.buckets {
+        let count = kura::dbm::parse_size(buckets).map_err(|e| kura::Error::invalid(format!("--buckets: {e}")))?;
+        params = params.with("num_buckets", count);
+    }
+    Ok(params)
+}

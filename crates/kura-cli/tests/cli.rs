@@ -1,0 +1,422 @@
+//! End-to-end tests of the `kura` binary: every subcommand, its output and its exit status.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+
+const NOT_FOUND: i32 = 1;
+const USAGE: i32 = 2;
+const OTHER: i32 = 3;
+
+fn kura(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().expect("the kura binary runs")
+}
+
+fn kura_path(args: &[&str], paths: &[&Path]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
+    command.args(args);
+    for path in paths {
+        command.arg(path);
+    }
+    command.output().expect("the kura binary runs")
+}
+
+/// Runs kura and checks it succeeded; returns stdout.
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let output = kura(args);
+    assert!(
+        output.status.success(),
+        "kura {args:?} failed with {:?}: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Runs kura and checks it failed with `code` and an error line mentioning `needle`.
+#[track_caller]
+fn fails(args: &[&str], code: i32, needle: &str) {
+    let output = kura(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "kura {args:?}: stderr {stderr}");
+    assert!(stderr.contains(needle), "kura {args:?}: stderr {stderr:?} lacks {needle:?}");
+}
+
+/// Runs kura and checks it failed (any status) with a `kura: ` error line.
+#[track_caller]
+fn fails_somehow(args: &[&str]) {
+    let output = kura(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "kura {args:?} should fail");
+    assert!(stderr.starts_with("kura: "), "kura {args:?}: stderr {stderr:?}");
+}
+
+struct Scratch {
+    dir: TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).to_str().unwrap().to_string()
+    }
+}
+
+/// A small dictionary-like TSV: JSON-ish values that compress, of varied sizes.
+fn sample_records(count: usize) -> BTreeMap<String, String> {
+    (0..count)
+        .map(|i| {
+            let key = format!("word{i:05}");
+            let senses: Vec<String> = (0..(i % 7 + 1))
+                .map(|s| format!(r#"{{"label":"wn","pos":"noun","text":"sense {s} of {key}, gloss {}"}}"#, i * 31 % 97))
+                .collect();
+            (key.clone(), format!(r#"[{{"word":"{key}","item":[{}]}}]"#, senses.join(",")))
+        })
+        .collect()
+}
+
+fn write_tsv(path: &str, records: &BTreeMap<String, String>, extra_lines: &[&str]) {
+    let mut text = String::new();
+    for line in extra_lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    for (key, value) in records {
+        text.push_str(&format!("{key}\t{value}\n"));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn parse_tsv(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(|line| {
+            let (key, value) = line.split_once('\t').expect("a tab in every exported line");
+            (key.to_string(), value.to_string())
+        })
+        .collect()
+}
+
+fn properties(text: &str) -> BTreeMap<String, String> {
+    text.lines().map(|l| l.split_once('=').expect("name=value")).map(|(n, v)| (n.into(), v.into())).collect()
+}
+
+#[test]
+fn set_get_remove_with_exit_codes() {
+    let scratch = Scratch::new();
+    let db = scratch.path("casket.kuh");
+    ok(&["create", &db]);
+    ok(&["set", &db, "apple", "a red fruit"]);
+    ok(&["set", &db, "empty", ""]);
+    assert_eq!(ok(&["get", &db, "apple"]), "a red fruit\n");
+    assert_eq!(ok(&["get", &db, "empty"]), "\n");
+
+    ok(&["set", &db, "apple", "a green fruit"]);
+    assert_eq!(ok(&["get", &db, "apple"]), "a green fruit\n");
+    fails(&["set", &db, "apple", "other", "--no-overwrite"], NOT_FOUND, "kura: ");
+    assert_eq!(ok(&["get", &db, "apple"]), "a green fruit\n");
+
+    fails(&["get", &db, "banana"], NOT_FOUND, "not found");
+    ok(&["remove", &db, "apple"]);
+    fails(&["get", &db, "apple"], NOT_FOUND, "kura: ");
+    fails(&["remove", &db, "apple"], NOT_FOUND, "not found");
+}
+
+#[test]
+fn missing_files_and_bad_arguments() {
+    let scratch = Scratch::new();
+    let missing = scratch.path("missing.kuh");
+    fails(&["get", &missing, "k"], NOT_FOUND, "kura: ");
+    fails(&["set", &missing, "k", "v"], NOT_FOUND, "kura: ");
+    fails(&["inspect", &missing], NOT_FOUND, "kura: ");
+    assert!(!Path::new(&missing).exists(), "a failed command must not create the file");
+
+    // Usage errors.
+    assert_eq!(kura(&[]).status.code(), Some(USAGE));
+    assert_eq!(kura(&["get"]).status.code(), Some(USAGE));
+    assert_eq!(kura(&["frobnicate"]).status.code(), Some(USAGE));
+    fails(&["create", &scratch.path("a.kuh"), "--record-comp", "gzip9"], USAGE, "zstd-dict");
+    fails(&["create", &scratch.path("a.kuh"), "--buckets", "many"], USAGE, "kura: ");
+    fails(&["create", &scratch.path("a.kuh"), "--params", "record_comp=brotli"], USAGE, "snappy");
+    fails(&["create", &scratch.path("a.kuh"), "--params", "no_such_param=1"], USAGE, "no_such_param");
+    fails(&["create", &scratch.path("a.unknown-extension")], USAGE, "engine");
+    fails(&["import", &scratch.path("b.kuh"), "x.tsv", "--record-comp", "nope"], USAGE, "lz4");
+    assert!(!Path::new(&scratch.path("a.kuh")).exists());
+
+    // A directory is not a database.
+    fails_somehow(&["inspect", scratch.dir.path().to_str().unwrap()]);
+
+    let help = ok(&["--help"]);
+    assert!(help.contains("Exit status"), "{help}");
+}
+
+#[test]
+fn create_refuses_to_replace_without_truncate() {
+    let scratch = Scratch::new();
+    let db = scratch.path("db.kuh");
+    ok(&["create", &db, "--record-comp", "lz4", "--buckets", "1K"]);
+    ok(&["set", &db, "k", "v"]);
+    fails(&["create", &db], NOT_FOUND, "--truncate");
+    assert_eq!(ok(&["get", &db, "k"]), "v\n");
+    ok(&["create", &db, "--truncate", "--record-comp", "zstd"]);
+    fails(&["get", &db, "k"], NOT_FOUND, "not found");
+    let props = properties(&ok(&["inspect", &db]));
+    assert_eq!(props["record_comp"], "zstd");
+
+    // Any extension works with engine=.
+    let plain = scratch.path("plain.db");
+    ok(&["create", &plain, "--params", "engine=hash"]);
+    ok(&["set", &plain, "a", "1", "--params", "engine=hash"]);
+    assert_eq!(ok(&["get", &plain, "a", "--params", "engine=hash"]), "1\n");
+}
+
+#[test]
+fn inspect_reports_the_promised_properties() {
+    let scratch = Scratch::new();
+    let db = scratch.path("db.kuh");
+    ok(&["create", &db, "--record-comp", "snappy"]);
+    for i in 0..25 {
+        ok(&["set", &db, &format!("k{i}"), "value"]);
+    }
+    let props = properties(&ok(&["inspect", &db]));
+    assert_eq!(props["record_comp"], "snappy");
+    assert_eq!(props["count"], "25");
+    assert_eq!(props["healthy"], "true");
+    let size: u64 = props["file_size"].parse().unwrap();
+    assert!(size > 0 && size <= std::fs::metadata(&db).unwrap().len());
+}
+
+#[test]
+fn list_prints_tsv_keys_and_limits() {
+    let scratch = Scratch::new();
+    let db = scratch.path("db.kuh");
+    ok(&["create", &db]);
+    let mut expected = BTreeMap::new();
+    for i in 0..30 {
+        let (key, value) = (format!("key{i:02}"), format!("value {i}"));
+        ok(&["set", &db, &key, &value]);
+        expected.insert(key, value);
+    }
+    assert_eq!(parse_tsv(&ok(&["list", &db])), expected);
+
+    let keys: Vec<String> = ok(&["list", &db, "--keys"]).lines().map(String::from).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected.keys().cloned().collect::<Vec<_>>());
+
+    let limited = ok(&["list", &db, "--limit", "7"]);
+    assert_eq!(limited.lines().count(), 7);
+    assert_eq!(ok(&["list", &db, "--keys", "--limit", "0"]), "");
+
+    // A hash database keeps no order: ranges are refused with a clear message.
+    fails(&["list", &db, "--from", "key10"], OTHER, "need an ordered engine");
+    fails(&["list", &db, "--reverse"], OTHER, "need an ordered engine");
+}
+
+#[test]
+fn list_ranges_on_ordered_engines() {
+    let scratch = Scratch::new();
+    for extension in ["kut", "kumb"] {
+        let db = scratch.path(&format!("ordered.{extension}"));
+        ok(&["create", &db]);
+        let keys: Vec<String> = (0..30).map(|i| format!("key{i:02}")).collect();
+        for key in keys.iter().rev() {
+            ok(&["set", &db, key, &format!("value of {key}")]);
+        }
+        let listed = |args: &[&str]| -> Vec<String> {
+            let mut all = vec!["list", db.as_str(), "--keys"];
+            all.extend_from_slice(args);
+            ok(&all).lines().map(String::from).collect()
+        };
+        assert_eq!(listed(&[]), keys);
+        assert_eq!(listed(&["--from", "key10", "--to", "key15"]), keys[10..15].to_vec());
+        assert_eq!(listed(&["--from", "key095"]), keys[10..].to_vec());
+        assert_eq!(listed(&["--to", "key03"]), keys[..3].to_vec());
+        let reversed: Vec<String> = keys[10..15].iter().rev().cloned().collect();
+        assert_eq!(listed(&["--from", "key10", "--to", "key15", "--reverse"]), reversed);
+        assert_eq!(listed(&["--reverse", "--limit", "2"]), vec!["key29".to_string(), "key28".to_string()]);
+        assert_eq!(listed(&["--from", "key40"]), Vec::<String>::new());
+        let tsv = ok(&["list", &db, "--from", "key07", "--limit", "1"]);
+        assert_eq!(tsv, "key07\tvalue of key07\n");
+    }
+}
+
+#[test]
+fn import_export_round_trip_for_every_codec() {
+    let scratch = Scratch::new();
+    let records = sample_records(300);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &["a line without a tab", ""]);
+    for codec in ["none", "zlib", "zstd", "lz4", "lzma", "snappy", "zstd-dict"] {
+        let db = scratch.path(&format!("{codec}.kuh"));
+        let summary = ok(&["import", &db, &tsv, "--record-comp", codec]);
+        assert!(summary.contains("records=300"), "{codec}: {summary}");
+        assert!(summary.contains("skipped=2"), "{codec}: {summary}");
+        assert!(summary.contains("file_size="), "{codec}: {summary}");
+
+        assert_eq!(parse_tsv(&ok(&["export", &db])), records, "{codec}: export to stdout");
+        let out = scratch.path(&format!("{codec}.out.tsv"));
+        assert_eq!(ok(&["export", &db, &out]), "");
+        assert_eq!(parse_tsv(&std::fs::read_to_string(&out).unwrap()), records, "{codec}: export to file");
+
+        let props = properties(&ok(&["inspect", &db]));
+        assert_eq!(props["record_comp"], codec);
+        assert_eq!(props["count"], "300");
+        assert_eq!(ok(&["get", &db, "word00042"]).trim_end(), records["word00042"]);
+    }
+}
+
+#[test]
+fn import_into_an_existing_database_adds_and_overwrites() {
+    let scratch = Scratch::new();
+    let db = scratch.path("db.kuh");
+    ok(&["create", &db, "--record-comp", "zstd"]);
+    ok(&["set", &db, "kept", "old"]);
+    ok(&["set", &db, "word00001", "old"]);
+    let records = sample_records(50);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &[]);
+    ok(&["import", &db, &tsv, "--threads", "3"]);
+    let mut expected = records.clone();
+    expected.insert("kept".into(), "old".into());
+    assert_eq!(parse_tsv(&ok(&["export", &db])), expected);
+
+    // A key repeated in the file: the last line wins, whatever the thread count.
+    let repeated = scratch.path("repeated.tsv");
+    let lines: String = (0..200).map(|i| format!("same\t{i}\nk{i}\tv\n")).collect();
+    std::fs::write(&repeated, lines).unwrap();
+    ok(&["import", &scratch.path("rep.kuh"), &repeated, "--threads", "4"]);
+    assert_eq!(ok(&["get", &scratch.path("rep.kuh"), "same"]), "199\n");
+
+    fails(&["import", &db, &scratch.path("absent.tsv")], NOT_FOUND, "absent.tsv");
+}
+
+#[test]
+fn rebuild_changes_the_codec_and_keeps_the_records() {
+    let scratch = Scratch::new();
+    let records = sample_records(200);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &[]);
+    let db = scratch.path("db.kuh");
+    ok(&["import", &db, &tsv, "--record-comp", "none"]);
+    for codec in ["lz4", "zstd-dict", "zlib", "none"] {
+        let summary = ok(&["rebuild", &db, "--record-comp", codec, "--buckets", "4K"]);
+        assert!(summary.contains("records=200"), "{summary}");
+        let props = properties(&ok(&["inspect", &db]));
+        assert_eq!(props["record_comp"], codec);
+        assert_eq!(props["count"], "200");
+        assert_eq!(parse_tsv(&ok(&["export", &db])), records, "after rebuild to {codec}");
+    }
+    ok(&["rebuild", &db]);
+    assert_eq!(parse_tsv(&ok(&["export", &db])), records);
+    fails(&["rebuild", &db, "--record-comp", "bogus"], USAGE, "zstd-dict");
+}
+
+#[test]
+fn restore_copies_the_records_into_a_new_file() {
+    let scratch = Scratch::new();
+    let records = sample_records(120);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &[]);
+    let db = scratch.path("db.kuh");
+    ok(&["import", &db, &tsv, "--record-comp", "zstd"]);
+    let restored = scratch.path("restored.kuh");
+    let summary = ok(&["restore", &db, &restored]);
+    assert!(summary.contains("records=120"), "{summary}");
+    assert_eq!(parse_tsv(&ok(&["export", &restored])), records);
+    fails(&["restore", &db, &restored], NOT_FOUND, "already exists");
+    fails_somehow(&["restore", &scratch.path("absent.kuh"), &scratch.path("new.kuh")]);
+}
+
+#[test]
+fn a_second_writer_process_is_refused() {
+    let scratch = Scratch::new();
+    let db = scratch.path("db.kuh");
+    ok(&["create", &db]);
+    ok(&["set", &db, "k", "v"]);
+    // This test process holds the write lock; the kura process must be refused.
+    let holder = kura::open(&db, kura::OpenMode::Write, &kura::Params::new()).unwrap();
+    fails(&["set", &db, "k", "w"], OTHER, "locked");
+    fails(&["remove", &db, "k"], OTHER, "locked");
+    holder.close().unwrap();
+    drop(holder);
+    ok(&["set", &db, "k", "w"]);
+    assert_eq!(ok(&["get", &db, "k"]), "w\n");
+}
+
+#[test]
+fn bench_sequence_prints_one_json_object_per_phase() {
+    let scratch = Scratch::new();
+    for extra in [&[][..], &["--threads", "2", "--random-key"][..]] {
+        let db = scratch.path("bench.kuh");
+        let mut args = vec!["bench", "--iter", "1000", "--size", "16", "--json", "--path", &db];
+        args.extend_from_slice(extra);
+        let text = ok(&args);
+        let phases: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let names: Vec<&str> = phases.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+        assert_eq!(names, ["set", "get", "iterate", "remove"]);
+        let threads = if extra.is_empty() { 1 } else { 2 };
+        for phase in &phases {
+            for field in ["engine", "threads", "records", "elapsed_s", "qps", "file_size", "rss_bytes", "iter", "size"]
+            {
+                assert!(phase.get(field).is_some(), "{field} missing in {phase}");
+            }
+            assert_eq!(phase["engine"], "hash");
+            assert_eq!(phase["threads"], threads);
+            assert_eq!(phase["iter"], 1000);
+            assert!(phase["qps"].as_f64().unwrap() >= 0.0);
+        }
+        if extra.is_empty() {
+            assert_eq!(phases[0]["records"], 1000);
+            assert_eq!(phases[1]["misses"], 0);
+            assert_eq!(phases[2]["operations"], 1000);
+        }
+        assert_eq!(phases[3]["records"], 0);
+    }
+    // Without --path, the temporary database is removed afterwards.
+    let human = ok(&["bench", "--iter", "200"]);
+    assert!(human.contains("Setting done: elapsed_time="), "{human}");
+    assert!(human.contains("Removing done:"), "{human}");
+    fails(&["bench", "--engine", "nosuch"], USAGE, "hash");
+}
+
+#[test]
+fn bench_keys_from_gets_every_key() {
+    let scratch = Scratch::new();
+    let records = sample_records(500);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &[]);
+    let db = scratch.path("db.kuh");
+    ok(&["import", &db, &tsv, "--record-comp", "lz4"]);
+    for threads in ["1", "2", "3"] {
+        let text = ok(&["bench", "--keys-from", &tsv, "--path", &db, "--threads", threads, "--json"]);
+        let phase: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(phase["phase"], "get");
+        assert_eq!(phase["operations"], 500);
+        assert_eq!(phase["misses"], 0);
+        assert_eq!(phase["threads"].to_string(), threads);
+    }
+    // Keys the database lacks are an error.
+    let more = sample_records(600);
+    let bigger = scratch.path("bigger.tsv");
+    write_tsv(&bigger, &more, &[]);
+    fails(&["bench", "--keys-from", &bigger, "--path", &db], OTHER, "not found");
+    fails(&["bench", "--keys-from", &tsv], USAGE, "--path");
+}
+
+#[test]
+fn paths_with_spaces_work() {
+    let scratch = Scratch::new();
+    let db: PathBuf = scratch.dir.path().join("my db.kuh");
+    assert!(kura_path(&["create"], &[&db]).status.success());
+    let output = kura_path(&["inspect"], &[&db]);
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("count=0"));
+}
