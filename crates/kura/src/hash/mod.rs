@@ -31,7 +31,7 @@ pub use record::MAX_KEY_SIZE;
 use crate::codec::{CodecKind, DictionaryTraining};
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
+use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
 use crate::open::OpenMode;
 use cursor::HashCursor;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
@@ -92,7 +92,7 @@ impl HashDbm {
         let options = HashOptions::from_params(params)?;
         let writable = mode.is_writable();
         let create = matches!(mode, OpenMode::Create | OpenMode::Truncate);
-        let file = storage::open_file(path, writable, create)?;
+        let file = open_regular_file(path, writable, create)?;
         let lock = FileLock::acquire(&file, path, if writable { LockMode::Exclusive } else { LockMode::Shared })?;
         let empty = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len() == 0;
         let mut restored = false;

@@ -13,7 +13,7 @@
 //! before unlinking the old one, so a crash in between shows the new value first.
 
 use std::cell::RefCell;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +29,7 @@ use super::record::{
 use super::space::Space;
 use crate::codec::{decode_varint, encode_varint, Codec};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{FileLock, LockMode, MappedFile};
+use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
 
 /// Hash of a key: picks its bucket and seeds its record checksum. Part of the file format.
 #[inline]
@@ -92,22 +92,11 @@ impl std::fmt::Debug for Storage {
     }
 }
 
-pub fn open_file(path: &Path, writable: bool, create: bool) -> Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(writable).create(create && writable);
-    let file = options.open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let meta = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid(format!("{} is not a regular file", path.display())));
-    }
-    Ok(file)
-}
-
 impl Storage {
     /// Creates a new, empty database file at `path` (replacing any content), locked for
     /// writing.
     pub fn create(path: &Path, layout: &Layout) -> Result<Storage> {
-        let file = open_file(path, true, true)?;
+        let file = open_regular_file(path, true, true)?;
         let lock = FileLock::acquire(&file, path, LockMode::Exclusive)?;
         Storage::initialize(file, lock, path, layout)
     }
@@ -160,7 +149,7 @@ impl Storage {
     /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
     /// The caller checks `header.closed_cleanly` and restores a crashed file.
     pub fn open(path: &Path, writable: bool) -> Result<Storage> {
-        let file = open_file(path, writable, false)?;
+        let file = open_regular_file(path, writable, false)?;
         let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
         let lock = FileLock::acquire(&file, path, mode)?;
         Storage::from_file(file, lock, path, writable)

@@ -5,14 +5,13 @@
 //! `RwLock`: reading needs `&Pager` (readers share the lock), writing needs `&mut Pager` (the
 //! writer holds it alone). That is what makes the mapped-file accesses below sound.
 
-use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::codec::{Codec, CodecKind};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{FileLock, LockMode, MappedFile};
+use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
 
 use super::cache::PageCache;
 use super::comparator::Comparator;
@@ -47,21 +46,10 @@ pub struct Pager {
     stored_buffer: Vec<u8>,
 }
 
-pub fn open_file(path: &Path, writable: bool, create: bool) -> Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(writable).create(create && writable);
-    let file = options.open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let meta = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid(format!("{} is not a regular file", path.display())));
-    }
-    Ok(file)
-}
-
 impl Pager {
     /// Creates an empty tree file at `path`, replacing any content; locked for writing.
     pub fn create(path: &Path, options: &PagerOptions) -> Result<Pager> {
-        let file = open_file(path, true, true)?;
+        let file = open_regular_file(path, true, true)?;
         let lock = FileLock::acquire(&file, path, LockMode::Exclusive)?;
         let header = FileHeader {
             codec: options.codec,
@@ -116,7 +104,7 @@ impl Pager {
     /// The free space is loaded when the file was closed cleanly; otherwise the caller
     /// recovers it (see `recovery.rs`) before writing.
     pub fn open(path: &Path, writable: bool, cache_bytes: usize, max_file_size: u64) -> Result<Pager> {
-        let file = open_file(path, writable, false)?;
+        let file = open_regular_file(path, writable, false)?;
         let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
         let lock = FileLock::acquire(&file, path, mode)?;
         let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();

@@ -1,0 +1,20 @@
+//! Opening a database file: only regular files qualify, so that a directory or a device
+//! given as a database is a clear InvalidArgument rather than a strange failure later.
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Opens `path` for reading (and writing with `writable`), creating it when `create` and
+/// `writable` are both set.
+pub fn open_regular_file(path: &Path, writable: bool, create: bool) -> Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(writable).create(create && writable);
+    let file = options.open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let meta = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(format!("{} is not a regular file", path.display())));
+    }
+    Ok(file)
+}
