@@ -158,6 +158,27 @@ fn flipped_record_bytes_are_detected_and_restore_salvages_the_rest() {
     }
 }
 
+fn property(db: &HashDbm, name: &str) -> String {
+    db.inspect().unwrap().into_iter().find(|(n, _)| n == name).unwrap().1
+}
+
+#[test]
+fn a_new_or_cleanly_closed_file_is_not_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fresh.kuh");
+    for mode in [OpenMode::Create, OpenMode::Truncate] {
+        let db = HashDbm::open(&path, mode, &Params::new()).unwrap();
+        assert_eq!(property(&db, "restored"), "false", "{mode:?}");
+        db.set(b"k", b"v", true).unwrap();
+        db.close().unwrap();
+        let db = HashDbm::open(&path, OpenMode::Write, &Params::new()).unwrap();
+        assert_eq!(property(&db, "restored"), "false");
+        assert_eq!(db.get(b"k").unwrap(), b"v");
+        db.close().unwrap();
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
 #[test]
 fn second_writer_is_locked_out() {
     let dir = tempfile::tempdir().unwrap();

@@ -149,6 +149,10 @@ fn killed_writer_loses_nothing_synchronized() {
             }
         };
         assert!(reopened_clean);
+        if last_synced.is_some() {
+            let restored = db.inspect().unwrap().into_iter().find(|(n, _)| n == "restored").unwrap().1;
+            assert_eq!(restored, "true", "trial {trial}: a killed writer's file was not restored");
+        }
         let actual: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(|r| r.unwrap()).collect();
         assert_eq!(actual.len() as u64, db.count().unwrap(), "trial {trial}: count disagrees with records");
         for (k, v) in &synced {

@@ -96,7 +96,8 @@ impl HashDbm {
         let lock = FileLock::acquire(&file, path, if writable { LockMode::Exclusive } else { LockMode::Shared })?;
         let empty = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len() == 0;
         let mut restored = false;
-        let mut storage = if mode == OpenMode::Truncate || (create && empty) {
+        let initialize = mode == OpenMode::Truncate || (create && empty);
+        let mut storage = if initialize {
             Storage::initialize(file, lock, path, &Self::layout_for_new(&options, None))?
         } else {
             let storage = Storage::from_file(file, lock, path, writable)?;
@@ -106,7 +107,7 @@ impl HashDbm {
         if writable {
             remove_if_exists(&sibling_path(path, ".rebuild"))?;
             remove_if_exists(&sibling_path(path, ".restore"))?;
-            if !storage.header.closed_cleanly {
+            if !initialize && !storage.header.closed_cleanly {
                 storage = Self::restore_in_place(&storage, path)?;
                 restored = true;
             }
