@@ -15,12 +15,12 @@ DICTIONARY := bench/data/dictionary.tsv
 
 # Debian packages: Tkrzw (the benchmark's reference and its C++ headers), the dictionary
 # data set's sources, and the C toolchain the codec crates build with.
-DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw wordnet-base edict pkg-config g++ \
+DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base edict pkg-config g++ \
 	python3-venv ca-certificates curl
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build demo test test-only lint bench venv dictionary clean distclean
+.PHONY: deps rust build python demo test test-only test-python lint bench venv dictionary clean distclean
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -43,6 +43,10 @@ rust:
 build: deps
 	$(CARGO) build --release
 
+## python: build the Python package and install it into .venv (with maturin, pytest, hypothesis)
+python: deps
+	python/build.sh
+
 $(DICTIONARY):
 	@mkdir -p bench/data
 	$(PYTHON) tools/make_dictionary.py $(DICTIONARY)
@@ -50,14 +54,17 @@ $(DICTIONARY):
 dictionary: deps $(DICTIONARY)
 
 ## demo: the dictionary data set loaded with every codec: size, build time, get QPS
-demo: build dictionary
+demo: build dictionary python
 	$(PYTHON) bench/run.py --demo
 
 ## test: everything CI checks
-test: deps lint test-only
+test: deps lint test-only test-python
 
 test-only:
 	$(CARGO) test --workspace
+
+test-python: python
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
 
 ## lint: formatting and clippy, warnings as errors (skipped with a note if not installed)
 lint:
@@ -77,8 +84,10 @@ $(VENV)/.matplotlib:
 venv: $(VENV)/.matplotlib
 
 ## bench: Kura against Tkrzw; results in bench/results/
-bench: build venv dictionary
+bench: build venv dictionary python
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
+	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,593 @@
+//! `kura._kura.Database`: one open database of any engine, with the mapping protocol.
+//!
+//! The Python class `kura.Database` derives from this one and adds what
+//! `collections.abc.MutableMapping` builds from these primitives (views, `update`, `popitem`).
+//!
+//! Threads: the handle is shared by every Python thread that holds it. Engine calls run
+//! with the GIL released (`Python::detach`) when they may block or take long: always for
+//! I/O (open, sync, rebuild, close, clear, inspect) and big values, and for record calls on
+//! databases whose records are compressed or that were opened with `release_gil=True`. Python code is
+//! never called while an engine lock is held: `process(key, fn)` runs `fn` outside the engine
+//! and stores its result with a compare-and-exchange, retrying when the record changed.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use kura::{Action, Dbm, EngineKind, OpenMode, Params, TreeDbm};
+use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple};
+
+use crate::batch::Batch;
+use crate::convert::Encoding;
+use crate::cursor::{Cursor, KeyIter, RangeIter, RecordIter, Yield};
+use crate::errors::{self, OrRaise};
+use crate::params;
+
+/// Values at least this large are copied and compared with the GIL released even on
+/// databases that otherwise keep it: the copy alone takes long enough to let others run.
+const BIG_VALUE: usize = 64 * 1024;
+
+/// An open database. Closed by `close()`, by leaving a `with` block, or when collected.
+#[pyclass(module = "kura._kura", name = "Database", subclass, frozen)]
+pub struct Database {
+    dbm: Arc<dyn Dbm>,
+    /// The same database typed as a tree, for what only TreeDbm has (atomic batches, ranges
+    /// in the tree's own key order).
+    tree: Option<Arc<TreeDbm>>,
+    engine: EngineKind,
+    path: PathBuf,
+    flag: String,
+    encoding: Encoding,
+    release_gil: bool,
+    closed: AtomicBool,
+}
+
+/// An opened engine, and the same engine typed as a tree when it is one.
+type Engines = (Arc<dyn Dbm>, Option<Arc<TreeDbm>>);
+
+/// Whether `release_gil` was given, and as what: `None` lets the binding decide.
+fn release_gil_option(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Option<bool>> {
+    match kwargs.map(|k| k.get_item("release_gil")).transpose()?.flatten() {
+        None => Ok(None),
+        Some(value) if value.is_none() => Ok(None),
+        Some(value) => Ok(Some(value.cast::<PyBool>()?.is_true())),
+    }
+}
+
+fn encoding_option(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Encoding> {
+    match kwargs.map(|k| k.get_item("encoding")).transpose()?.flatten() {
+        None => Ok(Encoding::Bytes),
+        Some(value) if value.is_none() => Ok(Encoding::Bytes),
+        Some(value) => Ok(Encoding::from_option(Some(value.extract::<&str>()?))),
+    }
+}
+
+impl Database {
+    /// The engine, or ClosedError.
+    fn live(&self, py: Python<'_>) -> PyResult<&dyn Dbm> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(errors::closed(py));
+        }
+        Ok(&*self.dbm)
+    }
+
+    /// Runs an engine call, with the GIL released if this database does so (or `force`).
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        force: bool,
+        call: impl FnOnce(&dyn Dbm) -> kura::Result<T> + Send,
+    ) -> PyResult<T> {
+        let dbm = self.live(py)?;
+        let outcome = if self.release_gil || force { py.detach(|| call(dbm)) } else { call(dbm) };
+        outcome.or_raise(py)
+    }
+
+    fn key<'a>(&self, key: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
+        self.encoding.input(key, "keys")
+    }
+
+    fn value<'a>(&self, value: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
+        self.encoding.input(value, "values")
+    }
+
+    /// The current value of `key`, or None.
+    fn fetch(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+        self.run(py, false, |dbm| match dbm.get(key) {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// Compare-and-exchange that reports a mismatch as `false` instead of an error.
+    fn exchange(&self, py: Python<'_>, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> PyResult<bool> {
+        let big = desired.is_some_and(|d| d.len() >= BIG_VALUE);
+        self.run(py, big, |dbm| {
+            let mut matched = false;
+            dbm.process(key, &mut |old| {
+                matched = old == expected;
+                match (matched, desired) {
+                    (false, _) => Action::Keep,
+                    (true, Some(value)) => Action::Set(Cow::Borrowed(value)),
+                    (true, None) => Action::Remove,
+                }
+            })?;
+            Ok(matched)
+        })
+    }
+
+    pub fn tree(&self) -> Option<&Arc<TreeDbm>> {
+        self.tree.as_ref()
+    }
+
+    pub fn dbm(&self) -> &Arc<dyn Dbm> {
+        &self.dbm
+    }
+
+    pub fn encoding(&self) -> &Encoding {
+        &self.encoding
+    }
+
+    pub fn releases_gil(&self) -> bool {
+        self.release_gil
+    }
+
+    pub fn check_open(&self, py: Python<'_>) -> PyResult<()> {
+        self.live(py).map(|_| ())
+    }
+}
+
+#[pymethods]
+impl Database {
+    /// Opens (or creates) a database: `Database(path, mode="r", **params)`.
+    /// See `kura.open` for the modes and parameters.
+    #[new]
+    #[pyo3(signature = (path, mode = "r", **kwargs))]
+    fn new(py: Python<'_>, path: PathBuf, mode: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Database> {
+        let open_mode = OpenMode::from_flag(mode).or_raise(py)?;
+        let encoding = encoding_option(kwargs)?;
+        let release_gil = release_gil_option(kwargs)?;
+        let params: Params = params::from_kwargs(kwargs)?;
+        let engine = EngineKind::resolve(&path, &params).or_raise(py)?;
+        let (dbm, tree) = py
+            .detach(|| -> kura::Result<Engines> {
+                if engine == EngineKind::Tree {
+                    let mut tree_params = Params::new();
+                    for name in params.names().filter(|n| *n != "engine") {
+                        tree_params = tree_params.with(name, params.get(name).unwrap_or_default());
+                    }
+                    let tree = Arc::new(TreeDbm::open(&path, open_mode, &tree_params)?);
+                    Ok((tree.clone(), Some(tree)))
+                } else {
+                    Ok((Arc::from(kura::open(&path, open_mode, &params)?), None))
+                }
+            })
+            .or_raise(py)?;
+        let release_gil = match release_gil {
+            Some(choice) => choice,
+            None => releases_by_default(&*dbm),
+        };
+        Ok(Database {
+            dbm,
+            tree,
+            engine,
+            path,
+            flag: mode.to_string(),
+            encoding,
+            release_gil,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let raw = self.key(key)?;
+        match self.fetch(py, &raw)? {
+            Some(value) => self.encoding.output(py, &value),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (raw_key, raw_value) = (self.key(key)?, self.value(value)?);
+        let big = raw_value.len() >= BIG_VALUE;
+        self.run(py, big, |dbm| dbm.set(&raw_key, &raw_value, true))
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let raw = self.key(key)?;
+        let removed = self.run(py, false, |dbm| match dbm.remove(&raw) {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        })?;
+        if removed {
+            Ok(())
+        } else {
+            Err(PyKeyError::new_err(key.clone().unbind()))
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let raw = self.key(key)?;
+        self.run(py, false, |dbm| {
+            let mut found = false;
+            dbm.process(&raw, &mut |value| {
+                found = value.is_some();
+                Action::Keep
+            })?;
+            Ok(found)
+        })
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let count = self.run(py, false, |dbm| dbm.count())?;
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
+    }
+
+    /// Iterates over the keys, in the engine's order (key order for ordered engines).
+    fn __iter__(slf: Bound<'_, Self>) -> PyResult<KeyIter> {
+        KeyIter::new(&slf, Yield::Keys)
+    }
+
+    /// The records as `(key, value)` pairs, in the engine's order (backs `items()`).
+    fn _iter_items(slf: Bound<'_, Self>) -> PyResult<RecordIter> {
+        RecordIter::new(&slf)
+    }
+
+    /// The values, in the engine's order (backs `values()`).
+    fn _iter_values(slf: Bound<'_, Self>) -> PyResult<KeyIter> {
+        KeyIter::new(&slf, Yield::Values)
+    }
+
+    /// The value of `key`, or `default` when there is none.
+    #[pyo3(signature = (key, default = None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let raw = self.key(key)?;
+        match self.fetch(py, &raw)? {
+            Some(value) => self.encoding.output(py, &value),
+            None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
+        }
+    }
+
+    /// Stores `value` under `key`. With `overwrite=False` an existing record is kept and the
+    /// call returns False; otherwise it returns True.
+    #[pyo3(signature = (key, value, overwrite = true))]
+    fn set(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, overwrite: bool) -> PyResult<bool> {
+        let (raw_key, raw_value) = (self.key(key)?, self.value(value)?);
+        let big = raw_value.len() >= BIG_VALUE;
+        self.run(py, big, |dbm| match dbm.set(&raw_key, &raw_value, overwrite) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == kura::ErrorKind::Duplicate => Ok(false),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// The value of `key`; if there is none, stores `default` (b"" like `dbm`) and returns it.
+    /// Atomic: of two threads racing on an absent key, one stores and both see its value.
+    #[pyo3(signature = (key, default = None))]
+    fn setdefault<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let raw_key = self.key(key)?;
+        let default = match default {
+            Some(value) => value,
+            None => PyBytes::new(py, b"").into_any(),
+        };
+        let raw_default = self.value(&default)?;
+        let existing = self.run(py, false, |dbm| {
+            let mut existing = None;
+            dbm.process(&raw_key, &mut |old| match old {
+                Some(value) => {
+                    existing = Some(value.to_vec());
+                    Action::Keep
+                }
+                None => Action::Set(Cow::Borrowed(&raw_default)),
+            })?;
+            Ok(existing)
+        })?;
+        match existing {
+            Some(value) => self.encoding.output(py, &value),
+            None => Ok(default),
+        }
+    }
+
+    /// Removes `key` and returns its value; without a record, returns `default` or raises
+    /// KeyError when no default was given.
+    #[pyo3(signature = (key, *default))]
+    fn pop<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if default.len() > 1 {
+            return Err(PyTypeError::new_err(format!("pop expected at most 2 arguments, got {}", default.len() + 1)));
+        }
+        let raw = self.key(key)?;
+        let removed = self.run(py, false, |dbm| {
+            let mut removed = None;
+            dbm.process(&raw, &mut |old| {
+                removed = old.map(<[u8]>::to_vec);
+                if removed.is_some() {
+                    Action::Remove
+                } else {
+                    Action::Keep
+                }
+            })?;
+            Ok(removed)
+        })?;
+        match (removed, default.get_item(0)) {
+            (Some(value), _) => self.encoding.output(py, &value),
+            (None, Ok(fallback)) => Ok(fallback),
+            (None, Err(_)) => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    /// Removes every record.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, true, |dbm| dbm.clear())
+    }
+
+    /// Sets `key` to `desired` only if its value is `expected` (None: absent); `desired`
+    /// None removes the record. Returns whether it matched (and so whether it changed).
+    #[pyo3(signature = (key, expected, desired))]
+    fn compare_exchange(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        expected: Option<&Bound<'_, PyAny>>,
+        desired: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let raw_key = self.key(key)?;
+        let expected = expected.map(|e| self.value(e)).transpose()?;
+        let desired = desired.map(|d| self.value(d)).transpose()?;
+        self.exchange(py, &raw_key, expected.as_deref(), desired.as_deref())
+    }
+
+    /// Adds `delta` to the counter under `key` and returns the new value. Counters are
+    /// 8-byte big-endian integers (as in Tkrzw); an absent record starts at `initial`.
+    #[pyo3(signature = (key, delta = 1, initial = 0))]
+    fn increment(&self, py: Python<'_>, key: &Bound<'_, PyAny>, delta: i64, initial: i64) -> PyResult<i64> {
+        let raw = self.key(key)?;
+        self.run(py, false, |dbm| dbm.increment(&raw, delta, initial))
+    }
+
+    /// Appends `value` to the record of `key` (with `delim` between old and new), or creates it.
+    #[pyo3(signature = (key, value, delim = None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        delim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let (raw_key, raw_value) = (self.key(key)?, self.value(value)?);
+        let delim = delim.map(|d| self.value(d)).transpose()?.unwrap_or(Cow::Borrowed(b""));
+        let big = raw_value.len() >= BIG_VALUE;
+        self.run(py, big, |dbm| dbm.append(&raw_key, &raw_value, &delim))
+    }
+
+    /// Read-modify-write: calls `fn(old)` with the current value (None when absent); its
+    /// result decides: None keeps the record, False removes it, bytes or str store it.
+    /// Atomic with respect to other writers; `fn` runs outside the engine's locks and may be
+    /// called again if another writer changed the record in the meantime. Returns the result
+    /// of the last call of `fn`.
+    #[pyo3(signature = (key, func))]
+    fn process<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        func: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let raw_key = self.key(key)?;
+        loop {
+            let old = self.fetch(py, &raw_key)?;
+            let old_obj = match &old {
+                Some(value) => self.encoding.output(py, value)?,
+                None => py.None().into_bound(py),
+            };
+            let decision = func.call1((old_obj,))?;
+            let desired = if decision.is_none() {
+                return Ok(decision);
+            } else if decision.cast::<PyBool>().is_ok_and(|b| !b.is_true()) {
+                None
+            } else if decision.cast::<PyBool>().is_ok() || decision.cast::<PyInt>().is_ok() {
+                return Err(PyTypeError::new_err(
+                    "process: fn must return None (keep), False (remove), or bytes or str (set)",
+                ));
+            } else {
+                Some(self.value(&decision)?)
+            };
+            if old.is_none() && desired.is_none() {
+                return Ok(decision);
+            }
+            if self.exchange(py, &raw_key, old.as_deref(), desired.as_deref())? {
+                return Ok(decision);
+            }
+        }
+    }
+
+    /// A cursor over the records; on ordered engines it also moves backwards.
+    fn cursor(slf: Bound<'_, Self>) -> PyResult<Cursor> {
+        Cursor::new(&slf)
+    }
+
+    /// `(key, value)` pairs with `start <= key < stop` in key order (`reverse=True`: from the
+    /// last one down). Ordered engines only (tree, baby); others raise `kura.NotOrderedError`.
+    #[pyo3(signature = (start = None, stop = None, reverse = false))]
+    fn range(
+        slf: Bound<'_, Self>,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<RangeIter> {
+        let this = slf.get();
+        let start = start.map(|s| this.key(s).map(Cow::into_owned)).transpose()?;
+        let stop = stop.map(|s| this.key(s).map(Cow::into_owned)).transpose()?;
+        RangeIter::new(&slf, start, stop, reverse)
+    }
+
+    /// A batch of sets and removes applied atomically when its `with` block ends without an
+    /// exception (TreeDbm only; other engines raise NotImplementedError).
+    fn batch(slf: Bound<'_, Self>) -> PyResult<Batch> {
+        let this = slf.get();
+        this.check_open(slf.py())?;
+        match &this.tree {
+            Some(tree) => Ok(Batch::new(tree.clone(), this.encoding.clone())),
+            None => Err(PyNotImplementedError::new_err(format!(
+                "batch() needs the tree engine; this database is {}",
+                this.engine.name()
+            ))),
+        }
+    }
+
+    /// Writes buffered changes to the file; with `hard=True` also to the device (fsync).
+    #[pyo3(signature = (hard = false))]
+    fn sync(&self, py: Python<'_>, hard: bool) -> PyResult<()> {
+        self.run(py, true, |dbm| dbm.synchronize(hard))
+    }
+
+    /// Rewrites the database compactly, applying the given parameters (record_comp=...).
+    #[pyo3(signature = (**kwargs))]
+    fn rebuild(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let params = params::from_kwargs(kwargs)?;
+        self.run(py, true, |dbm| dbm.rebuild(&params))
+    }
+
+    /// Whether a rebuild would pay (much free space, too few buckets).
+    fn should_be_rebuilt(&self, py: Python<'_>) -> PyResult<bool> {
+        self.run(py, false, |dbm| dbm.should_be_rebuilt())
+    }
+
+    /// Properties of the database (class, count, file_size, codec, ...); integers as `int`.
+    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let properties = self.run(py, true, |dbm| dbm.inspect())?;
+        let dict = PyDict::new(py);
+        for (name, value) in properties {
+            match value.parse::<i64>() {
+                Ok(number) => dict.set_item(name, number)?,
+                Err(_) => match value.as_str() {
+                    "true" => dict.set_item(name, true)?,
+                    "false" => dict.set_item(name, false)?,
+                    _ => dict.set_item(name, value)?,
+                },
+            }
+        }
+        Ok(dict)
+    }
+
+    /// Number of records.
+    #[getter]
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        self.run(py, false, |dbm| dbm.count())
+    }
+
+    /// Bytes the database occupies in its file (or in memory, for memory engines).
+    #[getter]
+    fn file_size(&self, py: Python<'_>) -> PyResult<u64> {
+        self.run(py, false, |dbm| dbm.file_size())
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// The engine's name: hash, tree, tiny, baby, cache.
+    #[getter]
+    fn engine(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Whether the engine keeps keys in order (`range` and backward cursors work).
+    #[getter]
+    fn ordered(&self) -> bool {
+        matches!(self.engine, EngineKind::Tree | EngineKind::Baby)
+    }
+
+    /// The open flag: r, w, c or n.
+    #[getter]
+    fn mode(&self) -> &str {
+        &self.flag
+    }
+
+    /// The text encoding results are decoded with, or None for bytes.
+    #[getter]
+    fn encoding_name(&self) -> Option<&str> {
+        self.encoding.name()
+    }
+
+    #[getter]
+    fn writable(&self) -> bool {
+        self.dbm.is_writable()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether record calls release the GIL (see `kura.open(release_gil=...)`).
+    #[getter]
+    fn release_gil(&self) -> bool {
+        self.release_gil
+    }
+
+    /// Flushes and closes the database; later calls raise `kura.ClosedError`. Closing twice is
+    /// harmless.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let dbm = &*self.dbm;
+        py.detach(|| dbm.close()).or_raise(py)
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().check_open(slf.py())?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let this = slf.get();
+        let state = if this.closed() { " closed" } else { "" };
+        Ok(format!(
+            "<{} {:?} engine={} mode={:?}{}>",
+            slf.get_type().qualname()?,
+            this.path.display().to_string(),
+            this.engine.name(),
+            this.flag,
+            state
+        ))
+    }
+}
+
+/// Whether record calls release the GIL when `release_gil` was not given: yes where a read
+/// decompresses (long enough that other threads should run meanwhile, and the reason to
+/// read from several threads); no for uncompressed records, where the engine call is about
+/// as short as releasing and taking back the GIL (~0.1 µs) and holding it keeps the dict
+/// protocol fast. Calls that do I/O (open, sync, rebuild, clear, close, batches) and
+/// big values release it whatever this says.
+fn releases_by_default(dbm: &dyn Dbm) -> bool {
+    dbm.inspect()
+        .map(|props| props.iter().any(|(name, value)| name == "record_comp" && value != "none"))
+        .unwrap_or(false)
+}

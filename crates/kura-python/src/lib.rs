@@ -1,0 +1,42 @@
+//! The native half of the Python package `kura` (module `kura._kura`).
+//!
+//! - `database.rs`: `Database`, one open database with the mapping protocol;
+//! - `cursor.rs`: cursors and the iterators behind `iter(db)`, `items()`, `range()`;
+//! - `batch.rs`: atomic write batches of TreeDbm;
+//! - `convert.rs`: keys and values between `bytes`/`str` and Kura;
+//! - `params.rs`: keyword arguments as engine parameters;
+//! - `errors.rs`: Kura errors as the exceptions of `kura.errors`.
+//!
+//! The Python half (python/kura/) derives `kura.Database` from this `Database` to add what
+//! `collections.abc.MutableMapping` provides, and defines the exception classes.
+
+mod batch;
+mod convert;
+mod cursor;
+mod database;
+mod errors;
+mod params;
+
+use kura::EngineKind;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+#[pymodule]
+fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<database::Database>()?;
+    m.add_class::<cursor::Cursor>()?;
+    m.add_class::<cursor::KeyIter>()?;
+    m.add_class::<cursor::RecordIter>()?;
+    m.add_class::<cursor::RangeIter>()?;
+    m.add_class::<batch::Batch>()?;
+    // Engine name by file extension, for `kura.dbm` to pick a default for other names.
+    let extensions = PyDict::new(py);
+    for engine in EngineKind::ALL {
+        extensions.set_item(engine.extension(), engine.name())?;
+    }
+    m.add("EXTENSIONS", extensions)?;
+    m.add("BINDING_OPTIONS", params::BINDING_OPTIONS.to_vec())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,119 @@
+"""Kura: embedded key-value databases as Python mappings.
+
+    import kura
+    with kura.open("casket.kuh", "c", record_comp="zstd") as db:
+        db[b"apple"] = b"red"          # str is accepted too, encoded as UTF-8
+        print(db[b"apple"])            # b'red'; a missing key raises KeyError
+        for key, value in db.items():
+            ...
+
+The engine follows the file's extension (``.kuh`` hash, ``.kut`` tree, ``.kumt`` tiny,
+``.kumb`` baby, ``.kumc`` cache) or ``engine=``. Ordered engines (tree, baby) also have
+``db.range(start, stop, reverse=False)`` and cursors that move backwards; the tree has atomic
+``db.batch()``. ``kura.dbm`` gives the interface of Python's ``dbm`` modules (for ``shelve``).
+"""
+
+from collections.abc import ItemsView, KeysView, MutableMapping, ValuesView
+
+from . import _kura
+from .errors import (
+    BrokenDataError,
+    ClosedError,
+    DuplicateError,
+    Error,
+    FileError,
+    FileMissingError,
+    InfeasibleError,
+    InvalidArgumentError,
+    LimitError,
+    LockedError,
+    NotFoundError,
+    NotOrderedError,
+)
+
+Batch = _kura.Batch
+Cursor = _kura.Cursor
+EXTENSIONS = dict(_kura.EXTENSIONS)
+__version__ = _kura.__version__
+
+
+class _ItemsView(ItemsView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return self._mapping._iter_items()
+
+
+class _ValuesView(ValuesView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return self._mapping._iter_values()
+
+
+class Database(_kura.Database, MutableMapping):
+    """An open Kura database: a ``MutableMapping`` of bytes to bytes.
+
+    Create one with :func:`open`. The mapping methods (``[]``, ``in``, ``len``, ``get``,
+    ``setdefault``, ``pop``, ``clear``, iteration) run in the engine; ``keys()``, ``values()``
+    and ``items()`` are live views; ``update`` and ``popitem`` come from ``MutableMapping``.
+    """
+
+    __slots__ = ()
+
+    def keys(self):
+        """A live view of the keys."""
+        return KeysView(self)
+
+    def values(self):
+        """A live view of the values."""
+        return _ValuesView(self)
+
+    def items(self):
+        """A live view of the ``(key, value)`` pairs."""
+        return _ItemsView(self)
+
+    # A database is a handle, not a value: equal only to itself, and hashable by identity
+    # (MutableMapping would compare contents record by record and make it unhashable).
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+def open(path, mode="r", **params):
+    """Opens a database and returns a :class:`Database`.
+
+    ``mode`` is one of ``"r"`` (read only, the file must exist), ``"w"`` (read and write, the
+    file must exist), ``"c"`` (read and write, created if missing) and ``"n"`` (always a new,
+    empty database), as for Python's ``dbm``.
+
+    Keyword parameters go to the engine, e.g. ``record_comp="zstd"``, ``num_buckets=1000000``,
+    ``engine="tree"``, ``max_page_size=8192``, ``cap_rec_num=100000``; an unknown name raises
+    :class:`InvalidArgumentError`. Two are the binding's own: ``encoding="utf-8"`` returns keys
+    and values as ``str`` decoded with that encoding (``bytes`` otherwise), and
+    ``release_gil=True/False`` forces whether record calls release the GIL (by default they
+    do when records are compressed, so that threads decompress in parallel; I/O calls such
+    as ``sync``, ``rebuild`` and ``close`` always do).
+    """
+    return Database(path, mode, **params)
+
+
+__all__ = [
+    "open",
+    "Database",
+    "Cursor",
+    "Batch",
+    "EXTENSIONS",
+    "Error",
+    "NotFoundError",
+    "DuplicateError",
+    "InvalidArgumentError",
+    "BrokenDataError",
+    "LockedError",
+    "FileError",
+    "FileMissingError",
+    "InfeasibleError",
+    "LimitError",
+    "ClosedError",
+    "NotOrderedError",
+]

@@ -1,0 +1,117 @@
+"""Threads: one database shared by readers and writers, no deadlock, consistent results."""
+
+import threading
+
+import pytest
+
+import kura
+
+
+def run_all(threads):
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "a thread is stuck (deadlock?)"
+
+
+@pytest.mark.parametrize("release_gil", [None, True, False])
+def test_concurrent_readers_and_writers(engine, release_gil):
+    path, params = engine
+    keys = [b"%06d" % i for i in range(2000)]
+    failures = []
+    with kura.open(path, "c", release_gil=release_gil, **params) as db:
+        for key in keys:
+            db[key] = key
+
+        def writer(offset):
+            try:
+                for i, key in enumerate(keys[offset::4]):
+                    db[key] = key + b"-written"
+                    db.increment(b"counter")
+                    if i % 50 == 0:
+                        db.process(b"shared", lambda old: (old or b"") + b"x")
+            except Exception as e:  # noqa: BLE001 - reported below
+                failures.append(e)
+
+        def reader():
+            try:
+                for _ in range(2):
+                    for key in keys:
+                        value = db[key]
+                        assert value in (key, key + b"-written"), value
+                    assert len(db) >= len(keys)
+                    sum(1 for _ in db.items())
+            except Exception as e:  # noqa: BLE001
+                failures.append(e)
+
+        run_all(
+            [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+            + [threading.Thread(target=reader) for _ in range(3)]
+        )
+        assert not failures, failures
+        assert all(db[key] == key + b"-written" for key in keys)
+        assert db.increment(b"counter", 0) == len(keys)
+        # process() is atomic: 4 writers x 10 calls each (i % 50 == 0 for 500 keys each).
+        assert db[b"shared"] == b"x" * 40
+
+
+def test_compare_exchange_counts_exactly(engine):
+    path, params = engine
+    with kura.open(path, "c", **params) as db:
+        db[b"n"] = b"0"
+
+        def bump():
+            for _ in range(200):
+                while True:
+                    old = db[b"n"]
+                    if db.compare_exchange(b"n", old, str(int(old) + 1)):
+                        break
+
+        run_all([threading.Thread(target=bump) for _ in range(4)])
+        assert db[b"n"] == b"800"
+
+
+def test_cursors_in_threads_while_writing(ordered):
+    path, params = ordered
+    with kura.open(path, "c", **params) as db:
+        for i in range(1000):
+            db[b"%05d" % i] = b"v"
+        results = []
+
+        def scan():
+            results.append([k for k, _ in db.range(b"00100", b"00200")])
+
+        def write():
+            for i in range(1000, 3000):
+                db[b"%05d" % i] = b"w"
+
+        run_all([threading.Thread(target=scan) for _ in range(3)] + [threading.Thread(target=write)])
+        expected = [b"%05d" % i for i in range(100, 200)]
+        assert results == [expected] * 3
+
+
+def test_close_while_other_threads_read(engine):
+    path, params = engine
+    db = kura.open(path, "c", **params)
+    for i in range(500):
+        db[b"%d" % i] = b"v"
+    outcomes = []
+
+    def read():
+        try:
+            for _ in range(50):
+                for i in range(500):
+                    db.get(b"%d" % i)
+            outcomes.append("done")
+        except kura.Error as e:
+            outcomes.append(type(e).__name__)
+
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    db.close()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    assert all(o in ("done", "ClosedError", "InfeasibleError") for o in outcomes), outcomes
