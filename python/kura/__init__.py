@@ -117,3 +117,6 @@ __all__ = [
     "ClosedError",
     "NotOrderedError",
 ]
+
+# `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
+from . import dbm  # noqa: E402  (imported last: it uses the names above)

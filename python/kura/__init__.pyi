@@ -136,3 +136,5 @@ def open(
     release_gil: bool | None = None,
     **params: Param,
 ) -> Database: ...
+
+from . import dbm as dbm

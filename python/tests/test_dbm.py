@@ -92,3 +92,18 @@ def _umask():
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def test_dbm_module_is_reachable_from_the_package(tmp_path):
+    """`import kura` alone makes `kura.dbm` usable, as in shelve.Shelf(kura.dbm.open(...))."""
+    import subprocess
+    import sys
+
+    script = (
+        "import kura, shelve, sys\n"
+        "with shelve.Shelf(kura.dbm.open(sys.argv[1], 'c')) as shelf:\n"
+        "    shelf['config'] = {'threads': 2}\n"
+        "with shelve.Shelf(kura.dbm.open(sys.argv[1], 'r')) as shelf:\n"
+        "    assert shelf['config'] == {'threads': 2}\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "objects.kuh")], check=True)
