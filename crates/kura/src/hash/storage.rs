@@ -476,6 +476,7 @@ impl Storage {
             if header.kind() == KIND_FREE {
                 return Err(Error::broken(format!("bucket {bucket} links to a free block at {offset}")));
             }
+            // SAFETY: as above; the key slice lives only for this visit.
             let key = unsafe { self.key_of(offset, &header)? };
             if !visit(offset, &header, link, key)? {
                 return Ok(());
