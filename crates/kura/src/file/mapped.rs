@@ -84,6 +84,11 @@ impl MappedFile {
         &self.file
     }
 
+    /// Where the mapping starts, for prefetch hints (never dereferenced through this).
+    pub fn address(&self) -> usize {
+        self.map.as_ptr() as usize
+    }
+
     /// Current length of the file in bytes.
     #[inline]
     pub fn len(&self) -> u64 {

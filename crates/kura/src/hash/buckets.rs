@@ -107,6 +107,11 @@ impl BucketCache {
         }
     }
 
+    /// Where the entries start, for prefetch hints.
+    pub fn address(&self) -> usize {
+        self.map.as_ptr() as usize
+    }
+
     /// Bytes of memory the copy takes.
     pub fn memory_size(&self) -> usize {
         self.map.len()

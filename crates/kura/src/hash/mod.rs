@@ -13,6 +13,7 @@ mod buckets;
 mod cursor;
 mod header;
 mod options;
+mod prefetch;
 mod record;
 mod restore;
 mod space;
@@ -34,6 +35,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
 use crate::open::OpenMode;
 use cursor::HashCursor;
+use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
 use storage::{bucket_of, hash_key, Found, Layout, Link, Storage};
 
@@ -56,6 +58,7 @@ pub struct HashDbm {
     header_lock: Mutex<()>,
     dict_size: usize,
     restored: AtomicBool,
+    prefetcher: BucketPrefetcher,
 }
 
 // SAFETY: the only field that is not Sync by itself is `storage`, whose access follows the
@@ -113,7 +116,10 @@ impl HashDbm {
             }
             storage.mark_open()?;
         }
+        let prefetcher = BucketPrefetcher::default();
+        prefetcher.aim(storage.file_address(), storage.bucket_cache_address());
         Ok(HashDbm {
+            prefetcher,
             path: path.to_path_buf(),
             writable,
             num_buckets: AtomicU64::new(storage.header.num_buckets),
@@ -198,6 +204,7 @@ impl HashDbm {
         loop {
             let num_buckets = self.num_buckets.load(Ordering::Acquire);
             let bucket = bucket_of(hash, num_buckets);
+            self.prefetcher.bucket(bucket, exclusive);
             // `f` runs at most once: only when the bucket count is still the one hashed with.
             let run = |s: &Storage| match f.take() {
                 Some(f) => f(s, bucket),
@@ -505,6 +512,7 @@ impl Dbm for HashDbm {
             fresh.renamed(&self.path);
             fresh.mark_open()?;
             self.num_buckets.store(fresh.header.num_buckets, Ordering::Release);
+            self.prefetcher.aim(fresh.file_address(), fresh.bucket_cache_address());
             // Dropping the old storage unmaps it and closes its descriptor; its lock was on
             // the replaced file, and the new file is locked by `fresh` since its creation.
             *slot = Some(fresh);

@@ -243,6 +243,15 @@ impl Storage {
         self.file.len()
     }
 
+    /// Where the file is mapped and where the bucket copy lives, for prefetch hints only.
+    pub fn file_address(&self) -> usize {
+        self.file.address()
+    }
+
+    pub fn bucket_cache_address(&self) -> usize {
+        self.buckets.address()
+    }
+
     /// Bytes of memory the in-memory bucket array takes.
     pub fn bucket_cache_size(&self) -> usize {
         self.buckets.memory_size()
