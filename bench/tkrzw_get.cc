@@ -7,12 +7,19 @@
 // Build: g++ -O2 -std=c++17 bench/tkrzw_get.cc -o tkrzw_get -ltkrzw -lpthread
 //   (libtkrzw.so brings its codec libraries itself; `pkg-config --libs tkrzw` also names
 //   their -dev packages, which are not needed for dynamic linking.)
-// Usage: tkrzw_get DB.tkh KEYS.tsv [THREADS]
-// Prints one JSON line like kura's: engine, phase, threads, operations, records, elapsed_s,
-// qps, file_size, rss_bytes, misses. Exit 1 if any key is missing or on error.
+// Usage: tkrzw_get DB.tkh|DB.tkt KEYS.tsv [THREADS] [--scan] [--range N] [--count M]
+//   PolyDBM picks the engine by the extension (.tkh HashDBM, .tkt TreeDBM). On an ordered
+//   database, --scan adds a full forward and a full backward scan with one iterator, and
+//   --range N adds M (default 10000) range scans, each a Jump to one of the shuffled keys then
+//   N records forward, split among the threads: `kura bench --keys-from --scan --range-scan N
+//   --iter M` does the same.
+// Prints one JSON line per phase like kura's: engine, phase, threads, operations, records,
+// elapsed_s, qps, file_size, rss_bytes, misses. Exit 1 if any key is missing or on error.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -71,15 +78,74 @@ uint64_t ResidentBytes() {
   return 0;
 }
 
+// "tree" for .tkt, "hash" for .tkh and anything else PolyDBM opens as a hash.
+std::string EngineName(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  const std::string extension = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (extension == "tkt") return "tree";
+  if (extension == "tks") return "skip";
+  return "hash";
+}
+
+void PrintPhase(const std::string& engine, const char* phase, int threads, uint64_t operations,
+                tkrzw::DBM* dbm, double elapsed, uint64_t misses, const std::string& extra) {
+  std::printf(
+      "{\"engine\":\"tkrzw-%s\",\"phase\":\"%s\",\"threads\":%d,\"operations\":%llu,"
+      "\"records\":%lld,\"elapsed_s\":%.6f,\"qps\":%.1f,\"file_size\":%lld,"
+      "\"rss_bytes\":%llu,\"misses\":%llu%s}\n",
+      engine.c_str(), phase, threads, static_cast<unsigned long long>(operations),
+      static_cast<long long>(dbm->CountSimple()), elapsed,
+      elapsed > 0 ? operations / elapsed : 0.0, static_cast<long long>(dbm->GetFileSizeSimple()),
+      static_cast<unsigned long long>(ResidentBytes()), static_cast<unsigned long long>(misses),
+      extra.c_str());
+  std::fflush(stdout);
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One iterator over every record, forward or backward; returns the records read. Backward
+// starts with JumpLower(the greatest key, inclusive), not Last(): in Tkrzw 1.0.25,
+// TreeDBM's Last() lands on the last record of the first leaf page, so a scan from there
+// stops after one page.
+uint64_t FullScan(tkrzw::DBM* dbm, bool backward, const std::string& greatest_key) {
+  auto iter = dbm->MakeIterator();
+  if (!(backward ? iter->JumpLower(greatest_key, true) : iter->First()).IsOK()) return 0;
+  std::string key, value;
+  uint64_t visited = 0;
+  while (iter->Get(&key, &value).IsOK()) {
+    visited++;
+    if (!(backward ? iter->Previous() : iter->Next()).IsOK()) break;
+  }
+  return visited;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: tkrzw_get DB.tkh KEYS.tsv [THREADS]\n";
+    std::cerr << "usage: tkrzw_get DB.tkh|DB.tkt KEYS.tsv [THREADS] [--scan] [--range N] "
+                 "[--count M]\n";
     return 2;
   }
   const std::string db_path = argv[1];
-  const int threads = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
+  int threads = 1;
+  bool scan = false;
+  uint64_t span = 0;
+  uint64_t range_count = 10000;
+  for (int i = 3; i < argc; i++) {
+    if (std::strcmp(argv[i], "--scan") == 0) {
+      scan = true;
+    } else if (std::strcmp(argv[i], "--range") == 0 && i + 1 < argc) {
+      span = std::max<long long>(1, std::atoll(argv[++i]));
+    } else if (std::strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+      range_count = std::max<long long>(1, std::atoll(argv[++i]));
+    } else {
+      threads = std::max(1, std::atoi(argv[i]));
+    }
+  }
+  const std::string engine = EngineName(db_path);
 
   std::vector<std::string> keys = ReadKeys(argv[2]);
   SplitMix64 rng(kShuffleSeed);
@@ -110,19 +176,48 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& worker : workers) worker.join();
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed = SecondsSince(start);
+  PrintPhase(engine, "get", threads, keys.size(), &dbm, elapsed, misses.load(), "");
 
-  const int64_t records = dbm.CountSimple();
-  const int64_t file_size = dbm.GetFileSizeSimple();
-  std::printf(
-      "{\"engine\":\"tkrzw-%s\",\"phase\":\"get\",\"threads\":%d,\"operations\":%zu,"
-      "\"records\":%lld,\"elapsed_s\":%.6f,\"qps\":%.1f,\"file_size\":%lld,"
-      "\"rss_bytes\":%llu,\"misses\":%llu}\n",
-      "hash", threads, keys.size(), static_cast<long long>(records), elapsed,
-      elapsed > 0 ? keys.size() / elapsed : 0.0, static_cast<long long>(file_size),
-      static_cast<unsigned long long>(ResidentBytes()),
-      static_cast<unsigned long long>(misses.load()));
+  if (scan) {
+    std::string greatest_key;
+    for (const auto& key : keys) greatest_key = std::max(greatest_key, key);
+    for (const bool backward : {false, true}) {
+      const auto scan_start = std::chrono::steady_clock::now();
+      const uint64_t visited = FullScan(&dbm, backward, greatest_key);
+      PrintPhase(engine, backward ? "scan_back" : "scan", 1, visited, &dbm,
+                 SecondsSince(scan_start), 0, "");
+    }
+  }
+  if (span > 0 && !keys.empty()) {
+    // Scan i of thread t starts at shuffled key t * per_thread + i, as kura's does.
+    const uint64_t starts = std::min<uint64_t>(keys.size(), range_count);
+    const uint64_t per_thread = std::max<uint64_t>(1, starts / threads);
+    std::atomic<uint64_t> records_read(0);
+    const auto range_start = std::chrono::steady_clock::now();
+    std::vector<std::thread> scanners;
+    for (int t = 0; t < threads; t++) {
+      scanners.emplace_back([&, t]() {
+        auto iter = dbm.MakeIterator();
+        std::string key, value;
+        uint64_t read_here = 0;
+        for (uint64_t i = 0; i < per_thread; i++) {
+          const std::string& start_key = keys[(t * per_thread + i) % keys.size()];
+          if (!iter->Jump(start_key).IsOK()) continue;
+          for (uint64_t n = 0; n < span && iter->Get(&key, &value).IsOK(); n++) {
+            read_here++;
+            if (!iter->Next().IsOK()) break;
+          }
+        }
+        records_read += read_here;
+      });
+    }
+    for (auto& scanner : scanners) scanner.join();
+    const std::string extra = ",\"span\":" + std::to_string(span) +
+                              ",\"records_read\":" + std::to_string(records_read.load());
+    PrintPhase(engine, "range", threads, per_thread * threads, &dbm, SecondsSince(range_start), 0,
+               extra);
+  }
   dbm.Close();
   return misses.load() == 0 ? 0 : 1;
 }

@@ -4,6 +4,10 @@
 //! The keys are shuffled with a fixed seed, and each thread gets a disjoint, contiguous
 //! share of the shuffled list, so every key is read exactly once whatever the thread count
 //! and the QPS of N threads compares directly with that of one.
+//!
+//! On an ordered database, `--scan` adds full scans and `--range-scan N` adds `--iter` range
+//! scans of N records starting at the shuffled keys (see `scan.rs`); `bench/tkrzw_get.cc`
+//! has the same two modes.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -14,6 +18,7 @@ use kura::{Error, OpenMode, Params};
 use serde_json::json;
 
 use super::report::Phase;
+use super::scan;
 use super::workload::{shuffle, SHUFFLE_SEED};
 use super::BenchArgs;
 use crate::progress;
@@ -80,6 +85,46 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
         }),
     }
     .print(args.json);
+    let context = json!({
+        "keys_from": tsv.display().to_string(),
+        "path": path.display().to_string(),
+    });
+    let scan_phase = |name: &'static str, scanned: &scan::Scanned| -> kura::Result<Phase<'_>> {
+        Ok(Phase {
+            engine,
+            name,
+            threads: 1,
+            operations: scanned.operations,
+            records: db.count()?,
+            elapsed: scanned.elapsed,
+            file_size: db.file_size()?,
+            misses: 0,
+            context: context.clone(),
+        })
+    };
+    if args.scan {
+        for (name, backward) in [("scan", false), ("scan_back", true)] {
+            scan_phase(name, &scan::full_scan(db.as_ref(), backward)?)?.print(args.json);
+        }
+    }
+    if let Some(span) = args.range_scan {
+        let span = span.max(1);
+        let starts = keys.len().min(usize::try_from(args.iter).unwrap_or(usize::MAX));
+        let per_thread = (starts / args.threads).max(1) as u64;
+        let start_key = |thread_id: usize, i: u64, key: &mut Vec<u8>| {
+            let index = (thread_id as u64 * per_thread + i) as usize % keys.len().max(1);
+            key.clear();
+            key.extend_from_slice(keys.get(index).map_or(&[][..], |k| &k[..]));
+        };
+        let scanned = scan::range_scans(db.as_ref(), args.threads, per_thread, span, &start_key)?;
+        let mut line = scan_phase("range", &scanned)?;
+        line.threads = args.threads;
+        if let Some(extra) = line.context.as_object_mut() {
+            extra.insert("span".to_string(), json!(span));
+            extra.insert("records_read".to_string(), json!(scanned.records));
+        }
+        line.print(args.json);
+    }
     db.close()?;
     if misses > 0 {
         return Err(Error::infeasible(format!("{misses} of {} keys were not found", keys.len())));

@@ -4,11 +4,14 @@
 //!   `%08d` keys with small values), one thread or several;
 //! - `dictionary.rs`: random-order gets of every key of a TSV file (`--keys-from`) from an
 //!   existing database, the read side of the dictionary benchmark;
+//! - `scan.rs`: full scans and range scans through the ordered cursor (tree, baby), added
+//!   to either mode by `--scan` and `--range-scan N`;
 //! - `workload.rs`: the keys, values and random numbers both share;
 //! - `report.rs`: the human and JSON lines, and the memory figure.
 
 mod dictionary;
 mod report;
+mod scan;
 mod sequence;
 mod workload;
 
@@ -42,6 +45,15 @@ pub struct BenchArgs {
     /// Get every key of this TSV file (first column) in a shuffled order from --path.
     #[arg(long, value_name = "FILE.tsv")]
     pub keys_from: Option<PathBuf>,
+    /// Ordered engines (tree, baby): also time a full forward and a full backward scan
+    /// through the ordered cursor (phases `scan`, `scan_back`).
+    #[arg(long)]
+    pub scan: bool,
+    /// Ordered engines: also time range scans, each a jump to a start key then N records
+    /// forward (phase `range`, QPS in scans). Sequence mode: iter/N scans per thread from
+    /// random keys; with --keys-from: --iter scans in all, from the shuffled keys.
+    #[arg(long, value_name = "N")]
+    pub range_scan: Option<u64>,
     /// Print one JSON object per phase instead of Tkrzw-style lines.
     #[arg(long)]
     pub json: bool,

@@ -74,6 +74,9 @@ pub fn title(phase: &str) -> &'static str {
         "get" => "Getting",
         "iterate" => "Iterating",
         "remove" => "Removing",
+        "scan" => "Scanning",
+        "scan_back" => "Scanning backward",
+        "range" => "Range scanning",
         _ => "Running",
     }
 }

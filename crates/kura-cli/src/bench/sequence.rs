@@ -1,8 +1,12 @@
 //! The `tkrzw_dbm_perf sequence` workload: set, get, iterate and remove of `%08d` keys.
 //!
-//! Each phase opens the database afresh (reads: read-only) and closes it afterwards;
-//! opening and closing are not timed. Setting and removing include `synchronize(false)` in
-//! their time, as Tkrzw's do. Every thread performs all `--iter` operations.
+//! A file engine's database is opened afresh for each phase (reads: read-only) and closed
+//! afterwards; opening and closing are not timed. An in-memory engine (tiny, baby, cache)
+//! with no `--path` keeps one database open through all phases, with no file at all, as
+//! `tkrzw_dbm_perf` does for its on-memory DBMs. Setting and removing include
+//! `synchronize(false)` in their time, as Tkrzw's do. Every thread performs all `--iter`
+//! operations. Ordered engines can add scan phases after iterating (`--scan`,
+//! `--range-scan N`, see `scan.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,41 +17,99 @@ use kura::{Dbm, EngineKind, Error, OpenMode, Params};
 use serde_json::json;
 
 use super::report::{title, Phase};
-use super::workload::{format_key, KeyOrder, Values};
+use super::scan;
+use super::workload::{format_key, KeyOrder, SplitMix64, Values};
 use super::BenchArgs;
 use crate::progress;
 
 /// How often a thread reports progress; rare enough not to disturb the timing.
 const PROGRESS_STEP: u64 = 4096;
 
+/// Seeds the start keys of range scans apart from the keys of the other phases.
+const RANGE_SEED: u64 = 0x7261_6e67; // "rang"
+
 pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     let engine = EngineKind::from_name(args.engine.as_deref().unwrap_or("hash"))?;
+    if (args.scan || args.range_scan.is_some()) && !is_ordered(engine) {
+        return Err(Error::invalid(format!(
+            "--scan and --range-scan need an ordered engine (tree, baby), not {}",
+            engine.name()
+        )));
+    }
     let params = params.clone().with("engine", engine.name());
-    let (path, temporary) = match &args.path {
-        Some(path) => (path.clone(), false),
-        None => (temporary_path(engine), true),
+    let target = match &args.path {
+        Some(path) => Target::File { path: path.clone(), temporary: false },
+        None if is_in_memory(engine) => Target::Memory(kura::open("", OpenMode::Truncate, &params)?),
+        None => Target::File { path: temporary_path(engine), temporary: true },
     };
-    let result = run_phases(args, engine, &params, &path);
-    if temporary {
-        let _ = std::fs::remove_file(&path);
+    let result = run_phases(args, engine, &params, &target);
+    match target {
+        Target::File { path, temporary: true } => {
+            let _ = std::fs::remove_file(path);
+        }
+        Target::Memory(db) => db.close()?,
+        Target::File { .. } => {}
     }
     result
+}
+
+fn is_in_memory(engine: EngineKind) -> bool {
+    matches!(engine, EngineKind::Tiny | EngineKind::Baby | EngineKind::Cache)
+}
+
+fn is_ordered(engine: EngineKind) -> bool {
+    matches!(engine, EngineKind::Tree | EngineKind::Baby)
 }
 
 fn temporary_path(engine: EngineKind) -> PathBuf {
     std::env::temp_dir().join(format!("kura-bench-{}.{}", std::process::id(), engine.extension()))
 }
 
+/// Where the phases find their database.
+enum Target {
+    /// A file, reopened by each phase.
+    File { path: PathBuf, temporary: bool },
+    /// One in-memory database with no file, kept open through all phases.
+    Memory(Box<dyn Dbm>),
+}
+
+impl Target {
+    /// Runs `body` on the database opened in `mode` (a file) or on the one database (memory).
+    fn with<T>(
+        &self,
+        mode: OpenMode,
+        params: &Params,
+        body: impl FnOnce(&dyn Dbm) -> kura::Result<T>,
+    ) -> kura::Result<T> {
+        match self {
+            Target::File { path, .. } => {
+                let db = kura::open(path, mode, params)?;
+                let out = body(db.as_ref())?;
+                db.close()?;
+                Ok(out)
+            }
+            Target::Memory(db) => body(db.as_ref()),
+        }
+    }
+
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Target::File { path, .. } => Some(path),
+            Target::Memory(_) => None,
+        }
+    }
+}
+
 /// The part of a thread's work that varies by phase: one operation on one key.
 type Operation<'a> = dyn Fn(&dyn Dbm, &[u8], &[u8], &AtomicU64) -> kura::Result<()> + Sync + 'a;
 
-fn run_phases(args: &BenchArgs, engine: EngineKind, params: &Params, path: &Path) -> kura::Result<()> {
+fn run_phases(args: &BenchArgs, engine: EngineKind, params: &Params, target: &Target) -> kura::Result<()> {
     let context = json!({
         "iter": args.iter,
         "size": args.size,
         "random_key": args.random_key,
         "params": params_text(params),
-        "path": path.display().to_string(),
+        "path": target.path().map_or_else(|| "(memory)".to_string(), |p| p.display().to_string()),
     });
     let total = args.iter.saturating_mul(args.threads as u64);
     let phase =
@@ -65,70 +127,112 @@ fn run_phases(args: &BenchArgs, engine: EngineKind, params: &Params, path: &Path
 
     // Setting.
     announce(args, "set");
-    let db = kura::open(path, OpenMode::Truncate, params)?;
-    let started = Instant::now();
-    let set: &Operation = &|db, key, value, _| db.set(key, value, true);
-    run_threads(args, db.as_ref(), "set", set)?;
-    db.synchronize(false)?;
-    let elapsed = started.elapsed();
-    phase("set", total, db.count()?, elapsed, db.file_size()?, 0).print(args.json);
-    db.close()?;
+    target.with(OpenMode::Truncate, params, |db| {
+        let started = Instant::now();
+        let set: &Operation = &|db, key, value, _| db.set(key, value, true);
+        run_threads(args, db, "set", set)?;
+        db.synchronize(false)?;
+        let elapsed = started.elapsed();
+        phase("set", total, db.count()?, elapsed, db.file_size()?, 0).print(args.json);
+        Ok(())
+    })?;
 
     // Getting, read-only. Random keys may miss: that is part of the workload.
     announce(args, "get");
-    let db = kura::open(path, OpenMode::ReadOnly, params)?;
-    let misses = AtomicU64::new(0);
-    let get: &Operation = &|db, key, _, misses| match db.get(key) {
-        Ok(_) => Ok(()),
-        Err(e) if e.is_not_found() => {
-            misses.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        }
-        Err(e) => Err(e),
-    };
-    let started = Instant::now();
-    run_threads_counting(args, db.as_ref(), "get", get, &misses)?;
-    let elapsed = started.elapsed();
-    let misses = misses.load(Ordering::Relaxed);
-    phase("get", total, db.count()?, elapsed, db.file_size()?, misses).print(args.json);
-    db.close()?;
+    target.with(OpenMode::ReadOnly, params, |db| {
+        let misses = AtomicU64::new(0);
+        let get: &Operation = &|db, key, _, misses| match db.get(key) {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => {
+                misses.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        let started = Instant::now();
+        run_threads_counting(args, db, "get", get, &misses)?;
+        let elapsed = started.elapsed();
+        let misses = misses.load(Ordering::Relaxed);
+        phase("get", total, db.count()?, elapsed, db.file_size()?, misses).print(args.json);
+        Ok(())
+    })?;
 
     // Iterating: one cursor over everything.
     announce(args, "iterate");
-    let db = kura::open(path, OpenMode::ReadOnly, params)?;
-    let started = Instant::now();
-    let mut visited = 0u64;
-    let mut cursor = db.cursor()?;
-    let mut moved = cursor.first()?;
-    while moved {
-        if cursor.record()?.is_some() {
-            visited += 1;
+    target.with(OpenMode::ReadOnly, params, |db| {
+        let started = Instant::now();
+        let mut visited = 0u64;
+        let mut cursor = db.cursor()?;
+        let mut moved = cursor.first()?;
+        while moved {
+            if cursor.record()?.is_some() {
+                visited += 1;
+            }
+            moved = cursor.next()?;
         }
-        moved = cursor.next()?;
+        drop(cursor);
+        let elapsed = started.elapsed();
+        phase("iterate", visited, db.count()?, elapsed, db.file_size()?, 0).print(args.json);
+        Ok(())
+    })?;
+
+    // Ordered engines: full scans through the ordered cursor, both ways.
+    if args.scan {
+        for (name, backward) in [("scan", false), ("scan_back", true)] {
+            announce(args, name);
+            target.with(OpenMode::ReadOnly, params, |db| {
+                let scanned = scan::full_scan(db, backward)?;
+                phase(name, scanned.operations, db.count()?, scanned.elapsed, db.file_size()?, 0).print(args.json);
+                Ok(())
+            })?;
+        }
     }
-    drop(cursor);
-    let elapsed = started.elapsed();
-    phase("iterate", visited, db.count()?, elapsed, db.file_size()?, 0).print(args.json);
-    db.close()?;
+
+    // Ordered engines: `iter / span` range scans per thread from random keys, so that each
+    // thread reads about `iter` records.
+    if let Some(span) = args.range_scan {
+        let span = span.max(1);
+        announce(args, "range");
+        target.with(OpenMode::ReadOnly, params, |db| {
+            let key_count = total.max(1);
+            // The start key of scan i of a thread: SplitMix64's first output is a good hash
+            // of its seed, so seeding by (thread, i) gives reproducible, well-spread keys
+            // without a generator shared between threads.
+            let start_key = |thread_id: usize, i: u64, key: &mut Vec<u8>| {
+                let mut rng = SplitMix64::new(RANGE_SEED ^ ((thread_id as u64) << 40) ^ i);
+                format_key(rng.below(key_count), key);
+            };
+            let scans = (args.iter / span).max(1);
+            let scanned = scan::range_scans(db, args.threads, scans, span, &start_key)?;
+            let mut line = phase("range", scanned.operations, db.count()?, scanned.elapsed, db.file_size()?, 0);
+            if let Some(extra) = line.context.as_object_mut() {
+                extra.insert("span".to_string(), json!(span));
+                extra.insert("records_read".to_string(), json!(scanned.records));
+            }
+            line.print(args.json);
+            Ok(())
+        })?;
+    }
 
     // Removing. Random keys repeat, so some removals find nothing.
     announce(args, "remove");
-    let db = kura::open(path, OpenMode::Write, params)?;
-    let absent = AtomicU64::new(0);
-    let remove: &Operation = &|db, key, _, absent| match db.remove(key) {
-        Ok(()) => Ok(()),
-        Err(e) if e.is_not_found() => {
-            absent.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        }
-        Err(e) => Err(e),
-    };
-    let started = Instant::now();
-    run_threads_counting(args, db.as_ref(), "remove", remove, &absent)?;
-    db.synchronize(false)?;
-    let elapsed = started.elapsed();
-    phase("remove", total, db.count()?, elapsed, db.file_size()?, absent.load(Ordering::Relaxed)).print(args.json);
-    db.close()
+    target.with(OpenMode::Write, params, |db| {
+        let absent = AtomicU64::new(0);
+        let remove: &Operation = &|db, key, _, absent| match db.remove(key) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_not_found() => {
+                absent.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        let started = Instant::now();
+        run_threads_counting(args, db, "remove", remove, &absent)?;
+        db.synchronize(false)?;
+        let elapsed = started.elapsed();
+        phase("remove", total, db.count()?, elapsed, db.file_size()?, absent.load(Ordering::Relaxed)).print(args.json);
+        Ok(())
+    })
 }
 
 fn announce(args: &BenchArgs, phase: &str) {
