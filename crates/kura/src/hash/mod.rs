@@ -293,7 +293,7 @@ impl HashDbm {
             match value {
                 Some(value) => {
                     let head = s.head(bucket)?;
-                    let new = s.write_record(key, hash, Some(value), head)?;
+                    let new = s.write_record(bucket, key, hash, Some(value), head)?;
                     s.link_new_head(bucket, new, hash)?;
                     match live {
                         Some(old) if in_place => {
@@ -306,23 +306,23 @@ impl HashDbm {
                                 other => other,
                             };
                             s.set_link(link, old.header.next)?;
-                            s.free_record(old.offset, &old.header)?;
+                            s.free_record(bucket, old.offset, &old.header)?;
                         }
                         Some(_) => {}
-                        None => s.add_count(1),
+                        None => s.add_count(bucket, 1),
                     }
                 }
                 None => {
                     let Some(old) = live else { return Ok(()) };
                     if in_place {
                         s.set_link(old.link, old.header.next)?;
-                        s.free_record(old.offset, &old.header)?;
+                        s.free_record(bucket, old.offset, &old.header)?;
                     } else {
                         let head = s.head(bucket)?;
-                        let tombstone = s.write_record(key, hash, None, head)?;
+                        let tombstone = s.write_record(bucket, key, hash, None, head)?;
                         s.link_new_head(bucket, tombstone, hash)?;
                     }
-                    s.add_count(-1);
+                    s.add_count(bucket, -1);
                 }
             }
         }
@@ -385,7 +385,7 @@ impl HashDbm {
                     old.read_value(found.offset, &found.header, hash, &mut value)?;
                     let new_bucket = bucket_of(hash, fresh.header.num_buckets);
                     let head = fresh.head(new_bucket)?;
-                    let offset = fresh.write_record(&key, hash, Some(&value), head)?;
+                    let offset = fresh.write_record(new_bucket, &key, hash, Some(&value), head)?;
                     fresh.link_new_head(new_bucket, offset, hash)?;
                 }
                 count += 1;

@@ -26,10 +26,10 @@ fn insert(sink: &Storage, key: &[u8], hash: u64, value: &[u8]) -> Result<()> {
     // SAFETY: `sink` is a new file owned by the caller and shared with nobody yet.
     unsafe {
         let head = sink.head(bucket)?;
-        let offset = sink.write_record(key, hash, Some(value), head)?;
+        let offset = sink.write_record(bucket, key, hash, Some(value), head)?;
         sink.link_new_head(bucket, offset, hash)?;
     }
-    sink.add_count(1);
+    sink.add_count(bucket, 1);
     Ok(())
 }
 

@@ -41,18 +41,17 @@ struct Pool {
 
 impl Default for Pool {
     fn default() -> Pool {
-        Pool {
-            small: vec![Vec::new(); SMALL],
-            small_nonempty: vec![0; SMALL / 64],
-            large: BTreeMap::new(),
-            blocks: 0,
-            bytes: 0,
-        }
+        // The size classes are allocated at the first release: most databases that are
+        // only read or appended to never need them.
+        Pool { small: Vec::new(), small_nonempty: vec![0; SMALL / 64], large: BTreeMap::new(), blocks: 0, bytes: 0 }
     }
 }
 
 impl Pool {
     fn push(&mut self, offset: u64, len: u64) {
+        if self.small.is_empty() && (len as usize) < SMALL {
+            self.small.resize(SMALL, Vec::new());
+        }
         match self.small.get_mut(len as usize) {
             Some(class) if (len as usize) < SMALL => {
                 class.push(offset);
@@ -117,40 +116,57 @@ impl Pool {
     }
 }
 
-#[derive(Debug)]
-pub struct Space {
-    /// The end of the record area. Invariant: every byte below it belongs to a block.
-    end: AtomicU64,
+/// The pool is split into shards, each behind its own lock, chosen by the caller (HashDbm
+/// uses the bucket's lock stripe), so that writers on different stripes neither wait for
+/// each other nor bounce one lock's cache line between cores. A block freed in a shard is
+/// reused by writers of that shard.
+pub const SHARDS: usize = 16;
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Shard {
     pool: Mutex<Pool>,
     /// Number of blocks in the pool, readable without the lock so that appends skip it.
     pooled: AtomicUsize,
 }
 
+#[derive(Debug)]
+pub struct Space {
+    /// The end of the record area. Invariant: every byte below it belongs to a block.
+    end: AtomicU64,
+    shards: Box<[Shard]>,
+}
+
 impl Space {
     pub fn new(end: u64) -> Space {
-        Space { end: AtomicU64::new(end), pool: Mutex::new(Pool::default()), pooled: AtomicUsize::new(0) }
+        Space { end: AtomicU64::new(end), shards: (0..SHARDS).map(|_| Shard::default()).collect() }
     }
 
     pub fn end(&self) -> u64 {
         self.end.load(Ordering::Acquire)
     }
 
+    fn shard(&self, shard: usize) -> Option<&Shard> {
+        self.shards.get(shard % SHARDS)
+    }
+
     /// Free bytes held in the pool.
     pub fn free_bytes(&self) -> u64 {
-        self.pool.lock().bytes
+        self.shards.iter().map(|s| s.pool.lock().bytes).sum()
     }
 
     pub fn free_blocks(&self) -> usize {
-        self.pooled.load(Ordering::Relaxed)
+        self.shards.iter().map(|s| s.pooled.load(Ordering::Relaxed)).sum()
     }
 
-    /// Finds room for `len` bytes: the best-fitting free block when `reuse` is allowed,
-    /// otherwise (or failing that) the end of the record area, if that stays within `limit`.
-    pub fn allocate(&self, len: u64, reuse: bool, limit: u64) -> Option<Allocation> {
-        if reuse && self.pooled.load(Ordering::Relaxed) > 0 {
-            let mut pool = self.pool.lock();
+    /// Finds room for `len` bytes: the best-fitting free block of `shard` when `reuse` is
+    /// allowed, otherwise (or failing that) the end of the record area, if that stays within
+    /// `limit`.
+    pub fn allocate(&self, len: u64, reuse: bool, limit: u64, shard: usize) -> Option<Allocation> {
+        if let Some(shard) = self.shard(shard).filter(|s| reuse && s.pooled.load(Ordering::Relaxed) > 0) {
+            let mut pool = shard.pool.lock();
             let taken = pool.take(len);
-            self.pooled.store(pool.blocks, Ordering::Relaxed);
+            shard.pooled.store(pool.blocks, Ordering::Relaxed);
             if let Some((offset, size)) = taken {
                 return Some(Allocation { offset, remainder: size - len });
             }
@@ -161,13 +177,14 @@ impl Space {
         grown.ok().map(|offset| Allocation { offset, remainder: 0 })
     }
 
-    /// Returns a block to the pool.
-    pub fn release(&self, offset: u64, len: u64) {
+    /// Returns a block to `shard`'s pool.
+    pub fn release(&self, offset: u64, len: u64, shard: usize) {
+        let Some(shard) = self.shard(shard) else { return };
         if len < super::record::MIN_SPAN {
             return;
         }
-        let mut pool = self.pool.lock();
-        if pool.blocks >= MAX_FREE_BLOCKS {
+        let mut pool = shard.pool.lock();
+        if pool.blocks >= MAX_FREE_BLOCKS / SHARDS {
             match pool.drop_smallest() {
                 // Keep the larger of the two.
                 Some(dropped) if dropped >= len => return,
@@ -175,14 +192,15 @@ impl Space {
             }
         }
         pool.push(offset, len);
-        self.pooled.store(pool.blocks, Ordering::Relaxed);
+        shard.pooled.store(pool.blocks, Ordering::Relaxed);
     }
 
     /// Forgets every free block and moves the end (used by clear).
     pub fn reset(&self, end: u64) {
-        let mut pool = self.pool.lock();
-        *pool = Pool::default();
-        self.pooled.store(0, Ordering::Relaxed);
+        for shard in self.shards.iter() {
+            *shard.pool.lock() = Pool::default();
+            shard.pooled.store(0, Ordering::Relaxed);
+        }
         self.end.store(end, Ordering::Release);
     }
 
@@ -193,7 +211,7 @@ impl Space {
 
     /// The pool as (offset, len) pairs in offset order, for saving.
     pub fn blocks(&self) -> Vec<(u64, u64)> {
-        let mut blocks = self.pool.lock().all();
+        let mut blocks: Vec<(u64, u64)> = self.shards.iter().flat_map(|s| s.pool.lock().all()).collect();
         blocks.sort_unstable();
         blocks
     }
@@ -207,16 +225,16 @@ mod tests {
     #[test]
     fn small_and_large_classes() {
         let space = Space::new(100_000);
-        space.release(10, 5000);
-        space.release(20, 3000);
-        space.release(30, 64);
-        space.release(40, 63);
+        space.release(10, 5000, 0);
+        space.release(20, 3000, 0);
+        space.release(30, 64, 0);
+        space.release(40, 63, 0);
         assert_eq!(space.free_bytes(), 5000 + 3000 + 64 + 63);
-        assert_eq!(space.allocate(63, true, u64::MAX).unwrap(), Allocation { offset: 40, remainder: 0 });
-        assert_eq!(space.allocate(63, true, u64::MAX).unwrap(), Allocation { offset: 30, remainder: 1 });
-        assert_eq!(space.allocate(100, true, u64::MAX).unwrap(), Allocation { offset: 20, remainder: 2900 });
-        assert_eq!(space.allocate(4000, true, u64::MAX).unwrap(), Allocation { offset: 10, remainder: 1000 });
-        assert_eq!(space.allocate(1, true, u64::MAX).unwrap().offset, 100_000);
+        assert_eq!(space.allocate(63, true, u64::MAX, 0).unwrap(), Allocation { offset: 40, remainder: 0 });
+        assert_eq!(space.allocate(63, true, u64::MAX, 0).unwrap(), Allocation { offset: 30, remainder: 1 });
+        assert_eq!(space.allocate(100, true, u64::MAX, 0).unwrap(), Allocation { offset: 20, remainder: 2900 });
+        assert_eq!(space.allocate(4000, true, u64::MAX, 0).unwrap(), Allocation { offset: 10, remainder: 1000 });
+        assert_eq!(space.allocate(1, true, u64::MAX, 0).unwrap().offset, 100_000);
         assert_eq!(space.free_blocks(), 0);
         assert_eq!(space.blocks(), vec![]);
     }
@@ -224,17 +242,17 @@ mod tests {
     #[test]
     fn best_fit_and_split() {
         let space = Space::new(1000);
-        space.release(100, 50);
-        space.release(200, 20);
-        let a = space.allocate(18, true, u64::MAX).unwrap();
+        space.release(100, 50, 0);
+        space.release(200, 20, 0);
+        let a = space.allocate(18, true, u64::MAX, 0).unwrap();
         assert_eq!(a, Allocation { offset: 200, remainder: 2 });
-        let b = space.allocate(30, true, u64::MAX).unwrap();
+        let b = space.allocate(30, true, u64::MAX, 0).unwrap();
         assert_eq!(b, Allocation { offset: 100, remainder: 20 });
-        let c = space.allocate(30, true, u64::MAX).unwrap();
+        let c = space.allocate(30, true, u64::MAX, 0).unwrap();
         assert_eq!(c, Allocation { offset: 1000, remainder: 0 });
         assert_eq!(space.end(), 1030);
-        assert_eq!(space.allocate(5, false, u64::MAX).unwrap().offset, 1030);
-        assert_eq!(space.allocate(100, false, 1100), None);
+        assert_eq!(space.allocate(5, false, u64::MAX, 0).unwrap().offset, 1030);
+        assert_eq!(space.allocate(100, false, 1100, 0), None);
         assert_eq!(space.end(), 1035);
     }
 }

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -26,7 +26,7 @@ use super::record::{
     self, checksum, encode_free, encode_record, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
     KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
-use super::space::Space;
+use super::space::{Space, SHARDS};
 use crate::codec::{decode_varint, encode_varint, Codec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
@@ -68,6 +68,25 @@ pub struct Layout {
     pub max_file_size: u64,
 }
 
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct ShardCount(AtomicI64);
+
+fn new_counts(count: u64) -> Box<[ShardCount]> {
+    let counts: Box<[ShardCount]> = (0..SHARDS).map(|_| ShardCount::default()).collect();
+    if let Some(first) = counts.first() {
+        first.0.store(count as i64, Ordering::Relaxed);
+    }
+    counts
+}
+
+/// The free-pool and counter shard of a bucket: its lock stripe's, so that one stripe's
+/// writers always use the same shard.
+#[inline]
+pub fn shard_of(bucket: u64) -> usize {
+    (bucket % SHARDS as u64) as usize
+}
+
 thread_local! {
     /// Per-thread buffers for encoding records, so writes do not allocate.
     static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
@@ -79,7 +98,9 @@ pub struct Storage {
     pub header: Header,
     pub codec: Codec,
     pub space: Space,
-    count: AtomicU64,
+    /// Record count, split like the free pool so that writers on different stripes do not
+    /// share a counter's cache line; the sum is the count.
+    counts: Box<[ShardCount]>,
     /// False when the file was found not closed cleanly and was not restored (read-only).
     pub healthy: bool,
     /// The bucket array in memory, mirroring the file's (see buckets.rs).
@@ -134,16 +155,7 @@ impl Storage {
         let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
         let space = Space::new(header.data_end);
         let buckets = BucketCache::new(header.num_buckets)?;
-        Ok(Storage {
-            file: mapped,
-            _lock: lock,
-            header,
-            codec,
-            space,
-            count: AtomicU64::new(0),
-            healthy: true,
-            buckets,
-        })
+        Ok(Storage { file: mapped, _lock: lock, header, codec, space, counts: new_counts(0), healthy: true, buckets })
     }
 
     /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
@@ -185,7 +197,7 @@ impl Storage {
             buckets,
             file: mapped,
             _lock: lock,
-            count: AtomicU64::new(header.record_count),
+            counts: new_counts(header.record_count),
             space: Space::new(data_end),
             healthy: header.closed_cleanly,
             header,
@@ -236,11 +248,25 @@ impl Storage {
     }
 
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        let sum: i64 = self.counts.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
+        sum.max(0) as u64
     }
 
     pub fn file_len(&self) -> u64 {
         self.file.len()
+    }
+
+    /// Adds `delta` to the count of `bucket`'s shard.
+    pub fn add_count(&self, bucket: u64, delta: i64) {
+        if let Some(count) = self.counts.get(shard_of(bucket)) {
+            count.0.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    pub fn set_count(&self, count: u64) {
+        for (i, shard) in self.counts.iter().enumerate() {
+            shard.0.store(if i == 0 { count as i64 } else { 0 }, Ordering::Relaxed);
+        }
     }
 
     /// Where the file is mapped and where the bucket copy lives, for prefetch hints only.
@@ -255,18 +281,6 @@ impl Storage {
     /// Bytes of memory the in-memory bucket array takes.
     pub fn bucket_cache_size(&self) -> usize {
         self.buckets.memory_size()
-    }
-
-    pub fn add_count(&self, delta: i64) {
-        if delta >= 0 {
-            self.count.fetch_add(delta as u64, Ordering::Relaxed);
-        } else {
-            self.count.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
-        }
-    }
-
-    pub fn set_count(&self, count: u64) {
-        self.count.store(count, Ordering::Relaxed);
     }
 
     fn write_header(&self) -> Result<()> {
@@ -350,7 +364,7 @@ impl Storage {
                 && unsafe { self.file.slice(block, 1) }
                     .is_ok_and(|b| b.first().is_some_and(|&t| t & KIND_FREE == KIND_FREE));
             if is_free {
-                self.space.release(block, block_len);
+                self.space.release(block, block_len, (block >> 4) as usize);
             }
         }
     }
@@ -510,7 +524,14 @@ impl Storage {
     ///
     /// # Safety
     /// The caller holds the stripe lock of the bucket the record will join, exclusively.
-    pub unsafe fn write_record(&self, key: &[u8], hash: u64, value: Option<&[u8]>, next: u64) -> Result<u64> {
+    pub unsafe fn write_record(
+        &self,
+        bucket: u64,
+        key: &[u8],
+        hash: u64,
+        value: Option<&[u8]>,
+        next: u64,
+    ) -> Result<u64> {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let (encoded, block) = &mut *scratch;
@@ -529,12 +550,13 @@ impl Storage {
             encode_record(block, kind, compressed, check, next, next_width(next, self.space.end()), key, encoded);
             let len = block.len() as u64;
             let reuse = self.header.update_mode == UpdateMode::InPlace;
-            let place = self.space.allocate(len, reuse, self.header.max_file_size).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Limit,
-                    format!("the file would exceed max_file_size {}", self.header.max_file_size),
-                )
-            })?;
+            let place =
+                self.space.allocate(len, reuse, self.header.max_file_size, shard_of(bucket)).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Limit,
+                        format!("the file would exceed max_file_size {}", self.header.max_file_size),
+                    )
+                })?;
             self.file.ensure_len(place.offset + len + place.remainder)?;
             if place.remainder > 0 {
                 let mut free = Vec::new();
@@ -542,7 +564,7 @@ impl Storage {
                 // SAFETY: the block came from the pool, so this thread owns it.
                 unsafe { self.file.write(place.offset + len, &free)? };
                 if place.remainder >= record::MIN_SPAN {
-                    self.space.release(place.offset + len, place.remainder);
+                    self.space.release(place.offset + len, place.remainder, shard_of(bucket));
                 }
             }
             // SAFETY: the block is ours, as above (or freshly appended past every chain).
@@ -578,7 +600,7 @@ impl Storage {
     ///
     /// # Safety
     /// The caller held the record's chain lock exclusively when unlinking it and still does.
-    pub unsafe fn free_record(&self, offset: u64, header: &RecordHeader) -> Result<()> {
+    pub unsafe fn free_record(&self, bucket: u64, offset: u64, header: &RecordHeader) -> Result<()> {
         if self.header.update_mode == UpdateMode::Appending {
             return Ok(());
         }
@@ -586,7 +608,7 @@ impl Storage {
         let tag = (header.tag & !record::KIND_MASK & !record::COMPRESSED_BIT) | KIND_FREE;
         // SAFETY: forwarded to the caller.
         unsafe { self.file.write(offset, &[tag])? };
-        self.space.release(offset, header.total_len());
+        self.space.release(offset, header.total_len(), shard_of(bucket));
         Ok(())
     }
 
