@@ -4,9 +4,11 @@
 mod lock;
 mod mapped;
 mod open;
+mod prefetch;
 mod replace;
 
 pub use lock::{FileLock, LockMode};
 pub use mapped::MappedFile;
 pub use open::open_regular_file;
+pub use prefetch::prefetch;
 pub use replace::{remove_if_exists, replace_file, sibling_path};

@@ -12,23 +12,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::header::{BUCKET_WIDTH, HEADER_SIZE};
+use crate::file::prefetch;
 
 #[derive(Debug, Default)]
 pub struct BucketPrefetcher {
     file_buckets: AtomicUsize,
     memory_buckets: AtomicUsize,
-}
-
-#[inline]
-fn prefetch(address: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is a hint that accesses nothing architecturally: it cannot fault,
-    // whatever the address, and SSE is part of the x86_64 baseline.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(address as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = address;
 }
 
 impl BucketPrefetcher {

@@ -440,6 +440,9 @@ impl Storage {
     /// As for `read_header`.
     pub unsafe fn read_value(&self, offset: u64, header: &RecordHeader, hash: u64, out: &mut Vec<u8>) -> Result<()> {
         let at = offset + (header.header_len + header.key_len) as u64;
+        if header.value_len > 64 {
+            self.file.prefetch_range(at, header.value_len);
+        }
         // SAFETY: forwarded to the caller.
         let stored = unsafe { self.file.slice(at, header.value_len)? };
         if checksum(hash, header.is_compressed(), stored) != header.checksum() {
