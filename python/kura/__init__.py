@@ -16,6 +16,7 @@ The engine follows the file's extension (``.kuh`` hash, ``.kut`` tree, ``.kumt``
 from collections.abc import ItemsView, KeysView, MutableMapping, ValuesView
 
 from . import _kura
+from . import errors as _errors
 from .errors import (
     BrokenDataError,
     ClosedError,
@@ -98,25 +99,7 @@ def open(path, mode="r", **params):
     return Database(path, mode, **params)
 
 
-__all__ = [
-    "open",
-    "Database",
-    "Cursor",
-    "Batch",
-    "EXTENSIONS",
-    "Error",
-    "NotFoundError",
-    "DuplicateError",
-    "InvalidArgumentError",
-    "BrokenDataError",
-    "LockedError",
-    "FileError",
-    "FileMissingError",
-    "InfeasibleError",
-    "LimitError",
-    "ClosedError",
-    "NotOrderedError",
-]
+__all__ = ["open", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
 
 # `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
 from . import dbm  # noqa: E402  (imported last: it uses the names above)

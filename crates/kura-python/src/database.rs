@@ -106,18 +106,7 @@ impl Database {
     /// Compare-and-exchange that reports a mismatch as `false` instead of an error.
     fn exchange(&self, py: Python<'_>, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> PyResult<bool> {
         let big = desired.is_some_and(|d| d.len() >= BIG_VALUE);
-        self.run(py, big, |dbm| {
-            let mut matched = false;
-            dbm.process(key, &mut |old| {
-                matched = old == expected;
-                match (matched, desired) {
-                    (false, _) => Action::Keep,
-                    (true, Some(value)) => Action::Set(Cow::Borrowed(value)),
-                    (true, None) => Action::Remove,
-                }
-            })?;
-            Ok(matched)
-        })
+        self.run(py, big, |dbm| dbm.compare_exchange_matched(key, expected, desired))
     }
 
     pub fn tree(&self) -> Option<&Arc<TreeDbm>> {

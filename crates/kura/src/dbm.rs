@@ -93,6 +93,16 @@ pub trait Dbm: Send + Sync {
     /// Replaces the record only if its current state equals `expected` (`None`: absent);
     /// `desired` `None` removes it. A mismatch is an Infeasible error and changes nothing.
     fn compare_exchange(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<()> {
+        if self.compare_exchange_matched(key, expected, desired)? {
+            Ok(())
+        } else {
+            Err(Error::infeasible("compare_exchange: the record does not match the expected state"))
+        }
+    }
+
+    /// `compare_exchange` that tells a mismatch apart from a failure: `Ok(false)` when the
+    /// record did not match (and nothing changed).
+    fn compare_exchange_matched(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<bool> {
         let mut matched = false;
         self.process(key, &mut |old| {
             matched = old == expected;
@@ -102,11 +112,7 @@ pub trait Dbm: Send + Sync {
                 (true, None) => Action::Remove,
             }
         })?;
-        if matched {
-            Ok(())
-        } else {
-            Err(Error::infeasible("compare_exchange: the record does not match the expected state"))
-        }
+        Ok(matched)
     }
 
     /// Adds `delta` to the counter stored under `key` (8 bytes, big-endian, as Tkrzw stores
