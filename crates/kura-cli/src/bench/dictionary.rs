@@ -60,10 +60,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err(Error::infeasible("a bench thread panicked"))))
-            .collect::<kura::Result<Vec<()>>>()
+        super::join_all(workers)
     });
     let elapsed = started.elapsed();
     bar.finish_and_clear();

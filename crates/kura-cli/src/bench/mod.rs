@@ -16,9 +16,10 @@ mod sequence;
 mod workload;
 
 use std::path::PathBuf;
+use std::thread::ScopedJoinHandle;
 
 use clap::Args;
-use kura::Params;
+use kura::{Error, Params};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -67,4 +68,13 @@ pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
         Some(tsv) => dictionary::run(args, tsv, params),
         None => sequence::run(args, params),
     }
+}
+
+/// Waits for every worker of a phase and collects their results; a panicked worker is an
+/// error of the phase rather than a panic of the command.
+fn join_all<T>(workers: Vec<ScopedJoinHandle<'_, kura::Result<T>>>) -> kura::Result<Vec<T>> {
+    workers
+        .into_iter()
+        .map(|w| w.join().unwrap_or_else(|_| Err(Error::infeasible("a bench thread panicked"))))
+        .collect()
 }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use kura::{Dbm, Error};
+use kura::Dbm;
 
 /// What a scan phase did.
 pub struct Scanned {
@@ -72,10 +72,7 @@ pub fn range_scans(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err(Error::infeasible("a bench thread panicked"))))
-            .collect::<kura::Result<Vec<u64>>>()
+        super::join_all(workers)
     });
     let elapsed = started.elapsed();
     let records = outcome?.iter().sum();

@@ -285,10 +285,7 @@ fn run_threads_counting(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err(Error::infeasible("a bench thread panicked"))))
-            .collect::<kura::Result<Vec<()>>>()
+        super::join_all(workers)
     });
     bar.finish_and_clear();
     outcome.map(|_| ())

@@ -184,19 +184,13 @@ impl Dbm for BabyDbm {
     }
 
     fn close(&self) -> Result<()> {
-        self.backing.check_open()?;
-        self.save()?;
-        self.backing.mark_closed();
-        Ok(())
+        self.backing.close(|| self.save())
     }
 }
 
 impl Drop for BabyDbm {
-    /// Writes the file back if `close` was not called (errors cannot be reported here).
     fn drop(&mut self) {
-        if !self.backing.is_closed() {
-            let _ = self.save();
-        }
+        self.backing.save_if_open(|| self.save());
     }
 }
 

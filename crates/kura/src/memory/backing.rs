@@ -122,6 +122,23 @@ impl Backing {
     pub fn mark_closed(&self) -> bool {
         !self.closed.swap(true, Ordering::AcqRel)
     }
+
+    /// `Dbm::close` of every memory engine: writes the file back with `save`, then closes.
+    pub fn close(&self, save: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.check_open()?;
+        save()?;
+        self.mark_closed();
+        Ok(())
+    }
+
+    /// What a memory engine does when dropped: a database dropped without `close` still
+    /// writes its file back, as a user of an in-memory database with a file would expect;
+    /// errors cannot be reported from a drop.
+    pub fn save_if_open(&self, save: impl FnOnce() -> Result<()>) {
+        if !self.is_closed() {
+            let _ = save();
+        }
+    }
 }
 
 /// Loads a snapshot's records through `insert`.

@@ -212,20 +212,13 @@ impl Dbm for TinyDbm {
     }
 
     fn close(&self) -> Result<()> {
-        self.backing.check_open()?;
-        self.save()?;
-        self.backing.mark_closed();
-        Ok(())
+        self.backing.close(|| self.save())
     }
 }
 
 impl Drop for TinyDbm {
-    /// A database dropped without `close` still writes its file back, as a user of an
-    /// in-memory database with a file would expect; errors cannot be reported here.
     fn drop(&mut self) {
-        if !self.backing.is_closed() {
-            let _ = self.save();
-        }
+        self.backing.save_if_open(|| self.save());
     }
 }
 
