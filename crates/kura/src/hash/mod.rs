@@ -176,6 +176,8 @@ impl HashDbm {
         let mut fresh = Storage::create(&target, &crashed.layout())?;
         restore::salvage(crashed, &fresh)?;
         fresh.close()?;
+        // As in rebuild: open (dirty) before it replaces the original.
+        fresh.mark_open()?;
         replace_file(&target, path)?;
         fresh.renamed(path);
         Ok(fresh)
@@ -508,9 +510,12 @@ impl Dbm for HashDbm {
                     return Err(e);
                 }
             };
+            // Marked open before it takes the original's place: a writer killed at any moment
+            // from here on leaves a file that the next writer restores, never a file that
+            // claims a clean close while this handle still writes to it.
+            fresh.mark_open()?;
             replace_file(fresh.path(), &self.path)?;
             fresh.renamed(&self.path);
-            fresh.mark_open()?;
             self.num_buckets.store(fresh.header.num_buckets, Ordering::Release);
             self.prefetcher.aim(fresh.file_address(), fresh.bucket_cache_address());
             // Dropping the old storage unmaps it and closes its descriptor; its lock was on
