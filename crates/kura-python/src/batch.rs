@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use kura::{TreeDbm, WriteBatch};
+use kura::{Dbm, TreeDbm, WriteBatch};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a `process` callback decides to do with the record it was shown.
@@ -134,6 +135,20 @@ pub trait Dbm: Send + Sync {
             }
         })?;
         outcome
+    }
+
+    /// Applies the operations of `batch` in order. TreeDbm applies a batch atomically: all of
+    /// it or none, even across a crash. The other engines apply the operations one by one,
+    /// each atomic on its own, so a failure or a crash midway can leave a prefix applied.
+    /// Removing an absent key is not an error here.
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        for op in batch.ops() {
+            match op {
+                BatchOp::Set { key, value } => self.set(key, value, true)?,
+                BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove)?,
+            }
+        }
+        Ok(())
     }
 
     /// Number of records.

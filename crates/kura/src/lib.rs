@@ -8,6 +8,7 @@
 //! - `memory/`: TinyDbm, BabyDbm, CacheDbm, the in-memory engines (`.kumt`, `.kumb`, `.kumc`);
 //! - `tree/`: TreeDbm, the ordered file B+ tree database (`.kut`).
 
+pub mod batch;
 pub mod codec;
 pub mod dbm;
 pub mod error;
@@ -17,10 +18,11 @@ pub mod memory;
 mod open;
 pub mod tree;
 
+pub use batch::{BatchOp, WriteBatch};
 pub use codec::{Codec, CodecKind};
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OrderedCursor, Params, Processor, Properties, Records};
 pub use error::{Error, ErrorKind, Result};
 pub use hash::HashDbm;
 pub use memory::{BabyDbm, CacheDbm, TinyDbm};
 pub use open::{open, EngineKind, OpenMode};
-pub use tree::{TreeDbm, WriteBatch};
+pub use tree::TreeDbm;

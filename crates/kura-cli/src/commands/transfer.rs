@@ -3,6 +3,8 @@
 //! Import reads the file on one thread and stores records on several: compression is the
 //! costly part of storing, and it parallelises. Each key always goes to the same worker (by
 //! a hash of the key), so when a key occurs twice in the file its last line still wins.
+//! Workers store records in write batches (`Dbm::write_batch`): TreeDbm applies each batch
+//! atomically under one lock and one commit, the other engines record by record.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -10,52 +12,22 @@ use std::path::Path;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::time::Instant;
 
-use kura::{Dbm, Error, OpenMode, Params};
+use kura::{Dbm, Error, OpenMode, Params, WriteBatch};
 
 use super::{open, write_error};
 use crate::progress;
 
-/// A batch is sent to a worker when it holds this many bytes or records.
-const BATCH_BYTES: usize = 256 << 10;
-const BATCH_RECORDS: usize = 1024;
+/// A batch is sent to a worker when it holds this many bytes or records. TreeDbm commits each
+/// batch as one unit, so a batch is also the most an interrupted import can leave half done.
+const BATCH_BYTES: usize = 4 << 20;
+const BATCH_RECORDS: usize = 16384;
 /// Batches in flight per worker; bounds memory when the workers fall behind the reader.
 const QUEUE_DEPTH: usize = 4;
 
-/// Records read from the file, packed in one buffer to spare an allocation per record.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    /// For each record: where its key ends and where its value ends in `bytes`.
-    bounds: Vec<(usize, usize)>,
-}
-
-impl Batch {
-    fn push(&mut self, key: &[u8], value: &[u8]) {
-        self.bytes.extend_from_slice(key);
-        let key_end = self.bytes.len();
-        self.bytes.extend_from_slice(value);
-        self.bounds.push((key_end, self.bytes.len()));
-    }
-
-    fn is_full(&self) -> bool {
-        self.bytes.len() >= BATCH_BYTES || self.bounds.len() >= BATCH_RECORDS
-    }
-
-    fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let mut start = 0;
-        self.bounds.iter().map(move |&(key_end, value_end)| {
-            let key = self.bytes.get(start..key_end).unwrap_or_default();
-            let value = self.bytes.get(key_end..value_end).unwrap_or_default();
-            start = value_end;
-            (key, value)
-        })
-    }
-}
-
 /// A worker's queue and the batch being filled for it.
 struct Lane {
-    queue: SyncSender<Batch>,
-    filling: Batch,
+    queue: SyncSender<WriteBatch>,
+    filling: WriteBatch,
 }
 
 /// A hash database created by this import gets one bucket per line of the input (unless
@@ -106,19 +78,17 @@ pub fn import(path: &Path, tsv: &Path, params: &Params, threads: Option<usize>) 
         let mut lanes = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
         for _ in 0..workers {
-            let (queue, batches) = sync_channel::<Batch>(QUEUE_DEPTH);
+            let (queue, batches) = sync_channel::<WriteBatch>(QUEUE_DEPTH);
             let db: &dyn Dbm = db.as_ref();
             handles.push(scope.spawn(move || -> kura::Result<u64> {
                 let mut stored = 0u64;
                 for batch in batches {
-                    for (key, value) in batch.records() {
-                        db.set(key, value, true)?;
-                        stored += 1;
-                    }
+                    db.write_batch(&batch)?;
+                    stored += batch.len() as u64;
                 }
                 Ok(stored)
             }));
-            lanes.push(Lane { queue, filling: Batch::default() });
+            lanes.push(Lane { queue, filling: WriteBatch::new() });
         }
 
         let mut skipped = 0u64;
@@ -146,13 +116,15 @@ pub fn import(path: &Path, tsv: &Path, params: &Params, threads: Option<usize>) 
             let Some(lane) = lanes.get_mut(lane_index) else {
                 continue;
             };
-            lane.filling.push(key, value);
-            if lane.filling.is_full() && lane.queue.send(std::mem::take(&mut lane.filling)).is_err() {
+            lane.filling.set(key, value);
+            if (lane.filling.byte_size() >= BATCH_BYTES || lane.filling.len() >= BATCH_RECORDS)
+                && lane.queue.send(std::mem::take(&mut lane.filling)).is_err()
+            {
                 break 'reading; // the worker stopped on an error, reported below
             }
         }
         for lane in lanes {
-            if !lane.filling.bounds.is_empty() {
+            if !lane.filling.is_empty() {
                 let _ = lane.queue.send(lane.filling);
             }
         }

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub use batch::{BatchOp, WriteBatch};
+pub use crate::batch::{BatchOp, WriteBatch};
 pub use comparator::Comparator;
 pub use cursor::TreeCursor;
 pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_DIRTY_PAGES, DEFAULT_MAX_PAGE_SIZE};
@@ -157,15 +157,6 @@ impl TreeDbm {
         TreeRange::new(self, range.bounds())
     }
 
-    /// Applies all operations of `batch`, or none: the batch is committed as one unit, so a
-    /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
-    pub fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
-        let mut tree = self.write()?;
-        let outcome = batch::apply(&mut tree, batch);
-        self.changed();
-        outcome
-    }
-
     /// Commits pending changes so that they survive a crash of the process (not of the
     /// machine: use `synchronize(true)` for that).
     pub fn commit(&self) -> Result<()> {
@@ -179,6 +170,15 @@ impl TreeDbm {
 }
 
 impl Dbm for TreeDbm {
+    /// Applies all operations of `batch`, or none: the batch is committed as one unit, so a
+    /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        let mut tree = self.write()?;
+        let outcome = batch::apply(&mut tree, batch);
+        self.changed();
+        outcome
+    }
+
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
         if !self.writable {
             // Read-only handles still run processors that only look.

@@ -1,0 +1,87 @@
+//! `Dbm::write_batch` on every engine: random batches of sets and removes (with repeated
+//! keys, so that a later operation on a key must win) checked against a BTreeMap, through the
+//! polymorphic `open`, with a close and reopen in the middle for the file engines.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kura::{open, BatchOp, Dbm, DbmExt, OpenMode, Params, WriteBatch};
+use proptest::prelude::*;
+
+fn op() -> impl Strategy<Value = BatchOp> {
+    let key = (0u8..16).prop_map(|k| vec![b'k', k]);
+    prop_oneof![
+        3 => (key.clone(), proptest::collection::vec(any::<u8>(), 0..40))
+            .prop_map(|(key, value)| BatchOp::Set { key, value }),
+        1 => key.prop_map(|key| BatchOp::Remove { key }),
+    ]
+}
+
+fn batches() -> impl Strategy<Value = Vec<Vec<BatchOp>>> {
+    proptest::collection::vec(proptest::collection::vec(op(), 0..24), 1..8)
+}
+
+fn apply_to_model(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, batch: &WriteBatch) {
+    for op in batch.ops() {
+        match op {
+            BatchOp::Set { key, value } => {
+                model.insert(key.clone(), value.clone());
+            }
+            BatchOp::Remove { key } => {
+                model.remove(key);
+            }
+        }
+    }
+}
+
+fn contents(db: &dyn Dbm) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.records().unwrap().map(Result::unwrap).collect()
+}
+
+fn check_engine(path: &Path, params: &str, batches: &[Vec<BatchOp>], reopens: bool) {
+    let params = Params::parse(params).unwrap();
+    let mut db = open(path, OpenMode::Truncate, &params).unwrap();
+    let mut model = BTreeMap::new();
+    for (index, ops) in batches.iter().enumerate() {
+        let batch = WriteBatch::from(ops.clone());
+        db.write_batch(&batch).unwrap();
+        apply_to_model(&mut model, &batch);
+        assert_eq!(db.count().unwrap(), model.len() as u64);
+        if reopens && index == batches.len() / 2 {
+            db.close().unwrap();
+            db = open(path, OpenMode::Write, &params).unwrap();
+        }
+    }
+    assert_eq!(contents(db.as_ref()), model);
+    db.close().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn batches_match_a_btreemap_on_every_engine(batches in batches()) {
+        let dir = tempfile::tempdir().unwrap();
+        check_engine(&dir.path().join("db.kuh"), "", &batches, true);
+        check_engine(&dir.path().join("db.kut"), "", &batches, true);
+        check_engine(&dir.path().join("db.kumt"), "", &batches, true);
+        check_engine(&dir.path().join("db.kumb"), "", &batches, true);
+        // A cache large enough to evict nothing, so that the model stays exact.
+        check_engine(&dir.path().join("db.kumc"), "cap_rec_num=1000", &batches, true);
+    }
+}
+
+#[test]
+fn a_read_only_handle_refuses_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["db.kuh", "db.kut"] {
+        let path = dir.path().join(name);
+        open(&path, OpenMode::Create, &Params::new()).unwrap().close().unwrap();
+        let db = open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+        let mut batch = WriteBatch::new();
+        batch.set("a", "1");
+        assert!(db.write_batch(&batch).is_err(), "{name}");
+        assert_eq!(db.count().unwrap(), 0);
+    }
+}
