@@ -2,6 +2,7 @@
 #   make demo    install what is needed, build, load the dictionary data set with every codec
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
+#   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
 
 SHELL := /bin/bash
@@ -20,7 +21,7 @@ DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build python demo test test-only test-python lint bench venv dictionary clean distclean
+.PHONY: deps rust build python demo test test-only test-python lint bench scale venv dictionary clean distclean
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -88,6 +89,10 @@ bench: build venv dictionary python
 	$(VENV)/bin/python bench/run.py
 	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
+
+## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
+scale: build venv
+	$(VENV)/bin/python bench/scale.py
 
 clean:
 	$(CARGO) clean

@@ -99,11 +99,11 @@ def cache_capacity(iterations, threads):
     return iterations * threads * 5 // 4 + 1024
 
 
-def tkrzw_sequence(engine, iterations, threads, random_key):
+def tkrzw_sequence(engine, iterations, threads, random_key, extra=()):
     extension = SEQUENCE_ENGINES[engine]
     path = os.path.join(WORK, f"perf.{extension}") if extension else None
     command = ["tkrzw_dbm_perf", "sequence", "--dbm", engine, "--iter", str(iterations),
-               "--size", "8", "--threads", str(threads)]
+               "--size", "8", "--threads", str(threads), *extra]
     if path:
         remove_files(path)
         command += ["--path", path]
@@ -651,7 +651,7 @@ def write_report(sequence, dictionary, hits, settings, tsv, plotted):
                    "dictionary": dictionary, "hit_ratio": hits}, out, indent=1)
 
 
-def plot(sequence, dictionary, hits):
+def plot(sequence, dictionary, hits, file_name="bench.png"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -726,7 +726,7 @@ def plot(sequence, dictionary, hits):
     for axis in list(axes.flat)[len(panels):]:
         axis.set_visible(False)
     figure.tight_layout()
-    figure.savefig(os.path.join(RESULTS, "bench.png"), dpi=100)
+    figure.savefig(os.path.join(RESULTS, file_name), dpi=100)
     return True
 
 
