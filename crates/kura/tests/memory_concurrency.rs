@@ -71,7 +71,7 @@ fn worker(dbm: &dyn Dbm, thread: u32) -> (LastOps, HashMap<u32, u64>) {
             }
             _ => {
                 // A scan under writers: every record it yields is whole. (Hash engines may
-                // yield a key removed and re-added during the scan twice; see slotted.rs.)
+                // yield a key twice or miss it when writers move records; see slotted.rs.)
                 if seq % 50 == 0 {
                     for record in dbm.records().unwrap() {
                         let (k, v) = record.unwrap();

@@ -28,6 +28,9 @@ use crate::open::OpenMode;
 /// per-slot LRU stays close to a global LRU.
 pub const DEFAULT_NUM_SLOTS: usize = 16;
 
+/// The most records a slot reserves room for at creation (128 MiB of slab).
+const MAX_RESERVED_RECORDS: usize = 1 << 22;
+
 const CLASS: u8 = b'c';
 const PARAMS: &[&str] = &["cap_rec_num", "cap_mem_bytes", "num_slots"];
 
@@ -179,8 +182,11 @@ impl CacheDbm {
         let mut slots = Vec::with_capacity(num_slots);
         for index in 0..num_slots {
             let cap_records = share(cap_rec_num, num_slots, index);
-            // Buckets: one per record of the cap (load factor <= 1), rounded to a power of two.
-            let table = SlotTable::new(cap_records, false);
+            // Buckets: one per record of the cap (load factor <= 1). Slab and LRU links are
+            // reserved for the cap, up to a bound that keeps a huge cap from asking for more
+            // address space than the machine will grant.
+            let reserve = cap_records.min(MAX_RESERVED_RECORDS);
+            let table = SlotTable::new(cap_records, reserve);
             let cap_bytes = cap_mem_bytes.map_or(usize::MAX, |cap| share(cap, num_slots, index));
             let fixed = table.num_buckets() * BUCKET_BYTES;
             if fixed >= cap_bytes {
@@ -191,7 +197,7 @@ impl CacheDbm {
             }
             slots.push(Padded(Mutex::new(Slot {
                 table,
-                lru: LruList::default(),
+                lru: LruList::with_capacity(reserve),
                 cap_records,
                 cap_bytes,
                 evictions: 0,

@@ -37,8 +37,13 @@ pub struct LruList {
 }
 
 impl LruList {
+    /// An empty list with room for links of `reserve` slab indices (see `SlotTable::new`).
+    pub fn with_capacity(reserve: usize) -> LruList {
+        LruList { links: Vec::with_capacity(reserve), newest: None, oldest: None }
+    }
+
     pub fn clear(&mut self) {
-        *self = LruList::default();
+        *self = LruList::with_capacity(self.links.capacity());
     }
 
     fn links_mut(&mut self, index: u32) -> &mut Links {

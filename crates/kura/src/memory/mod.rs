@@ -1,11 +1,12 @@
 //! The in-memory engines, optionally backed by a snapshot file (design: docs/memory.md):
-//! - `tiny.rs`: TinyDbm (`.kumt`), a sharded hash table;
+//! - `tiny.rs`: TinyDbm (`.kumt`), a sharded open-addressing hash table;
 //! - `cache.rs`: CacheDbm (`.kumc`), the same table with per-slot LRU eviction under a record
 //!   cap and a memory cap;
 //! - `baby.rs`: BabyDbm (`.kumb`), an ordered B-tree with a bidirectional cursor.
 //!
-//! Their parts: `record.rs` (a record in 24 bytes, inline when small), `table.rs` (one slot's
-//! slab and bucket chains), `lru.rs` (one slot's recency list), `slotted.rs` (the cursor of
+//! Their parts: `record.rs` (a record in 24 bytes, inline when small), `open_table.rs`
+//! (a TinyDbm slot: records in linearly probed cells), `table.rs` (a CacheDbm slot: a slab
+//! and bucket chains), `lru.rs` (one slot's recency list), `slotted.rs` (the cursor of
 //! the sharded engines), `snapshot.rs` (the file format), `backing.rs` (open modes, atomic
 //! write-back, closed state).
 
@@ -13,6 +14,7 @@ mod baby;
 mod backing;
 mod cache;
 mod lru;
+mod open_table;
 mod record;
 mod slotted;
 mod snapshot;

@@ -1,9 +1,11 @@
 //! What TinyDbm and CacheDbm share as sharded hash engines: the cache-line padding of their
 //! slot locks, and one cursor that walks slot by slot, slab index by slab index.
 //!
-//! A position is (slot, slab index). Slab indices never move while a record lives, so a cursor
-//! survives concurrent updates; a record removed and re-added elsewhere in the slab during a
-//! scan may be seen twice or missed, as with any hash-order scan under writers.
+//! A position is (slot, index): a slab index (CacheDbm) or a cell index (TinyDbm). A live
+//! record's index moves only when an insert rebuilds a TinyDbm slot's table, so a cursor
+//! survives concurrent updates; a record removed and re-added elsewhere during a scan, or any
+//! record of a TinyDbm slot rebuilt during it, may be seen twice or missed, as with any
+//! hash-order scan under writers. A cursor's own `set` and `remove` never move records.
 
 use super::backing::Backing;
 use crate::dbm::Cursor;
@@ -27,7 +29,7 @@ pub trait Slotted: Sync {
     fn num_slots(&self) -> usize;
     /// The slot and slab index of `key`'s record.
     fn locate(&self, key: &[u8]) -> Option<(usize, u32)>;
-    /// The first live slab index at or after `from` in `slot`.
+    /// The first live index at or after `from` in `slot`.
     fn next_live(&self, slot: usize, from: u32) -> Option<u32>;
     /// The record at a position, or None if that entry is vacant now.
     fn record_at(&self, slot: usize, index: u32) -> Option<(Vec<u8>, Vec<u8>)>;

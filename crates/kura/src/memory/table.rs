@@ -1,5 +1,5 @@
-//! The hash table of one slot of TinyDbm and CacheDbm: records in a slab (a `Vec` whose
-//! indices never move), chained from a power-of-two bucket array of 4-byte links.
+//! The hash table of one CacheDbm slot: records in a slab (a `Vec` whose indices never move),
+//! chained from a bucket array of 4-byte links sized once from the slot's record cap.
 //!
 //! Why not `HashMap<Box<[u8]>, Box<[u8]>>`: that costs two heap blocks per record and leaves
 //! no stable position for cursors. Here a record costs one 32-byte slab entry plus its share
@@ -30,8 +30,8 @@ fn index_of(link: NonZeroU32) -> u32 {
     link.get() - 1
 }
 
-/// The 64-bit hash of a key. Its high half selects the slot, its low half the bucket, so the
-/// two choices are independent.
+/// The 64-bit hash of a key (both hash engines). Its high half selects the slot, its low half
+/// the bucket or cell, so the two choices are independent.
 #[inline]
 pub fn hash_key(key: &[u8]) -> u64 {
     xxh3_64(key)
@@ -86,22 +86,23 @@ pub struct SlotTable {
     len: usize,
     /// Sum of `record_cost` over the live records.
     record_bytes: usize,
-    /// Whether the bucket array doubles when records outnumber buckets (TinyDbm), or stays
-    /// as sized at creation (CacheDbm, whose record cap bounds the load).
-    growable: bool,
 }
 
 impl SlotTable {
-    /// A table with `num_buckets` (rounded up to a power of two, at least 1) buckets.
-    pub fn new(num_buckets: usize, growable: bool) -> SlotTable {
-        let num_buckets = num_buckets.clamp(1, 1 << 31).next_power_of_two();
+    /// A table with `num_buckets` buckets (at least 1, at most 2^31) and room reserved for
+    /// `reserve` records. Any bucket count works (no power of two): sizing the array to the
+    /// record cap exactly, rather than rounding up, saves up to half of it, and the whole
+    /// array is resident once records are spread over it. The reserved slab is address space
+    /// only (the allocator maps large blocks lazily): reserving it once spares the slab the
+    /// copies of growing by doubling, and the heap the freed blocks those leave behind.
+    pub fn new(num_buckets: usize, reserve: usize) -> SlotTable {
+        let num_buckets = num_buckets.clamp(1, 1 << 31);
         SlotTable {
-            entries: Vec::new(),
+            entries: Vec::with_capacity(reserve),
             buckets: vec![None; num_buckets],
             free: None,
             len: 0,
             record_bytes: 0,
-            growable,
         }
     }
 
@@ -120,16 +121,17 @@ impl SlotTable {
 
     /// Removes every record, keeping the bucket count.
     pub fn clear(&mut self) {
-        self.entries = Vec::new();
+        self.entries = Vec::with_capacity(self.entries.capacity());
         self.buckets = vec![None; self.buckets.len()];
         self.free = None;
         self.len = 0;
         self.record_bytes = 0;
     }
 
+    /// Multiply-shift: maps the 32-bit hash evenly onto any bucket count.
     #[inline]
     fn bucket_of(&self, hash: u32) -> usize {
-        hash as usize & (self.buckets.len() - 1)
+        ((u64::from(hash) * self.buckets.len() as u64) >> 32) as usize
     }
 
     #[inline]
@@ -176,9 +178,6 @@ impl SlotTable {
 
     /// Adds a record for a key known to be absent; returns its slab index.
     pub fn insert(&mut self, record: RecordBytes, hash: u64) -> Result<u32> {
-        if self.growable && self.len >= self.buckets.len() && self.buckets.len() < (1 << 31) {
-            self.grow();
-        }
         let hash = hash as u32;
         let cost = cost_of(&record);
         let bucket = self.bucket_of(hash);
@@ -251,31 +250,6 @@ impl SlotTable {
         let start = from as usize;
         self.entries.get(start..)?.iter().position(|e| e.record.is_some()).map(|i| (start + i) as u32)
     }
-
-    /// Rebuilds the bucket array with `num_buckets` buckets (a power of two, at least 1).
-    pub fn resize_buckets(&mut self, num_buckets: usize) {
-        let num_buckets = num_buckets.clamp(1, 1 << 31).next_power_of_two();
-        let mut buckets: Vec<Link> = vec![None; num_buckets];
-        let mask = num_buckets - 1;
-        for (index, entry) in self.entries.iter_mut().enumerate() {
-            if entry.record.is_some() {
-                if let Some(slot) = buckets.get_mut(entry.hash as usize & mask) {
-                    entry.chain = *slot;
-                    *slot = link(index as u32);
-                }
-            }
-        }
-        self.buckets = buckets;
-    }
-
-    fn grow(&mut self) {
-        self.resize_buckets(self.buckets.len() * 2);
-    }
-
-    /// Live records in slab order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &RecordBytes)> {
-        self.entries.iter().enumerate().filter_map(|(i, e)| e.record.as_ref().map(|r| (i as u32, r)))
-    }
 }
 
 #[cfg(test)]
@@ -285,15 +259,15 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
-    fn insert_find_remove_grow() {
-        let mut table = SlotTable::new(1, true);
+    fn insert_find_remove() {
+        let mut table = SlotTable::new(700, 0);
         let mut model = HashMap::new();
         for i in 0..2000u32 {
             let key = i.to_be_bytes();
             let index = table.insert(RecordBytes::new(&key, &[i as u8; 30]).unwrap(), hash_key(&key)).unwrap();
             model.insert(key, index);
         }
-        assert!(table.num_buckets() >= 2000);
+        assert_eq!(table.num_buckets(), 700);
         for i in (0..2000u32).step_by(3) {
             let key = i.to_be_bytes();
             let index = table.find(&key, hash_key(&key)).unwrap();
@@ -302,7 +276,7 @@ mod tests {
             assert_eq!(table.find(&key, hash_key(&key)), None);
         }
         assert_eq!(table.len(), 2000 - 667);
-        assert_eq!(table.iter().count(), table.len());
+        assert_eq!((0..2000).filter(|&i| table.get(i).is_some()).count(), table.len());
         for i in 0..2000u32 {
             let key = i.to_be_bytes();
             assert_eq!(table.find(&key, hash_key(&key)).is_some(), i % 3 != 0);

@@ -1,6 +1,7 @@
-//! TinyDbm (`.kumt`): an in-memory hash database, sharded into slots by key hash, each slot a
-//! `SlotTable` behind its own reader-writer lock, so that threads on different keys rarely
-//! meet. Optionally backed by a snapshot file (see `backing.rs`).
+//! TinyDbm (`.kumt`): an in-memory hash database, sharded into slots by key hash, each slot an
+//! `OpenTable` (records stored in the probed cells) behind its own reader-writer lock, so that
+//! threads on different keys rarely meet. Optionally backed by a snapshot file (see
+//! `backing.rs`).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -8,31 +9,33 @@ use std::path::Path;
 use parking_lot::RwLock;
 
 use super::backing::{self, Backing};
+use super::open_table::OpenTable;
 use super::record::RecordBytes;
 use super::slotted::{Padded, Slotted, SlottedCursor};
-use super::table::{hash_key, slot_of, SlotTable, BUCKET_BYTES};
+use super::table::{hash_key, slot_of};
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, Result};
 use crate::open::OpenMode;
 
-/// Slots: enough that two threads rarely meet and that a bucket-array doubling (which holds
-/// one slot's lock) stalls only 1/64 of the keys.
+/// Slots: enough that two threads rarely meet and that a table doubling (which holds one
+/// slot's lock) stalls only 1/64 of the keys.
 pub const NUM_SLOTS: usize = 64;
-/// Initial bucket count over all slots, as Tkrzw's TinyDBM; each slot doubles its own array
-/// when its records outnumber its buckets. Fresh buckets are zeroed pages, resident only
-/// once touched.
-pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 20;
+/// Initial cell count over all slots (1K cells, 32 KiB, per slot); each slot doubles its own
+/// table when live records and tombstones would fill more than 3/4 of it. Small, because
+/// fresh cells are written at creation (they are not zeroed pages) and doubling a slot's
+/// table is cheap: it fits in the CPU's caches until it is large.
+pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 16;
 
 const CLASS: u8 = b't';
 const PARAMS: &[&str] = &["num_buckets"];
 
 pub struct TinyDbm {
-    slots: Box<[Padded<RwLock<SlotTable>>]>,
+    slots: Box<[Padded<RwLock<OpenTable>>]>,
     backing: Backing,
 }
 
 impl TinyDbm {
-    /// A database with no file. Parameters: `num_buckets` (initial, over all slots).
+    /// A database with no file. Parameters: `num_buckets` (initial cell count, over all slots).
     pub fn new(params: &Params) -> Result<TinyDbm> {
         Self::with_backing(params, Backing::in_memory(CLASS))
     }
@@ -54,12 +57,12 @@ impl TinyDbm {
         params.check_known("tiny", PARAMS)?;
         let num_buckets = params.get_u64("num_buckets")?.unwrap_or(DEFAULT_NUM_BUCKETS);
         let per_slot = usize::try_from(num_buckets / NUM_SLOTS as u64).unwrap_or(usize::MAX);
-        let slots = (0..NUM_SLOTS).map(|_| Padded(RwLock::new(SlotTable::new(per_slot, true)))).collect();
+        let slots = (0..NUM_SLOTS).map(|_| Padded(RwLock::new(OpenTable::new(per_slot)))).collect();
         Ok(TinyDbm { slots, backing })
     }
 
     #[inline]
-    fn slot(&self, hash: u64) -> &RwLock<SlotTable> {
+    fn slot(&self, hash: u64) -> &RwLock<OpenTable> {
         let slots = &self.slots;
         &slots.get(slot_of(hash, slots.len())).expect("slot_of stays below the slot count").0
     }
@@ -85,7 +88,7 @@ impl TinyDbm {
         })
     }
 
-    fn apply(table: &mut SlotTable, key: &[u8], hash: u64, found: Option<u32>, action: Action<'_>) -> Result<()> {
+    fn apply(table: &mut OpenTable, key: &[u8], hash: u64, found: Option<u32>, action: Action<'_>) -> Result<()> {
         match (action, found) {
             (Action::Keep, _) | (Action::Remove, None) => Ok(()),
             (Action::Set(value), Some(index)) => table.set_value(index, &value),
@@ -97,15 +100,9 @@ impl TinyDbm {
         }
     }
 
-    /// Estimated bytes in memory: slab capacity, bucket arrays and spilled records.
+    /// Estimated bytes in memory: the cells and the heap blocks of spilled records.
     fn memory_usage(&self) -> u64 {
-        self.slots
-            .iter()
-            .map(|slot| {
-                let table = slot.read();
-                (table.record_bytes() + table.num_buckets() * BUCKET_BYTES) as u64
-            })
-            .sum()
+        self.slots.iter().map(|slot| slot.read().memory_bytes() as u64).sum()
     }
 }
 
@@ -174,7 +171,7 @@ impl Dbm for TinyDbm {
         if let Some(num_buckets) = params.get_u64("num_buckets")? {
             let per_slot = usize::try_from(num_buckets / NUM_SLOTS as u64).unwrap_or(usize::MAX);
             for slot in self.slots.iter() {
-                slot.write().resize_buckets(per_slot);
+                slot.write().resize(per_slot);
             }
         }
         Ok(())
@@ -192,7 +189,7 @@ impl Dbm for TinyDbm {
 
     fn inspect(&self) -> Result<Properties> {
         let count = self.count()?;
-        let num_buckets: usize = self.slots.iter().map(|s| s.read().num_buckets()).sum();
+        let num_buckets: usize = self.slots.iter().map(|s| s.read().num_cells()).sum();
         let mut properties = vec![
             ("class".to_string(), "TinyDbm".to_string()),
             ("count".to_string(), count.to_string()),
