@@ -115,3 +115,35 @@ def test_close_while_other_threads_read(engine):
         thread.join(timeout=120)
         assert not thread.is_alive()
     assert all(o in ("done", "ClosedError", "InfeasibleError") for o in outcomes), outcomes
+
+
+def test_many_readers_retake_the_gil(tmp_path):
+    """More reading threads than cores on a compressed database (each read releases the GIL
+    and spins briefly to take it back), next to a thread that lets go of the GIL elsewhere
+    (time.sleep) between its own reads: every read is right and nobody gets stuck."""
+    import time
+
+    keys = [b"%06d" % i for i in range(3000)]
+    failures = []
+    with kura.open(tmp_path / "db.kuh", "c", record_comp="zstd") as db:
+        assert db.release_gil
+        for key in keys:
+            db[key] = key * 20
+
+        def reader(offset):
+            try:
+                for key in keys[offset::3] * 2:
+                    assert db[key] == key * 20
+            except Exception as e:  # noqa: BLE001 - reported below
+                failures.append(e)
+
+        def sleeper():
+            try:
+                for key in keys[:40]:
+                    assert db[key] == key * 20
+                    time.sleep(0.001)
+            except Exception as e:  # noqa: BLE001
+                failures.append(e)
+
+        run_all([threading.Thread(target=reader, args=(i % 3,)) for i in range(8)] + [threading.Thread(target=sleeper)])
+        assert not failures, failures

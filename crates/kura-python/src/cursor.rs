@@ -59,7 +59,7 @@ macro_rules! on_cursor {
     };
 }
 
-/// Carries a cursor into `Python::detach`.
+/// Carries a cursor into `gil::detach` (`Python::detach`).
 struct SendCell<T>(T);
 
 // SAFETY: `Python::detach` runs its closure on the calling thread and returns before the
@@ -76,7 +76,7 @@ fn step<T: Send>(
 ) -> PyResult<T> {
     let outcome = if release_gil {
         let cell = SendCell(owned);
-        py.detach(move || {
+        crate::gil::detach(py, move || {
             let cell = cell;
             call(cell.0)
         })
@@ -520,7 +520,7 @@ impl RangeIter {
                 RangeWalk::Cursor(walk) => walk.step(reverse),
             }
         };
-        let record = if self.source.release_gil { py.detach(call) } else { call() }.or_raise(py)?;
+        let record = if self.source.release_gil { crate::gil::detach(py, call) } else { call() }.or_raise(py)?;
         match record {
             Some((key, value)) => Ok(Some((self.source.output(py, &key)?, self.source.output(py, &value)?))),
             None => {

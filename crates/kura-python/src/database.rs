@@ -4,10 +4,10 @@
 //! `collections.abc.MutableMapping` builds from these primitives (views, `update`, `popitem`).
 //!
 //! Threads: the handle is shared by every Python thread that holds it. Engine calls run
-//! with the GIL released (`Python::detach`) when they may block or take long: always for
-//! I/O (open, sync, rebuild, close, clear, inspect) and big values, and for record calls on
-//! databases whose records are compressed or that were opened with `release_gil=True`. Python code is
-//! never called while an engine lock is held: `process(key, fn)` runs `fn` outside the engine
+//! with the GIL released (`Python::detach`, or `gil::detach` for record calls) when they may
+//! block or take long: always for I/O (open, sync, rebuild, close, clear, inspect) and for
+//! storing big values, and for record calls on databases whose records are compressed or that
+//! were opened with `release_gil=True`. Python code is never called while an engine lock is held: `process(key, fn)` runs `fn` outside the engine
 //! and stores its result with a compare-and-exchange, retrying when the record changed.
 
 use std::borrow::Cow;
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, EngineKind, OpenMode, Params, TreeDbm};
+use kura::{Action, Dbm, EngineKind, HashDbm, OpenMode, Params, TreeDbm};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple};
@@ -23,7 +23,9 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple};
 use crate::batch::Batch;
 use crate::convert::Encoding;
 use crate::cursor::{Cursor, KeyIter, RangeIter, RecordIter, Yield};
+use crate::engine::Engine;
 use crate::errors::{self, OrRaise};
+use crate::gil;
 use crate::params;
 
 /// Values at least this large are copied and compared with the GIL released even on
@@ -33,20 +35,18 @@ const BIG_VALUE: usize = 64 * 1024;
 /// An open database. Closed by `close()`, by leaving a `with` block, or when collected.
 #[pyclass(module = "kura._kura", name = "Database", subclass, frozen)]
 pub struct Database {
+    /// The engine, typed for the hot path (`db[k]`, `db[k] = v`) and for what only TreeDbm
+    /// has (atomic batches, ranges in the tree's own key order).
+    engine: Engine,
+    /// The same engine as a trait object, for everything else.
     dbm: Arc<dyn Dbm>,
-    /// The same database typed as a tree, for what only TreeDbm has (atomic batches, ranges
-    /// in the tree's own key order).
-    tree: Option<Arc<TreeDbm>>,
-    engine: EngineKind,
+    kind: EngineKind,
     path: PathBuf,
     flag: String,
     encoding: Encoding,
     release_gil: bool,
     closed: AtomicBool,
 }
-
-/// An opened engine, and the same engine typed as a tree when it is one.
-type Engines = (Arc<dyn Dbm>, Option<Arc<TreeDbm>>);
 
 /// Whether `release_gil` was given, and as what: `None` lets the binding decide.
 fn release_gil_option(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Option<bool>> {
@@ -82,7 +82,7 @@ impl Database {
         call: impl FnOnce(&dyn Dbm) -> kura::Result<T> + Send,
     ) -> PyResult<T> {
         let dbm = self.live(py)?;
-        let outcome = if self.release_gil || force { py.detach(|| call(dbm)) } else { call(dbm) };
+        let outcome = if self.release_gil || force { gil::detach(py, || call(dbm)) } else { call(dbm) };
         outcome.or_raise(py)
     }
 
@@ -94,13 +94,30 @@ impl Database {
         self.encoding.input(value, "values")
     }
 
-    /// The current value of `key`, or None.
+    /// The current value of `key`, or None. The hot path of `db[k]`: the typed engine, and
+    /// the GIL kept unless this database releases it.
+    #[inline]
     fn fetch(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
-        self.run(py, false, |dbm| match dbm.get(key) {
-            Ok(value) => Ok(Some(value)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        })
+        if self.closed.load(Ordering::Acquire) {
+            return Err(errors::closed(py));
+        }
+        let engine = &self.engine;
+        let outcome = if self.release_gil { gil::detach(py, || engine.get(key)) } else { engine.get(key) };
+        outcome.or_raise(py)
+    }
+
+    /// Stores a record; the hot path of `db[k] = v`, like `fetch`.
+    #[inline]
+    fn store(&self, py: Python<'_>, key: &[u8], value: &[u8], overwrite: bool) -> PyResult<kura::Result<()>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(errors::closed(py));
+        }
+        let engine = &self.engine;
+        if self.release_gil || value.len() >= BIG_VALUE {
+            Ok(gil::detach(py, || engine.set(key, value, overwrite)))
+        } else {
+            Ok(engine.set(key, value, overwrite))
+        }
     }
 
     /// Compare-and-exchange that reports a mismatch as `false` instead of an error.
@@ -110,7 +127,7 @@ impl Database {
     }
 
     pub fn tree(&self) -> Option<&Arc<TreeDbm>> {
-        self.tree.as_ref()
+        self.engine.tree()
     }
 
     pub fn dbm(&self) -> &Arc<dyn Dbm> {
@@ -141,29 +158,30 @@ impl Database {
         let encoding = encoding_option(kwargs)?;
         let release_gil = release_gil_option(kwargs)?;
         let params: Params = params::from_kwargs(kwargs)?;
-        let engine = EngineKind::resolve(&path, &params).or_raise(py)?;
-        let (dbm, tree) = py
-            .detach(|| -> kura::Result<Engines> {
-                if engine == EngineKind::Tree {
-                    let mut tree_params = Params::new();
-                    for name in params.names().filter(|n| *n != "engine") {
-                        tree_params = tree_params.with(name, params.get(name).unwrap_or_default());
-                    }
-                    let tree = Arc::new(TreeDbm::open(&path, open_mode, &tree_params)?);
-                    Ok((tree.clone(), Some(tree)))
-                } else {
-                    Ok((Arc::from(kura::open(&path, open_mode, &params)?), None))
+        let kind = EngineKind::resolve(&path, &params).or_raise(py)?;
+        let engine = py
+            .detach(|| -> kura::Result<Engine> {
+                // The engine's own parameters: `engine=` only chose it.
+                let mut own = Params::new();
+                for name in params.names().filter(|n| *n != "engine") {
+                    own = own.with(name, params.get(name).unwrap_or_default());
                 }
+                Ok(match kind {
+                    EngineKind::Hash => Engine::Hash(Arc::new(HashDbm::open(&path, open_mode, &own)?)),
+                    EngineKind::Tree => Engine::Tree(Arc::new(TreeDbm::open(&path, open_mode, &own)?)),
+                    _ => Engine::Other(Arc::from(kura::open(&path, open_mode, &params)?)),
+                })
             })
             .or_raise(py)?;
+        let dbm = engine.shared();
         let release_gil = match release_gil {
             Some(choice) => choice,
             None => releases_by_default(&*dbm),
         };
         Ok(Database {
-            dbm,
-            tree,
             engine,
+            dbm,
+            kind,
             path,
             flag: mode.to_string(),
             encoding,
@@ -182,8 +200,7 @@ impl Database {
 
     fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let (raw_key, raw_value) = (self.key(key)?, self.value(value)?);
-        let big = raw_value.len() >= BIG_VALUE;
-        self.run(py, big, |dbm| dbm.set(&raw_key, &raw_value, true))
+        self.store(py, &raw_key, &raw_value, true)?.or_raise(py)
     }
 
     fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -201,15 +218,9 @@ impl Database {
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        // A read (`process` would lock the record for writing on a writable handle).
         let raw = self.key(key)?;
-        self.run(py, false, |dbm| {
-            let mut found = false;
-            dbm.process(&raw, &mut |value| {
-                found = value.is_some();
-                Action::Keep
-            })?;
-            Ok(found)
-        })
+        Ok(self.fetch(py, &raw)?.is_some())
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
@@ -252,12 +263,11 @@ impl Database {
     #[pyo3(signature = (key, value, overwrite = true))]
     fn set(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, overwrite: bool) -> PyResult<bool> {
         let (raw_key, raw_value) = (self.key(key)?, self.value(value)?);
-        let big = raw_value.len() >= BIG_VALUE;
-        self.run(py, big, |dbm| match dbm.set(&raw_key, &raw_value, overwrite) {
+        match self.store(py, &raw_key, &raw_value, overwrite)? {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == kura::ErrorKind::Duplicate => Ok(false),
-            Err(e) => Err(e),
-        })
+            Err(e) => Err(e).or_raise(py),
+        }
     }
 
     /// The value of `key`; if there is none, stores `default` (b"" like `dbm`) and returns it.
@@ -433,11 +443,11 @@ impl Database {
     fn batch(slf: Bound<'_, Self>) -> PyResult<Batch> {
         let this = slf.get();
         this.check_open(slf.py())?;
-        match &this.tree {
+        match this.engine.tree() {
             Some(tree) => Ok(Batch::new(tree.clone(), this.encoding.clone())),
             None => Err(PyNotImplementedError::new_err(format!(
                 "batch() needs the tree engine; this database is {}",
-                this.engine.name()
+                this.kind.name()
             ))),
         }
     }
@@ -497,13 +507,13 @@ impl Database {
     /// The engine's name: hash, tree, tiny, baby, cache.
     #[getter]
     fn engine(&self) -> &'static str {
-        self.engine.name()
+        self.kind.name()
     }
 
     /// Whether the engine keeps keys in order (`range` and backward cursors work).
     #[getter]
     fn ordered(&self) -> bool {
-        matches!(self.engine, EngineKind::Tree | EngineKind::Baby)
+        matches!(self.kind, EngineKind::Tree | EngineKind::Baby)
     }
 
     /// The open flag: r, w, c or n.
@@ -562,7 +572,7 @@ impl Database {
             "<{} {:?} engine={} mode={:?}{}>",
             slf.get_type().qualname()?,
             this.path.display().to_string(),
-            this.engine.name(),
+            this.kind.name(),
             this.flag,
             state
         ))

@@ -1,10 +1,12 @@
 //! The native half of the Python package `kura` (module `kura._kura`).
 //!
 //! - `database.rs`: `Database`, one open database with the mapping protocol;
+//! - `engine.rs`: the engine behind it, typed for the hot path;
 //! - `cursor.rs`: cursors and the iterators behind `iter(db)`, `items()`, `range()`;
 //! - `batch.rs`: atomic write batches of TreeDbm;
 //! - `convert.rs`: keys and values between `bytes`/`str` and Kura;
 //! - `params.rs`: keyword arguments as engine parameters;
+//! - `gil.rs`: releasing the GIL around engine calls;
 //! - `errors.rs`: Kura errors as the exceptions of `kura.errors`.
 //!
 //! The Python half (python/kura/) derives `kura.Database` from this `Database` to add what
@@ -14,7 +16,9 @@ mod batch;
 mod convert;
 mod cursor;
 mod database;
+mod engine;
 mod errors;
+mod gil;
 mod params;
 
 use kura::EngineKind;
