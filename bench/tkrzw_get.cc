@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -68,6 +69,28 @@ std::vector<std::string> ReadKeys(const std::string& path) {
   }
   return keys;
 }
+
+// The shuffled keys packed end to end in one buffer, in the order they are read, as `kura
+// bench --keys-from` packs its own: fetching the next key is a sequential read on both sides,
+// so neither program measures the cache misses of a list of separately allocated keys.
+class KeyList {
+ public:
+  explicit KeyList(const std::vector<std::string>& keys) {
+    for (const auto& key : keys) {
+      bytes_.append(key);
+      ends_.push_back(bytes_.size());
+    }
+  }
+  size_t size() const { return ends_.size(); }
+  std::string_view Get(size_t index) const {
+    const size_t start = index == 0 ? 0 : ends_[index - 1];
+    return std::string_view(bytes_).substr(start, ends_[index] - start);
+  }
+
+ private:
+  std::string bytes_;
+  std::vector<size_t> ends_;
+};
 
 uint64_t ResidentBytes() {
   std::ifstream status("/proc/self/status");
@@ -147,11 +170,14 @@ int main(int argc, char** argv) {
   }
   const std::string engine = EngineName(db_path);
 
-  std::vector<std::string> keys = ReadKeys(argv[2]);
+  std::vector<std::string> read_keys = ReadKeys(argv[2]);
   SplitMix64 rng(kShuffleSeed);
-  for (size_t last = keys.size(); last > 1; last--) {
-    std::swap(keys[last - 1], keys[rng.Below(last)]);
+  for (size_t last = read_keys.size(); last > 1; last--) {
+    std::swap(read_keys[last - 1], read_keys[rng.Below(last)]);
   }
+  const KeyList keys(read_keys);
+  read_keys.clear();
+  read_keys.shrink_to_fit();
 
   tkrzw::PolyDBM dbm;
   const tkrzw::Status opened = dbm.Open(db_path, false);
@@ -170,7 +196,7 @@ int main(int argc, char** argv) {
       std::string value;
       uint64_t missed = 0;
       for (size_t i = begin; i < end; i++) {
-        if (!dbm.Get(keys[i], &value).IsOK()) missed++;
+        if (!dbm.Get(keys.Get(i), &value).IsOK()) missed++;
       }
       misses += missed;
     });
@@ -181,7 +207,9 @@ int main(int argc, char** argv) {
 
   if (scan) {
     std::string greatest_key;
-    for (const auto& key : keys) greatest_key = std::max(greatest_key, key);
+    for (size_t i = 0; i < keys.size(); i++) {
+      if (keys.Get(i) > greatest_key) greatest_key = std::string(keys.Get(i));
+    }
     for (const bool backward : {false, true}) {
       const auto scan_start = std::chrono::steady_clock::now();
       const uint64_t visited = FullScan(&dbm, backward, greatest_key);
@@ -189,7 +217,7 @@ int main(int argc, char** argv) {
                  SecondsSince(scan_start), 0, "");
     }
   }
-  if (span > 0 && !keys.empty()) {
+  if (span > 0 && keys.size() > 0) {
     // Scan i of thread t starts at shuffled key t * per_thread + i, as kura's does.
     const uint64_t starts = std::min<uint64_t>(keys.size(), range_count);
     const uint64_t per_thread = std::max<uint64_t>(1, starts / threads);
@@ -202,7 +230,7 @@ int main(int argc, char** argv) {
         std::string key, value;
         uint64_t read_here = 0;
         for (uint64_t i = 0; i < per_thread; i++) {
-          const std::string& start_key = keys[(t * per_thread + i) % keys.size()];
+          const std::string_view start_key = keys.Get((t * per_thread + i) % keys.size());
           if (!iter->Jump(start_key).IsOK()) continue;
           for (uint64_t n = 0; n < span && iter->Get(&key, &value).IsOK(); n++) {
             read_here++;
