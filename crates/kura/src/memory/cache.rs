@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use super::backing::{self, Backing};
 use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
-use super::slotted::{Padded, Slotted, SlottedCursor};
+use super::slotted::{KeySnapshot, Padded, Slotted, SlottedCursor};
 use super::table::{hash_key, record_cost, slot_of, SlotTable, BUCKET_BYTES};
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
@@ -381,39 +381,30 @@ impl Slotted for CacheDbm {
         self.slots.len()
     }
 
-    fn locate(&self, key: &[u8]) -> Option<(usize, u32)> {
-        let hash = hash_key(key);
-        let slot = slot_of(hash, self.slots.len());
-        self.slots.get(slot)?.lock().table.find(key, hash).map(|index| (slot, index))
-    }
-
-    fn next_live(&self, slot: usize, from: u32) -> Option<u32> {
-        self.slots.get(slot)?.lock().table.next_live(from)
-    }
-
-    fn record_at(&self, slot: usize, index: u32) -> Option<(Vec<u8>, Vec<u8>)> {
-        let slot = self.slots.get(slot)?.lock();
-        slot.table.get(index).map(|r| (r.key().to_vec(), r.value().to_vec()))
-    }
-
-    fn key_at(&self, slot: usize, index: u32) -> Option<Vec<u8>> {
-        self.slots.get(slot)?.lock().table.get(index).map(|r| r.key().to_vec())
-    }
-
-    fn set_at(&self, slot: usize, index: u32, value: &[u8]) -> Result<()> {
-        let mut slot = self.slots.get(slot).ok_or_else(|| Error::not_found("no such slot"))?.lock();
-        let key =
-            slot.table.get(index).map(|r| r.key().to_vec()).ok_or_else(|| Error::not_found("the record is gone"))?;
-        let hash = hash_key(&key);
-        slot.store(&key, value, hash, Some(index))
-    }
-
-    fn remove_at(&self, slot: usize, index: u32) -> Result<()> {
-        let mut slot = self.slots.get(slot).ok_or_else(|| Error::not_found("no such slot"))?.lock();
-        if slot.remove(index) {
-            Ok(())
-        } else {
-            Err(Error::not_found("the record is gone"))
+    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool {
+        keys.reset(0);
+        let Some(slot) = self.slots.get(slot) else { return false };
+        let slot = slot.lock();
+        let start = match from {
+            None => 0,
+            Some(key) => match slot.table.find(key, hash_key(key)) {
+                Some(index) => index,
+                None => return false,
+            },
+        };
+        keys.reset(slot.table.len());
+        for (index, record) in slot.table.records_from(start) {
+            keys.push(record.key(), index);
         }
+        true
+    }
+
+    /// Reads without touching the LRU list: a scan must not make every record recent.
+    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let slot = self.slots.get(slot)?.lock();
+        let table = &slot.table;
+        let at_hint = table.get(hint).filter(|record| record.key() == key);
+        let record = at_hint.or_else(|| table.find(key, hash_key(key)).and_then(|index| table.get(index)))?;
+        Some(read(record.value()))
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! Removal leaves a tombstone (unless the next cell is empty), so a live record never moves
 //! except when the whole table is rebuilt (`rehash`), which only an insert can trigger.
-//! Cell indices are the cursor positions; a rebuild reshuffles them.
+//! (Cursors therefore walk snapshots of keys, not cell indices: see `slotted.rs`.)
 
 use std::mem;
 
@@ -33,7 +33,7 @@ const _: () = assert!(mem::size_of::<Cell>() == 32);
 /// Size of one cell, for memory accounting.
 pub const CELL_BYTES: usize = mem::size_of::<Cell>();
 
-/// The most cells a table has: indices must fit in a u32 (cursor positions).
+/// The most cells a table has: cell indices must fit in a u32.
 const MAX_CELLS: usize = 1 << 31;
 
 /// The heap bytes a record holds outside its cell (none when inline).
@@ -199,10 +199,11 @@ impl OpenTable {
         Some(record)
     }
 
-    /// The first live cell index at or after `from`.
-    pub fn next_live(&self, from: u32) -> Option<u32> {
+    /// The live records and their cell indices in cell order, from cell `from` on.
+    pub fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, &RecordBytes)> {
         let start = from as usize;
-        self.cells.get(start..)?.iter().position(|c| c.record.is_some()).map(|i| (start + i) as u32)
+        let rest = self.cells.get(start..).unwrap_or(&[]).iter().enumerate();
+        rest.filter_map(move |(i, c)| c.record.as_ref().map(|r| ((start + i) as u32, r)))
     }
 
     /// Rebuilds the table with `num_cells` cells (a power of two, at least 8), raised as far

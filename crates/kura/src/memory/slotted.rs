@@ -1,14 +1,33 @@
 //! What TinyDbm and CacheDbm share as sharded hash engines: the cache-line padding of their
-//! slot locks, and one cursor that walks slot by slot, slab index by slab index.
+//! slot locks, and their one cursor, which walks slot by slot over snapshots of keys.
 //!
-//! A position is (slot, index): a slab index (CacheDbm) or a cell index (TinyDbm). A live
-//! record's index moves only when an insert rebuilds a TinyDbm slot's table, so a cursor
-//! survives concurrent updates; a record removed and re-added elsewhere during a scan, or any
-//! record of a TinyDbm slot rebuilt during it, may be seen twice or missed, as with any
-//! hash-order scan under writers. A cursor's own `set` and `remove` never move records.
+//! Why keys and not positions: a record's cell moves when an insert rebuilds a TinyDbm slot's
+//! table, and a CacheDbm slab index is reused by the next insert after a removal, so a cursor
+//! that walks positions can meet a record twice or pass it by. Instead, entering a slot the
+//! cursor copies that slot's keys under the slot's lock (one packed buffer, reused from slot
+//! to slot), then yields them in that order, reading each record by key when it is read and
+//! skipping keys removed since. Each key carries a hint, its index when copied, so that a
+//! read finds a record that has not moved without hashing its key.
+//!
+//! Order: slots in index order; within a slot, the slot's storage order (cells, slab entries)
+//! at the moment the cursor entered it. `jump(key)` enters `key`'s slot at `key` and takes only
+//! the keys stored after it; `next` then goes on to the following slots.
+//!
+//! Guarantees under concurrent writers, for a scan from `first` to the end:
+//! - every record present for the whole scan is yielded exactly once;
+//! - no key is ever yielded twice (a key lives in one slot, and a slot's snapshot holds each
+//!   key once);
+//! - records added or removed during the scan may or may not be seen; a record is never seen
+//!   torn (it is read under the slot's lock).
+//!
+//! Reading through the cursor peeks: it never refreshes a CacheDbm record's recency. The
+//! cursor's `set` and `remove` act on the key it is at, through `Dbm::process`.
+
+use std::borrow::Cow;
 
 use super::backing::Backing;
-use crate::dbm::Cursor;
+use super::table::{hash_key, slot_of};
+use crate::dbm::{Action, Cursor, Dbm};
 use crate::error::{Error, Result};
 
 /// Keeps each slot's lock on its own cache line, so threads on different slots do not
@@ -23,93 +42,169 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
-/// The slot-level primitives the cursor needs.
-pub trait Slotted: Sync {
+/// The keys of one slot as the cursor found them: packed end to end in one buffer, so that a
+/// snapshot costs no allocation per key and the buffers are reused from slot to slot. Each
+/// key comes with a hint: where it was stored (cell or slab index), which lets a read find
+/// it without hashing while it has not moved; a read checks the key there, so a stale hint
+/// only costs a regular lookup. Invariant: the ends in `keys` are non-decreasing and the last
+/// (if any) is `bytes.len()`.
+#[derive(Default)]
+pub struct KeySnapshot {
+    bytes: Vec<u8>,
+    /// (end of the key in `bytes`, hint) per key.
+    keys: Vec<(usize, u32)>,
+}
+
+impl KeySnapshot {
+    /// Empties the snapshot, keeping its buffers, and makes room for `count` keys.
+    pub fn reset(&mut self, count: usize) {
+        self.bytes.clear();
+        self.keys.clear();
+        self.keys.reserve(count);
+    }
+
+    pub fn push(&mut self, key: &[u8], hint: u32) {
+        self.bytes.extend_from_slice(key);
+        self.keys.push((self.bytes.len(), hint));
+    }
+
+    /// The `index`-th key and its hint.
+    pub fn get(&self, index: usize) -> Option<(&[u8], u32)> {
+        let (end, hint) = *self.keys.get(index)?;
+        let start = match index.checked_sub(1) {
+            Some(previous) => self.keys.get(previous)?.0,
+            None => 0,
+        };
+        Some((self.bytes.get(start..end)?, hint))
+    }
+}
+
+/// The slot-level primitives the cursor needs beyond `Dbm`. An engine shards keys with
+/// `slot_of(hash_key(key), num_slots())`.
+pub trait Slotted: Dbm + Sync {
     fn backing(&self) -> &Backing;
     fn num_slots(&self) -> usize;
-    /// The slot and slab index of `key`'s record.
-    fn locate(&self, key: &[u8]) -> Option<(usize, u32)>;
-    /// The first live index at or after `from` in `slot`.
-    fn next_live(&self, slot: usize, from: u32) -> Option<u32>;
-    /// The record at a position, or None if that entry is vacant now.
-    fn record_at(&self, slot: usize, index: u32) -> Option<(Vec<u8>, Vec<u8>)>;
-    fn key_at(&self, slot: usize, index: u32) -> Option<Vec<u8>>;
-    /// Replaces the value at a position; NotFound if vacant.
-    fn set_at(&self, slot: usize, index: u32, value: &[u8]) -> Result<()>;
-    /// Removes the record at a position; NotFound if vacant.
-    fn remove_at(&self, slot: usize, index: u32) -> Result<()>;
+    /// Replaces `keys` with the keys of `slot` in storage order, taken under the slot's lock.
+    /// With `from`, only that key and the keys stored after it; false (and `keys` empty) if
+    /// `from` is absent.
+    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool;
+    /// Reads the value of `key` (a key of `slot`, last seen at index `hint`) under the slot's
+    /// lock, without refreshing any recency.
+    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R>;
 }
 
 pub struct SlottedCursor<'d, S: Slotted> {
     dbm: &'d S,
-    position: Option<(usize, u32)>,
+    /// The slot whose keys `keys` holds.
+    slot: usize,
+    keys: KeySnapshot,
+    /// The index in `keys` of the key the cursor is at; None: at no record.
+    at: Option<usize>,
 }
 
 impl<'d, S: Slotted> SlottedCursor<'d, S> {
     pub fn new(dbm: &'d S) -> Self {
-        SlottedCursor { dbm, position: None }
+        SlottedCursor { dbm, slot: 0, keys: KeySnapshot::default(), at: None }
     }
 
-    /// Moves to the first live record at or after (slot, index).
-    fn settle(&mut self, mut slot: usize, mut index: u32) -> bool {
-        while slot < self.dbm.num_slots() {
-            if let Some(found) = self.dbm.next_live(slot, index) {
-                self.position = Some((slot, found));
-                return true;
+    /// Moves to the first key at or after `index` of the snapshot that is still live, entering
+    /// the next slots as the snapshots run out.
+    fn settle(&mut self, mut index: usize) -> bool {
+        loop {
+            while let Some((key, hint)) = self.keys.get(index) {
+                if self.dbm.peek(self.slot, key, hint, |_| ()).is_some() {
+                    self.at = Some(index);
+                    return true;
+                }
+                index += 1;
             }
-            slot += 1;
+            self.slot += 1;
+            if self.slot >= self.dbm.num_slots() {
+                self.keys.reset(0);
+                self.at = None;
+                return false;
+            }
+            self.dbm.slot_keys(self.slot, None, &mut self.keys);
             index = 0;
         }
-        self.position = None;
-        false
     }
 
-    fn at(&self) -> Result<(usize, u32)> {
-        self.position.ok_or_else(|| Error::not_found("the cursor is at no record"))
+    fn current(&self) -> Option<(&[u8], u32)> {
+        self.at.and_then(|index| self.keys.get(index))
+    }
+
+    fn current_or_error(&self) -> Result<&[u8]> {
+        self.current().map(|(key, _)| key).ok_or_else(|| Error::not_found("the cursor is at no record"))
+    }
+
+    /// Reads the record the cursor is at, if it is still there.
+    fn peek_current<R>(&self, read: impl FnOnce(&[u8], &[u8]) -> R) -> Option<R> {
+        let (key, hint) = self.current()?;
+        self.dbm.peek(self.slot, key, hint, |value| read(key, value))
     }
 }
 
 impl<S: Slotted> Cursor for SlottedCursor<'_, S> {
     fn first(&mut self) -> Result<bool> {
         self.dbm.backing().check_open()?;
-        Ok(self.settle(0, 0))
+        self.slot = 0;
+        self.dbm.slot_keys(0, None, &mut self.keys);
+        Ok(self.settle(0))
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<bool> {
         self.dbm.backing().check_open()?;
-        self.position = self.dbm.locate(key);
-        Ok(self.position.is_some())
+        self.slot = slot_of(hash_key(key), self.dbm.num_slots());
+        let found = self.dbm.slot_keys(self.slot, Some(key), &mut self.keys);
+        // The snapshot starts with `key` itself.
+        self.at = found.then_some(0);
+        Ok(found)
     }
 
     fn next(&mut self) -> Result<bool> {
         self.dbm.backing().check_open()?;
-        match self.position {
+        match self.at {
             None => Ok(false),
-            Some((slot, index)) => Ok(self.settle(slot, index.saturating_add(1))),
+            Some(index) => Ok(self.settle(index + 1)),
         }
     }
 
     fn record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.dbm.backing().check_open()?;
-        Ok(self.position.and_then(|(slot, index)| self.dbm.record_at(slot, index)))
+        Ok(self.peek_current(|key, value| (key.to_vec(), value.to_vec())))
     }
 
     fn key(&mut self) -> Result<Option<Vec<u8>>> {
         self.dbm.backing().check_open()?;
-        Ok(self.position.and_then(|(slot, index)| self.dbm.key_at(slot, index)))
+        Ok(self.peek_current(|key, _| key.to_vec()))
     }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
         self.dbm.backing().check_writable()?;
-        let (slot, index) = self.at()?;
-        self.dbm.set_at(slot, index, value)
+        let key = self.current_or_error()?;
+        let mut existed = false;
+        self.dbm.process(key, &mut |old| {
+            existed = old.is_some();
+            if existed {
+                Action::Set(Cow::Borrowed(value))
+            } else {
+                Action::Keep
+            }
+        })?;
+        if existed {
+            Ok(())
+        } else {
+            Err(Error::not_found("the record is gone"))
+        }
     }
 
     fn remove(&mut self) -> Result<()> {
         self.dbm.backing().check_writable()?;
-        let (slot, index) = self.at()?;
-        self.dbm.remove_at(slot, index)?;
-        self.settle(slot, index.saturating_add(1));
+        let key = self.current_or_error()?;
+        // NotFound when the record is gone; the cursor then stays where it is.
+        self.dbm.remove(key)?;
+        let index = self.at.map_or(0, |index| index + 1);
+        self.settle(index);
         Ok(())
     }
 }

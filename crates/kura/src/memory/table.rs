@@ -2,9 +2,9 @@
 //! chained from a bucket array of 4-byte links sized once from the slot's record cap.
 //!
 //! Why not `HashMap<Box<[u8]>, Box<[u8]>>`: that costs two heap blocks per record and leaves
-//! no stable position for cursors. Here a record costs one 32-byte slab entry plus its share
-//! of the bucket array, with no allocation unless it is larger than `INLINE_CAPACITY`; and the
-//! slab index is the cursor position and the LRU list's handle.
+//! no stable handle for the LRU list. Here a record costs one 32-byte slab entry plus its
+//! share of the bucket array, with no allocation unless it is larger than `INLINE_CAPACITY`;
+//! and the slab index, which never moves while the record lives, is the LRU list's handle.
 
 use std::num::NonZeroU32;
 
@@ -245,10 +245,11 @@ impl SlotTable {
         record
     }
 
-    /// The first live slab index at or after `from`.
-    pub fn next_live(&self, from: u32) -> Option<u32> {
+    /// The live records and their slab indices in slab order, from slab index `from` on.
+    pub fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, &RecordBytes)> {
         let start = from as usize;
-        self.entries.get(start..)?.iter().position(|e| e.record.is_some()).map(|i| (start + i) as u32)
+        let rest = self.entries.get(start..).unwrap_or(&[]).iter().enumerate();
+        rest.filter_map(move |(i, e)| e.record.as_ref().map(|r| ((start + i) as u32, r)))
     }
 }
 

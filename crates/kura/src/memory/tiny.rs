@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 use super::backing::{self, Backing};
 use super::open_table::OpenTable;
 use super::record::RecordBytes;
-use super::slotted::{Padded, Slotted, SlottedCursor};
+use super::slotted::{KeySnapshot, Padded, Slotted, SlottedCursor};
 use super::table::{hash_key, slot_of};
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, Result};
@@ -228,32 +228,28 @@ impl Slotted for TinyDbm {
         self.slots.len()
     }
 
-    fn locate(&self, key: &[u8]) -> Option<(usize, u32)> {
-        let hash = hash_key(key);
-        let slot = slot_of(hash, self.slots.len());
-        self.slots.get(slot)?.read().find(key, hash).map(|index| (slot, index))
+    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool {
+        keys.reset(0);
+        let Some(slot) = self.slots.get(slot) else { return false };
+        let table = slot.read();
+        let start = match from {
+            None => 0,
+            Some(key) => match table.find(key, hash_key(key)) {
+                Some(index) => index,
+                None => return false,
+            },
+        };
+        keys.reset(table.len());
+        for (index, record) in table.records_from(start) {
+            keys.push(record.key(), index);
+        }
+        true
     }
 
-    fn next_live(&self, slot: usize, from: u32) -> Option<u32> {
-        self.slots.get(slot)?.read().next_live(from)
-    }
-
-    fn record_at(&self, slot: usize, index: u32) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let table = self.slots.get(slot)?.read();
-        table.get(index).map(|r| (r.key().to_vec(), r.value().to_vec()))
-    }
-
-    fn key_at(&self, slot: usize, index: u32) -> Option<Vec<u8>> {
-        self.slots.get(slot)?.read().get(index).map(|r| r.key().to_vec())
-    }
-
-    fn set_at(&self, slot: usize, index: u32, value: &[u8]) -> Result<()> {
-        let slot = self.slots.get(slot).ok_or_else(|| Error::not_found("no such slot"))?;
-        slot.write().set_value(index, value)
-    }
-
-    fn remove_at(&self, slot: usize, index: u32) -> Result<()> {
-        let slot = self.slots.get(slot).ok_or_else(|| Error::not_found("no such slot"))?;
-        slot.write().remove(index).map(|_| ()).ok_or_else(|| Error::not_found("the record is gone"))
+        let at_hint = table.get(hint).filter(|record| record.key() == key);
+        let record = at_hint.or_else(|| table.find(key, hash_key(key)).and_then(|index| table.get(index)))?;
+        Some(read(record.value()))
     }
 }
