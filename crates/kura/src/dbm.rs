@@ -44,6 +44,19 @@ pub trait Dbm: Send + Sync {
         found.ok_or_else(|| Error::not_found("no record for the key"))
     }
 
+    /// Shows the value of `key` to `visit` (`None` when absent) without copying it out: the
+    /// zero-copy read. Engines that can lend a stored value in place override this; the
+    /// default copies it through `get`. `visit` runs under the record's lock, so it must not
+    /// call back into the same database.
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        match self.get(key) {
+            Ok(value) => visit(Some(&value)),
+            Err(e) if e.is_not_found() => visit(None),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
     /// Stores `value` under `key`. With `overwrite` false, an existing record is left as it is
     /// and the call fails with a Duplicate error.
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {

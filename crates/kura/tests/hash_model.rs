@@ -63,7 +63,13 @@ fn check_same(db: &HashDbm, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     assert_eq!(&seen, model);
     for (k, v) in model {
         assert_eq!(&db.get(k).unwrap(), v);
+        let mut lent = None;
+        db.get_with(k, &mut |value| lent = value.map(<[u8]>::to_vec)).unwrap();
+        assert_eq!(lent.as_ref(), Some(v), "get_with");
     }
+    let mut absent = Some(Vec::new());
+    db.get_with(b"not in the model", &mut |value| absent = value.map(<[u8]>::to_vec)).unwrap();
+    assert!(model.contains_key(&b"not in the model"[..]) || absent.is_none(), "get_with of an absent key");
 }
 
 fn run(codec: CodecKind, appending: bool, ops: Vec<Op>) {

@@ -444,6 +444,24 @@ impl Dbm for HashDbm {
         })
     }
 
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        let hash = hash_key(key);
+        self.with_bucket(hash, false, |s, bucket| {
+            // SAFETY: `with_bucket` holds the stripe lock, for as long as `visit` runs.
+            unsafe {
+                match s.find(bucket, key, hash)? {
+                    Some(found) if is_live(&found) => {
+                        s.visit_value(found.offset, &found.header, hash, |v| visit(Some(v)))
+                    }
+                    _ => {
+                        visit(None);
+                        Ok(())
+                    }
+                }
+            }
+        })
+    }
+
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
         self.check_writable()?;
         check_key(key)?;

@@ -439,6 +439,39 @@ impl Storage {
     /// # Safety
     /// As for `read_header`.
     pub unsafe fn read_value(&self, offset: u64, header: &RecordHeader, hash: u64, out: &mut Vec<u8>) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        let stored = unsafe { self.checked_value(offset, header, hash)? };
+        self.codec.decode(stored, header.is_compressed(), out)
+    }
+
+    /// Verifies a record's checksum and shows its value to `visit`: in place in the file when
+    /// it is stored raw, else decoded into a buffer of its own.
+    ///
+    /// # Safety
+    /// As for `read_header`; `visit` must not outlive the caller's lock (it cannot keep the
+    /// slice, which borrows the mapping only for the call).
+    pub unsafe fn visit_value<R>(
+        &self,
+        offset: u64,
+        header: &RecordHeader,
+        hash: u64,
+        visit: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        // SAFETY: forwarded to the caller.
+        let stored = unsafe { self.checked_value(offset, header, hash)? };
+        if !header.is_compressed() {
+            return Ok(visit(stored));
+        }
+        let mut decoded = Vec::new();
+        self.codec.decode(stored, true, &mut decoded)?;
+        Ok(visit(&decoded))
+    }
+
+    /// The stored bytes of a record's value, once its checksum matched.
+    ///
+    /// # Safety
+    /// As for `read_header`.
+    unsafe fn checked_value(&self, offset: u64, header: &RecordHeader, hash: u64) -> Result<&[u8]> {
         let at = offset + (header.header_len + header.key_len) as u64;
         if header.value_len > 64 {
             self.file.prefetch_range(at, header.value_len);
@@ -448,7 +481,7 @@ impl Storage {
         if checksum(hash, header.is_compressed(), stored) != header.checksum() {
             return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
         }
-        self.codec.decode(stored, header.is_compressed(), out)
+        Ok(stored)
     }
 
     /// Walks the chain of `bucket` to the first record or tombstone of `key` (hashed `hash`).
