@@ -37,24 +37,19 @@ pub trait Dbm: Send + Sync {
     /// Returns the value of `key`, or a NotFound error.
     fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
         let mut found = None;
-        self.process(key, &mut |value| {
-            found = value.map(<[u8]>::to_vec);
-            Action::Keep
-        })?;
+        self.get_with(key, &mut |value| found = value.map(<[u8]>::to_vec))?;
         found.ok_or_else(|| Error::not_found("no record for the key"))
     }
 
     /// Shows the value of `key` to `visit` (`None` when absent) without copying it out: the
-    /// zero-copy read. Engines that can lend a stored value in place override this; the
-    /// default copies it through `get`. `visit` runs under the record's lock, so it must not
-    /// call back into the same database.
+    /// zero-copy read, and what `get` is made of. Engines override it with a lookup under a
+    /// read lock (the default runs `process`, which may lock for writing). `visit` runs under
+    /// the record's lock, so it must not call back into the same database.
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        match self.get(key) {
-            Ok(value) => visit(Some(&value)),
-            Err(e) if e.is_not_found() => visit(None),
-            Err(e) => return Err(e),
-        }
-        Ok(())
+        self.process(key, &mut |value| {
+            visit(value);
+            Action::Keep
+        })
     }
 
     /// Stores `value` under `key`. With `overwrite` false, an existing record is left as it is

@@ -104,11 +104,11 @@ impl Dbm for BabyDbm {
         Ok(())
     }
 
-    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         let tree = self.tree.read();
-        let found = tree.get(Key::new(key));
-        found.map(|r| r.0.value().to_vec()).ok_or_else(|| Error::not_found("no record for the key"))
+        visit(tree.get(Key::new(key)).map(|r| r.0.value()));
+        Ok(())
     }
 
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {

@@ -277,13 +277,17 @@ impl Dbm for CacheDbm {
         }
     }
 
-    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+    /// A hit refreshes the record's recency, as every read of a cache does.
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         let hash = hash_key(key);
         let mut slot = self.slot(hash).lock();
-        let index = slot.table.find(key, hash).ok_or_else(|| Error::not_found("no record for the key"))?;
-        slot.lru.touch(index);
-        slot.table.get(index).map(|r| r.value().to_vec()).ok_or_else(|| Error::not_found("no record for the key"))
+        let found = slot.table.find(key, hash);
+        if let Some(index) = found {
+            slot.lru.touch(index);
+        }
+        visit(found.and_then(|index| slot.table.get(index)).map(RecordBytes::value));
+        Ok(())
     }
 
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {

@@ -124,12 +124,12 @@ impl Dbm for TinyDbm {
         Self::apply(&mut table, key, hash, found, action)
     }
 
-    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         let hash = hash_key(key);
         let table = self.slot(hash).read();
-        let found = table.find(key, hash).and_then(|i| table.get(i));
-        found.map(|r| r.value().to_vec()).ok_or_else(|| Error::not_found("no record for the key"))
+        visit(table.find(key, hash).and_then(|i| table.get(i)).map(RecordBytes::value));
+        Ok(())
     }
 
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
