@@ -1,28 +1,24 @@
-//! BabyDbm (`.kumb`): an in-memory ordered database, a B-tree of records behind one
-//! reader-writer lock (key order cannot be sharded by hash). Small records sit inline in the
-//! tree nodes (see `record.rs`), so most records cost no allocation of their own. Its cursor
-//! goes both ways and lands beside keys (`OrderedCursor`). Optionally backed by a snapshot
-//! file (see `backing.rs`).
+//! BabyDbm (`.kumb`): an in-memory ordered database, a B+ tree of records (`btree/`) behind
+//! one reader-writer lock (key order cannot be sharded by hash). Small records sit inline in
+//! the tree's leaves (see `record.rs`), so most records cost no allocation of their own. Its
+//! cursor goes both ways and lands beside keys (`OrderedCursor`). Optionally backed by a
+//! snapshot file (see `backing.rs`).
 
-use std::collections::BTreeSet;
-use std::ops::Bound;
 use std::path::Path;
 
 use parking_lot::RwLock;
 
 use super::backing::{self, Backing};
-use super::record::{Key, KeyedRecord, RecordBytes};
+use super::btree::{OrderedTree, Put};
+use super::record::RecordBytes;
 use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
 use crate::open::OpenMode;
 
 const CLASS: u8 = b'b';
 
-/// Estimated bytes per record in the tree (24-byte record in a node about 70% full).
-const RECORD_FOOTPRINT: u64 = 36;
-
 pub struct BabyDbm {
-    tree: RwLock<BTreeSet<KeyedRecord>>,
+    tree: RwLock<OrderedTree>,
     backing: Backing,
 }
 
@@ -30,20 +26,17 @@ impl BabyDbm {
     /// A database with no file (no parameters).
     pub fn new(params: &Params) -> Result<BabyDbm> {
         params.check_known("baby", &[])?;
-        Ok(BabyDbm { tree: RwLock::new(BTreeSet::new()), backing: Backing::in_memory(CLASS) })
+        Ok(BabyDbm { tree: RwLock::new(OrderedTree::new()), backing: Backing::in_memory(CLASS) })
     }
 
     /// Opens `path` (empty: no file), loading its snapshot as `mode` says.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<BabyDbm> {
         params.check_known("baby", &[])?;
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
-        let dbm = BabyDbm { tree: RwLock::new(BTreeSet::new()), backing: opened.backing };
+        let dbm = BabyDbm { tree: RwLock::new(OrderedTree::new()), backing: opened.backing };
         if let Some(bytes) = opened.snapshot {
             let mut tree = dbm.tree.write();
-            backing::load(&bytes, |key, value| {
-                tree.replace(KeyedRecord(RecordBytes::new(key, value)?));
-                Ok(())
-            })?;
+            backing::load(&bytes, |key, value| tree.put(key, value, true).map(drop))?;
         }
         if opened.write_now {
             dbm.save()?;
@@ -54,25 +47,18 @@ impl BabyDbm {
     fn save(&self) -> Result<()> {
         self.backing.save(|writer| {
             let tree = self.tree.read();
-            for record in tree.iter() {
-                writer.record(record.0.key(), record.0.value())?;
-            }
-            Ok(())
+            tree.for_each(|record| writer.record(record.key(), record.value()))
         })
     }
 
-    /// The key of the first (or, `backwards`, the last) record within the bounds.
-    fn neighbour(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, backwards: bool) -> Option<Vec<u8>> {
+    /// The key of the record `pick` finds in the tree, copied out.
+    fn neighbour(&self, pick: impl FnOnce(&OrderedTree) -> Option<&RecordBytes>) -> Option<Vec<u8>> {
         let tree = self.tree.read();
-        let bounds = (lower.map(Key::new), upper.map(Key::new));
-        let mut range = tree.range::<Key, _>(bounds);
-        let record = if backwards { range.next_back() } else { range.next() };
-        record.map(|r| r.0.key().to_vec())
+        pick(&tree).map(|record| record.key().to_vec())
     }
 
     fn memory_usage(&self) -> u64 {
-        let tree = self.tree.read();
-        tree.len() as u64 * RECORD_FOOTPRINT
+        self.tree.read().memory_bytes()
     }
 }
 
@@ -81,23 +67,23 @@ impl Dbm for BabyDbm {
         self.backing.check_open()?;
         if !self.backing.is_writable() {
             let tree = self.tree.read();
-            let current = tree.get(Key::new(key)).map(|r| r.0.value());
+            let current = tree.get(key).map(RecordBytes::value);
             return match processor(current) {
                 Action::Keep => Ok(()),
                 _ => Err(Error::infeasible("the database is opened read-only")),
             };
         }
         let mut tree = self.tree.write();
-        let current = tree.get(Key::new(key)).map(|r| r.0.value());
+        let current = tree.get(key).map(RecordBytes::value);
         let existed = current.is_some();
         match processor(current) {
             Action::Keep => {}
             Action::Set(value) => {
-                tree.replace(KeyedRecord(RecordBytes::new(key, &value)?));
+                tree.put(key, &value, true)?;
             }
             Action::Remove => {
                 if existed {
-                    tree.remove(Key::new(key));
+                    tree.remove(key);
                 }
             }
         }
@@ -107,20 +93,24 @@ impl Dbm for BabyDbm {
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         let tree = self.tree.read();
-        visit(tree.get(Key::new(key)).map(|r| r.0.value()));
+        visit(tree.get(key).map(RecordBytes::value));
         Ok(())
     }
 
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
         self.backing.check_writable()?;
-        let record = KeyedRecord(RecordBytes::new(key, value)?);
-        let mut tree = self.tree.write();
-        if overwrite {
-            tree.replace(record);
-        } else if !tree.insert(record) {
+        if self.tree.write().put(key, value, overwrite)? == Put::Kept {
             return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
         }
         Ok(())
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<()> {
+        self.backing.check_writable()?;
+        match self.tree.write().remove(key) {
+            Some(_) => Ok(()),
+            None => Err(Error::not_found("no record for the key")),
+        }
     }
 
     fn count(&self) -> Result<u64> {
@@ -150,7 +140,7 @@ impl Dbm for BabyDbm {
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
-        // A B-tree has nothing to compact or resize.
+        // The tree keeps its nodes at least a quarter full as it goes: nothing to compact.
         self.backing.check_writable()?;
         params.check_known("baby", &[])
     }
@@ -215,7 +205,7 @@ impl BabyCursor<'_> {
 impl Cursor for BabyCursor<'_> {
     fn first(&mut self) -> Result<bool> {
         self.dbm.backing.check_open()?;
-        let found = self.dbm.neighbour(Bound::Unbounded, Bound::Unbounded, false);
+        let found = self.dbm.neighbour(OrderedTree::first);
         Ok(self.land(found))
     }
 
@@ -226,7 +216,7 @@ impl Cursor for BabyCursor<'_> {
     fn next(&mut self) -> Result<bool> {
         self.dbm.backing.check_open()?;
         let Some(current) = self.position.take() else { return Ok(false) };
-        let found = self.dbm.neighbour(Bound::Excluded(&current), Bound::Unbounded, false);
+        let found = self.dbm.neighbour(|tree| tree.after(&current, false));
         Ok(self.land(found))
     }
 
@@ -234,7 +224,7 @@ impl Cursor for BabyCursor<'_> {
         self.dbm.backing.check_open()?;
         let Some(key) = self.position.as_deref() else { return Ok(None) };
         let tree = self.dbm.tree.read();
-        Ok(tree.get(Key::new(key)).map(|r| (r.0.key().to_vec(), r.0.value().to_vec())))
+        Ok(tree.get(key).map(|r| (r.key().to_vec(), r.value().to_vec())))
     }
 
     fn key(&mut self) -> Result<Option<Vec<u8>>> {
@@ -245,17 +235,14 @@ impl Cursor for BabyCursor<'_> {
         self.dbm.backing.check_writable()?;
         let key = self.at()?;
         let mut tree = self.dbm.tree.write();
-        if !tree.contains(Key::new(key)) {
-            return Err(Error::not_found("the record at the cursor is gone"));
-        }
-        tree.replace(KeyedRecord(RecordBytes::new(key, value)?));
-        Ok(())
+        let record = tree.get_mut(key).ok_or_else(|| Error::not_found("the record at the cursor is gone"))?;
+        record.set_value(value)
     }
 
     fn remove(&mut self) -> Result<()> {
         self.dbm.backing.check_writable()?;
         let key = self.at()?;
-        if !self.dbm.tree.write().remove(Key::new(key)) {
+        if self.dbm.tree.write().remove(key).is_none() {
             return Err(Error::not_found("the record at the cursor is gone"));
         }
         self.next()?;
@@ -266,28 +253,26 @@ impl Cursor for BabyCursor<'_> {
 impl OrderedCursor for BabyCursor<'_> {
     fn last(&mut self) -> Result<bool> {
         self.dbm.backing.check_open()?;
-        let found = self.dbm.neighbour(Bound::Unbounded, Bound::Unbounded, true);
+        let found = self.dbm.neighbour(OrderedTree::last);
         Ok(self.land(found))
     }
 
     fn previous(&mut self) -> Result<bool> {
         self.dbm.backing.check_open()?;
         let Some(current) = self.position.take() else { return Ok(false) };
-        let found = self.dbm.neighbour(Bound::Unbounded, Bound::Excluded(&current), true);
+        let found = self.dbm.neighbour(|tree| tree.before(&current, false));
         Ok(self.land(found))
     }
 
     fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<bool> {
         self.dbm.backing.check_open()?;
-        let upper = if inclusive { Bound::Included(key) } else { Bound::Excluded(key) };
-        let found = self.dbm.neighbour(Bound::Unbounded, upper, true);
+        let found = self.dbm.neighbour(|tree| tree.before(key, inclusive));
         Ok(self.land(found))
     }
 
     fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<bool> {
         self.dbm.backing.check_open()?;
-        let lower = if inclusive { Bound::Included(key) } else { Bound::Excluded(key) };
-        let found = self.dbm.neighbour(lower, Bound::Unbounded, false);
+        let found = self.dbm.neighbour(|tree| tree.after(key, inclusive));
         Ok(self.land(found))
     }
 }

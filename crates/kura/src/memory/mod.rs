@@ -2,7 +2,7 @@
 //! - `tiny.rs`: TinyDbm (`.kumt`), a sharded open-addressing hash table;
 //! - `cache.rs`: CacheDbm (`.kumc`), the same table with per-slot LRU eviction under a record
 //!   cap and a memory cap;
-//! - `baby.rs`: BabyDbm (`.kumb`), an ordered B-tree with a bidirectional cursor.
+//! - `baby.rs`: BabyDbm (`.kumb`), an ordered B+ tree (`btree/`) with a bidirectional cursor.
 //!
 //! Their parts: `record.rs` (a record in 24 bytes, inline when small), `open_table.rs`
 //! (a TinyDbm slot: records in linearly probed cells), `table.rs` (a CacheDbm slot: a slab
@@ -11,6 +11,7 @@
 //! write-back, closed state).
 
 mod baby;
+mod btree;
 mod backing;
 mod cache;
 mod lru;

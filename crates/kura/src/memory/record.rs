@@ -4,9 +4,6 @@
 //! stored inline, so the common case costs no allocation at all: this is what keeps the memory
 //! engines' RSS well below one `malloc` chunk per record.
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
-
 use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes of key + value that fit inside the record itself.
@@ -84,53 +81,6 @@ impl RecordBytes {
 
 fn too_large() -> Error {
     Error::new(ErrorKind::Limit, "the record is too large")
-}
-
-/// A key as a type of its own, so that sets of records can be searched by key alone.
-#[repr(transparent)]
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-pub struct Key([u8]);
-
-impl Key {
-    #[inline]
-    pub fn new(bytes: &[u8]) -> &Key {
-        // SAFETY: `Key` is a `repr(transparent)` wrapper of `[u8]`, so both unsized types have
-        // the same layout and pointer metadata; the lifetime is carried over unchanged.
-        unsafe { &*(bytes as *const [u8] as *const Key) }
-    }
-}
-
-/// A record compared, ordered and looked up by its key only (values take no part), for the
-/// ordered engine's `BTreeSet`. Its `Ord` agrees with `Key`'s, as `Borrow` requires.
-#[derive(Clone)]
-pub struct KeyedRecord(pub RecordBytes);
-
-impl Borrow<Key> for KeyedRecord {
-    #[inline]
-    fn borrow(&self) -> &Key {
-        Key::new(self.0.key())
-    }
-}
-
-impl PartialEq for KeyedRecord {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.key() == other.0.key()
-    }
-}
-
-impl Eq for KeyedRecord {}
-
-impl PartialOrd for KeyedRecord {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for KeyedRecord {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.key().cmp(other.0.key())
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,291 @@
+//! The nodes of the ordered tree and how they change: insertion with splits, removal with
+//! merges and refills. Reads live in `walk.rs`.
+//!
+//! Invariants (checked by `OrderedTree::check` in the tests):
+//! - a leaf's records are sorted by key, without duplicates, `prefixes[i] == prefix_of(key i)`;
+//! - an inner node has `children.len() == separators.len() + 1 >= 1`, and every key under
+//!   `children[i]` is `< separators[i] <=` every key under `children[i + 1]`;
+//! - all leaves are at the same depth; a node holds at most its capacity (between operations).
+
+use super::prefix::{prefix_of, search, Probe};
+use super::{GROWTH, INNER_CAPACITY, LEAF_CAPACITY};
+use crate::error::{Error, Result};
+use crate::memory::record::RecordBytes;
+
+pub enum Node {
+    Leaf(Leaf),
+    Inner(Inner),
+}
+
+pub struct Leaf {
+    pub(super) prefixes: Vec<u64>,
+    pub(super) records: Vec<RecordBytes>,
+}
+
+pub struct Inner {
+    pub(super) prefixes: Vec<u64>,
+    pub(super) separators: Vec<Box<[u8]>>,
+    pub(super) children: Vec<Node>,
+}
+
+/// What `put` did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Put {
+    Inserted,
+    Replaced,
+    /// The key existed and overwriting was not asked for.
+    Kept,
+}
+
+/// A node that overflowed gave its upper part away: the parent inserts `right` after it,
+/// separated by `separator` (the smallest key under `right`, or a bound below it).
+pub struct Split {
+    separator: Box<[u8]>,
+    right: Node,
+}
+
+/// Where an overflowing node (one entry over capacity, the new one at `inserted`) is cut, as
+/// the index of the first entry that goes right. Appending at either end cuts next to the new
+/// entry, so that keys written in order fill nodes completely (as a snapshot load does).
+fn cut_point(inserted: usize, len: usize) -> usize {
+    if inserted + 1 == len {
+        len - 1
+    } else if inserted == 0 {
+        1
+    } else {
+        len / 2
+    }
+}
+
+/// Node arrays grow `GROWTH` entries at a time (not by doubling) up to `max` (one over the
+/// node's capacity: a node takes its new entry first and splits after), so that a node's
+/// unused room stays small whatever its fill: the arrays of a tree grown in random order are
+/// about 70% full, and their spare room would be most of the tree's overhead.
+fn make_room<T>(array: &mut Vec<T>, max: usize) {
+    let len = array.len();
+    if len == array.capacity() {
+        array.reserve_exact(GROWTH.min(max.saturating_sub(len)).max(1));
+    }
+}
+
+/// Gives back the room beyond `GROWTH` spare entries (after a split or a join).
+fn trim<T>(array: &mut Vec<T>) {
+    array.shrink_to(array.len() + GROWTH);
+}
+
+fn lost_child() -> Error {
+    Error::broken("the ordered tree lost a child node")
+}
+
+impl Leaf {
+    /// A leaf with room for `len` records and a few more.
+    pub fn with_room_for(len: usize) -> Leaf {
+        let capacity = len + GROWTH;
+        Leaf { prefixes: Vec::with_capacity(capacity), records: Vec::with_capacity(capacity) }
+    }
+
+    fn make_room(&mut self) {
+        make_room(&mut self.prefixes, LEAF_CAPACITY + 1);
+        make_room(&mut self.records, LEAF_CAPACITY + 1);
+    }
+
+    fn trim(&mut self) {
+        trim(&mut self.prefixes);
+        trim(&mut self.records);
+    }
+
+    #[inline]
+    pub(super) fn search(&self, probe: &Probe<'_>) -> std::result::Result<usize, usize> {
+        search(&self.prefixes, probe, |i| self.records.get(i).map(RecordBytes::key))
+    }
+
+    fn put(&mut self, probe: &Probe<'_>, value: &[u8], overwrite: bool) -> Result<(Put, Option<Split>)> {
+        match self.search(probe) {
+            Ok(index) => {
+                if !overwrite {
+                    return Ok((Put::Kept, None));
+                }
+                let record = self.records.get_mut(index).ok_or_else(lost_child)?;
+                record.set_value(value)?;
+                Ok((Put::Replaced, None))
+            }
+            Err(index) => {
+                let record = RecordBytes::new(probe.key, value)?;
+                self.make_room();
+                self.records.insert(index, record);
+                self.prefixes.insert(index, probe.prefix);
+                let len = self.records.len();
+                let split = (len > LEAF_CAPACITY).then(|| self.split(cut_point(index, len)));
+                Ok((Put::Inserted, split))
+            }
+        }
+    }
+
+    /// Moves the records from `at` on into a new right sibling. `0 < at < len` keeps both sides
+    /// non-empty, so the separator is a real key.
+    fn split(&mut self, at: usize) -> Split {
+        let mut right = Leaf::with_room_for(self.records.len().saturating_sub(at));
+        right.prefixes.extend(self.prefixes.drain(at..));
+        right.records.extend(self.records.drain(at..));
+        self.trim();
+        let separator = right.records.first().map(|r| Box::from(r.key())).unwrap_or_default();
+        Split { separator, right: Node::Leaf(right) }
+    }
+
+    fn remove(&mut self, probe: &Probe<'_>) -> Option<RecordBytes> {
+        let index = self.search(probe).ok()?;
+        if index < self.records.len() {
+            self.prefixes.remove(index);
+            return Some(self.records.remove(index));
+        }
+        None
+    }
+}
+
+impl Inner {
+    /// A new root above two nodes.
+    pub fn new_root(left: Node, split: Split) -> Inner {
+        let mut root = Inner::empty();
+        root.prefixes.push(prefix_of(&split.separator));
+        root.separators.push(split.separator);
+        root.children.push(left);
+        root.children.push(split.right);
+        root
+    }
+
+    fn empty() -> Inner {
+        Inner {
+            prefixes: Vec::with_capacity(GROWTH),
+            separators: Vec::with_capacity(GROWTH),
+            children: Vec::with_capacity(GROWTH + 1),
+        }
+    }
+
+    fn make_room(&mut self) {
+        make_room(&mut self.prefixes, INNER_CAPACITY + 1);
+        make_room(&mut self.separators, INNER_CAPACITY + 1);
+        make_room(&mut self.children, INNER_CAPACITY + 2);
+    }
+
+    fn trim(&mut self) {
+        trim(&mut self.prefixes);
+        trim(&mut self.separators);
+        trim(&mut self.children);
+    }
+
+    /// The index of the child whose keys range covers `probe` (a key equal to a separator
+    /// belongs to the right of it).
+    #[inline]
+    pub(super) fn child_index(&self, probe: &Probe<'_>) -> usize {
+        match search(&self.prefixes, probe, |i| self.separators.get(i).map(|s| &s[..])) {
+            Ok(index) => index + 1,
+            Err(index) => index,
+        }
+    }
+
+    fn put(&mut self, probe: &Probe<'_>, value: &[u8], overwrite: bool) -> Result<(Put, Option<Split>)> {
+        let index = self.child_index(probe);
+        let child = self.children.get_mut(index).ok_or_else(lost_child)?;
+        let (put, split) = child.put(probe, value, overwrite)?;
+        let Some(split) = split else { return Ok((put, None)) };
+        self.make_room();
+        self.prefixes.insert(index, prefix_of(&split.separator));
+        self.separators.insert(index, split.separator);
+        self.children.insert(index + 1, split.right);
+        let len = self.separators.len();
+        Ok((put, (len > INNER_CAPACITY).then(|| self.split(cut_point(index, len)))))
+    }
+
+    /// Moves the children after separator `at` into a new right sibling; separator `at` goes up.
+    fn split(&mut self, at: usize) -> Split {
+        let mut right = Inner::empty();
+        right.prefixes.extend(self.prefixes.drain(at + 1..));
+        right.separators.extend(self.separators.drain(at + 1..));
+        right.children.extend(self.children.drain(at + 1..));
+        self.prefixes.pop();
+        let separator = self.separators.pop().unwrap_or_default();
+        self.trim();
+        Split { separator, right: Node::Inner(right) }
+    }
+
+    fn remove(&mut self, probe: &Probe<'_>) -> Option<RecordBytes> {
+        let index = self.child_index(probe);
+        let child = self.children.get_mut(index)?;
+        let removed = child.remove(probe)?;
+        if child.is_underfull() {
+            self.rebalance(index);
+        }
+        Some(removed)
+    }
+
+    /// Joins the underfull child at `index` with a sibling; if the two do not fit in one node,
+    /// cuts the joined node in the middle again, which leaves both at least half full.
+    fn rebalance(&mut self, index: usize) {
+        let left_index = index.saturating_sub(1);
+        if left_index + 1 >= self.children.len() {
+            return; // An only child: the parent's own rebalancing (or the root's collapse) acts.
+        }
+        self.prefixes.remove(left_index);
+        let separator = self.separators.remove(left_index);
+        let right = self.children.remove(left_index + 1);
+        let Some(left) = self.children.get_mut(left_index) else { return };
+        if let Some(split) = left.absorb(separator, right) {
+            self.prefixes.insert(left_index, prefix_of(&split.separator));
+            self.separators.insert(left_index, split.separator);
+            self.children.insert(left_index + 1, split.right);
+        }
+    }
+}
+
+impl Node {
+    pub(super) fn put(&mut self, probe: &Probe<'_>, value: &[u8], overwrite: bool) -> Result<(Put, Option<Split>)> {
+        match self {
+            Node::Leaf(leaf) => leaf.put(probe, value, overwrite),
+            Node::Inner(inner) => inner.put(probe, value, overwrite),
+        }
+    }
+
+    pub(super) fn remove(&mut self, probe: &Probe<'_>) -> Option<RecordBytes> {
+        match self {
+            Node::Leaf(leaf) => leaf.remove(probe),
+            Node::Inner(inner) => inner.remove(probe),
+        }
+    }
+
+    /// A quarter full or less: worth joining with a sibling.
+    fn is_underfull(&self) -> bool {
+        match self {
+            Node::Leaf(leaf) => leaf.records.len() <= LEAF_CAPACITY / 4,
+            Node::Inner(inner) => inner.children.len() <= INNER_CAPACITY / 4,
+        }
+    }
+
+    /// Appends `right` (the next sibling, of the same kind and depth, `separator` between
+    /// them) to this node; returns the upper half if the result is over capacity.
+    fn absorb(&mut self, separator: Box<[u8]>, right: Node) -> Option<Split> {
+        match (self, right) {
+            (Node::Leaf(left), Node::Leaf(right)) => {
+                left.prefixes.extend(right.prefixes);
+                left.records.extend(right.records);
+                let len = left.records.len();
+                let split = (len > LEAF_CAPACITY).then(|| left.split(len / 2));
+                left.trim();
+                split
+            }
+            (Node::Inner(left), Node::Inner(right)) => {
+                left.prefixes.push(prefix_of(&separator));
+                left.separators.push(separator);
+                left.prefixes.extend(right.prefixes);
+                left.separators.extend(right.separators);
+                left.children.extend(right.children);
+                let len = left.separators.len();
+                let split = (len > INNER_CAPACITY).then(|| left.split(len / 2));
+                left.trim();
+                split
+            }
+            // Siblings are of one kind (all leaves share one depth); were they not, handing
+            // `right` back as a split puts the node back as it was.
+            (_, right) => Some(Split { separator, right }),
+        }
+    }
+}

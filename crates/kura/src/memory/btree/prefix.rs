@@ -1,0 +1,88 @@
+//! Key prefixes: the first 8 bytes of a key as a big-endian `u64`, so that most comparisons in
+//! a node are one integer comparison on a compact array instead of a `memcmp` through a record.
+
+use std::cmp::Ordering;
+
+/// A key and its prefix, computed once per operation.
+#[derive(Clone, Copy)]
+pub struct Probe<'k> {
+    pub prefix: u64,
+    pub key: &'k [u8],
+}
+
+impl<'k> Probe<'k> {
+    #[inline]
+    pub fn new(key: &'k [u8]) -> Probe<'k> {
+        Probe { prefix: prefix_of(key), key }
+    }
+}
+
+/// The first 8 bytes of `key`, zero-padded, big-endian. Order-preserving: a smaller prefix means
+/// a smaller key (a key shorter than 8 bytes pads with zeros, and is then a proper prefix of
+/// any longer key it ties with on the bytes it has). Equal prefixes say nothing: compare keys.
+#[inline]
+pub fn prefix_of(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let taken = key.len().min(8);
+    if let (Some(to), Some(from)) = (bytes.get_mut(..taken), key.get(..taken)) {
+        to.copy_from_slice(from);
+    }
+    u64::from_be_bytes(bytes)
+}
+
+/// Search of `probe` in a node's sorted keys, given their prefixes and a way to read
+/// the key at an index: `Ok(index)` when found, else `Err(index)` where it would be inserted.
+/// Full keys are read only within the run of prefixes equal to the probe's.
+#[inline]
+pub fn search<'a>(
+    prefixes: &[u64],
+    probe: &Probe<'_>,
+    key_at: impl Fn(usize) -> Option<&'a [u8]>,
+) -> Result<usize, usize> {
+    // Counting the smaller prefixes (sorted, so they are the first ones) reads every cache line
+    // of the array, but with loads independent of one another that the CPU issues at once: one
+    // memory latency per node, where a binary search waits for one miss after another. (Faster
+    // for nodes out of cache and no slower for nodes in it, measured.)
+    let start = prefixes.iter().map(|&p| usize::from(p < probe.prefix)).sum::<usize>();
+    let run = prefixes.get(start..).unwrap_or_default();
+    let run_len = run.iter().take_while(|&&p| p == probe.prefix).count();
+    let (mut low, mut high) = (start, start + run_len);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        match key_at(middle).unwrap_or_default().cmp(probe.key) {
+            Ordering::Less => low = middle + 1,
+            Ordering::Equal => return Ok(middle),
+            Ordering::Greater => high = middle,
+        }
+    }
+    Err(low)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn prefix_order_agrees_with_key_order(a in proptest::collection::vec(0u8..3, 0..12),
+                                              b in proptest::collection::vec(0u8..3, 0..12)) {
+            let (pa, pb) = (prefix_of(&a), prefix_of(&b));
+            if pa != pb {
+                prop_assert_eq!(pa.cmp(&pb), a.cmp(&b));
+            }
+        }
+
+        #[test]
+        fn search_agrees_with_binary_search(mut keys in proptest::collection::vec(
+                                                proptest::collection::vec(0u8..3, 0..10), 0..40),
+                                            probe in proptest::collection::vec(0u8..3, 0..10)) {
+            keys.sort();
+            keys.dedup();
+            let prefixes: Vec<u64> = keys.iter().map(|k| prefix_of(k)).collect();
+            let found = search(&prefixes, &Probe::new(&probe), |i| keys.get(i).map(Vec::as_slice));
+            prop_assert_eq!(found, keys.binary_search(&probe));
+        }
+    }
+}
