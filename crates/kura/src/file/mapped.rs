@@ -95,10 +95,7 @@ impl MappedFile {
     /// cache, so that reading a long value waits for one memory latency, not one per line.
     #[inline]
     pub fn prefetch_range(&self, offset: u64, len: usize) {
-        let start = (self.map.as_ptr() as usize).wrapping_add(offset as usize);
-        for line in (0..len.min(MAX_PREFETCH)).step_by(64) {
-            super::prefetch(start.wrapping_add(line));
-        }
+        super::prefetch_range((self.map.as_ptr() as usize).wrapping_add(offset as usize), len.min(MAX_PREFETCH));
     }
 
     /// Current length of the file in bytes.

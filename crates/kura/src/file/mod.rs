@@ -10,5 +10,5 @@ mod replace;
 pub use lock::{FileLock, LockMode};
 pub use mapped::MappedFile;
 pub use open::open_regular_file;
-pub use prefetch::prefetch;
+pub use prefetch::{prefetch, prefetch_range, prefetch_slice};
 pub use replace::{remove_if_exists, replace_file, sibling_path};

@@ -14,3 +14,17 @@ pub fn prefetch(address: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
 }
+
+/// Asks the CPU to bring every line of `len` bytes from `start` into the cache.
+#[inline]
+pub fn prefetch_range(start: usize, len: usize) {
+    for line in (0..len).step_by(64) {
+        prefetch(start.wrapping_add(line));
+    }
+}
+
+/// Asks the CPU to bring the memory of `items` into the cache.
+#[inline]
+pub fn prefetch_slice<T>(items: &[T]) {
+    prefetch_range(items.as_ptr() as usize, std::mem::size_of_val(items));
+}

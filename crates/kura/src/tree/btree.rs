@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 use super::cache::IdMap;
 use super::comparator::Comparator;
+use super::finger::Finger;
 use super::format::MAX_HEIGHT;
 use super::page::{Branch, Leaf, Page, MAX_RECORD_SIZE};
 use super::pager::Pager;
@@ -34,11 +35,18 @@ pub struct BTree {
     pub(super) replaced: Vec<u64>,
     /// Commit when more pages than this are dirty (between batches).
     pub max_dirty_pages: usize,
+    /// The branch path of the current update, kept to spare an allocation per update.
+    path_buffer: Vec<(u64, usize)>,
+    /// Bumped by every change of a page id or of a separator (see finger.rs).
+    pub(super) structure: u64,
+    pub(super) finger: Finger,
+    /// The leaf of the last update and `structure` then.
+    pub(super) last_leaf: Option<(u64, u64)>,
 }
 
-/// A page borrowed from the dirty set or shared from the cache.
+/// A page borrowed (from the dirty set or the pins) or shared from the cache.
 pub enum PageRef<'a> {
-    Dirty(&'a Arc<Page>),
+    Borrowed(&'a Arc<Page>),
     Clean(Arc<Page>),
 }
 
@@ -47,7 +55,7 @@ impl std::ops::Deref for PageRef<'_> {
 
     fn deref(&self) -> &Page {
         match self {
-            PageRef::Dirty(page) => page,
+            PageRef::Borrowed(page) => page,
             PageRef::Clean(page) => page,
         }
     }
@@ -56,7 +64,7 @@ impl std::ops::Deref for PageRef<'_> {
 impl PageRef<'_> {
     pub fn into_arc(self) -> Arc<Page> {
         match self {
-            PageRef::Dirty(page) => Arc::clone(page),
+            PageRef::Borrowed(page) => Arc::clone(page),
             PageRef::Clean(page) => page,
         }
     }
@@ -78,6 +86,10 @@ impl BTree {
             next_temp: 0,
             replaced: Vec::new(),
             max_dirty_pages,
+            path_buffer: Vec::new(),
+            structure: 0,
+            finger: Finger::default(),
+            last_leaf: None,
         }
     }
 
@@ -103,29 +115,40 @@ impl BTree {
 
     pub fn page(&self, id: u64) -> Result<PageRef<'_>> {
         if id & TEMP_BIT != 0 {
-            self.dirty.get(&id).map(PageRef::Dirty).ok_or_else(|| Error::broken("dangling dirty page id"))
+            self.dirty.get(&id).map(PageRef::Borrowed).ok_or_else(|| Error::broken("dangling dirty page id"))
         } else {
-            self.pager.read_page(id).map(PageRef::Clean)
+            match self.pager.pinned(id) {
+                Some(page) => Ok(PageRef::Borrowed(page)),
+                None => self.pager.read_page(id).map(PageRef::Clean),
+            }
         }
     }
 
-    /// Calls `found` with the value of `key` (None when absent).
+    /// Calls `found` with the value of `key` (None when absent). A clean page is used in
+    /// place in the cache (see `Pager::with_page`): `found` must not call into the tree.
     pub fn get<R>(&self, key: &[u8], found: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         let comparator = self.comparator();
         let mut id = self.root;
-        for level in 0..self.height {
-            let page = self.page(id)?;
-            match &*page {
-                Page::Branch(branch) if level + 1 < self.height => {
-                    id = *branch.children.get(branch.child_index(comparator, key)).ok_or_else(|| wrong_level(id))?;
-                }
-                Page::Leaf(leaf) if level + 1 == self.height => {
-                    return Ok(found(leaf.search(comparator, key).ok().and_then(|i| leaf.value(i))));
-                }
-                _ => return Err(wrong_level(id)),
-            }
+        for _ in 1..self.height {
+            let child = |page: &Page| match page {
+                Page::Branch(branch) => branch.children.get(branch.child_index(comparator, key)).copied(),
+                Page::Leaf(_) => None,
+            };
+            let next = if id & TEMP_BIT != 0 { child(&*self.page(id)?) } else { self.pager.with_page(id, child)? };
+            id = next.ok_or_else(|| wrong_level(id))?;
         }
-        Ok(found(None))
+        if self.height == 0 {
+            return Ok(found(None));
+        }
+        let in_leaf = |page: &Page| match page {
+            Page::Leaf(leaf) => Ok(found(leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)))),
+            Page::Branch(_) => Err(wrong_level(id)),
+        };
+        if id & TEMP_BIT != 0 {
+            in_leaf(&*self.page(id)?)
+        } else {
+            self.pager.with_page(id, in_leaf)?
+        }
     }
 
     /// Descends to the leaf for `key`, returning the branch path `(id, child index)` and the
@@ -160,8 +183,42 @@ impl BTree {
             }
             return Ok(false);
         }
-        let mut path = Vec::with_capacity(self.height as usize);
-        let leaf_id = self.find_leaf(key, &mut path)?;
+        let mut path = std::mem::take(&mut self.path_buffer);
+        path.clear();
+        let outcome = self.process_in_leaf(key, processor, &mut path);
+        self.path_buffer = path;
+        outcome
+    }
+
+    /// `process` on a non-empty tree; `path` is an empty buffer for the branch path.
+    fn process_in_leaf(
+        &mut self,
+        key: &[u8],
+        processor: Processor<'_, '_>,
+        path: &mut Vec<(u64, usize)>,
+    ) -> Result<bool> {
+        let structure = self.structure;
+        let leaf_id = match self.finger_leaf(key, path) {
+            Some(leaf) => leaf,
+            None => self.find_leaf(key, path)?,
+        };
+        let changed = self.update_leaf(key, processor, path, leaf_id)?;
+        // Unchanged structure: no page was copied, so `leaf_id` and `path` are still current
+        // (unless a merge attempt shortened the path).
+        if self.structure == structure && path.len() + 1 == self.height as usize {
+            self.remember_leaf(leaf_id, path)?;
+        }
+        Ok(changed)
+    }
+
+    /// Applies `processor` to `key` in leaf `leaf_id`, reached along `path`.
+    fn update_leaf(
+        &mut self,
+        key: &[u8],
+        processor: Processor<'_, '_>,
+        path: &mut Vec<(u64, usize)>,
+        leaf_id: u64,
+    ) -> Result<bool> {
         let (position, action) = {
             let page = self.page(leaf_id)?;
             let Page::Leaf(leaf) = &*page else {
@@ -170,11 +227,12 @@ impl BTree {
             let position = leaf.search(self.comparator(), key);
             (position, processor(position.ok().and_then(|i| leaf.value(i))))
         };
+        let max = self.pager.max_page_size();
         match (action, position) {
             (Action::Keep, _) | (Action::Remove, Err(_)) => Ok(false),
             (Action::Set(value), position) => {
                 check_record_size(key, &value)?;
-                let leaf_id = self.make_path_dirty(&mut path, leaf_id)?;
+                let leaf_id = self.make_path_dirty(path, leaf_id)?;
                 let leaf = self.leaf_mut(leaf_id)?;
                 let inserted = match position {
                     Ok(index) => {
@@ -186,23 +244,32 @@ impl BTree {
                         Some(index)
                     }
                 };
+                // (Checked here, where the leaf is at hand, to spare a lookup per update.)
+                let oversized = leaf.encoded_size() > max && leaf.len() >= 2;
                 if inserted.is_some() {
                     self.count += 1;
                 }
-                self.split_if_needed(path, leaf_id, inserted)?;
+                if oversized {
+                    self.split_if_needed(path, leaf_id, inserted)?;
+                }
                 Ok(true)
             }
             (Action::Remove, Ok(index)) => {
-                let leaf_id = self.make_path_dirty(&mut path, leaf_id)?;
-                self.leaf_mut(leaf_id)?.remove(index);
+                let leaf_id = self.make_path_dirty(path, leaf_id)?;
+                let leaf = self.leaf_mut(leaf_id)?;
+                leaf.remove(index);
+                let underfull = leaf.encoded_size() < max / 4 || leaf.is_empty();
                 self.count = self.count.saturating_sub(1);
-                self.merge_if_needed(path, leaf_id)?;
+                if underfull {
+                    self.merge_if_needed(path, leaf_id)?;
+                }
                 Ok(true)
             }
         }
     }
 
     pub(super) fn new_dirty(&mut self, page: Page) -> u64 {
+        self.structure += 1;
         let id = TEMP_BIT | self.next_temp;
         self.next_temp += 1;
         self.dirty.insert(id, Arc::new(page));
@@ -215,11 +282,12 @@ impl BTree {
         if id & TEMP_BIT != 0 {
             return Ok(id);
         }
-        let page = match self.pager.cache().remove(id) {
+        let page = match self.pager.forget(id) {
             Some(page) => page,
             None => Arc::new(self.pager.decode_page(id)?),
         };
         self.replaced.push(id);
+        self.structure += 1;
         let temp = TEMP_BIT | self.next_temp;
         self.next_temp += 1;
         self.dirty.insert(temp, page);
@@ -300,6 +368,7 @@ impl BTree {
     }
 
     fn write_and_publish(&mut self, hard: bool) -> Result<()> {
+        self.structure += 1;
         let root = if self.root & TEMP_BIT != 0 { self.write_dirty(self.root, 0)? } else { self.root };
         let mut header = self.pager.header().clone();
         header.root = root;
@@ -337,6 +406,7 @@ impl BTree {
 
     /// Drops every change since the last published commit.
     pub fn rollback(&mut self) {
+        self.structure += 1;
         let header = self.pager.header().clone();
         self.root = header.root;
         self.height = header.height;

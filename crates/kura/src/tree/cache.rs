@@ -71,10 +71,21 @@ impl PageCache {
     }
 
     pub fn get(&self, offset: u64) -> Option<Arc<Page>> {
+        self.with(offset, Arc::clone)
+    }
+
+    /// Runs `use_page` on the page cached at `offset`, if any, with its shard locked: this
+    /// spares the reference count's two atomic operations of `get`. `use_page` must not call
+    /// into the cache.
+    #[inline]
+    pub fn with<R>(&self, offset: u64, use_page: impl FnOnce(&Arc<Page>) -> R) -> Option<R> {
         let mut shard = self.shard(offset)?.lock();
         let slot = shard.pages.get_mut(&offset)?;
-        slot.referenced = true;
-        Some(Arc::clone(&slot.page))
+        if !slot.referenced {
+            // (Written only when it changes: a store to a shared line costs other readers.)
+            slot.referenced = true;
+        }
+        Some(use_page(&slot.page))
     }
 
     pub fn insert(&self, offset: u64, page: Arc<Page>) {

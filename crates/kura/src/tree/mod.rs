@@ -16,12 +16,15 @@ mod btree;
 mod cache;
 mod comparator;
 mod cursor;
+mod finger;
 #[doc(hidden)]
 pub mod forge;
 mod format;
 mod options;
 mod page;
 mod pager;
+mod pins;
+mod prefix_index;
 mod range;
 mod rebalance;
 mod rebuild;
@@ -142,8 +145,11 @@ impl TreeDbm {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// Called with the tree's write lock held, which serializes writers: so a plain load and
+    /// store (no read-modify-write instruction on the hot path of every update) suffice.
     fn changed(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        let next = self.generation.load(Ordering::Relaxed).wrapping_add(1);
+        self.generation.store(next, Ordering::Release);
     }
 
     /// A cursor in key order, with backward moves and neighbour jumps.
@@ -182,12 +188,9 @@ impl Dbm for TreeDbm {
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
         if !self.writable {
             // Read-only handles still run processors that only look.
-            let tree = self.read()?;
-            let mut refused = false;
-            tree.get(key, |value| {
-                refused = !matches!(processor(value), crate::dbm::Action::Keep);
-            })?;
-            if refused {
+            // (The value is copied out: `get` may not call back, the processor may.)
+            let value = self.read()?.get(key, |value| value.map(<[u8]>::to_vec))?;
+            if !matches!(processor(value.as_deref()), crate::dbm::Action::Keep) {
                 return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
             }
             return Ok(());
@@ -202,10 +205,8 @@ impl Dbm for TreeDbm {
         Ok(())
     }
 
-    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
-        self.read()?
-            .get(key, |value| value.map(<[u8]>::to_vec))?
-            .ok_or_else(|| Error::not_found("no record for the key"))
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        self.read()?.get(key, visit)
     }
 
     fn count(&self) -> Result<u64> {

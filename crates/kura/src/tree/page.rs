@@ -2,8 +2,8 @@
 //!
 //! A leaf holds records sorted by key; a branch holds child page references separated by keys:
 //! child `i` holds the keys `k` with `keys[i-1] <= k < keys[i]`. In memory a leaf keeps all its
-//! bytes in one arena with a small sorted index of entries, so that a page costs two
-//! allocations and a record 12 bytes of overhead, whatever its size.
+//! bytes in one arena with a sorted index of entries (see prefix_index.rs), so that a page
+//! costs a few allocations and a record about 21 bytes of overhead, whatever its size.
 //!
 //! Serialized leaf: `varint count`, then per record `varint shared, varint suffix_len,
 //! varint value_len, suffix, value`, where `shared` is the length of the prefix the key has in
@@ -19,6 +19,8 @@ use crate::error::{Error, ErrorKind, Result};
 
 use super::comparator::Comparator;
 use super::format::{DATA_START, SLOT_ALIGN};
+use super::prefix_index::{key_prefix, same_prefix_order, search_run, PrefixIndex};
+use crate::file::prefetch_slice;
 
 /// Child references on disk are slot offsets; larger values are reserved in memory for pages
 /// not yet written (see `btree.rs`), so a stored one is corruption.
@@ -50,8 +52,8 @@ impl Page {
     /// Bytes this page takes in memory, for the cache budget.
     pub fn memory_size(&self) -> usize {
         match self {
-            Page::Leaf(leaf) => leaf.arena.capacity() + leaf.entries.capacity() * 20 + 64,
-            Page::Branch(branch) => branch.key_bytes + branch.children.len() * 40 + 64,
+            Page::Leaf(leaf) => leaf.arena.capacity() + leaf.entries.memory_size() + 64,
+            Page::Branch(branch) => branch.key_bytes + branch.children.len() * 32 + branch.index.memory_size() + 64,
         }
     }
 }
@@ -68,12 +70,10 @@ struct Entry {
 pub struct Leaf {
     /// Key and value bytes of the entries, plus garbage left by replaced records.
     arena: Vec<u8>,
+    /// The entries with their keys' `key_prefix` (see prefix_index.rs): for the lexical
+    /// order, unequal prefixes decide a comparison without touching entries or arena.
     /// Invariant: sorted by key, strictly ascending under the tree's comparator.
-    entries: Vec<Entry>,
-    /// `key_prefix` of each entry's key, in a contiguous array of its own: for the lexical
-    /// order, unequal prefixes decide a comparison without touching entries or arena, and a
-    /// binary search over 8-byte items touches few cache lines.
-    prefixes: Vec<u64>,
+    entries: PrefixIndex<Entry>,
     /// Arena bytes no entry refers to; the arena is compacted when they are the majority.
     garbage: usize,
     /// Sum of key and value lengths of the entries.
@@ -121,15 +121,36 @@ impl Leaf {
     pub fn search(&self, comparator: Comparator, key: &[u8]) -> std::result::Result<usize, usize> {
         if comparator == Comparator::Lexical {
             let probe = key_prefix(key);
-            let low = self.prefixes.partition_point(|p| *p < probe);
-            let same = self.prefixes.get(low..).unwrap_or_default().partition_point(|p| *p == probe);
-            let candidates = self.entries.get(low..low + same).unwrap_or_default();
-            match candidates.binary_search_by(|e| self.bytes(e.offset, e.key_len).cmp(key)) {
-                Ok(i) => Ok(low + i),
-                Err(i) => Err(low + i),
+            if self.entries.last_prefix().is_some_and(|last| probe > last) {
+                return Err(self.entries.len()); // after every key (appending in key order)
             }
+            // (The entries of the block are prefetched by the index.)
+            let low = self.entries.lower_bound(probe, |start, end| self.prefetch_records(start, end));
+            let high = self.entries.run_end(low, probe);
+            search_run(low, high, |i| match self.entries.get(i) {
+                Some(e) => {
+                    same_prefix_order(e.key_len as usize, key.len(), || self.bytes(e.offset, e.key_len).cmp(key))
+                }
+                None => Ordering::Greater,
+            })
         } else {
-            self.entries.binary_search_by(|e| comparator.compare(self.bytes(e.offset, e.key_len), key))
+            self.entries.items().binary_search_by(|e| comparator.compare(self.bytes(e.offset, e.key_len), key))
+        }
+    }
+
+    /// Prefetches where the records `start..end` likely lie in the arena, so that reading the
+    /// value found overlaps with the search. A decoded page holds its records in key order,
+    /// so their place is about proportional to their rank; in a page modified since, the
+    /// guess may miss, which costs nothing but the prefetch.
+    #[inline]
+    fn prefetch_records(&self, start: usize, end: usize) {
+        /// Beyond this the records are large: their first lines would not help much.
+        const MAX_PREFETCH: usize = 512;
+        let count = self.entries.len().max(1);
+        let per_record = self.arena.len() / count;
+        let (from, to) = (start * per_record, (end + 1) * per_record);
+        if to - from <= MAX_PREFETCH {
+            prefetch_slice(self.arena.get(from..to.min(self.arena.len())).unwrap_or_default());
         }
     }
 
@@ -164,8 +185,7 @@ impl Leaf {
     pub fn insert(&mut self, index: usize, key: &[u8], value: &[u8]) -> Result<()> {
         let entry = self.push_bytes(key, value)?;
         let index = index.min(self.entries.len());
-        self.entries.insert(index, entry);
-        self.prefixes.insert(index, key_prefix(key));
+        self.entries.insert(index, key_prefix(key), entry);
         self.live_bytes += key.len() + value.len();
         Ok(())
     }
@@ -200,9 +220,7 @@ impl Leaf {
     }
 
     pub fn remove(&mut self, index: usize) {
-        if index < self.entries.len() {
-            let old = self.entries.remove(index);
-            self.prefixes.remove(index);
+        if let Some(old) = self.entries.remove(index) {
             let size = (old.key_len + old.value_len) as usize;
             self.garbage += size;
             self.live_bytes -= size;
@@ -218,7 +236,7 @@ impl Leaf {
 
     fn compact(&mut self) {
         let mut arena = Vec::with_capacity(self.live_bytes);
-        for entry in &mut self.entries {
+        for entry in self.entries.items_mut() {
             let start = entry.offset as usize;
             let len = (entry.key_len + entry.value_len) as usize;
             entry.offset = arena.len() as u32;
@@ -230,22 +248,18 @@ impl Leaf {
 
     /// Moves the records from `at` on into a new leaf.
     pub fn split_off(&mut self, at: usize) -> Leaf {
-        let mut right = Leaf::new();
-        let moved = self.entries.split_off(at.min(self.entries.len()));
-        right.prefixes = self.prefixes.split_off(at.min(self.prefixes.len()));
-        right.arena.reserve(moved.iter().map(|e| (e.key_len + e.value_len) as usize).sum());
-        for entry in moved {
-            let (key, value) =
-                (self.bytes(entry.offset, entry.key_len), self.bytes(entry.offset + entry.key_len, entry.value_len));
-            let size = key.len() + value.len();
-            let offset = right.arena.len() as u32;
-            right.arena.extend_from_slice(key);
-            right.arena.extend_from_slice(value);
-            right.entries.push(Entry { offset, ..entry });
-            right.live_bytes += size;
-            self.live_bytes -= size;
-            self.garbage += size;
+        let mut right = Leaf { entries: self.entries.split_off(at), ..Leaf::default() };
+        let moved: usize = right.entries.items().iter().map(|e| (e.key_len + e.value_len) as usize).sum();
+        right.arena.reserve(moved);
+        for entry in right.entries.items_mut() {
+            let start = entry.offset as usize;
+            let len = (entry.key_len + entry.value_len) as usize;
+            entry.offset = right.arena.len() as u32;
+            right.arena.extend_from_slice(self.arena.get(start..start + len).unwrap_or_default());
         }
+        right.live_bytes = moved;
+        self.live_bytes -= moved;
+        self.garbage += moved;
         self.compact();
         right
     }
@@ -255,8 +269,7 @@ impl Leaf {
         for index in 0..right.len() {
             if let Some((key, value)) = right.record(index) {
                 let entry = self.push_bytes(key, value)?;
-                self.entries.push(entry);
-                self.prefixes.push(key_prefix(key));
+                self.entries.push(key_prefix(key), entry);
                 self.live_bytes += key.len() + value.len();
             }
         }
@@ -267,7 +280,7 @@ impl Leaf {
     /// (sequential inserts split near the end so that pages stay full).
     pub fn split_point(&self, target_bytes: usize) -> usize {
         let mut bytes = 0;
-        for (index, entry) in self.entries.iter().enumerate() {
+        for (index, entry) in self.entries.items().iter().enumerate() {
             bytes += (entry.key_len + entry.value_len) as usize + RECORD_OVERHEAD;
             if bytes > target_bytes {
                 return index.clamp(1, self.entries.len().saturating_sub(1).max(1));
@@ -299,9 +312,8 @@ impl Leaf {
         // Keys rebuilt from shared prefixes may exceed the page; bound them like a codec ratio.
         let arena_limit = raw.len().saturating_mul(MAX_RATIO).min(u32::MAX as usize);
         let mut leaf = Leaf {
-            arena: Vec::with_capacity(raw.len()),
-            entries: Vec::with_capacity(count),
-            prefixes: Vec::with_capacity(count),
+            arena: Vec::with_capacity(arena_size(raw, count).min(arena_limit)),
+            entries: PrefixIndex::with_capacity(count),
             garbage: 0,
             live_bytes: 0,
         };
@@ -327,19 +339,50 @@ impl Leaf {
             leaf.arena.extend_from_slice(value);
             let entry = Entry { offset: offset as u32, key_len: key_len as u32, value_len: value_len as u32 };
             if let Some(p) = previous {
-                let key = leaf.bytes(entry.offset, entry.key_len);
-                if comparator.compare(leaf.bytes(p.offset, p.key_len), key) != Ordering::Less {
+                let previous_key = leaf.bytes(p.offset, p.key_len);
+                // Lexically, the first byte after the shared prefix decides when it differs
+                // from the previous key's (the common case), sparing a full comparison.
+                let decided = match (previous_key.get(shared), suffix.first()) {
+                    (Some(a), Some(b)) if comparator == Comparator::Lexical && a != b => Some(a < b),
+                    _ => None,
+                };
+                let ascending = decided.unwrap_or_else(|| {
+                    comparator.compare(previous_key, leaf.bytes(entry.offset, entry.key_len)) == Ordering::Less
+                });
+                if !ascending {
                     return Err(Error::broken("leaf page: keys out of order"));
                 }
             }
-            leaf.entries.push(entry);
-            leaf.prefixes.push(key_prefix(leaf.bytes(entry.offset, entry.key_len)));
+            leaf.entries.push(key_prefix(leaf.bytes(entry.offset, entry.key_len)), entry);
             leaf.live_bytes += key_len + value_len;
             previous = Some(entry);
         }
         reader.finish("leaf")?;
         Ok(leaf)
     }
+}
+
+/// The arena bytes the `count` records of a serialized leaf need (keys in full), read from
+/// their headers so that decoding allocates once (growing the arena would copy it, and the
+/// slack would count against the cache). Stops early on malformed bytes: `decode` reports them.
+fn arena_size(raw: &[u8], count: usize) -> usize {
+    let mut reader = Reader { bytes: raw, position: reader_start(raw) };
+    let mut total = 0usize;
+    for _ in 0..count {
+        let (Ok(shared), Ok(suffix_len), Ok(value_len)) = (reader.length(), reader.length(), reader.length()) else {
+            break;
+        };
+        total = total.saturating_add(shared + suffix_len + value_len);
+        if reader.take(suffix_len + value_len).is_err() {
+            break;
+        }
+    }
+    total
+}
+
+/// Where the records of a serialized leaf start (after the count).
+fn reader_start(raw: &[u8]) -> usize {
+    decode_varint(raw).map_or(raw.len(), |(_, used)| used)
 }
 
 /// A branch page: children separated by keys.
@@ -351,17 +394,17 @@ pub struct Branch {
     pub children: Vec<u64>,
     key_bytes: usize,
     /// `key_prefix` of each key, rebuilt after every change (branches change rarely).
-    prefixes: Vec<u64>,
+    /// Invariant: `index.len() == keys.len()`.
+    index: PrefixIndex<()>,
 }
 
 impl Branch {
     pub fn new(first_child: u64) -> Branch {
-        Branch { keys: Vec::new(), children: vec![first_child], key_bytes: 0, prefixes: Vec::new() }
+        Branch { keys: Vec::new(), children: vec![first_child], key_bytes: 0, index: PrefixIndex::default() }
     }
 
     fn refresh_prefixes(&mut self) {
-        self.prefixes.clear();
-        self.prefixes.extend(self.keys.iter().map(|k| key_prefix(k)));
+        self.index.rebuild(self.keys.iter().map(|k| (key_prefix(k), ())));
     }
 
     pub fn len(&self) -> usize {
@@ -375,18 +418,22 @@ impl Branch {
     /// The child that holds `key`: the number of separators not above it.
     #[inline]
     pub fn child_index(&self, comparator: Comparator, key: &[u8]) -> usize {
-        if comparator == Comparator::Lexical && self.prefixes.len() == self.keys.len() {
+        // (`keys` is public: a forged branch may not have its index; then compare fully.)
+        if comparator == Comparator::Lexical && self.index.len() == self.keys.len() {
             let probe = key_prefix(key);
-            let mut index = 0;
-            let found = self.prefixes.partition_point(|p| *p < probe);
-            // Separators with an equal prefix need the full comparison.
-            for (p, k) in self.prefixes.iter().zip(&self.keys).skip(found) {
-                if *p > probe || k.as_slice() > key {
-                    break;
-                }
-                index += 1;
-            }
-            return found + index;
+            let low = self.index.lower_bound(probe, |start, end| {
+                prefetch_slice(self.keys.get(start..end).unwrap_or_default());
+            });
+            let high = self.index.run_end(low, probe);
+            let found = search_run(low, high, |i| match self.keys.get(i) {
+                Some(k) => same_prefix_order(k.len(), key.len(), || k.as_slice().cmp(key)),
+                None => Ordering::Greater,
+            });
+            // A separator equal to the key opens the child that holds it.
+            return match found {
+                Ok(i) => i + 1,
+                Err(i) => i,
+            };
         }
         self.keys.partition_point(|k| comparator.compare(k, key) != Ordering::Greater)
     }
@@ -427,8 +474,12 @@ impl Branch {
         let right_bytes: usize = right_keys.iter().map(Vec::len).sum();
         self.key_bytes -= right_bytes + up.len();
         self.refresh_prefixes();
-        let mut right =
-            Branch { keys: right_keys, children: right_children, key_bytes: right_bytes, prefixes: Vec::new() };
+        let mut right = Branch {
+            keys: right_keys,
+            children: right_children,
+            key_bytes: right_bytes,
+            index: PrefixIndex::default(),
+        };
         right.refresh_prefixes();
         Some((up, right))
     }
@@ -494,23 +545,16 @@ impl Branch {
     }
 }
 
-/// The first 8 bytes of a key as a big-endian number, zero-padded. For two keys, unequal
-/// prefixes order them as the lexical comparator would: a zero pad sorts like "ended".
-#[inline]
-pub fn key_prefix(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let n = key.len().min(8);
-    if let (Some(target), Some(source)) = (bytes.get_mut(..n), key.get(..n)) {
-        target.copy_from_slice(source);
-    }
-    u64::from_be_bytes(bytes)
-}
-
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 fn put_varint(out: &mut Vec<u8>, value: u64) {
+    if value < 0x80 {
+        // One byte, the common case for lengths in a page.
+        out.push(value as u8);
+        return;
+    }
     let mut buffer = [0u8; 10];
     let len = encode_varint(value, &mut buffer);
     out.extend_from_slice(buffer.get(..len).unwrap_or_default());

@@ -5,6 +5,7 @@
 //! `RwLock`: reading needs `&Pager` (readers share the lock), writing needs `&mut Pager` (the
 //! writer holds it alone). That is what makes the mapped-file accesses below sound.
 
+use std::cell::RefCell;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +20,16 @@ use super::format::{
     broken_slot, FileHeader, SlotHeader, SlotKind, DATA_START, HEADER_SIZE, SLOT_ALIGN, SLOT_HEADER_SIZE,
 };
 use super::page::{Branch, Leaf, Page};
+use super::pins::PinnedPages;
 use super::space::{aligned, Space};
+
+thread_local! {
+    /// Reused for decompressing pages, see `Pager::with_slot`.
+    static DECOMPRESSED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A decompression buffer larger than this (a page far above the default size) is not kept.
+const MAX_KEPT_BUFFER: usize = 1 << 20;
 
 /// How a new file is laid out, and how an opened one is run.
 #[derive(Debug, Clone)]
@@ -41,6 +51,9 @@ pub struct Pager {
     header: FileHeader,
     space: Space,
     cache: PageCache,
+    /// Branch pages readers reach without atomics; see pins.rs for why a pinned page is
+    /// always current (every path that frees or rewrites a slot unpins it).
+    pins: PinnedPages,
     /// Reused buffers for serializing and compressing pages.
     raw_buffer: Vec<u8>,
     stored_buffer: Vec<u8>,
@@ -95,6 +108,7 @@ impl Pager {
             header,
             space,
             cache: PageCache::new(cache_bytes),
+            pins: PinnedPages::default(),
             raw_buffer: Vec::new(),
             stored_buffer: Vec::new(),
         }
@@ -194,22 +208,71 @@ impl Pager {
             return Err(broken_slot(offset, "checksum mismatch"));
         }
         if slot.compressed {
-            let mut raw = Vec::new();
-            self.codec.decode(stored, true, &mut raw).map_err(|e| broken_slot(offset, e.message()))?;
-            use_raw(slot.kind, &raw)
+            // A buffer per thread: decompressing into fresh memory on every cache miss costs
+            // an allocation and, while the cache grows, page faults. `try_borrow_mut` fails
+            // only if `use_raw` reads another slot meanwhile; that one gets a buffer of its own.
+            DECOMPRESSED.with(|buffer| {
+                let mut own = Vec::new();
+                let mut shared = buffer.try_borrow_mut();
+                let raw = match shared.as_deref_mut() {
+                    Ok(buffer) => buffer,
+                    Err(_) => &mut own,
+                };
+                self.codec.decode(stored, true, raw).map_err(|e| broken_slot(offset, e.message()))?;
+                let result = use_raw(slot.kind, raw);
+                if raw.capacity() > MAX_KEPT_BUFFER {
+                    *raw = Vec::new();
+                }
+                result
+            })
         } else {
             use_raw(slot.kind, stored)
         }
     }
 
+    /// The page at `offset` if it is pinned (then borrowing it costs nothing).
+    #[inline]
+    pub fn pinned(&self, offset: u64) -> Option<&Arc<Page>> {
+        self.pins.get(offset)
+    }
+
     /// Reads and decodes the page at `offset`, through the cache.
     pub fn read_page(&self, offset: u64) -> Result<Arc<Page>> {
         if let Some(page) = self.cache.get(offset) {
+            self.pins.offer(offset, &page);
             return Ok(page);
         }
         let page = Arc::new(self.decode_page(offset)?);
         self.cache.insert(offset, Arc::clone(&page));
+        self.pins.offer(offset, &page);
         Ok(page)
+    }
+
+    /// Runs `use_page` on the page at `offset` (pinned, cached or read) without taking a
+    /// reference to it; a cached page stays locked in its cache shard meanwhile, so
+    /// `use_page` must not call into the pager.
+    #[inline]
+    pub fn with_page<R>(&self, offset: u64, use_page: impl FnOnce(&Page) -> R) -> Result<R> {
+        if let Some(page) = self.pins.get(offset) {
+            return Ok(use_page(page));
+        }
+        let mut use_page = Some(use_page);
+        let cached = self.cache.with(offset, |page| {
+            self.pins.offer(offset, page);
+            use_page.take().map(|f| f(page))
+        });
+        match (cached.flatten(), use_page) {
+            (Some(result), _) => Ok(result),
+            (None, Some(f)) => self.read_page(offset).map(|page| f(&page)),
+            (None, None) => Err(broken_slot(offset, "page cache lost a page")),
+        }
+    }
+
+    /// Drops the page of `offset` from the cache and the pins (its slot is being freed or
+    /// its page replaced by a modified copy); returns it if it was in memory.
+    pub fn forget(&mut self, offset: u64) -> Option<Arc<Page>> {
+        let pinned = self.pins.unpin(offset);
+        self.cache.remove(offset).or(pinned)
     }
 
     /// Reads the page at `offset` without touching the cache.
@@ -274,6 +337,7 @@ impl Pager {
         let written = self.write_slot(kind, &raw, true, false);
         self.raw_buffer = raw;
         let offset = written?;
+        self.pins.offer(offset, &page);
         self.cache.insert(offset, page);
         Ok(offset)
     }
@@ -286,7 +350,7 @@ impl Pager {
     /// Frees the slot at `offset`. Only for slots of no committed tree: the caller frees a
     /// commit's replaced pages after publishing it.
     pub fn release(&mut self, offset: u64) -> Result<()> {
-        self.cache.remove(offset);
+        self.forget(offset);
         let slot = self.slot_header(offset)?;
         self.space.release(offset, slot.slot_len);
         Ok(())
@@ -368,6 +432,7 @@ impl Pager {
     /// only then is the file shortened.
     pub fn clear(&mut self) -> Result<()> {
         self.cache.clear();
+        self.pins.clear();
         self.space = Space::new(DATA_START);
         let mut header = self.header.clone();
         header.root = 0;

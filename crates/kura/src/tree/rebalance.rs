@@ -20,7 +20,7 @@ impl BTree {
     /// `inserted` is the index of a record just inserted, if any.
     pub(super) fn split_if_needed(
         &mut self,
-        mut path: Vec<(u64, usize)>,
+        path: &mut Vec<(u64, usize)>,
         leaf_id: u64,
         inserted: Option<usize>,
     ) -> Result<()> {
@@ -65,7 +65,7 @@ impl BTree {
     }
 
     /// Merges the dirty leaf `leaf_id` and its ancestors with siblings where underfull.
-    pub(super) fn merge_if_needed(&mut self, mut path: Vec<(u64, usize)>, leaf_id: u64) -> Result<()> {
+    pub(super) fn merge_if_needed(&mut self, path: &mut Vec<(u64, usize)>, leaf_id: u64) -> Result<()> {
         let max = self.pager.max_page_size();
         let min = max / 4;
         let mut child_id = leaf_id;
@@ -100,6 +100,17 @@ impl BTree {
                 _ => return Err(wrong_level(parent_id)),
             };
             let separator = parent.keys.get(left_index).cloned().unwrap_or_default();
+            // Look before copying: a pair that cannot merge (a shrinking page beside a full
+            // one, as deleting in key order leaves) must not make the sibling dirty on every
+            // update, to be rewritten unchanged at the next commit.
+            let fits = match (&*self.page(left)?, &*self.page(right)?) {
+                (Page::Leaf(l), Page::Leaf(r)) => l.encoded_size() + r.encoded_size() <= max,
+                (Page::Branch(l), Page::Branch(r)) => l.encoded_size() + r.encoded_size() + separator.len() <= max,
+                _ => true, // (`merge_pair` reports the damage)
+            };
+            if !fits {
+                return Ok(());
+            }
             let left = self.dirty_child(parent_id, left_index, left)?;
             let right = self.dirty_child(parent_id, left_index + 1, right)?;
             if !self.merge_pair(left, right, separator, max)? {
@@ -144,10 +155,11 @@ impl BTree {
     /// Forgets a page no longer in the tree: a dirty one is dropped, a clean one's slot is
     /// freed after the next commit.
     fn drop_page(&mut self, id: u64) {
+        self.structure += 1;
         if id & TEMP_BIT != 0 {
             self.dirty.remove(&id);
         } else {
-            self.pager.cache().remove(id);
+            self.pager.forget(id);
             self.replaced.push(id);
         }
     }
@@ -180,6 +192,7 @@ impl BTree {
             }
             _ => return Err(wrong_level(left)),
         }
+        self.structure += 1;
         Ok(true)
     }
 }
