@@ -11,8 +11,8 @@
 //! write-back, closed state).
 
 mod baby;
-mod btree;
 mod backing;
+mod btree;
 mod cache;
 mod lru;
 mod open_table;
