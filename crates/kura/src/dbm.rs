@@ -70,6 +70,21 @@ pub trait Dbm: Send + Sync {
         Ok(())
     }
 
+    /// Replaces the value of `key` only if it has a record (memcached's `replace`): true when
+    /// stored; false when the key was absent, and then nothing is stored.
+    fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let mut existed = false;
+        self.process(key, &mut |old| {
+            existed = old.is_some();
+            if existed {
+                Action::Set(Cow::Borrowed(value))
+            } else {
+                Action::Keep
+            }
+        })?;
+        Ok(existed)
+    }
+
     /// Removes the record of `key`, or fails with NotFound.
     fn remove(&self, key: &[u8]) -> Result<()> {
         let mut existed = false;

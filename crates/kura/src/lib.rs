@@ -14,6 +14,7 @@ pub mod dbm;
 pub mod error;
 pub mod file;
 pub mod hash;
+mod key_prefix;
 pub mod memory;
 mod open;
 pub mod tree;

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 use super::storage::{bucket_of, hash_key};
 use super::HashDbm;
-use crate::dbm::{Action, Cursor, Dbm};
+use crate::dbm::{Cursor, Dbm};
 use crate::error::{Error, Result};
 
 pub struct HashCursor<'a> {
@@ -113,16 +113,7 @@ impl Cursor for HashCursor<'_> {
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
         let key = self.current()?.to_vec();
-        let mut existed = false;
-        self.dbm.process(&key, &mut |old| {
-            existed = old.is_some();
-            if existed {
-                Action::Set(std::borrow::Cow::Borrowed(value))
-            } else {
-                Action::Keep
-            }
-        })?;
-        if existed {
+        if self.dbm.replace(&key, value)? {
             Ok(())
         } else {
             Err(Error::not_found("the record at the cursor was removed"))

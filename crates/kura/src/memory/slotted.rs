@@ -23,11 +23,9 @@
 //! Reading through the cursor peeks: it never refreshes a CacheDbm record's recency. The
 //! cursor's `set` and `remove` act on the key it is at, through `Dbm::process`.
 
-use std::borrow::Cow;
-
 use super::backing::Backing;
 use super::table::{hash_key, slot_of};
-use crate::dbm::{Action, Cursor, Dbm};
+use crate::dbm::{Cursor, Dbm};
 use crate::error::{Error, Result};
 
 /// Keeps each slot's lock on its own cache line, so threads on different slots do not
@@ -182,19 +180,10 @@ impl<S: Slotted> Cursor for SlottedCursor<'_, S> {
     fn set(&mut self, value: &[u8]) -> Result<()> {
         self.dbm.backing().check_writable()?;
         let key = self.current_or_error()?;
-        let mut existed = false;
-        self.dbm.process(key, &mut |old| {
-            existed = old.is_some();
-            if existed {
-                Action::Set(Cow::Borrowed(value))
-            } else {
-                Action::Keep
-            }
-        })?;
-        if existed {
+        if self.dbm.replace(key, value)? {
             Ok(())
         } else {
-            Err(Error::not_found("the record is gone"))
+            Err(Error::not_found("the record at the cursor was removed"))
         }
     }
 

@@ -5,7 +5,6 @@
 //! no lock at all; otherwise the cursor seeks again from its key, so a record removed under it
 //! makes it stand on the next one, and it never yields a key twice.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::page::Page;
@@ -140,16 +139,7 @@ impl Cursor for TreeCursor<'_> {
             return Err(Error::not_found("the cursor is at no record"));
         }
         let key = self.key.clone().unwrap_or_default();
-        let mut existed = false;
-        self.db.process(&key, &mut |old| {
-            existed = old.is_some();
-            if existed {
-                Action::Set(Cow::Borrowed(value))
-            } else {
-                Action::Keep
-            }
-        })?;
-        if !existed {
+        if !self.db.replace(&key, value)? {
             return Err(Error::not_found("the record at the cursor was removed"));
         }
         Ok(())

@@ -19,6 +19,7 @@
 //! top level needs no special case; the gap is closed when it outgrows the live items.
 
 use crate::file::prefetch_slice;
+pub use crate::key_prefix::key_prefix;
 use std::cmp::Ordering;
 
 /// Prefixes per block: one top-level entry summarizes this many.
@@ -28,17 +29,6 @@ const MIN_GAP_OPENING: usize = 64;
 /// Up to this many top-level entries are counted linearly; more are binary searched (only for
 /// pages far above the default size).
 const LINEAR_TOP_LEVEL: usize = 64;
-
-/// The first 8 bytes of a key as a big-endian number, zero-padded.
-#[inline]
-pub fn key_prefix(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let n = key.len().min(8);
-    if let (Some(target), Some(source)) = (bytes.get_mut(..n), key.get(..n)) {
-        target.copy_from_slice(source);
-    }
-    u64::from_be_bytes(bytes)
-}
 
 /// The order of two keys whose prefixes are equal, from their lengths alone when one of them
 /// is at most 8 bytes long: that one is then a prefix of the other (its zero pad matched the

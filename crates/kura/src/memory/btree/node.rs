@@ -2,12 +2,12 @@
 //! merges and refills. Reads live in `walk.rs`.
 //!
 //! Invariants (checked by `OrderedTree::check` in the tests):
-//! - a leaf's records are sorted by key, without duplicates, `prefixes[i] == prefix_of(key i)`;
+//! - a leaf's records are sorted by key, without duplicates, `prefixes[i] == key_prefix(key i)`;
 //! - an inner node has `children.len() == separators.len() + 1 >= 1`, and every key under
 //!   `children[i]` is `< separators[i] <=` every key under `children[i + 1]`;
 //! - all leaves are at the same depth; a node holds at most its capacity (between operations).
 
-use super::prefix::{prefix_of, search, Probe};
+use super::prefix::{key_prefix, search, Probe};
 use super::{GROWTH, INNER_CAPACITY, LEAF_CAPACITY};
 use crate::error::{Error, Result};
 use crate::memory::record::RecordBytes;
@@ -146,7 +146,7 @@ impl Inner {
     /// A new root above two nodes.
     pub fn new_root(left: Node, split: Split) -> Inner {
         let mut root = Inner::empty();
-        root.prefixes.push(prefix_of(&split.separator));
+        root.prefixes.push(key_prefix(&split.separator));
         root.separators.push(split.separator);
         root.children.push(left);
         root.children.push(split.right);
@@ -189,7 +189,7 @@ impl Inner {
         let (put, split) = child.put(probe, value, overwrite)?;
         let Some(split) = split else { return Ok((put, None)) };
         self.make_room();
-        self.prefixes.insert(index, prefix_of(&split.separator));
+        self.prefixes.insert(index, key_prefix(&split.separator));
         self.separators.insert(index, split.separator);
         self.children.insert(index + 1, split.right);
         let len = self.separators.len();
@@ -230,7 +230,7 @@ impl Inner {
         let right = self.children.remove(left_index + 1);
         let Some(left) = self.children.get_mut(left_index) else { return };
         if let Some(split) = left.absorb(separator, right) {
-            self.prefixes.insert(left_index, prefix_of(&split.separator));
+            self.prefixes.insert(left_index, key_prefix(&split.separator));
             self.separators.insert(left_index, split.separator);
             self.children.insert(left_index + 1, split.right);
         }
@@ -273,7 +273,7 @@ impl Node {
                 split
             }
             (Node::Inner(left), Node::Inner(right)) => {
-                left.prefixes.push(prefix_of(&separator));
+                left.prefixes.push(key_prefix(&separator));
                 left.separators.push(separator);
                 left.prefixes.extend(right.prefixes);
                 left.separators.extend(right.separators);

@@ -1,6 +1,7 @@
 //! Key prefixes: the first 8 bytes of a key as a big-endian `u64`, so that most comparisons in
 //! a node are one integer comparison on a compact array instead of a `memcmp` through a record.
 
+pub use crate::key_prefix::key_prefix;
 use std::cmp::Ordering;
 
 /// A key and its prefix, computed once per operation.
@@ -13,21 +14,8 @@ pub struct Probe<'k> {
 impl<'k> Probe<'k> {
     #[inline]
     pub fn new(key: &'k [u8]) -> Probe<'k> {
-        Probe { prefix: prefix_of(key), key }
+        Probe { prefix: key_prefix(key), key }
     }
-}
-
-/// The first 8 bytes of `key`, zero-padded, big-endian. Order-preserving: a smaller prefix means
-/// a smaller key (a key shorter than 8 bytes pads with zeros, and is then a proper prefix of
-/// any longer key it ties with on the bytes it has). Equal prefixes say nothing: compare keys.
-#[inline]
-pub fn prefix_of(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let taken = key.len().min(8);
-    if let (Some(to), Some(from)) = (bytes.get_mut(..taken), key.get(..taken)) {
-        to.copy_from_slice(from);
-    }
-    u64::from_be_bytes(bytes)
 }
 
 /// Search of `probe` in a node's sorted keys, given their prefixes and a way to read
@@ -68,7 +56,7 @@ mod tests {
         #[test]
         fn prefix_order_agrees_with_key_order(a in proptest::collection::vec(0u8..3, 0..12),
                                               b in proptest::collection::vec(0u8..3, 0..12)) {
-            let (pa, pb) = (prefix_of(&a), prefix_of(&b));
+            let (pa, pb) = (key_prefix(&a), key_prefix(&b));
             if pa != pb {
                 prop_assert_eq!(pa.cmp(&pb), a.cmp(&b));
             }
@@ -80,7 +68,7 @@ mod tests {
                                             probe in proptest::collection::vec(0u8..3, 0..10)) {
             keys.sort();
             keys.dedup();
-            let prefixes: Vec<u64> = keys.iter().map(|k| prefix_of(k)).collect();
+            let prefixes: Vec<u64> = keys.iter().map(|k| key_prefix(k)).collect();
             let found = search(&prefixes, &Probe::new(&probe), |i| keys.get(i).map(Vec::as_slice));
             prop_assert_eq!(found, keys.binary_search(&probe));
         }

@@ -10,7 +10,7 @@ use std::ops::Bound;
 use proptest::prelude::*;
 
 use super::node::Node;
-use super::prefix::prefix_of;
+use super::prefix::key_prefix;
 use super::{OrderedTree, Put, INNER_CAPACITY, LEAF_CAPACITY};
 
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ fn check_node(node: &Node, lower: Option<&[u8]>, upper: Option<&[u8]>, keys: &mu
             assert_eq!(leaf.prefixes.len(), leaf.records.len());
             assert!(leaf.records.len() <= LEAF_CAPACITY);
             for (prefix, record) in leaf.prefixes.iter().zip(&leaf.records) {
-                assert_eq!(*prefix, prefix_of(record.key()));
+                assert_eq!(*prefix, key_prefix(record.key()));
                 assert!(in_bounds(record.key()));
                 assert!(keys.last().is_none_or(|last| last.as_slice() < record.key()), "keys out of order");
                 keys.push(record.key().to_vec());
@@ -77,7 +77,7 @@ fn check_node(node: &Node, lower: Option<&[u8]>, upper: Option<&[u8]>, keys: &mu
                 let low = if index == 0 { lower } else { Some(&*inner.separators[index - 1]) };
                 let high = inner.separators.get(index).map(|s| &**s).or(upper);
                 if let Some(separator) = inner.separators.get(index) {
-                    assert_eq!(inner.prefixes[index], prefix_of(separator));
+                    assert_eq!(inner.prefixes[index], key_prefix(separator));
                     assert!(in_bounds(separator) || upper.is_some_and(|u| &**separator == u));
                 }
                 depths.push(check_node(child, low, high, keys));

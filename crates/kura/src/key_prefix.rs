@@ -1,0 +1,18 @@
+//! The first comparison of the ordered engines' searches: a key's first 8 bytes as one number.
+//!
+//! TreeDbm's page index and BabyDbm's nodes keep these next to their keys, so that a search
+//! compares integers in one pass and reads full keys only where prefixes tie.
+
+/// The first 8 bytes of `key`, zero-padded, big-endian. Order-preserving: a smaller prefix
+/// means a smaller key (a key shorter than 8 bytes pads with zeros, and is then a proper
+/// prefix of any longer key it ties with on the bytes it has). Equal prefixes say nothing
+/// about the rest: compare the keys.
+#[inline]
+pub fn key_prefix(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let taken = key.len().min(8);
+    if let (Some(to), Some(from)) = (bytes.get_mut(..taken), key.get(..taken)) {
+        to.copy_from_slice(from);
+    }
+    u64::from_be_bytes(bytes)
+}
