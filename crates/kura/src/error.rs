@@ -1,5 +1,6 @@
 //! The one error type of Kura: a kind that callers match on, plus a message for people.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What went wrong, coarse enough to match on.
@@ -39,18 +40,19 @@ impl ErrorKind {
     }
 }
 
-/// An error with its kind and a message saying what, where and why.
+/// An error with its kind and a message saying what, where and why. A fixed message is kept
+/// as a `&'static str`: a miss (`NotFound`) is an ordinary outcome that must not allocate.
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
-    message: String,
+    message: Cow<'static, str>,
     source: Option<std::io::Error>,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Error {
         Error { kind, message: message.into(), source: None }
     }
 
@@ -62,19 +64,19 @@ impl Error {
         &self.message
     }
 
-    pub fn not_found(message: impl Into<String>) -> Error {
+    pub fn not_found(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::NotFound, message)
     }
 
-    pub fn invalid(message: impl Into<String>) -> Error {
+    pub fn invalid(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
-    pub fn broken(message: impl Into<String>) -> Error {
+    pub fn broken(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::BrokenData, message)
     }
 
-    pub fn infeasible(message: impl Into<String>) -> Error {
+    pub fn infeasible(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::Infeasible, message)
     }
 
@@ -86,7 +88,7 @@ impl Error {
             std::io::ErrorKind::InvalidInput => ErrorKind::InvalidArgument,
             _ => ErrorKind::Io,
         };
-        Error { kind, message: format!("{}: {}", context.into(), err), source: Some(err) }
+        Error { kind, message: Cow::Owned(format!("{}: {}", context.into(), err)), source: Some(err) }
     }
 
     pub fn is_not_found(&self) -> bool {
