@@ -201,6 +201,19 @@ impl HashDbm {
 
     /// Runs `f` on the storage with bucket `hash`'s stripe locked (exclusively for writers).
     #[inline]
+    /// Finds the live record of `key` under its stripe's shared lock and runs `read` on it
+    /// while the lock is held; None when the key has no live record.
+    fn read_live<R>(&self, key: &[u8], read: impl FnOnce(&Storage, &Found, u64) -> Result<R>) -> Result<Option<R>> {
+        let hash = hash_key(key);
+        self.with_bucket(hash, false, |s, bucket| {
+            // SAFETY: `with_bucket` holds the stripe lock.
+            match unsafe { s.find(bucket, key, hash)? } {
+                Some(found) if is_live(&found) => read(s, &found, hash).map(Some),
+                _ => Ok(None),
+            }
+        })
+    }
+
     fn with_bucket<R>(&self, hash: u64, exclusive: bool, f: impl FnOnce(&Storage, u64) -> Result<R>) -> Result<R> {
         let mut f = Some(f);
         loop {
@@ -428,38 +441,26 @@ impl Dbm for HashDbm {
     }
 
     fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
-        let hash = hash_key(key);
-        self.with_bucket(hash, false, |s, bucket| {
-            // SAFETY: `with_bucket` holds the stripe lock.
-            unsafe {
-                match s.find(bucket, key, hash)? {
-                    Some(found) if is_live(&found) => {
-                        let mut value = Vec::new();
-                        s.read_value(found.offset, &found.header, hash, &mut value)?;
-                        Ok(value)
-                    }
-                    _ => Err(Error::not_found("no record for the key")),
-                }
-            }
-        })
+        // Decoded straight into the returned Vec: no intermediate buffer for compressed values.
+        self.read_live(key, |s, found, hash| {
+            let mut value = Vec::new();
+            // SAFETY: `read_live` holds the stripe lock while this runs.
+            unsafe { s.read_value(found.offset, &found.header, hash, &mut value)? };
+            Ok(value)
+        })?
+        .ok_or_else(|| Error::not_found("no record for the key"))
     }
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        let hash = hash_key(key);
-        self.with_bucket(hash, false, |s, bucket| {
-            // SAFETY: `with_bucket` holds the stripe lock, for as long as `visit` runs.
-            unsafe {
-                match s.find(bucket, key, hash)? {
-                    Some(found) if is_live(&found) => {
-                        s.visit_value(found.offset, &found.header, hash, |v| visit(Some(v)))
-                    }
-                    _ => {
-                        visit(None);
-                        Ok(())
-                    }
-                }
-            }
-        })
+        let read = self.read_live(key, |s, found, hash| {
+            // SAFETY: `read_live` holds the stripe lock while this runs, so for as long as
+            // `visit` looks at the value.
+            unsafe { s.visit_value(found.offset, &found.header, hash, |v| visit(Some(v))) }
+        })?;
+        if read.is_none() {
+            visit(None);
+        }
+        Ok(())
     }
 
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
