@@ -67,6 +67,12 @@ impl Encoding {
         Err(PyTypeError::new_err(format!("{what} must be bytes or str, not {}", obj.get_type().name()?)))
     }
 
+    /// True when `output` runs no Python code (bytes, or UTF-8 decoded in Rust), so it may be
+    /// called while the engine holds a lock.
+    pub fn runs_no_python(&self) -> bool {
+        !matches!(self, Encoding::Codec(_))
+    }
+
     /// A stored key or value as the Python object this database returns.
     pub fn output<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         match self {

@@ -106,6 +106,25 @@ impl Database {
         outcome.or_raise(py)
     }
 
+    /// The value of `key` as the Python object this database returns, or None: `fetch`
+    /// without its intermediate copy where that is safe. With the GIL kept and an encoding
+    /// that runs no Python code, the object is built straight from the engine's bytes while
+    /// the engine holds them; otherwise (GIL released, or a codec's `decode`, which could call
+    /// back into this database under the engine's lock) the value is copied out first.
+    #[inline]
+    fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if self.release_gil || !self.encoding.runs_no_python() {
+            return self.fetch(py, key)?.map(|value| self.encoding.output(py, &value)).transpose();
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(errors::closed(py));
+        }
+        let mut found = None;
+        let outcome = self.engine.get_with(key, &mut |value| found = value.map(|v| self.encoding.output(py, v)));
+        outcome.or_raise(py)?;
+        found.transpose()
+    }
+
     /// Stores a record; the hot path of `db[k] = v`, like `fetch`.
     #[inline]
     fn store(&self, py: Python<'_>, key: &[u8], value: &[u8], overwrite: bool) -> PyResult<kura::Result<()>> {
@@ -192,8 +211,8 @@ impl Database {
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let raw = self.key(key)?;
-        match self.fetch(py, &raw)? {
-            Some(value) => self.encoding.output(py, &value),
+        match self.lookup(py, &raw)? {
+            Some(value) => Ok(value),
             None => Err(PyKeyError::new_err(key.clone().unbind())),
         }
     }
@@ -252,8 +271,8 @@ impl Database {
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let raw = self.key(key)?;
-        match self.fetch(py, &raw)? {
-            Some(value) => self.encoding.output(py, &value),
+        match self.lookup(py, &raw)? {
+            Some(value) => Ok(value),
             None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
         }
     }

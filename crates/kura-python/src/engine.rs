@@ -50,6 +50,17 @@ impl Engine {
         }
     }
 
+    /// Shows the value of `key` (None when there is no record) to `visit`, which runs under
+    /// the engine's lock and must not call back into this database.
+    #[inline]
+    pub fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> kura::Result<()> {
+        match self {
+            Engine::Hash(hash) => hash.get_with(key, visit),
+            Engine::Tree(tree) => tree.get_with(key, visit),
+            Engine::Other(dbm) => dbm.get_with(key, visit),
+        }
+    }
+
     /// Stores `value` under `key`; with `overwrite` false an existing record is a Duplicate
     /// error, as `Dbm::set` says.
     #[inline]
