@@ -142,6 +142,15 @@ impl Dbm for TinyDbm {
         }
     }
 
+    fn remove(&self, key: &[u8]) -> Result<()> {
+        self.backing.check_writable()?;
+        let hash = hash_key(key);
+        let mut table = self.slot(hash).write();
+        let index = table.find(key, hash).ok_or_else(|| Error::not_found("no record for the key"))?;
+        table.remove(index);
+        Ok(())
+    }
+
     fn count(&self) -> Result<u64> {
         self.backing.check_open()?;
         Ok(self.slots.iter().map(|s| s.read().len() as u64).sum())
