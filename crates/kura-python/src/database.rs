@@ -68,10 +68,16 @@ fn encoding_option(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Encoding> {
 impl Database {
     /// The engine, or ClosedError.
     fn live(&self, py: Python<'_>) -> PyResult<&dyn Dbm> {
+        self.typed(py).map(|_| &*self.dbm)
+    }
+
+    /// The typed engine of the hot paths, or ClosedError.
+    #[inline]
+    fn typed(&self, py: Python<'_>) -> PyResult<&Engine> {
         if self.closed.load(Ordering::Acquire) {
             return Err(errors::closed(py));
         }
-        Ok(&*self.dbm)
+        Ok(&self.engine)
     }
 
     /// Runs an engine call, with the GIL released if this database does so (or `force`).
@@ -98,10 +104,7 @@ impl Database {
     /// the GIL kept unless this database releases it.
     #[inline]
     fn fetch(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(errors::closed(py));
-        }
-        let engine = &self.engine;
+        let engine = self.typed(py)?;
         let outcome = if self.release_gil { gil::detach(py, || engine.get(key)) } else { engine.get(key) };
         outcome.or_raise(py)
     }
@@ -116,11 +119,8 @@ impl Database {
         if self.release_gil || !self.encoding.runs_no_python() {
             return self.fetch(py, key)?.map(|value| self.encoding.output(py, &value)).transpose();
         }
-        if self.closed.load(Ordering::Acquire) {
-            return Err(errors::closed(py));
-        }
         let mut found = None;
-        let outcome = self.engine.get_with(key, &mut |value| found = value.map(|v| self.encoding.output(py, v)));
+        let outcome = self.typed(py)?.get_with(key, &mut |value| found = value.map(|v| self.encoding.output(py, v)));
         outcome.or_raise(py)?;
         found.transpose()
     }
@@ -128,10 +128,7 @@ impl Database {
     /// Stores a record; the hot path of `db[k] = v`, like `fetch`.
     #[inline]
     fn store(&self, py: Python<'_>, key: &[u8], value: &[u8], overwrite: bool) -> PyResult<kura::Result<()>> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(errors::closed(py));
-        }
-        let engine = &self.engine;
+        let engine = self.typed(py)?;
         if self.release_gil || value.len() >= BIG_VALUE {
             Ok(gil::detach(py, || engine.set(key, value, overwrite)))
         } else {
@@ -239,7 +236,12 @@ impl Database {
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         // A read (`process` would lock the record for writing on a writable handle).
         let raw = self.key(key)?;
-        Ok(self.fetch(py, &raw)?.is_some())
+        if self.release_gil {
+            return Ok(self.fetch(py, &raw)?.is_some());
+        }
+        let mut found = false;
+        self.typed(py)?.get_with(&raw, &mut |value| found = value.is_some()).or_raise(py)?;
+        Ok(found)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
