@@ -11,27 +11,43 @@ pub trait Contender: Sync {
     fn access(&self, key: u64) -> bool;
 }
 
-/// Kura's CacheDbm: per-slot LRU lists under a record cap, keys as 8 big-endian bytes.
-pub struct Kura(pub CacheDbm);
+/// Kura's CacheDbm: per-slot LRU lists under a record cap, keys as 8 big-endian bytes;
+/// `policy=lru` (the default) or `policy=tinylfu` (frequency-sketch admission).
+pub struct Kura {
+    dbm: CacheDbm,
+    name: &'static str,
+}
 
 impl Kura {
-    pub fn new(capacity: u64) -> kura::Result<Kura> {
-        Ok(Kura(CacheDbm::new(&kura::Params::new().with("cap_rec_num", capacity))?))
+    /// The default cache (`policy=lru`).
+    pub fn lru(capacity: u64) -> kura::Result<Kura> {
+        Self::with_policy(capacity, "lru", "kura CacheDbm")
+    }
+
+    /// The cache with TinyLFU admission (`policy=tinylfu`).
+    pub fn tinylfu(capacity: u64) -> kura::Result<Kura> {
+        Self::with_policy(capacity, "tinylfu", "kura CacheDbm (tinylfu)")
+    }
+
+    fn with_policy(capacity: u64, policy: &str, name: &'static str) -> kura::Result<Kura> {
+        let params = kura::Params::new().with("cap_rec_num", capacity).with("policy", policy);
+        Ok(Kura { dbm: CacheDbm::new(&params)?, name })
     }
 }
 
 impl Contender for Kura {
     fn name(&self) -> &'static str {
-        "kura CacheDbm"
+        self.name
     }
 
     fn access(&self, key: u64) -> bool {
         let key = key.to_be_bytes();
         // Errors other than NotFound cannot happen on an open in-memory cache; a failed
-        // set would only show as a lower hit ratio.
-        let hit = self.0.get(&key).is_ok();
+        // set would only show as a lower hit ratio. Under tinylfu a set may be declined
+        // (still Ok): the key is simply not cached yet.
+        let hit = self.dbm.get(&key).is_ok();
         if !hit {
-            let _ = self.0.set(&key, &key, true);
+            let _ = self.dbm.set(&key, &key, true);
         }
         hit
     }

@@ -1,5 +1,5 @@
 //! `kura-cache-bench`: CacheDbm's hit ratio and throughput under a Zipf-distributed key
-//! workload, beside moka and quick_cache at the same capacity and beside plain LRU (an exact
+//! workload, with its default LRU policy and with TinyLFU admission (`policy=tinylfu`), beside moka and quick_cache at the same capacity and beside plain LRU (an exact
 //! simulation and Che's approximation), for `make bench` (bench/run.py) and issue 4.
 //!
 //! Each cache replays the same trace (`zipf.rs`) with the cache-aside pattern
@@ -88,7 +88,8 @@ fn run(args: &Args) -> kura::Result<()> {
         println!("{line}");
         for &threads in &args.threads {
             let contenders: Vec<Box<dyn Contender>> = vec![
-                Box::new(Kura::new(args.capacity)?),
+                Box::new(Kura::lru(args.capacity)?),
+                Box::new(Kura::tinylfu(args.capacity)?),
                 Box::new(Moka::new(args.capacity)),
                 Box::new(QuickCache::new(args.capacity)),
             ];

@@ -89,6 +89,13 @@ impl LruList {
         }
     }
 
+    /// Whether `index` is in the list: a linked entry has a neighbour or is the only one
+    /// (`unlink` resets the links of the entries it takes out).
+    pub fn contains(&self, index: u32) -> bool {
+        self.newest == link(index)
+            || self.links.get(index as usize).is_some_and(|l| l.newer.is_some() || l.older.is_some())
+    }
+
     /// The least recently used record, the next to evict.
     pub fn oldest(&self) -> Option<u32> {
         self.oldest.map(index_of)
@@ -135,6 +142,7 @@ mod tests {
             }
             assert_eq!(list.oldest_first().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
             assert_eq!(list.oldest(), model.front().copied());
+            assert!((0..40).all(|i| list.contains(i) == model.contains(&i)));
         }
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! Their parts: `record.rs` (a record in 24 bytes, inline when small), `open_table.rs`
 //! (a TinyDbm slot: records in linearly probed cells), `table.rs` (a CacheDbm slot: a slab
-//! and bucket chains), `lru.rs` (one slot's recency list), `slotted.rs` (the cursor of
+//! and bucket chains), `lru.rs` (one slot's recency list), `sketch.rs` (one slot's
+//! access frequencies, for CacheDbm's `policy=tinylfu` admission), `slotted.rs` (the cursor of
 //! the sharded engines), `snapshot.rs` (the file format), `backing.rs` (open modes, atomic
 //! write-back, closed state).
 
@@ -17,6 +18,7 @@ mod cache;
 mod lru;
 mod open_table;
 mod record;
+mod sketch;
 mod slotted;
 mod snapshot;
 mod table;
