@@ -226,20 +226,23 @@ impl Slot {
     /// admission comparison is not stored (Ok, counted in `rejections`), as if it had been
     /// stored and evicted at once. Updates of present keys are always stored.
     fn offer(&mut self, key: &[u8], value: &[u8], hash: u64, found: Option<u32>) -> Result<()> {
-        if found.is_none() && self.admission.is_some() {
-            let cost = self.record_cost(key.len(), value.len());
-            self.check_fits(cost)?;
-            if !self.admits(hash, cost) {
-                self.rejections += 1;
-                return Ok(());
-            }
+        let cost = self.record_cost(key.len(), value.len());
+        self.check_fits(cost)?;
+        if found.is_none() && !self.admits(hash, cost) {
+            self.rejections += 1;
+            return Ok(());
         }
-        self.store(key, value, hash, found)
+        self.write(key, value, hash, found)
     }
 
     /// Sets `key` to `value` (`found`: its current index), then evicts to the caps.
     fn store(&mut self, key: &[u8], value: &[u8], hash: u64, found: Option<u32>) -> Result<()> {
         self.check_fits(self.record_cost(key.len(), value.len()))?;
+        self.write(key, value, hash, found)
+    }
+
+    /// `store` once the record is known to fit in the empty slot (`check_fits`).
+    fn write(&mut self, key: &[u8], value: &[u8], hash: u64, found: Option<u32>) -> Result<()> {
         let index = match found {
             Some(index) => {
                 self.table.set_value(index, value)?;
@@ -257,7 +260,7 @@ impl Slot {
     }
 
     /// Evicts records in `victim` order until both caps hold. `keep` (the record just
-    /// written) is never the victim: it fits alone by the check in `store`.
+    /// written) is never the victim: it fits alone by the check before `write`.
     fn evict_to_caps(&mut self, keep: u32) {
         while self.table.len() > self.cap_records || self.mem_usage() > self.cap_bytes {
             match self.victim(Some(keep)) {
