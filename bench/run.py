@@ -22,7 +22,8 @@ Writes bench/results/bench.md (tables with kura/tkrzw ratios), bench/results/ben
 Environment variables shrink a run: BENCH_ITER (default 1000000 operations per thread),
 BENCH_DICT_LIMIT (records of the dictionary, default all), BENCH_CODECS (comma list, hash and
 tree), BENCH_TREE_CODECS (comma list for the tree only, default BENCH_CODECS),
-BENCH_HIT_OPS (requests of the hit-ratio trace, default 5000000); BENCH_SKIP_SEQUENCE=1,
+BENCH_HIT_OPS (requests of the hit-ratio trace, default 5000000), BENCH_SEQUENCE_REPEAT (runs of
+each sequence configuration per side, default 3); BENCH_SKIP_SEQUENCE=1,
 BENCH_SKIP_DICTIONARY=1, BENCH_SKIP_TKRZW=1, BENCH_SKIP_HASH=1, BENCH_SKIP_TREE=1,
 BENCH_SKIP_MEMORY=1 (tiny, baby, cache), BENCH_SKIP_HITRATIO=1 skip parts; BENCH_REPEAT
 (default 3) sets how many times each dictionary get measurement runs, the best one counting
@@ -163,15 +164,27 @@ def kura_sequence(engine, iterations, threads, random_key):
     return phases
 
 
+def sequence_repeat():
+    return max(1, env_int("BENCH_SEQUENCE_REPEAT", 3))
+
+
 def sequence_workload(engine, iterations, with_tkrzw):
+    """Each configuration runs `sequence_repeat()` times, Tkrzw and Kura taking turns, and each
+    side keeps its best run per phase: on a shared machine the best run is the least
+    disturbed, and taking turns exposes both to the same spells of outside load."""
     results = []
     for threads, random_key in [(1, False), (2, False), (1, True), (2, True)]:
         label = f"{threads} thread{'s' if threads > 1 else ''}, {'random' if random_key else 'sequential'} keys"
-        log(f"sequence {engine}: {label}, {iterations} iterations per thread")
-        tkrzw = tkrzw_sequence(engine, iterations, threads, random_key) if with_tkrzw else {}
-        kura = kura_sequence(engine, iterations, threads, random_key)
+        log(f"sequence {engine}: {label}, {iterations} iterations per thread, "
+            f"{sequence_repeat()} runs each")
+        tkrzw_runs, kura_runs = [], []
+        for _ in range(sequence_repeat()):
+            if with_tkrzw:
+                tkrzw_runs.append(tkrzw_sequence(engine, iterations, threads, random_key))
+            kura_runs.append(kura_sequence(engine, iterations, threads, random_key))
         results.append({"engine": engine, "threads": threads, "random_key": random_key,
-                        "label": label, "iterations": iterations, "tkrzw": tkrzw, "kura": kura})
+                        "label": label, "iterations": iterations,
+                        "tkrzw": best_phases(tkrzw_runs), "kura": best_phases(kura_runs)})
     return results
 
 
@@ -231,16 +244,24 @@ def best_of(command):
     shared machine, the best run is the one least disturbed by other work. Both programs get
     the same. A run longer than BENCH_REPEAT_MAX_S seconds (default 8) is not repeated, so
     that the slow codecs of the tree keep `make bench` within its time."""
-    best = {}
+    runs = []
     for _ in range(max(1, env_int("BENCH_REPEAT", 3))):
         started = time.monotonic()
-        for line in run(command).splitlines():
-            if line.startswith("{"):
-                record = json.loads(line)
-                if record["qps"] > best.get(record["phase"], {}).get("qps", -1):
-                    best[record["phase"]] = record
+        records = (json.loads(line) for line in run(command).splitlines() if line.startswith("{"))
+        runs.append({record["phase"]: record for record in records})
         if time.monotonic() - started > env_int("BENCH_REPEAT_MAX_S", 8):
             break
+    return best_phases(runs)
+
+
+def best_phases(runs):
+    """Per phase, the figures of the run with the highest QPS in it (`runs`: one dict of
+    phase -> figures per run)."""
+    best = {}
+    for phases in runs:
+        for phase, record in phases.items():
+            if record["qps"] > best.get(phase, {}).get("qps", -1):
+                best[phase] = record
     return best
 
 
@@ -606,7 +627,8 @@ def sequence_section(engine, runs, iterations):
              }.get(engine, "`")
     parts = [f"### {title}", "",
              f"`tkrzw_dbm_perf sequence --dbm {engine} --iter {iterations} --size 8{extra} against "
-             f"`kura bench --engine {engine}`."]
+             f"`kura bench --engine {engine}`, each run {sequence_repeat()} times taking turns; "
+             "per phase, the best run of each side."]
     if engine == "tree":
         parts.append(f"Kura also ran `--scan --range-scan {RANGE_SPAN}`: full scans through the "
                      "ordered cursor (QPS = records/s; Tkrzw's `iterate` row is its full forward "
