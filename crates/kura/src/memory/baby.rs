@@ -70,7 +70,7 @@ impl Dbm for BabyDbm {
             let current = tree.get(key).map(RecordBytes::value);
             return match processor(current) {
                 Action::Keep => Ok(()),
-                _ => Err(Error::infeasible("the database is opened read-only")),
+                _ => Err(backing::read_only()),
             };
         }
         let mut tree = self.tree.write();
@@ -135,8 +135,7 @@ impl Dbm for BabyDbm {
     }
 
     fn synchronize(&self, _hard: bool) -> Result<()> {
-        self.backing.check_open()?;
-        self.save()
+        self.backing.synchronize(|| self.save())
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
@@ -157,16 +156,7 @@ impl Dbm for BabyDbm {
 
     fn inspect(&self) -> Result<Properties> {
         let count = self.count()?;
-        let mut properties = vec![
-            ("class".to_string(), "BabyDbm".to_string()),
-            ("count".to_string(), count.to_string()),
-            ("file_size".to_string(), self.memory_usage().to_string()),
-            ("healthy".to_string(), "true".to_string()),
-        ];
-        if let Some(path) = self.backing.path() {
-            properties.push(("path".to_string(), path.display().to_string()));
-        }
-        Ok(properties)
+        Ok(self.backing.properties("BabyDbm", count, self.memory_usage(), []))
     }
 
     fn is_writable(&self) -> bool {

@@ -1,6 +1,6 @@
 //! What the memory engines share about their life: the optional backing file (loaded at
 //! open, written back atomically on synchronize and close), the writable flag and the
-//! closed state.
+//! closed state, and the properties `inspect` reports about them.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use super::snapshot::{self, SnapshotWriter};
+use crate::dbm::Properties;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, replace_file, sibling_path};
 use crate::open::OpenMode;
@@ -90,7 +91,7 @@ impl Backing {
     pub fn check_writable(&self) -> Result<()> {
         self.check_open()?;
         if !self.writable {
-            return Err(Error::infeasible("the database is opened read-only"));
+            return Err(read_only());
         }
         Ok(())
     }
@@ -118,6 +119,33 @@ impl Backing {
         }
     }
 
+    /// `Dbm::synchronize` of every memory engine: writes the file back with `save`. The
+    /// snapshot is fsynced before it replaces the file, so `hard` asks for nothing more.
+    pub fn synchronize(&self, save: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.check_open()?;
+        save()
+    }
+
+    /// `Dbm::inspect` of every memory engine: the properties all report (`file_size` is the
+    /// memory in use, there being no file of records), then the engine's `own`, then the
+    /// backing file's `path` if there is one.
+    pub fn properties(
+        &self,
+        class: &str,
+        count: u64,
+        memory_usage: u64,
+        own: impl IntoIterator<Item = (&'static str, String)>,
+    ) -> Properties {
+        let common = [
+            ("class", class.to_string()),
+            ("count", count.to_string()),
+            ("file_size", memory_usage.to_string()),
+            ("healthy", "true".to_string()),
+        ];
+        let path = self.path().map(|path| ("path", path.display().to_string()));
+        common.into_iter().chain(own).chain(path).map(|(name, value)| (name.to_string(), value)).collect()
+    }
+
     /// Marks the database closed; false if it already was.
     pub fn mark_closed(&self) -> bool {
         !self.closed.swap(true, Ordering::AcqRel)
@@ -139,6 +167,11 @@ impl Backing {
             let _ = save();
         }
     }
+}
+
+/// The error of a change asked of a read-only database.
+pub fn read_only() -> Error {
+    Error::infeasible("the database is opened read-only")
 }
 
 /// Loads a snapshot's records through `insert`.

@@ -26,7 +26,7 @@ use super::backing::{self, Backing};
 use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
-use super::slotted::{KeySnapshot, Padded, Slotted, SlottedCursor};
+use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use super::table::{hash_key, record_cost, slot_of, SlotTable, BUCKET_BYTES};
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
@@ -503,7 +503,7 @@ impl Dbm for CacheDbm {
                 Ok(())
             }
             (Action::Keep, None) | (Action::Remove, None) => Ok(()),
-            (_, _) if !self.backing.is_writable() => Err(Error::infeasible("the database is opened read-only")),
+            (_, _) if !self.backing.is_writable() => Err(backing::read_only()),
             (Action::Set(value), found) => slot.offer(key, &value, hash, found),
             (Action::Remove, Some(index)) => {
                 slot.remove(index);
@@ -558,8 +558,7 @@ impl Dbm for CacheDbm {
     }
 
     fn synchronize(&self, _hard: bool) -> Result<()> {
-        self.backing.check_open()?;
-        self.save()
+        self.backing.synchronize(|| self.save())
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
@@ -581,23 +580,16 @@ impl Dbm for CacheDbm {
     fn inspect(&self) -> Result<Properties> {
         let count = self.count()?;
         let mem_usage = self.mem_usage();
-        let mut properties = vec![
-            ("class".to_string(), "CacheDbm".to_string()),
-            ("count".to_string(), count.to_string()),
-            ("file_size".to_string(), mem_usage.to_string()),
-            ("healthy".to_string(), "true".to_string()),
-            ("mem_usage".to_string(), mem_usage.to_string()),
-            ("evictions".to_string(), self.evictions().to_string()),
-            ("cap_rec_num".to_string(), self.cap_rec_num.to_string()),
-            ("cap_mem_bytes".to_string(), self.cap_mem_bytes.map_or("unlimited".to_string(), |c| c.to_string())),
-            ("num_slots".to_string(), self.slots.len().to_string()),
-            ("policy".to_string(), self.policy.name().to_string()),
-            ("rejections".to_string(), self.rejections().to_string()),
+        let own = [
+            ("mem_usage", mem_usage.to_string()),
+            ("evictions", self.evictions().to_string()),
+            ("cap_rec_num", self.cap_rec_num.to_string()),
+            ("cap_mem_bytes", self.cap_mem_bytes.map_or("unlimited".to_string(), |c| c.to_string())),
+            ("num_slots", self.slots.len().to_string()),
+            ("policy", self.policy.name().to_string()),
+            ("rejections", self.rejections().to_string()),
         ];
-        if let Some(path) = self.backing.path() {
-            properties.push(("path".to_string(), path.display().to_string()));
-        }
-        Ok(properties)
+        Ok(self.backing.properties("CacheDbm", count, mem_usage, own))
     }
 
     fn is_writable(&self) -> bool {
@@ -616,6 +608,8 @@ impl Drop for CacheDbm {
 }
 
 impl Slotted for CacheDbm {
+    type Table = SlotTable;
+
     fn backing(&self) -> &Backing {
         &self.backing
     }
@@ -624,30 +618,9 @@ impl Slotted for CacheDbm {
         self.slots.len()
     }
 
-    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool {
-        keys.reset(0);
-        let Some(slot) = self.slots.get(slot) else { return false };
-        let slot = slot.lock();
-        let start = match from {
-            None => 0,
-            Some(key) => match slot.table.find(key, hash_key(key)) {
-                Some(index) => index,
-                None => return false,
-            },
-        };
-        keys.reset(slot.table.len());
-        for (index, record) in slot.table.records_from(start) {
-            keys.push(record.key(), index);
-        }
-        true
-    }
-
-    /// Reads without touching the LRU list: a scan must not make every record recent.
-    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let slot = self.slots.get(slot)?.lock();
-        let table = &slot.table;
-        let at_hint = table.get(hint).filter(|record| record.key() == key);
-        let record = at_hint.or_else(|| table.find(key, hash_key(key)).and_then(|index| table.get(index)))?;
-        Some(read(record.value()))
+    /// Reads the table alone, not touching the LRU list: a scan must not make every record
+    /// recent.
+    fn read_slot<R>(&self, slot: usize, read: impl FnOnce(&SlotTable) -> R) -> Option<R> {
+        Some(read(&self.slots.get(slot)?.lock().table))
     }
 }

@@ -2,9 +2,7 @@
 //! indexed like the slot's slab, so that moving a record to the front is four 4-byte writes
 //! and no allocation.
 
-use std::num::NonZeroU32;
-
-use super::table::Link;
+use super::table::{index_of, link, Link};
 
 #[derive(Clone, Copy, Default)]
 struct Links {
@@ -16,16 +14,6 @@ struct Links {
 
 /// Bytes the list spends per record, for memory accounting.
 pub const LINK_BYTES: usize = std::mem::size_of::<Links>();
-
-#[inline]
-fn link(index: u32) -> Link {
-    NonZeroU32::new(index.wrapping_add(1))
-}
-
-#[inline]
-fn index_of(link: NonZeroU32) -> u32 {
-    link.get() - 1
-}
 
 /// Invariant: the linked entries are exactly the live records of the slot, each once;
 /// `newest`/`oldest` are None together, when the slot is empty.

@@ -7,9 +7,10 @@
 //! Their parts: `record.rs` (a record in 24 bytes, inline when small), `open_table.rs`
 //! (a TinyDbm slot: records in linearly probed cells), `table.rs` (a CacheDbm slot: a slab
 //! and bucket chains), `lru.rs` (one slot's recency list), `sketch.rs` (one slot's
-//! access frequencies, for CacheDbm's `policy=tinylfu` admission), `slotted.rs` (the cursor of
-//! the sharded engines), `snapshot.rs` (the file format), `backing.rs` (open modes, atomic
-//! write-back, closed state).
+//! access frequencies, for CacheDbm's `policy=tinylfu` admission), `slotted.rs` (what the
+//! sharded engines share: the reads of a slot's table and the cursor), `snapshot.rs` (the file
+//! format), `backing.rs` (what all three share about their life: open modes, atomic write-back,
+//! closed state, `inspect`'s common properties).
 
 mod baby;
 mod backing;

@@ -14,6 +14,7 @@
 use std::mem;
 
 use super::record::{RecordBytes, INLINE_CAPACITY};
+use super::slotted::SlotRecords;
 use super::table::HEAP_OVERHEAD;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -71,10 +72,6 @@ impl OpenTable {
         OpenTable { cells: empty_cells(num_cells), live: 0, tombstones: 0, heap: 0 }
     }
 
-    pub fn len(&self) -> usize {
-        self.live
-    }
-
     pub fn num_cells(&self) -> usize {
         self.cells.len()
     }
@@ -97,30 +94,6 @@ impl OpenTable {
     #[inline]
     fn cell(&self, index: usize) -> &Cell {
         self.cells.get(index).expect("invariant: probe indices are masked into the table")
-    }
-
-    /// The cell index of `key`'s record.
-    #[inline]
-    pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
-        let hash = hash as u32;
-        let mask = self.mask();
-        let mut index = hash as usize & mask;
-        loop {
-            let cell = self.cell(index);
-            match &cell.record {
-                Some(record) if cell.hash == hash && record.key() == key => return Some(index as u32),
-                Some(_) => {}
-                None if cell.tombstone => {}
-                None => return None,
-            }
-            index = (index + 1) & mask;
-        }
-    }
-
-    /// The record at `index`, if that cell is live.
-    #[inline]
-    pub fn get(&self, index: u32) -> Option<&RecordBytes> {
-        self.cells.get(index as usize).and_then(|c| c.record.as_ref())
     }
 
     /// Replaces the value of the live record at `index`.
@@ -199,13 +172,6 @@ impl OpenTable {
         Some(record)
     }
 
-    /// The live records and their cell indices in cell order, from cell `from` on.
-    pub fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, &RecordBytes)> {
-        let start = from as usize;
-        let rest = self.cells.get(start..).unwrap_or(&[]).iter().enumerate();
-        rest.filter_map(move |(i, c)| c.record.as_ref().map(|r| ((start + i) as u32, r)))
-    }
-
     /// Rebuilds the table with `num_cells` cells (a power of two, at least 8), raised as far
     /// as the live records need.
     pub fn resize(&mut self, num_cells: usize) {
@@ -225,10 +191,40 @@ impl OpenTable {
             }
         }
     }
+}
 
-    /// Live records in cell order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &RecordBytes)> {
-        self.cells.iter().enumerate().filter_map(|(i, c)| c.record.as_ref().map(|r| (i as u32, r)))
+impl SlotRecords for OpenTable {
+    fn len(&self) -> usize {
+        self.live
+    }
+
+    /// The cell index of `key`'s record.
+    #[inline]
+    fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
+        let hash = hash as u32;
+        let mask = self.mask();
+        let mut index = hash as usize & mask;
+        loop {
+            let cell = self.cell(index);
+            match &cell.record {
+                Some(record) if cell.hash == hash && record.key() == key => return Some(index as u32),
+                Some(_) => {}
+                None if cell.tombstone => {}
+                None => return None,
+            }
+            index = (index + 1) & mask;
+        }
+    }
+
+    /// The record at `index`, if that cell is live.
+    #[inline]
+    fn get(&self, index: u32) -> Option<&RecordBytes> {
+        self.cells.get(index as usize).and_then(|c| c.record.as_ref())
+    }
+
+    /// The cell count: at most `MAX_CELLS`, 2^31.
+    fn index_end(&self) -> u32 {
+        self.cells.len() as u32
     }
 }
 
@@ -284,7 +280,7 @@ mod tests {
         let heap: usize = model.iter().map(|(k, v)| RecordBytes::new(k, v).unwrap()).map(|r| heap_bytes(&r)).sum();
         assert_eq!(table.memory_bytes(), table.num_cells() * CELL_BYTES + heap);
         let mut seen: Vec<(Vec<u8>, Vec<u8>)> =
-            table.iter().map(|(_, r)| (r.key().to_vec(), r.value().to_vec())).collect();
+            table.records_from(0).map(|(_, r)| (r.key().to_vec(), r.value().to_vec())).collect();
         seen.sort();
         let mut expected: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
         expected.sort();

@@ -1,5 +1,6 @@
 //! What TinyDbm and CacheDbm share as sharded hash engines: the cache-line padding of their
-//! slot locks, and their one cursor, which walks slot by slot over snapshots of keys.
+//! slot locks, the reads of a slot's table (`SlotRecords`), and their one cursor, which walks
+//! slot by slot over snapshots of keys.
 //!
 //! Why keys and not positions: a record's cell moves when an insert rebuilds a TinyDbm slot's
 //! table, and a CacheDbm slab index is reused by the next insert after a removal, so a cursor
@@ -24,6 +25,7 @@
 //! cursor's `set` and `remove` act on the key it is at, through `Dbm::process`.
 
 use super::backing::Backing;
+use super::record::RecordBytes;
 use super::table::{hash_key, slot_of};
 use crate::dbm::{Cursor, Dbm};
 use crate::error::{Error, Result};
@@ -77,18 +79,68 @@ impl KeySnapshot {
     }
 }
 
+/// The reads of one slot's table (TinyDbm's `OpenTable`, CacheDbm's `SlotTable`): records
+/// at `u32` indices (cells, slab entries) where they stay while they live, except that an
+/// `OpenTable` rebuild moves them.
+pub trait SlotRecords {
+    /// The number of live records.
+    fn len(&self) -> usize;
+    /// The index of `key`'s record; `hash` is `hash_key(key)`.
+    fn find(&self, key: &[u8], hash: u64) -> Option<u32>;
+    /// The record at `index`, if one lives there.
+    fn get(&self, index: u32) -> Option<&RecordBytes>;
+    /// One past the last index a record can be at (the cell count, the slab length).
+    fn index_end(&self) -> u32;
+
+    /// The live records and their indices in storage order, from index `from` on.
+    fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, &RecordBytes)> {
+        (from..self.index_end()).filter_map(move |index| self.get(index).map(|record| (index, record)))
+    }
+}
+
 /// The slot-level primitives the cursor needs beyond `Dbm`. An engine shards keys with
 /// `slot_of(hash_key(key), num_slots())`.
 pub trait Slotted: Dbm + Sync {
+    type Table: SlotRecords;
+
     fn backing(&self) -> &Backing;
     fn num_slots(&self) -> usize;
+    /// Runs `read` on the table of `slot` under the slot's lock, without refreshing any
+    /// recency; None if there is no such slot.
+    fn read_slot<R>(&self, slot: usize, read: impl FnOnce(&Self::Table) -> R) -> Option<R>;
+
     /// Replaces `keys` with the keys of `slot` in storage order, taken under the slot's lock.
     /// With `from`, only that key and the keys stored after it; false (and `keys` empty) if
     /// `from` is absent.
-    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool;
+    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool {
+        keys.reset(0);
+        let snapshot = |table: &Self::Table| {
+            let start = match from {
+                None => 0,
+                Some(key) => match table.find(key, hash_key(key)) {
+                    Some(index) => index,
+                    None => return false,
+                },
+            };
+            keys.reset(table.len());
+            for (index, record) in table.records_from(start) {
+                keys.push(record.key(), index);
+            }
+            true
+        };
+        self.read_slot(slot, snapshot).unwrap_or(false)
+    }
+
     /// Reads the value of `key` (a key of `slot`, last seen at index `hint`) under the slot's
     /// lock, without refreshing any recency.
-    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R>;
+    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let read_record = |table: &Self::Table| {
+            let at_hint = table.get(hint).filter(|record| record.key() == key);
+            let record = at_hint.or_else(|| table.find(key, hash_key(key)).and_then(|index| table.get(index)))?;
+            Some(read(record.value()))
+        };
+        self.read_slot(slot, read_record).flatten()
+    }
 }
 
 pub struct SlottedCursor<'d, S: Slotted> {

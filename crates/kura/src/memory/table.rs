@@ -11,6 +11,7 @@ use std::num::NonZeroU32;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::record::RecordBytes;
+use super::slotted::SlotRecords;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A link to a slab entry: `index + 1`, so that `None` is 0 and a fresh bucket array of `None`
@@ -20,13 +21,16 @@ pub type Link = Option<NonZeroU32>;
 /// The largest slab index a link can hold.
 const MAX_ENTRIES: usize = u32::MAX as usize - 1;
 
+/// The link to slab index `index`. The LRU list (`lru.rs`) is indexed like the slab and links
+/// the same way.
 #[inline]
-fn link(index: u32) -> Link {
+pub fn link(index: u32) -> Link {
     NonZeroU32::new(index.wrapping_add(1))
 }
 
+/// The slab index a (non-empty) link points to.
 #[inline]
-fn index_of(link: NonZeroU32) -> u32 {
+pub fn index_of(link: NonZeroU32) -> u32 {
     link.get() - 1
 }
 
@@ -106,10 +110,6 @@ impl SlotTable {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
     pub fn num_buckets(&self) -> usize {
         self.buckets.len()
     }
@@ -142,28 +142,6 @@ impl SlotTable {
     #[inline]
     fn entry_mut(&mut self, index: u32) -> &mut Entry {
         self.entries.get_mut(index as usize).expect("invariant: links point inside the slab")
-    }
-
-    /// The slab index of `key`'s record.
-    #[inline]
-    pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
-        let hash = hash as u32;
-        let mut cursor = self.buckets.get(self.bucket_of(hash)).copied().flatten();
-        while let Some(current) = cursor {
-            let index = index_of(current);
-            let entry = self.entry(index);
-            if entry.hash == hash && entry.record.as_ref().is_some_and(|r| r.key() == key) {
-                return Some(index);
-            }
-            cursor = entry.chain;
-        }
-        None
-    }
-
-    /// The record at `index`, if that entry is live.
-    #[inline]
-    pub fn get(&self, index: u32) -> Option<&RecordBytes> {
-        self.entries.get(index as usize).and_then(|e| e.record.as_ref())
     }
 
     /// Replaces the value of the live record at `index`.
@@ -244,12 +222,38 @@ impl SlotTable {
         self.record_bytes -= record.as_ref().map_or(0, cost_of);
         record
     }
+}
 
-    /// The live records and their slab indices in slab order, from slab index `from` on.
-    pub fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, &RecordBytes)> {
-        let start = from as usize;
-        let rest = self.entries.get(start..).unwrap_or(&[]).iter().enumerate();
-        rest.filter_map(move |(i, e)| e.record.as_ref().map(|r| ((start + i) as u32, r)))
+impl SlotRecords for SlotTable {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The slab index of `key`'s record.
+    #[inline]
+    fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
+        let hash = hash as u32;
+        let mut cursor = self.buckets.get(self.bucket_of(hash)).copied().flatten();
+        while let Some(current) = cursor {
+            let index = index_of(current);
+            let entry = self.entry(index);
+            if entry.hash == hash && entry.record.as_ref().is_some_and(|r| r.key() == key) {
+                return Some(index);
+            }
+            cursor = entry.chain;
+        }
+        None
+    }
+
+    /// The record at `index`, if that entry is live.
+    #[inline]
+    fn get(&self, index: u32) -> Option<&RecordBytes> {
+        self.entries.get(index as usize).and_then(|e| e.record.as_ref())
+    }
+
+    /// The slab length: at most `MAX_ENTRIES`, below 2^32.
+    fn index_end(&self) -> u32 {
+        self.entries.len() as u32
     }
 }
 

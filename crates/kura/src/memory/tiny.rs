@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 use super::backing::{self, Backing};
 use super::open_table::OpenTable;
 use super::record::RecordBytes;
-use super::slotted::{KeySnapshot, Padded, Slotted, SlottedCursor};
+use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use super::table::{hash_key, slot_of};
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, Result};
@@ -80,7 +80,7 @@ impl TinyDbm {
         self.backing.save(|writer| {
             for slot in self.slots.iter() {
                 let table = slot.read();
-                for (_, record) in table.iter() {
+                for (_, record) in table.records_from(0) {
                     writer.record(record.key(), record.value())?;
                 }
             }
@@ -115,7 +115,7 @@ impl Dbm for TinyDbm {
             let found = table.find(key, hash);
             return match processor(found.and_then(|i| table.get(i)).map(RecordBytes::value)) {
                 Action::Keep => Ok(()),
-                _ => Err(Error::infeasible("the database is opened read-only")),
+                _ => Err(backing::read_only()),
             };
         }
         let mut table = self.slot(hash).write();
@@ -170,8 +170,7 @@ impl Dbm for TinyDbm {
     }
 
     fn synchronize(&self, _hard: bool) -> Result<()> {
-        self.backing.check_open()?;
-        self.save()
+        self.backing.synchronize(|| self.save())
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
@@ -199,18 +198,8 @@ impl Dbm for TinyDbm {
     fn inspect(&self) -> Result<Properties> {
         let count = self.count()?;
         let num_buckets: usize = self.slots.iter().map(|s| s.read().num_cells()).sum();
-        let mut properties = vec![
-            ("class".to_string(), "TinyDbm".to_string()),
-            ("count".to_string(), count.to_string()),
-            ("file_size".to_string(), self.memory_usage().to_string()),
-            ("healthy".to_string(), "true".to_string()),
-            ("num_slots".to_string(), self.slots.len().to_string()),
-            ("num_buckets".to_string(), num_buckets.to_string()),
-        ];
-        if let Some(path) = self.backing.path() {
-            properties.push(("path".to_string(), path.display().to_string()));
-        }
-        Ok(properties)
+        let own = [("num_slots", self.slots.len().to_string()), ("num_buckets", num_buckets.to_string())];
+        Ok(self.backing.properties("TinyDbm", count, self.memory_usage(), own))
     }
 
     fn is_writable(&self) -> bool {
@@ -229,6 +218,8 @@ impl Drop for TinyDbm {
 }
 
 impl Slotted for TinyDbm {
+    type Table = OpenTable;
+
     fn backing(&self) -> &Backing {
         &self.backing
     }
@@ -237,28 +228,7 @@ impl Slotted for TinyDbm {
         self.slots.len()
     }
 
-    fn slot_keys(&self, slot: usize, from: Option<&[u8]>, keys: &mut KeySnapshot) -> bool {
-        keys.reset(0);
-        let Some(slot) = self.slots.get(slot) else { return false };
-        let table = slot.read();
-        let start = match from {
-            None => 0,
-            Some(key) => match table.find(key, hash_key(key)) {
-                Some(index) => index,
-                None => return false,
-            },
-        };
-        keys.reset(table.len());
-        for (index, record) in table.records_from(start) {
-            keys.push(record.key(), index);
-        }
-        true
-    }
-
-    fn peek<R>(&self, slot: usize, key: &[u8], hint: u32, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let table = self.slots.get(slot)?.read();
-        let at_hint = table.get(hint).filter(|record| record.key() == key);
-        let record = at_hint.or_else(|| table.find(key, hash_key(key)).and_then(|index| table.get(index)))?;
-        Some(read(record.value()))
+    fn read_slot<R>(&self, slot: usize, read: impl FnOnce(&OpenTable) -> R) -> Option<R> {
+        Some(read(&self.slots.get(slot)?.read()))
     }
 }
