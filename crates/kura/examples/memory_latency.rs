@@ -64,7 +64,7 @@ fn as_words(map: &mut memmap2::MmapMut) -> &mut [u64] {
 fn main() -> std::io::Result<()> {
     println!("| buffer | ns per dependent load, small pages | huge pages advised |");
     println!("| ---: | ---: | ---: |");
-    for mebibytes in [1usize, 8, 64, 256] {
+    for mebibytes in [1usize, 2, 4, 8, 16, 64, 256] {
         let bytes = mebibytes << 20;
         println!("| {mebibytes} MiB | {:.0} | {:.0} |", chase(bytes, false)?, chase(bytes, true)?);
     }

@@ -92,7 +92,59 @@ impl RecordHeader {
     /// Parses a record, tombstone or dead record header at `offset` from `bytes` (which
     /// start there and may be cut at the end of the file). Lengths are bounded, not yet
     /// checked against the file: the caller slices the body, which checks that.
+    #[inline]
     pub fn parse(bytes: &[u8], offset: u64) -> Result<RecordHeader> {
+        match Self::parse_short(bytes, offset) {
+            Some(header) => Ok(header),
+            None => Self::parse_any(bytes, offset),
+        }
+    }
+
+    /// The common case in a few instructions, as every get parses at least one header: the
+    /// longest possible header fits in `bytes`, the chain pointer takes at most 6 bytes (as
+    /// `parse_any` requires) and both sizes take one byte (keys and stored values under 128
+    /// bytes). None for anything else, valid or not, which `parse_any` then decides; what
+    /// this accepts, `parse_any` parses to the same header.
+    #[inline]
+    fn parse_short(bytes: &[u8], offset: u64) -> Option<RecordHeader> {
+        let head: &[u8; MAX_HEADER_SIZE] = bytes.get(..MAX_HEADER_SIZE)?.try_into().ok()?;
+        let &[tag, ref rest @ ..] = head;
+        if tag & KIND_MASK == 0 || (tag & KIND_MASK == KIND_FREE && tag & COMPRESSED_BIT != 0) {
+            return None;
+        }
+        let mut next = 0u64;
+        let mut next_width = 0;
+        for (i, &byte) in rest.iter().take(6).enumerate() {
+            next |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                next_width = i + 1;
+                break;
+            }
+        }
+        if next_width == 0 {
+            return None;
+        }
+        let key_len = *rest.get(next_width)?;
+        let value_len = *rest.get(next_width + 1)?;
+        let check_lo = *rest.get(next_width + 2)?;
+        if (key_len | value_len) & 0x80 != 0 {
+            return None;
+        }
+        Some(RecordHeader {
+            tag,
+            next,
+            next_at: offset + 1,
+            next_width: next_width as u8,
+            key_len: usize::from(key_len),
+            value_len: usize::from(value_len),
+            header_len: 1 + next_width + 1 + 1 + 1,
+            check_lo,
+        })
+    }
+
+    /// Any header, and every error: see `parse`.
+    #[inline(never)]
+    fn parse_any(bytes: &[u8], offset: u64) -> Result<RecordHeader> {
         let broken = |what: &str| Error::broken(format!("record at {offset}: {what}"));
         let (&tag, rest) = bytes.split_first().ok_or_else(|| broken("truncated"))?;
         if tag & KIND_MASK == 0 || (tag & KIND_MASK == KIND_FREE && tag & COMPRESSED_BIT != 0) {
@@ -220,6 +272,26 @@ mod tests {
             prop_assert_eq!(header.is_compressed(), compressed);
             prop_assert_eq!(header.total_len() as usize, out.len());
             prop_assert_eq!(&out[header.header_len..header.header_len + key.len()], &key[..]);
+        }
+
+        #[test]
+        fn short_parse_agrees_with_the_general_one(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            if let Some(short) = RecordHeader::parse_short(&bytes, 100) {
+                prop_assert_eq!(RecordHeader::parse_any(&bytes, 100).ok(), Some(short));
+            }
+        }
+
+        #[test]
+        fn short_parse_takes_small_records(key in proptest::collection::vec(any::<u8>(), 0..128),
+                                           value in proptest::collection::vec(any::<u8>(), 0..128),
+                                           next in 0u64..(1 << 42)) {
+            let width = next_width(next, next.max(1));
+            let mut out = Vec::new();
+            encode_record(&mut out, KIND_RECORD, false, checksum(3, false, &value), next, width, &key, &value);
+            out.resize(out.len().max(MAX_HEADER_SIZE), 0);
+            let short = RecordHeader::parse_short(&out, 7);
+            prop_assert!(short.is_some());
+            prop_assert_eq!(short, RecordHeader::parse_any(&out, 7).ok());
         }
 
         #[test]
