@@ -153,6 +153,16 @@ impl Codec {
         Ok(false)
     }
 
+    /// The bytes to store for `raw` and whether they are compressed: `raw` itself when the
+    /// codec is none or compression does not pay, else its encoding in `scratch`. Saves the
+    /// copy `encode` makes of an uncompressed value.
+    pub fn stored<'a>(&self, raw: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<(&'a [u8], bool)> {
+        if self.kind == CodecKind::None || raw.is_empty() || !self.encode(raw, scratch)? {
+            return Ok((raw, false));
+        }
+        Ok((scratch.as_slice(), true))
+    }
+
     /// Decodes what `encode` produced into `out` (cleared first). `compressed` is the flag
     /// `encode` returned, as stored beside the bytes.
     pub fn decode(&self, stored: &[u8], compressed: bool, out: &mut Vec<u8>) -> Result<()> {
@@ -184,5 +194,41 @@ impl Codec {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn stored_bytes_decode_to_the_value_and_borrow_it_when_not_compressed() {
+        let compressible: Vec<u8> = (0..4000u32).flat_map(|i| format!("{} ", i % 97).into_bytes()).collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..300)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        for kind in CodecKind::ALL {
+            let codec = Codec::new(kind, Vec::new()).unwrap();
+            for raw in [&compressible[..], &noise[..], &[][..]] {
+                let mut scratch = Vec::new();
+                let (stored, compressed) = codec.stored(raw, &mut scratch).unwrap();
+                if !compressed {
+                    assert_eq!(stored.as_ptr(), raw.as_ptr(), "{kind}: an uncompressed value is not copied");
+                }
+                let mut out = Vec::new();
+                codec.decode(stored, compressed, &mut out).unwrap();
+                assert_eq!(out, raw, "{kind}");
+            }
+            let mut scratch = Vec::new();
+            let compressed = codec.stored(&compressible, &mut scratch).unwrap().1;
+            assert_eq!(compressed, kind != CodecKind::None, "{kind}");
+        }
     }
 }

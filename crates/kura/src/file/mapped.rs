@@ -170,6 +170,22 @@ impl MappedFile {
         Ok(())
     }
 
+    /// Lets `fill` write the `len` bytes at `offset` in place (no intermediate buffer).
+    ///
+    /// # Safety
+    /// As for `write`.
+    #[inline]
+    pub unsafe fn write_with(&self, offset: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<()> {
+        if !self.writable {
+            return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
+        }
+        let start = self.check_range(offset, len)?;
+        // SAFETY: as in `write`: inside the mapping and the file, writable, and the caller
+        // guarantees that no other thread reads or writes these bytes meanwhile.
+        fill(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len) });
+        Ok(())
+    }
+
     /// Makes the file at least `needed` bytes long, growing it by a margin so that appends
     /// amortize. Safe to call from many threads.
     pub fn ensure_len(&self, needed: u64) -> Result<()> {

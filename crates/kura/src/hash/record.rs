@@ -175,7 +175,48 @@ impl RecordHeader {
     }
 }
 
+/// Encodes a record's (or tombstone's) header into `out` and returns its length: the bytes
+/// that go before the key and the stored value.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn encode_record_header(
+    out: &mut [u8; MAX_HEADER_SIZE],
+    kind: u8,
+    compressed: bool,
+    check: u16,
+    next: u64,
+    width: usize,
+    key_len: usize,
+    stored_len: usize,
+) -> usize {
+    let tag = kind | if compressed { COMPRESSED_BIT } else { 0 } | ((check >> 8) as u8 & CHECK_HI_MASK);
+    let mut next_bytes = [0u8; 10];
+    let next_field = next_bytes.get_mut(..width).unwrap_or_default();
+    encode_varint_padded(next, next_field);
+    let mut key_size = [0u8; 10];
+    let key_size_len = encode_varint(key_len as u64, &mut key_size);
+    let mut value_size = [0u8; 10];
+    let value_size_len = encode_varint(stored_len as u64, &mut value_size);
+    let fields: [&[u8]; 5] = [
+        &[tag],
+        next_field,
+        key_size.get(..key_size_len).unwrap_or_default(),
+        value_size.get(..value_size_len).unwrap_or_default(),
+        &[check as u8],
+    ];
+    // At most 1 + 6 + 4 + 5 + 1 bytes (MAX_HEADER_SIZE) for the widths and sizes written.
+    let mut len = 0;
+    for field in fields {
+        if let Some(target) = out.get_mut(len..len + field.len()) {
+            target.copy_from_slice(field);
+        }
+        len += field.len();
+    }
+    len
+}
+
 /// Appends a full record (or tombstone) to `out`.
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub fn encode_record(
     out: &mut Vec<u8>,
@@ -187,18 +228,9 @@ pub fn encode_record(
     key: &[u8],
     stored_value: &[u8],
 ) {
-    let tag = kind | if compressed { COMPRESSED_BIT } else { 0 } | ((check >> 8) as u8 & CHECK_HI_MASK);
-    out.push(tag);
-    let mut next_bytes = [0u8; 10];
-    let field = next_bytes.get_mut(..width).unwrap_or_default();
-    encode_varint_padded(next, field);
-    out.extend_from_slice(field);
-    let mut size = [0u8; 10];
-    let n = encode_varint(key.len() as u64, &mut size);
-    out.extend_from_slice(size.get(..n).unwrap_or_default());
-    let n = encode_varint(stored_value.len() as u64, &mut size);
-    out.extend_from_slice(size.get(..n).unwrap_or_default());
-    out.push(check as u8);
+    let mut header = [0u8; MAX_HEADER_SIZE];
+    let len = encode_record_header(&mut header, kind, compressed, check, next, width, key.len(), stored_value.len());
+    out.extend_from_slice(header.get(..len).unwrap_or_default());
     out.extend_from_slice(key);
     out.extend_from_slice(stored_value);
 }

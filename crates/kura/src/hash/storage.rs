@@ -23,7 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
 use super::record::{
-    self, checksum, encode_free, encode_record, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
+    self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
     KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
 use super::space::{Space, SHARDS};
@@ -88,8 +88,9 @@ pub fn shard_of(bucket: u64) -> usize {
 }
 
 thread_local! {
-    /// Per-thread buffers for encoding records, so writes do not allocate.
-    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// Per-thread buffer for compressing values, so writes do not allocate. (Records are
+    /// assembled in place in the mapping.)
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 pub struct Storage {
@@ -570,21 +571,21 @@ impl Storage {
     ) -> Result<u64> {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            let (encoded, block) = &mut *scratch;
-            let (kind, compressed) = match value {
-                Some(raw) => (KIND_RECORD, self.codec.encode(raw, encoded)?),
-                None => {
-                    encoded.clear();
-                    (KIND_TOMBSTONE, false)
-                }
+            let (kind, (stored, compressed)) = match value {
+                Some(raw) => (KIND_RECORD, self.codec.stored(raw, &mut scratch)?),
+                None => (KIND_TOMBSTONE, (&[][..], false)),
             };
-            if encoded.len() > record::MAX_VALUE_SIZE {
+            if stored.len() > record::MAX_VALUE_SIZE {
                 return Err(Error::new(ErrorKind::Limit, "the value is larger than 4 GiB"));
             }
-            let check = checksum(hash, compressed, encoded);
-            block.clear();
-            encode_record(block, kind, compressed, check, next, next_width(next, self.space.end()), key, encoded);
-            let len = block.len() as u64;
+            let check = checksum(hash, compressed, stored);
+            let mut header = [0u8; MAX_HEADER_SIZE];
+            let width = next_width(next, self.space.end());
+            let header_len =
+                encode_record_header(&mut header, kind, compressed, check, next, width, key.len(), stored.len());
+            let header = header.get(..header_len).unwrap_or_default();
+            let record_len = header_len + key.len() + stored.len();
+            let len = record_len as u64;
             let reuse = self.header.update_mode == UpdateMode::InPlace;
             let place =
                 self.space.allocate(len, reuse, self.header.max_file_size, shard_of(bucket)).ok_or_else(|| {
@@ -604,7 +605,16 @@ impl Storage {
                 }
             }
             // SAFETY: the block is ours, as above (or freshly appended past every chain).
-            unsafe { self.file.write(place.offset, block)? };
+            unsafe {
+                // `target` is `record_len` bytes long, so the splits and copies always fit.
+                self.file.write_with(place.offset, record_len, |target| {
+                    let Some((head, body)) = target.split_at_mut_checked(header_len) else { return };
+                    let Some((key_part, value_part)) = body.split_at_mut_checked(key.len()) else { return };
+                    head.copy_from_slice(header);
+                    key_part.copy_from_slice(key);
+                    value_part.copy_from_slice(stored);
+                })?
+            };
             Ok(place.offset)
         })
     }
