@@ -109,38 +109,29 @@ impl RecordHeader {
     fn parse_short(bytes: &[u8], offset: u64) -> Option<RecordHeader> {
         let head: &[u8; MAX_HEADER_SIZE] = bytes.get(..MAX_HEADER_SIZE)?.try_into().ok()?;
         let &[tag, ref fields @ ..] = head;
-        if tag & KIND_MASK == 0 || (tag & KIND_MASK == KIND_FREE && tag & COMPRESSED_BIT != 0) {
+        if !is_record_tag(tag) {
             return None;
         }
         // Field widths at most 6, 4 and 5 bytes: 1 + 6 + 4 + 5 + 1 = MAX_HEADER_SIZE, so the
         // check byte after them is always inside `head`.
-        let (next, next_width) = short_varint(fields, 6)?;
-        let rest = fields.get(next_width..)?;
-        let (key_len, key_width, value_len, value_width, check_lo) = match *rest {
+        let next = short_varint(fields, 6)?;
+        let rest = fields.get(next.1..)?;
+        let fields = match *rest {
             // Keys and values under 128 bytes: one byte each.
             [key_len, value_len, check_lo, ..] if (key_len | value_len) & 0x80 == 0 => {
-                (u64::from(key_len), 1, u64::from(value_len), 1, check_lo)
+                Fields { next, key_len: (u64::from(key_len), 1), value_len: (u64::from(value_len), 1), check_lo }
             }
             _ => {
-                let (key_len, key_width) = short_varint(rest, 4)?;
-                let rest = rest.get(key_width..)?;
-                let (value_len, value_width) = short_varint(rest, 5)?;
-                if key_len > MAX_KEY_SIZE as u64 || value_len > MAX_VALUE_SIZE as u64 {
+                let key_len = short_varint(rest, 4)?;
+                let rest = rest.get(key_len.1..)?;
+                let value_len = short_varint(rest, 5)?;
+                if key_len.0 > MAX_KEY_SIZE as u64 || value_len.0 > MAX_VALUE_SIZE as u64 {
                     return None;
                 }
-                (key_len, key_width, value_len, value_width, *rest.get(value_width)?)
+                Fields { next, key_len, value_len, check_lo: *rest.get(value_len.1)? }
             }
         };
-        Some(RecordHeader {
-            tag,
-            next,
-            next_at: offset + 1,
-            next_width: next_width as u8,
-            key_len: key_len as usize,
-            value_len: value_len as usize,
-            header_len: 1 + next_width + key_width + value_width + 1,
-            check_lo,
-        })
+        Some(Self::assemble(tag, offset, fields))
     }
 
     /// Any header, and every error: see `parse`.
@@ -148,22 +139,35 @@ impl RecordHeader {
     fn parse_any(bytes: &[u8], offset: u64) -> Result<RecordHeader> {
         let broken = |what: &str| Error::broken(format!("record at {offset}: {what}"));
         let (&tag, rest) = bytes.split_first().ok_or_else(|| broken("truncated"))?;
-        if tag & KIND_MASK == 0 || (tag & KIND_MASK == KIND_FREE && tag & COMPRESSED_BIT != 0) {
+        if !is_record_tag(tag) {
             return Err(broken("not a record"));
         }
-        let (next, next_width) = decode_varint(rest).ok_or_else(|| broken("bad chain pointer"))?;
-        let rest = rest.get(next_width..).unwrap_or_default();
-        let (key_len, key_width) = decode_varint(rest).ok_or_else(|| broken("bad key size"))?;
-        let rest = rest.get(key_width..).unwrap_or_default();
-        let (value_len, value_width) = decode_varint(rest).ok_or_else(|| broken("bad value size"))?;
-        let check_lo = *rest.get(value_width).ok_or_else(|| broken("truncated"))?;
-        if key_len > MAX_KEY_SIZE as u64 {
+        let next = decode_varint(rest).ok_or_else(|| broken("bad chain pointer"))?;
+        let rest = rest.get(next.1..).unwrap_or_default();
+        let key_len = decode_varint(rest).ok_or_else(|| broken("bad key size"))?;
+        let rest = rest.get(key_len.1..).unwrap_or_default();
+        let value_len = decode_varint(rest).ok_or_else(|| broken("bad value size"))?;
+        let check_lo = *rest.get(value_len.1).ok_or_else(|| broken("truncated"))?;
+        if key_len.0 > MAX_KEY_SIZE as u64 {
             return Err(broken("key size out of range"));
         }
-        if value_len > MAX_VALUE_SIZE as u64 || next_width > 6 {
+        if value_len.0 > MAX_VALUE_SIZE as u64 || next.1 > 6 {
             return Err(broken("size out of range"));
         }
-        Ok(RecordHeader {
+        Ok(Self::assemble(tag, offset, Fields { next, key_len, value_len, check_lo }))
+    }
+
+    /// The header of the record at `offset` from its fields, once both parsers checked them
+    /// (sizes in range, pointer at most 6 bytes).
+    #[inline(always)]
+    fn assemble(tag: u8, offset: u64, fields: Fields) -> RecordHeader {
+        let Fields {
+            next: (next, next_width),
+            key_len: (key_len, key_width),
+            value_len: (value_len, value_width),
+            check_lo,
+        } = fields;
+        RecordHeader {
             tag,
             next,
             next_at: offset + 1,
@@ -172,8 +176,22 @@ impl RecordHeader {
             value_len: value_len as usize,
             header_len: 1 + next_width + key_width + value_width + 1,
             check_lo,
-        })
+        }
     }
+}
+
+/// A header's varint fields as read, each `(value, width in bytes)`, and its check byte.
+struct Fields {
+    next: (u64, usize),
+    key_len: (u64, usize),
+    value_len: (u64, usize),
+    check_lo: u8,
+}
+
+/// Whether a tag byte starts a record, a tombstone or a dead record (not a free block).
+#[inline(always)]
+fn is_record_tag(tag: u8) -> bool {
+    tag & KIND_MASK != 0 && !(tag & KIND_MASK == KIND_FREE && tag & COMPRESSED_BIT != 0)
 }
 
 /// A varint of at most `max_width` bytes at the start of `bytes` (None if longer or cut),
