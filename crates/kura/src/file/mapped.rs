@@ -160,14 +160,8 @@ impl MappedFile {
     /// No other thread may read or write these bytes during the call; see `slice`.
     #[inline]
     pub unsafe fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
-        if !self.writable {
-            return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
-        }
-        let start = self.check_range(offset, data.len())?;
-        // SAFETY: the range is inside the mapping and the file (checked above), the mapping is
-        // writable, and the caller guarantees exclusive access to the range.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_mut_ptr().add(start), data.len()) };
-        Ok(())
+        // SAFETY: forwarded to the caller.
+        unsafe { self.write_with(offset, data.len(), |target| target.copy_from_slice(data)) }
     }
 
     /// Lets `fill` write the `len` bytes at `offset` in place (no intermediate buffer).
@@ -180,8 +174,9 @@ impl MappedFile {
             return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
         }
         let start = self.check_range(offset, len)?;
-        // SAFETY: as in `write`: inside the mapping and the file, writable, and the caller
-        // guarantees that no other thread reads or writes these bytes meanwhile.
+        // SAFETY: the range is inside the mapping and the file (checked above), the mapping is
+        // writable, and the caller guarantees that no other thread reads or writes these
+        // bytes meanwhile.
         fill(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len) });
         Ok(())
     }
