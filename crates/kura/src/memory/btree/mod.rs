@@ -123,10 +123,8 @@ impl OrderedTree {
         let mut bytes = size_of::<OrderedTree>();
         self.root.for_each_node(&mut |node| match node {
             Node::Leaf(leaf) => {
-                bytes += leaf.prefixes.capacity() * size_of::<u64>()
-                    + leaf.records.capacity() * size_of::<RecordBytes>()
-                    + 2 * ALLOCATION_OVERHEAD;
-                for record in leaf.records.iter().filter(|r| matches!(r, RecordBytes::Heap { .. })) {
+                bytes += leaf.array_bytes() + 2 * ALLOCATION_OVERHEAD;
+                for record in leaf.records().iter().filter(|r| matches!(r, RecordBytes::Heap { .. })) {
                     bytes += record.key().len() + record.value().len() + ALLOCATION_OVERHEAD;
                 }
             }

@@ -17,10 +17,21 @@ pub enum Node {
     Inner(Inner),
 }
 
+/// Invariant: both arrays have the same length; their first `vacant` entries hold no record
+/// (`VACANT`, which owns no heap block) and the rest are the leaf's records in key order.
+/// Removing a record from the front half shifts the records before it up into a vacancy, and
+/// inserting into the front half fills one: so records are moved on the shorter side only, and
+/// removing keys in order moves nothing (an array kept packed at the front would shift the
+/// whole leaf on each such removal).
 pub struct Leaf {
-    pub(super) prefixes: Vec<u64>,
-    pub(super) records: Vec<RecordBytes>,
+    vacant: usize,
+    prefixes: Vec<u64>,
+    records: Vec<RecordBytes>,
 }
+
+/// What a vacant entry of a leaf holds: an empty inline record (nothing to free).
+const VACANT: RecordBytes =
+    RecordBytes::Inline { key_len: 0, len: 0, bytes: [0; crate::memory::record::INLINE_CAPACITY] };
 
 pub struct Inner {
     pub(super) prefixes: Vec<u64>,
@@ -81,7 +92,75 @@ impl Leaf {
     /// A leaf with room for `len` records and a few more.
     pub fn with_room_for(len: usize) -> Leaf {
         let capacity = len + GROWTH;
-        Leaf { prefixes: Vec::with_capacity(capacity), records: Vec::with_capacity(capacity) }
+        Leaf { vacant: 0, prefixes: Vec::with_capacity(capacity), records: Vec::with_capacity(capacity) }
+    }
+
+    /// The prefixes of the records' keys, in key order.
+    #[inline]
+    pub(super) fn prefixes(&self) -> &[u64] {
+        self.prefixes.get(self.vacant..).unwrap_or_default()
+    }
+
+    /// The records, in key order.
+    #[inline]
+    pub(super) fn records(&self) -> &[RecordBytes] {
+        self.records.get(self.vacant..).unwrap_or_default()
+    }
+
+    #[inline]
+    pub(super) fn records_mut(&mut self) -> &mut [RecordBytes] {
+        self.records.get_mut(self.vacant..).unwrap_or_default()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.records.len() - self.vacant
+    }
+
+    /// Bytes of the leaf's arrays, at their capacity.
+    pub(super) fn array_bytes(&self) -> usize {
+        self.prefixes.capacity() * std::mem::size_of::<u64>()
+            + self.records.capacity() * std::mem::size_of::<RecordBytes>()
+    }
+
+    /// Whether the vacant entries are as the invariant says (for the tests' checks).
+    #[cfg(test)]
+    pub(super) fn vacancies_hold_nothing(&self) -> bool {
+        self.prefixes.len() == self.records.len()
+            && self.records.iter().take(self.vacant).all(|r| matches!(r, RecordBytes::Inline { len: 0, .. }))
+    }
+
+    /// Moves the records to the front of the arrays, leaving no vacancy.
+    fn pack(&mut self) {
+        if self.vacant > 0 {
+            self.prefixes.drain(..self.vacant);
+            self.records.drain(..self.vacant);
+            self.vacant = 0;
+        }
+    }
+
+    /// Inserts at `index` (of the records), filling a vacancy when `index` is in the front half.
+    fn insert(&mut self, index: usize, prefix: u64, record: RecordBytes) {
+        if self.vacant > 0 && index < self.len() / 2 {
+            // Shift the records before `index` down one entry, into the last vacancy.
+            let first = self.vacant - 1;
+            let at = first + index;
+            if let (Some(prefixes), Some(records)) =
+                (self.prefixes.get_mut(first..=at), self.records.get_mut(first..=at))
+            {
+                prefixes.rotate_left(1);
+                records.rotate_left(1);
+                if let (Some(p), Some(r)) = (prefixes.last_mut(), records.last_mut()) {
+                    *p = prefix;
+                    *r = record;
+                    self.vacant = first;
+                    return;
+                }
+            }
+        }
+        self.pack();
+        self.make_room();
+        self.prefixes.insert(index, prefix);
+        self.records.insert(index, record);
     }
 
     fn make_room(&mut self) {
@@ -90,13 +169,15 @@ impl Leaf {
     }
 
     fn trim(&mut self) {
+        self.pack();
         trim(&mut self.prefixes);
         trim(&mut self.records);
     }
 
     #[inline]
     pub(super) fn search(&self, probe: &Probe<'_>) -> std::result::Result<usize, usize> {
-        search(&self.prefixes, probe, |i| self.records.get(i).map(RecordBytes::key))
+        let records = self.records();
+        search(self.prefixes(), probe, |i| records.get(i).map(RecordBytes::key))
     }
 
     fn put(&mut self, probe: &Probe<'_>, value: &[u8], overwrite: bool) -> Result<(Put, Option<Split>)> {
@@ -105,16 +186,14 @@ impl Leaf {
                 if !overwrite {
                     return Ok((Put::Kept, None));
                 }
-                let record = self.records.get_mut(index).ok_or_else(lost_child)?;
+                let record = self.records_mut().get_mut(index).ok_or_else(lost_child)?;
                 record.set_value(value)?;
                 Ok((Put::Replaced, None))
             }
             Err(index) => {
                 let record = RecordBytes::new(probe.key, value)?;
-                self.make_room();
-                self.records.insert(index, record);
-                self.prefixes.insert(index, probe.prefix);
-                let len = self.records.len();
+                self.insert(index, probe.prefix, record);
+                let len = self.len();
                 let split = (len > LEAF_CAPACITY).then(|| self.split(cut_point(index, len)));
                 Ok((Put::Inserted, split))
             }
@@ -124,9 +203,10 @@ impl Leaf {
     /// Moves the records from `at` on into a new right sibling. `0 < at < len` keeps both sides
     /// non-empty, so the separator is a real key.
     fn split(&mut self, at: usize) -> Split {
-        let mut right = Leaf::with_room_for(self.records.len().saturating_sub(at));
-        right.prefixes.extend(self.prefixes.drain(at..));
-        right.records.extend(self.records.drain(at..));
+        let mut right = Leaf::with_room_for(self.len().saturating_sub(at));
+        let cut = self.vacant + at;
+        right.prefixes.extend(self.prefixes.drain(cut..));
+        right.records.extend(self.records.drain(cut..));
         self.trim();
         let separator = right.records.first().map(|r| Box::from(r.key())).unwrap_or_default();
         Split { separator, right: Node::Leaf(right) }
@@ -134,11 +214,19 @@ impl Leaf {
 
     fn remove(&mut self, probe: &Probe<'_>) -> Option<RecordBytes> {
         let index = self.search(probe).ok()?;
-        if index < self.records.len() {
-            self.prefixes.remove(index);
-            return Some(self.records.remove(index));
+        let at = self.vacant + index;
+        if index >= self.len() / 2 {
+            self.prefixes.remove(at);
+            return Some(self.records.remove(at));
         }
-        None
+        // Shift the records before `index` up one entry; the first becomes a vacancy.
+        let prefixes = self.prefixes.get_mut(self.vacant..=at)?;
+        let records = self.records.get_mut(self.vacant..=at)?;
+        prefixes.rotate_right(1);
+        records.rotate_right(1);
+        let removed = std::mem::replace(records.first_mut()?, VACANT);
+        self.vacant += 1;
+        Some(removed)
     }
 }
 
@@ -255,7 +343,7 @@ impl Node {
     /// A quarter full or less: worth joining with a sibling.
     fn is_underfull(&self) -> bool {
         match self {
-            Node::Leaf(leaf) => leaf.records.len() <= LEAF_CAPACITY / 4,
+            Node::Leaf(leaf) => leaf.len() <= LEAF_CAPACITY / 4,
             Node::Inner(inner) => inner.children.len() <= INNER_CAPACITY / 4,
         }
     }
@@ -264,10 +352,11 @@ impl Node {
     /// them) to this node; returns the upper half if the result is over capacity.
     fn absorb(&mut self, separator: Box<[u8]>, right: Node) -> Option<Split> {
         match (self, right) {
-            (Node::Leaf(left), Node::Leaf(right)) => {
-                left.prefixes.extend(right.prefixes);
-                left.records.extend(right.records);
-                let len = left.records.len();
+            (Node::Leaf(left), Node::Leaf(mut right)) => {
+                right.pack();
+                left.prefixes.append(&mut right.prefixes);
+                left.records.append(&mut right.records);
+                let len = left.len();
                 let split = (len > LEAF_CAPACITY).then(|| left.split(len / 2));
                 left.trim();
                 split

@@ -18,8 +18,30 @@ impl<'k> Probe<'k> {
     }
 }
 
-/// Search of `probe` in a node's sorted keys, given their prefixes and a way to read
-/// the key at an index: `Ok(index)` when found, else `Err(index)` where it would be inserted.
+/// Prefixes per block of a node's prefix array: 8, one cache line.
+const BLOCK: usize = 8;
+
+/// How many of the sorted `prefixes` are smaller than `prefix`: first among the heads of the
+/// blocks, then within the one block where the smaller ones end. This reads every cache line
+/// of the array, but with loads independent of one another that the CPU issues at once (one
+/// memory latency per node, where a binary search waits for one miss after another, measured
+/// faster for nodes out of cache), and compares 2 x 8 prefixes of a full node instead of 64.
+#[inline]
+fn count_less(prefixes: &[u64], prefix: u64) -> usize {
+    let mut heads = 0;
+    let mut at = 0;
+    while let Some(&head) = prefixes.get(at) {
+        heads += usize::from(head < prefix);
+        at += BLOCK;
+    }
+    let Some(last) = heads.checked_sub(1) else { return 0 };
+    let base = last * BLOCK;
+    let block = prefixes.get(base..).unwrap_or_default();
+    base + block.iter().take(BLOCK).map(|&p| usize::from(p < prefix)).sum::<usize>()
+}
+
+/// Search of `probe` in a node's sorted keys, given their prefixes and a way to read the key
+/// at an index: `Ok(index)` when found, else `Err(index)` where it would be inserted.
 /// Full keys are read only within the run of prefixes equal to the probe's.
 #[inline]
 pub fn search<'a>(
@@ -27,11 +49,7 @@ pub fn search<'a>(
     probe: &Probe<'_>,
     key_at: impl Fn(usize) -> Option<&'a [u8]>,
 ) -> Result<usize, usize> {
-    // Counting the smaller prefixes (sorted, so they are the first ones) reads every cache line
-    // of the array, but with loads independent of one another that the CPU issues at once: one
-    // memory latency per node, where a binary search waits for one miss after another. (Faster
-    // for nodes out of cache and no slower for nodes in it, measured.)
-    let start = prefixes.iter().map(|&p| usize::from(p < probe.prefix)).sum::<usize>();
+    let start = count_less(prefixes, probe.prefix);
     let run = prefixes.get(start..).unwrap_or_default();
     let run_len = run.iter().take_while(|&&p| p == probe.prefix).count();
     let (mut low, mut high) = (start, start + run_len);

@@ -58,9 +58,10 @@ fn check_node(node: &Node, lower: Option<&[u8]>, upper: Option<&[u8]>, keys: &mu
     let in_bounds = |key: &[u8]| lower.is_none_or(|l| l <= key) && upper.is_none_or(|u| key < u);
     match node {
         Node::Leaf(leaf) => {
-            assert_eq!(leaf.prefixes.len(), leaf.records.len());
-            assert!(leaf.records.len() <= LEAF_CAPACITY);
-            for (prefix, record) in leaf.prefixes.iter().zip(&leaf.records) {
+            assert!(leaf.vacancies_hold_nothing());
+            assert_eq!(leaf.prefixes().len(), leaf.records().len());
+            assert!(leaf.records().len() <= LEAF_CAPACITY);
+            for (prefix, record) in leaf.prefixes().iter().zip(leaf.records()) {
                 assert_eq!(*prefix, key_prefix(record.key()));
                 assert!(in_bounds(record.key()));
                 assert!(keys.last().is_none_or(|last| last.as_slice() < record.key()), "keys out of order");
@@ -194,7 +195,7 @@ proptest! {
         check(&tree, &model);
         // Every leaf but the last (or, descending, the first) is full.
         let mut lens = Vec::new();
-        tree.root.for_each_node(&mut |node| if let Node::Leaf(leaf) = node { lens.push(leaf.records.len()) });
+        tree.root.for_each_node(&mut |node| if let Node::Leaf(leaf) = node { lens.push(leaf.records().len()) });
         if descending {
             lens.reverse();
         }

@@ -12,7 +12,7 @@ impl Node {
         let mut node = self;
         loop {
             match node {
-                Node::Leaf(leaf) => return leaf.records.get(leaf.search(probe).ok()?),
+                Node::Leaf(leaf) => return leaf.records().get(leaf.search(probe).ok()?),
                 Node::Inner(inner) => node = inner.children.get(inner.child_index(probe))?,
             }
         }
@@ -25,7 +25,7 @@ impl Node {
             match node {
                 Node::Leaf(leaf) => {
                     let index = leaf.search(probe).ok()?;
-                    return leaf.records.get_mut(index);
+                    return leaf.records_mut().get_mut(index);
                 }
                 Node::Inner(inner) => {
                     let index = inner.child_index(probe);
@@ -37,14 +37,14 @@ impl Node {
 
     pub(super) fn first(&self) -> Option<&RecordBytes> {
         match self {
-            Node::Leaf(leaf) => leaf.records.first(),
+            Node::Leaf(leaf) => leaf.records().first(),
             Node::Inner(inner) => inner.children.iter().find_map(Node::first),
         }
     }
 
     pub(super) fn last(&self) -> Option<&RecordBytes> {
         match self {
-            Node::Leaf(leaf) => leaf.records.last(),
+            Node::Leaf(leaf) => leaf.records().last(),
             Node::Inner(inner) => inner.children.iter().rev().find_map(Node::last),
         }
     }
@@ -52,7 +52,7 @@ impl Node {
     /// The first record whose key is greater than the probe's (or equal, with `inclusive`).
     pub(super) fn after(&self, probe: &Probe<'_>, inclusive: bool) -> Option<&RecordBytes> {
         match self {
-            Node::Leaf(leaf) => leaf.records.get(leaf.index_after(probe, inclusive)),
+            Node::Leaf(leaf) => leaf.records().get(leaf.index_after(probe, inclusive)),
             Node::Inner(inner) => {
                 let index = inner.child_index(probe);
                 let mut rest = inner.children.iter().skip(index);
@@ -64,7 +64,7 @@ impl Node {
     /// The last record whose key is less than the probe's (or equal, with `inclusive`).
     pub(super) fn before(&self, probe: &Probe<'_>, inclusive: bool) -> Option<&RecordBytes> {
         match self {
-            Node::Leaf(leaf) => leaf.records.get(leaf.index_before(probe, inclusive)?),
+            Node::Leaf(leaf) => leaf.records().get(leaf.index_before(probe, inclusive)?),
             Node::Inner(inner) => {
                 let index = inner.child_index(probe);
                 let mut rest = inner.children.iter().take(index + 1).rev();
@@ -79,7 +79,7 @@ impl Node {
         visit: &mut impl FnMut(&RecordBytes) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         match self {
-            Node::Leaf(leaf) => leaf.records.iter().try_for_each(visit),
+            Node::Leaf(leaf) => leaf.records().iter().try_for_each(visit),
             Node::Inner(inner) => inner.children.iter().try_for_each(|child| child.for_each(visit)),
         }
     }
