@@ -17,6 +17,7 @@ pub mod hash;
 mod key_prefix;
 pub mod memory;
 mod open;
+mod spin_lock;
 pub mod tree;
 
 pub use batch::{BatchOp, WriteBatch};

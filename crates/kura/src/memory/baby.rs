@@ -1,12 +1,10 @@
 //! BabyDbm (`.kumb`): an in-memory ordered database, a B+ tree of records (`btree/`) behind
-//! one reader-writer lock (key order cannot be sharded by hash). Small records sit inline in
+//! one reader-writer lock that waits in user space first (`spin_lock.rs`; key order cannot be sharded by hash). Small records sit inline in
 //! the tree's leaves (see `record.rs`), so most records cost no allocation of their own. Its
 //! cursor goes both ways and lands beside keys (`OrderedCursor`). Optionally backed by a
 //! snapshot file (see `backing.rs`).
 
 use std::path::Path;
-
-use parking_lot::RwLock;
 
 use super::backing::{self, Backing};
 use super::btree::{OrderedTree, Put};
@@ -14,11 +12,12 @@ use super::record::RecordBytes;
 use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
 use crate::open::OpenMode;
+use crate::spin_lock::SpinRwLock;
 
 const CLASS: u8 = b'b';
 
 pub struct BabyDbm {
-    tree: RwLock<OrderedTree>,
+    tree: SpinRwLock<OrderedTree>,
     backing: Backing,
 }
 
@@ -26,14 +25,14 @@ impl BabyDbm {
     /// A database with no file (no parameters).
     pub fn new(params: &Params) -> Result<BabyDbm> {
         params.check_known("baby", &[])?;
-        Ok(BabyDbm { tree: RwLock::new(OrderedTree::new()), backing: Backing::in_memory(CLASS) })
+        Ok(BabyDbm { tree: SpinRwLock::new(OrderedTree::new()), backing: Backing::in_memory(CLASS) })
     }
 
     /// Opens `path` (empty: no file), loading its snapshot as `mode` says.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<BabyDbm> {
         params.check_known("baby", &[])?;
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
-        let dbm = BabyDbm { tree: RwLock::new(OrderedTree::new()), backing: opened.backing };
+        let dbm = BabyDbm { tree: SpinRwLock::new(OrderedTree::new()), backing: opened.backing };
         if let Some(bytes) = opened.snapshot {
             let mut tree = dbm.tree.write();
             backing::load(&bytes, |key, value| tree.put(key, value, true).map(drop))?;

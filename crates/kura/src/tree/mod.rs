@@ -35,7 +35,7 @@ mod space;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockWriteGuard};
 
 pub use crate::batch::{BatchOp, WriteBatch};
 pub use comparator::Comparator;
@@ -47,6 +47,7 @@ use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, sibling_path};
 use crate::open::OpenMode;
+use crate::spin_lock::SpinRwLock;
 use btree::BTree;
 use options::TreeOptions;
 use pager::Pager;
@@ -54,8 +55,9 @@ use pager::Pager;
 pub struct TreeDbm {
     path: PathBuf,
     writable: bool,
-    /// The tree, `None` once closed.
-    tree: RwLock<Option<BTree>>,
+    /// The tree, `None` once closed. Its lock waits in user space first (`spin_lock.rs`):
+    /// an operation holds it for about a microsecond.
+    tree: SpinRwLock<Option<BTree>>,
     /// Bumped by every change of content (under the write lock): cursors use it to know
     /// whether the leaf they hold is still current.
     generation: AtomicU64,
@@ -110,7 +112,7 @@ impl TreeDbm {
         Ok(TreeDbm {
             path: path.to_path_buf(),
             writable,
-            tree: RwLock::new(Some(tree)),
+            tree: SpinRwLock::new(Some(tree)),
             generation: AtomicU64::new(0),
             dictionary_size: options.dictionary_size,
             restored: AtomicBool::new(restored),
