@@ -54,30 +54,27 @@ impl<T> SpinRwLock<T> {
 
     #[cold]
     fn read_contended(&self) -> RwLockReadGuard<'_, T> {
-        let started = Instant::now();
-        loop {
-            // Watch the state without writing to it, so the holder's cache line stays put.
-            wait_while(|| self.lock.is_locked_exclusive());
-            if let Some(guard) = self.lock.try_read() {
-                return guard;
-            }
-            if started.elapsed() >= MAX_SPIN {
-                return self.lock.read();
-            }
-        }
+        wait_then_take(|| self.lock.is_locked_exclusive(), || self.lock.try_read(), || self.lock.read())
     }
 
     #[cold]
     fn write_contended(&self) -> RwLockWriteGuard<'_, T> {
-        let started = Instant::now();
-        loop {
-            wait_while(|| self.lock.is_locked());
-            if let Some(guard) = self.lock.try_write() {
-                return guard;
-            }
-            if started.elapsed() >= MAX_SPIN {
-                return self.lock.write();
-            }
+        wait_then_take(|| self.lock.is_locked(), || self.lock.try_write(), || self.lock.write())
+    }
+}
+
+/// The contended path of both kinds of access: while `taken`, watch the lock's state without
+/// writing to it (so the holder's cache line stays put), try to `try_take` it when it looks
+/// free, and after `MAX_SPIN` block in `take`.
+fn wait_then_take<G>(taken: impl Fn() -> bool, try_take: impl Fn() -> Option<G>, take: impl FnOnce() -> G) -> G {
+    let started = Instant::now();
+    loop {
+        wait_while(&taken);
+        if let Some(guard) = try_take() {
+            return guard;
+        }
+        if started.elapsed() >= MAX_SPIN {
+            return take();
         }
     }
 }
