@@ -1,6 +1,7 @@
 //! BabyDbm (`.kumb`): an in-memory ordered database, a B+ tree of records (`btree/`) behind
-//! one reader-writer lock that waits in user space first (`spin_lock.rs`; key order cannot be sharded by hash). Small records sit inline in
-//! the tree's leaves (see `record.rs`), so most records cost no allocation of their own. Its
+//! one reader-writer lock that waits in user space first (`spin_lock.rs`; key order cannot be
+//! sharded by hash). Small records sit inline in the tree's leaves (see `record.rs`), so most
+//! records cost no allocation of their own. Its
 //! cursor goes both ways and lands beside keys (`OrderedCursor`). Optionally backed by a
 //! snapshot file (see `backing.rs`).
 

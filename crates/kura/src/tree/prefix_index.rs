@@ -19,7 +19,8 @@
 //! top level needs no special case; the gap is closed when it outgrows the live items.
 
 use crate::file::prefetch_slice;
-pub use crate::key_prefix::key_prefix;
+use crate::key_prefix::count_below;
+pub use crate::key_prefix::{key_prefix, search_run};
 use std::cmp::Ordering;
 
 /// Prefixes per block: one top-level entry summarizes this many.
@@ -283,29 +284,6 @@ impl<T: Copy> PrefixIndex<T> {
             }
         }
     }
-}
-
-/// How many of `sorted` are below `probe`, counted without branches so that the loads of
-/// the slice's lines overlap.
-#[inline]
-fn count_below(sorted: &[u64], probe: u64) -> usize {
-    sorted.iter().map(|p| usize::from(*p < probe)).sum()
-}
-
-/// Binary search of positions `start..end` (all with the probe's prefix), `compare` telling
-/// how the key at a position orders against the probe key.
-#[inline]
-pub fn search_run(start: usize, end: usize, compare: impl Fn(usize) -> Ordering) -> Result<usize, usize> {
-    let (mut low, mut high) = (start, end);
-    while low < high {
-        let middle = low + (high - low) / 2;
-        match compare(middle) {
-            Ordering::Less => low = middle + 1,
-            Ordering::Greater => high = middle,
-            Ordering::Equal => return Ok(middle),
-        }
-    }
-    Err(low)
 }
 
 #[cfg(test)]

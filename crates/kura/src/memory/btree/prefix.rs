@@ -2,7 +2,7 @@
 //! a node are one integer comparison on a compact array instead of a `memcmp` through a record.
 
 pub use crate::key_prefix::key_prefix;
-use std::cmp::Ordering;
+use crate::key_prefix::{count_below, search_run};
 
 /// A key and its prefix, computed once per operation.
 #[derive(Clone, Copy)]
@@ -37,7 +37,7 @@ fn count_less(prefixes: &[u64], prefix: u64) -> usize {
     let Some(last) = heads.checked_sub(1) else { return 0 };
     let base = last * BLOCK;
     let block = prefixes.get(base..).unwrap_or_default();
-    base + block.iter().take(BLOCK).map(|&p| usize::from(p < prefix)).sum::<usize>()
+    base + count_below(block.get(..BLOCK).unwrap_or(block), prefix)
 }
 
 /// Search of `probe` in a node's sorted keys, given their prefixes and a way to read the key
@@ -52,16 +52,7 @@ pub fn search<'a>(
     let start = count_less(prefixes, probe.prefix);
     let run = prefixes.get(start..).unwrap_or_default();
     let run_len = run.iter().take_while(|&&p| p == probe.prefix).count();
-    let (mut low, mut high) = (start, start + run_len);
-    while low < high {
-        let middle = low + (high - low) / 2;
-        match key_at(middle).unwrap_or_default().cmp(probe.key) {
-            Ordering::Less => low = middle + 1,
-            Ordering::Equal => return Ok(middle),
-            Ordering::Greater => high = middle,
-        }
-    }
-    Err(low)
+    search_run(start, start + run_len, |i| key_at(i).unwrap_or_default().cmp(probe.key))
 }
 
 #[cfg(test)]
