@@ -2,34 +2,7 @@
 //! (the key of rank r has probability proportional to 1 / (r + 1)^s), made once so that every
 //! cache replays exactly the same requests.
 
-/// SplitMix64, the generator the kura-cli benchmarks use: small, fast, reproducible.
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        scramble(self.state)
-    }
-
-    /// A uniform number in [0, 1) with 53 bits of precision.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// SplitMix64's output function: a bijection on u64, so distinct ranks stay distinct keys
-/// while hot keys land far apart (no cache sees the ranks' order).
-pub fn scramble(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use kura::split_mix::{mix, SplitMix64};
 
 /// The probability of each rank, most popular first; sums to 1.
 pub fn probabilities(universe: u64, s: f64) -> Vec<f64> {
@@ -52,7 +25,7 @@ pub fn trace(probabilities: &[f64], ops: u64, seed: u64) -> Vec<u64> {
         .map(|_| {
             let u = rng.unit() * sum;
             let rank = cumulative.partition_point(|&c| c <= u).min(last);
-            scramble(rank as u64)
+            mix(rank as u64) // a bijection: distinct ranks stay distinct keys, hot keys land far apart
         })
         .collect()
 }
@@ -67,8 +40,8 @@ mod tests {
         let p = probabilities(1000, 1.0);
         assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         let keys = trace(&p, 200_000, 7);
-        let top = keys.iter().filter(|&&k| k == scramble(0)).count() as f64 / keys.len() as f64;
+        let top = keys.iter().filter(|&&k| k == mix(0)).count() as f64 / keys.len() as f64;
         assert!((top - p[0]).abs() < 0.01, "rank 0 drawn {top}, expected {}", p[0]);
-        assert!(keys.iter().all(|k| (0..1000).map(scramble).any(|s| s == *k)));
+        assert!(keys.iter().all(|k| (0..1000).map(mix).any(|s| s == *k)));
     }
 }

@@ -12,14 +12,6 @@ use std::time::Instant;
 const WORDS_PER_LINE: usize = 8;
 const STEPS: usize = 2_000_000;
 
-/// xorshift64: enough randomness to shuffle the cycle, no dependency.
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 /// Nanoseconds per step of a chase through `bytes` of memory.
 fn chase(bytes: usize, huge_pages: bool) -> std::io::Result<f64> {
     let lines = bytes / 64;
@@ -30,10 +22,7 @@ fn chase(bytes: usize, huge_pages: bool) -> std::io::Result<f64> {
     }
     // A random order of the lines, then each line points at the next one in that order.
     let mut order: Vec<usize> = (0..lines).collect();
-    let mut state = 0x9e37_79b9_7f4a_7c15;
-    for last in (1..lines).rev() {
-        order.swap(last, (next_random(&mut state) % (last as u64 + 1)) as usize);
-    }
+    kura::split_mix::SplitMix64::new(1).shuffle(&mut order);
     let words: &mut [u64] = as_words(&mut map);
     for (position, &line) in order.iter().enumerate() {
         let successor = order.get((position + 1) % lines).copied().unwrap_or(0);

@@ -16,11 +16,8 @@ fn rss_bytes() -> u64 {
 
 fn key_of(i: u64, random: bool, n: u64) -> u64 {
     if random {
-        // SplitMix64 of i, reduced to 0..n: keys repeat, as with tkrzw_dbm_perf --random_key.
-        let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
+        // A hash of i reduced to 0..n: keys repeat, as with tkrzw_dbm_perf --random_key.
+        kura::split_mix::SplitMix64::new(i).next_u64() % n
     } else {
         i
     }

@@ -18,6 +18,7 @@ mod key_prefix;
 pub mod memory;
 mod open;
 mod spin_lock;
+pub mod split_mix;
 pub mod tree;
 
 pub use batch::{BatchOp, WriteBatch};

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use kura::split_mix::SplitMix64;
 use kura::{open, CacheDbm, Dbm, DbmExt, ErrorKind, OpenMode, Params};
 use proptest::prelude::*;
 
@@ -132,19 +133,6 @@ proptest! {
     }
 }
 
-/// SplitMix64: a small reproducible generator.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// `len` keys drawn from `universe` by Zipf's law with exponent `s` (inverse of the
 /// cumulative distribution), each rank mapped to a scattered key.
 fn zipf_trace(universe: usize, s: f64, len: usize, seed: u64) -> Vec<u64> {
@@ -154,10 +142,10 @@ fn zipf_trace(universe: usize, s: f64, len: usize, seed: u64) -> Vec<u64> {
         sum += (rank as f64).powf(-s);
         cumulative.push(sum);
     }
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     (0..len)
         .map(|_| {
-            let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 * sum;
+            let u = rng.unit() * sum;
             let rank = cumulative.partition_point(|&c| c <= u).min(universe - 1) as u64;
             rank.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         })
@@ -300,9 +288,9 @@ fn caps_hold_under_concurrent_requests() {
         for thread in 0..4u64 {
             let dbm = &dbm;
             scope.spawn(move || {
-                let mut rng = SplitMix64(thread);
+                let mut rng = SplitMix64::new(thread);
                 for _ in 0..20_000 {
-                    let draw = rng.next();
+                    let draw = rng.next_u64();
                     // Skewed keys: small ones far more often.
                     let k = (draw >> 40) % ((draw >> 20) % 2000 + 1);
                     let key = k.to_be_bytes();

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kura::split_mix::SplitMix64;
 use kura::{open, Action, Dbm, DbmExt, OpenMode, Params};
 
 const THREADS: u32 = 4;
@@ -29,16 +30,15 @@ fn parse(key: u32, v: &[u8]) -> (u32, u32) {
     (parts[1], parts[2])
 }
 
-fn rng(state: &mut u64) -> u32 {
-    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (*state >> 33) as u32
+fn rng(state: &mut SplitMix64) -> u32 {
+    (state.next_u64() >> 32) as u32
 }
 
 /// What one thread did last to each shared key: Some(seq) for a set, None for a remove.
 type LastOps = HashMap<u32, Option<u32>>;
 
 fn worker(dbm: &dyn Dbm, thread: u32) -> (LastOps, HashMap<u32, u64>) {
-    let mut state = u64::from(thread) * 7919 + 1;
+    let mut state = SplitMix64::new(u64::from(thread) * 7919 + 1);
     let mut last: LastOps = HashMap::new();
     let mut bumps: HashMap<u32, u64> = HashMap::new();
     for seq in 0..OPS {
@@ -150,7 +150,7 @@ fn small_cache_under_threads_keeps_its_caps() {
         .map(|thread| {
             let dbm = Arc::clone(&dbm);
             std::thread::spawn(move || {
-                let mut state = u64::from(thread) + 99;
+                let mut state = SplitMix64::new(u64::from(thread) + 99);
                 for seq in 0..OPS {
                     let key = rng(&mut state) % 500;
                     let name = format!("k{key}").into_bytes();

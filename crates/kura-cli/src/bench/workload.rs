@@ -1,43 +1,17 @@
 //! The keys, values and random numbers of the benchmarks, defined as `tkrzw_dbm_perf`
 //! defines them so that both programs do the same work.
 
-/// SplitMix64: a small, fast generator with good statistical quality. The dictionary
-/// benchmark's C++ counterpart (`bench/tkrzw_get.cc`) implements the same one, so both
+/// The generator of random keys and of the dictionary benchmark's shuffle. The C++
+/// counterpart of that benchmark (`bench/tkrzw_get.cc`) implements the same one, so both
 /// shuffle the keys into the same order.
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (Lemire's multiply-shift; the bias is below 2^-32 for our
-    /// bounds). `bound` 0 yields 0.
-    pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
-    }
-}
+pub use kura::split_mix::SplitMix64;
 
 /// The seed of the dictionary benchmark's shuffle (also in `bench/tkrzw_get.cc`).
 pub const SHUFFLE_SEED: u64 = 0x6b75_7261; // "kura"
 
-/// Shuffles in place with Fisher-Yates, walking down from the last element.
+/// Shuffles in place, as `bench/tkrzw_get.cc` does with the same seed.
 pub fn shuffle<T>(items: &mut [T], seed: u64) {
-    let mut rng = SplitMix64::new(seed);
-    for last in (1..items.len()).rev() {
-        let other = rng.below(last as u64 + 1) as usize;
-        items.swap(last, other);
-    }
+    SplitMix64::new(seed).shuffle(items);
 }
 
 /// Writes `number` as at least eight decimal digits, zero-padded: `sprintf("%08d")`.
@@ -143,25 +117,5 @@ mod tests {
         let expected: Vec<u8> =
             (offset..offset + 8).map(|j| b'a' + (j % if j % 2 == 1 { 26 } else { 9 }) as u8).collect();
         assert_eq!(values.get(100_000), &expected[..]);
-    }
-
-    #[test]
-    fn shuffle_is_a_fixed_permutation() {
-        let mut a: Vec<u32> = (0..1000).collect();
-        let mut b = a.clone();
-        shuffle(&mut a, SHUFFLE_SEED);
-        shuffle(&mut b, SHUFFLE_SEED);
-        assert_eq!(a, b);
-        assert_ne!(a, (0..1000).collect::<Vec<_>>());
-        a.sort_unstable();
-        assert_eq!(a, (0..1000).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn splitmix_matches_the_reference_sequence() {
-        // First outputs of SplitMix64 seeded with 0 (from the reference implementation).
-        let mut rng = SplitMix64::new(0);
-        assert_eq!(rng.next_u64(), 0xe220_a839_7b1d_cdaf);
-        assert_eq!(rng.next_u64(), 0x6e78_9e6a_a1b9_65f4);
     }
 }

@@ -6,6 +6,7 @@
 //! or by time does not train only on its head.
 
 use crate::error::{Error, Result};
+use crate::split_mix::SplitMix64;
 
 /// Default dictionary size. Measured on the dictionary data set (JSON values of ~540 bytes):
 /// larger dictionaries keep shrinking the file a little, while every open pays for loading it.
@@ -22,7 +23,9 @@ pub struct DictionaryTraining {
     samples: Vec<Vec<u8>>,
     sample_bytes: usize,
     seen: u64,
-    rng_state: u64,
+    /// Picks the samples to replace; seeded with a constant, so that the same input always
+    /// trains the same dictionary.
+    rng: SplitMix64,
 }
 
 impl DictionaryTraining {
@@ -33,18 +36,8 @@ impl DictionaryTraining {
             samples: Vec::new(),
             sample_bytes: 0,
             seen: 0,
-            rng_state: 0x9E37_79B9_7F4A_7C15,
+            rng: SplitMix64::new(0),
         }
-    }
-
-    fn next_random(&mut self) -> u64 {
-        // xorshift64*: deterministic, so the same input always trains the same dictionary.
-        let mut x = self.rng_state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng_state = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
     /// Offers one record value as a sample.
@@ -59,7 +52,7 @@ impl DictionaryTraining {
             return;
         }
         // Reservoir step: replace a random sample with probability len/seen.
-        let slot = self.next_random() % self.seen;
+        let slot = self.rng.below(self.seen);
         if let Some(old) = self.samples.get_mut(slot as usize) {
             self.sample_bytes = self.sample_bytes - old.len() + value.len();
             *old = value.to_vec();

@@ -107,9 +107,9 @@ mod tests {
     fn matches_a_deque() {
         let mut list = LruList::default();
         let mut model: VecDeque<u32> = VecDeque::new(); // front = oldest
-        let mut state = 12345u64;
+        let mut rng = crate::split_mix::SplitMix64::new(12345);
         for _ in 0..5000 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let state = rng.next_u64();
             let index = ((state >> 33) % 40) as u32;
             let present = model.contains(&index);
             match (state >> 20) % 3 {

@@ -239,9 +239,9 @@ mod tests {
     fn matches_a_hash_map_through_growth_removal_and_rebuilds() {
         let mut table = OpenTable::new(1);
         let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
-        let mut state = 99u64;
+        let mut rng = crate::split_mix::SplitMix64::new(99);
         for step in 0..40_000u32 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let state = rng.next_u64();
             let key = format!("k{}", (state >> 33) % 3000).into_bytes();
             let hash = hash_key(&key);
             let found = table.find(&key, hash);

@@ -63,10 +63,7 @@ pub struct FrequencySketch {
 /// one) over all 64 bits: the SplitMix64 finalizer, a bijection.
 #[inline]
 fn spread(hash: u64) -> u64 {
-    let mut z = hash ^ (hash >> 31) ^ 0x9e37_79b9_7f4a_7c15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::split_mix::mix(hash ^ (hash >> 31) ^ 0x9e37_79b9_7f4a_7c15)
 }
 
 /// Where one key's 4 counters are: its block, and for each row the word (0..8) and the shift
@@ -197,10 +194,10 @@ mod tests {
         let cap = 1000;
         let mut sketch = FrequencySketch::new(cap);
         let mut counts: HashMap<u64, u64> = HashMap::new();
-        let mut state = 7u64;
+        let mut rng = crate::split_mix::SplitMix64::new(7);
         // Fewer recorded accesses than the sample size, so no aging happens.
         for _ in 0..cap * SAMPLE_PER_RECORD - 1 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let state = rng.next_u64();
             // Skewed: small keys come up far more often.
             let key = (state >> 33) % ((state >> 20) % 1500 + 1);
             sketch.record(hash_of(key));
