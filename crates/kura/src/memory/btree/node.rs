@@ -56,15 +56,19 @@ pub struct Split {
 }
 
 /// Where an overflowing node (one entry over capacity, the new one at `inserted`) is cut, as
-/// the index of the first entry that goes right. Appending at either end cuts next to the new
-/// entry, so that keys written in order fill nodes completely (as a snapshot load does).
-fn cut_point(inserted: usize, len: usize) -> usize {
+/// the index of the first entry that goes right, and the room the right node starts with.
+/// Appending at either end cuts next to the new entry, so that keys written in order fill
+/// nodes completely (as a snapshot load does). The right node of an append is where the
+/// following keys will go, so it gets a full node's room (`full`) at once instead of growing
+/// `GROWTH` entries at a time: a reallocation and a copy of the arrays every 8 records cost
+/// a sequential insert about 15% of its instructions.
+fn cut_point(inserted: usize, len: usize, full: usize) -> (usize, usize) {
     if inserted + 1 == len {
-        len - 1
+        (len - 1, full)
     } else if inserted == 0 {
-        1
+        (1, len - 1 + GROWTH)
     } else {
-        len / 2
+        (len / 2, len - len / 2 + GROWTH)
     }
 }
 
@@ -91,7 +95,10 @@ fn lost_child() -> Error {
 impl Leaf {
     /// A leaf with room for `len` records and a few more.
     pub fn with_room_for(len: usize) -> Leaf {
-        let capacity = len + GROWTH;
+        Leaf::with_capacity(len + GROWTH)
+    }
+
+    fn with_capacity(capacity: usize) -> Leaf {
         Leaf { vacant: 0, prefixes: Vec::with_capacity(capacity), records: Vec::with_capacity(capacity) }
     }
 
@@ -194,16 +201,19 @@ impl Leaf {
                 let record = RecordBytes::new(probe.key, value)?;
                 self.insert(index, probe.prefix, record);
                 let len = self.len();
-                let split = (len > LEAF_CAPACITY).then(|| self.split(cut_point(index, len)));
+                let split = (len > LEAF_CAPACITY).then(|| {
+                    let (at, room) = cut_point(index, len, LEAF_CAPACITY + 1);
+                    self.split(at, room)
+                });
                 Ok((Put::Inserted, split))
             }
         }
     }
 
-    /// Moves the records from `at` on into a new right sibling. `0 < at < len` keeps both sides
-    /// non-empty, so the separator is a real key.
-    fn split(&mut self, at: usize) -> Split {
-        let mut right = Leaf::with_room_for(self.len().saturating_sub(at));
+    /// Moves the records from `at` on into a new right sibling with room for `room` records.
+    /// `0 < at < len` keeps both sides non-empty, so the separator is a real key.
+    fn split(&mut self, at: usize, room: usize) -> Split {
+        let mut right = Leaf::with_capacity(room.max(self.len().saturating_sub(at)));
         let cut = self.vacant + at;
         right.prefixes.extend(self.prefixes.drain(cut..));
         right.records.extend(self.records.drain(cut..));
@@ -242,10 +252,15 @@ impl Inner {
     }
 
     fn empty() -> Inner {
+        Inner::with_capacity(GROWTH)
+    }
+
+    /// An empty node with room for `separators` separators.
+    fn with_capacity(separators: usize) -> Inner {
         Inner {
-            prefixes: Vec::with_capacity(GROWTH),
-            separators: Vec::with_capacity(GROWTH),
-            children: Vec::with_capacity(GROWTH + 1),
+            prefixes: Vec::with_capacity(separators),
+            separators: Vec::with_capacity(separators),
+            children: Vec::with_capacity(separators + 1),
         }
     }
 
@@ -281,12 +296,19 @@ impl Inner {
         self.separators.insert(index, split.separator);
         self.children.insert(index + 1, split.right);
         let len = self.separators.len();
-        Ok((put, (len > INNER_CAPACITY).then(|| self.split(cut_point(index, len)))))
+        Ok((
+            put,
+            (len > INNER_CAPACITY).then(|| {
+                let (at, room) = cut_point(index, len, INNER_CAPACITY + 1);
+                self.split(at, room)
+            }),
+        ))
     }
 
-    /// Moves the children after separator `at` into a new right sibling; separator `at` goes up.
-    fn split(&mut self, at: usize) -> Split {
-        let mut right = Inner::empty();
+    /// Moves the children after separator `at` into a new right sibling with room for `room`
+    /// separators; separator `at` goes up.
+    fn split(&mut self, at: usize, room: usize) -> Split {
+        let mut right = Inner::with_capacity(room.max(self.separators.len().saturating_sub(at + 1)));
         right.prefixes.extend(self.prefixes.drain(at + 1..));
         right.separators.extend(self.separators.drain(at + 1..));
         right.children.extend(self.children.drain(at + 1..));
@@ -357,7 +379,7 @@ impl Node {
                 left.prefixes.append(&mut right.prefixes);
                 left.records.append(&mut right.records);
                 let len = left.len();
-                let split = (len > LEAF_CAPACITY).then(|| left.split(len / 2));
+                let split = (len > LEAF_CAPACITY).then(|| left.split(len / 2, len - len / 2 + GROWTH));
                 left.trim();
                 split
             }
@@ -368,7 +390,7 @@ impl Node {
                 left.separators.extend(right.separators);
                 left.children.extend(right.children);
                 let len = left.separators.len();
-                let split = (len > INNER_CAPACITY).then(|| left.split(len / 2));
+                let split = (len > INNER_CAPACITY).then(|| left.split(len / 2, len - len / 2 + GROWTH));
                 left.trim();
                 split
             }
