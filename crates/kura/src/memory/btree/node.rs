@@ -23,6 +23,13 @@ pub enum Node {
 /// inserting into the front half fills one: so records are moved on the shorter side only, and
 /// removing keys in order moves nothing (an array kept packed at the front would shift the
 /// whole leaf on each such removal).
+///
+/// TreeDbm's page index (`tree/prefix_index.rs`) keeps a front gap too, but is not used here:
+/// its sparse top level is a separate array, which for a 64-entry node would add one chained
+/// cache miss to every lookup out of cache (here the heads of the 8-prefix blocks are read in
+/// place, in parallel, and the block found is already loaded); it opens gaps ahead of
+/// inserts, copying `Copy` items, where a leaf owns its records and must not grow beyond
+/// `GROWTH` spare entries. What both searches share is in `key_prefix.rs`.
 pub struct Leaf {
     vacant: usize,
     prefixes: Vec<u64>,
