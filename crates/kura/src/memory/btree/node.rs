@@ -63,19 +63,28 @@ pub struct Split {
 }
 
 /// Where an overflowing node (one entry over capacity, the new one at `inserted`) is cut, as
-/// the index of the first entry that goes right, and the room the right node starts with.
-/// Appending at either end cuts next to the new entry, so that keys written in order fill
-/// nodes completely (as a snapshot load does). The right node of an append is where the
-/// following keys will go, so it gets a full node's room (`full`) at once instead of growing
-/// `GROWTH` entries at a time: a reallocation and a copy of the arrays every 8 records cost
-/// a sequential insert about 15% of its instructions.
-fn cut_point(inserted: usize, len: usize, full: usize) -> (usize, usize) {
+/// the index of the first entry that goes right, and whether the right node is to start with a
+/// full node's room. Appending at either end cuts next to the new entry, so that keys written
+/// in order fill nodes completely (as a snapshot load does). The right node of an append is
+/// where the following keys will go, so it gets its full room at once instead of growing
+/// `GROWTH` entries at a time: a reallocation and a copy of the arrays every 8 records cost a
+/// sequential insert about 12% of its instructions.
+fn cut_point(inserted: usize, len: usize) -> (usize, bool) {
     if inserted + 1 == len {
-        (len - 1, full)
+        (len - 1, true)
     } else if inserted == 0 {
-        (1, len - 1 + GROWTH)
+        (1, false)
     } else {
-        (len / 2, len - len / 2 + GROWTH)
+        (len / 2, false)
+    }
+}
+
+/// The capacity a node split off with `moved` entries starts with (see `cut_point`).
+fn split_room(moved: usize, full_room: bool, capacity: usize) -> usize {
+    if full_room {
+        capacity + 1
+    } else {
+        moved + GROWTH
     }
 }
 
@@ -209,18 +218,19 @@ impl Leaf {
                 self.insert(index, probe.prefix, record);
                 let len = self.len();
                 let split = (len > LEAF_CAPACITY).then(|| {
-                    let (at, room) = cut_point(index, len, LEAF_CAPACITY + 1);
-                    self.split(at, room)
+                    let (at, full_room) = cut_point(index, len);
+                    self.split(at, full_room)
                 });
                 Ok((Put::Inserted, split))
             }
         }
     }
 
-    /// Moves the records from `at` on into a new right sibling with room for `room` records.
-    /// `0 < at < len` keeps both sides non-empty, so the separator is a real key.
-    fn split(&mut self, at: usize, room: usize) -> Split {
-        let mut right = Leaf::with_capacity(room.max(self.len().saturating_sub(at)));
+    /// Moves the records from `at` on into a new right sibling (with a full leaf's room if
+    /// `full_room`). `0 < at < len` keeps both sides non-empty, so the separator is a real key.
+    fn split(&mut self, at: usize, full_room: bool) -> Split {
+        let moved = self.len().saturating_sub(at);
+        let mut right = Leaf::with_capacity(split_room(moved, full_room, LEAF_CAPACITY));
         let cut = self.vacant + at;
         right.prefixes.extend(self.prefixes.drain(cut..));
         right.records.extend(self.records.drain(cut..));
@@ -306,16 +316,17 @@ impl Inner {
         Ok((
             put,
             (len > INNER_CAPACITY).then(|| {
-                let (at, room) = cut_point(index, len, INNER_CAPACITY + 1);
-                self.split(at, room)
+                let (at, full_room) = cut_point(index, len);
+                self.split(at, full_room)
             }),
         ))
     }
 
-    /// Moves the children after separator `at` into a new right sibling with room for `room`
-    /// separators; separator `at` goes up.
-    fn split(&mut self, at: usize, room: usize) -> Split {
-        let mut right = Inner::with_capacity(room.max(self.separators.len().saturating_sub(at + 1)));
+    /// Moves the children after separator `at` into a new right sibling (with a full node's
+    /// room if `full_room`); separator `at` goes up.
+    fn split(&mut self, at: usize, full_room: bool) -> Split {
+        let moved = self.separators.len().saturating_sub(at + 1);
+        let mut right = Inner::with_capacity(split_room(moved, full_room, INNER_CAPACITY));
         right.prefixes.extend(self.prefixes.drain(at + 1..));
         right.separators.extend(self.separators.drain(at + 1..));
         right.children.extend(self.children.drain(at + 1..));
@@ -386,7 +397,7 @@ impl Node {
                 left.prefixes.append(&mut right.prefixes);
                 left.records.append(&mut right.records);
                 let len = left.len();
-                let split = (len > LEAF_CAPACITY).then(|| left.split(len / 2, len - len / 2 + GROWTH));
+                let split = (len > LEAF_CAPACITY).then(|| left.split(len / 2, false));
                 left.trim();
                 split
             }
@@ -397,7 +408,7 @@ impl Node {
                 left.separators.extend(right.separators);
                 left.children.extend(right.children);
                 let len = left.separators.len();
-                let split = (len > INNER_CAPACITY).then(|| left.split(len / 2, len - len / 2 + GROWTH));
+                let split = (len > INNER_CAPACITY).then(|| left.split(len / 2, false));
                 left.trim();
                 split
             }
