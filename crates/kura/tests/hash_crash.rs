@@ -90,7 +90,7 @@ fn killed_writer_loses_nothing_synchronized() {
     }
     let trials: u64 = std::env::var("KURA_CRASH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
     let exe = std::env::current_exe().unwrap();
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rng = kura::split_mix::SplitMix64::new(0x2545_F491_4F6C_DD1D);
     for trial in 0..trials {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("crash.kuh");
@@ -112,9 +112,7 @@ fn killed_writer_loses_nothing_synchronized() {
                 }
             }
         });
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let seed = rng.next_u64();
         // Wait for a random number of synchronized rounds (0 to 5), then a random extra delay.
         let wanted = seed % 6;
         let mut last_synced: Option<u64> = None;

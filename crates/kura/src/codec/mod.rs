@@ -205,15 +205,8 @@ mod tests {
     #[test]
     fn stored_bytes_decode_to_the_value_and_borrow_it_when_not_compressed() {
         let compressible: Vec<u8> = (0..4000u32).flat_map(|i| format!("{} ", i % 97).into_bytes()).collect();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let noise: Vec<u8> = (0..300)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
+        let mut rng = crate::split_mix::SplitMix64::new(1);
+        let noise: Vec<u8> = (0..300).map(|_| rng.next_u64() as u8).collect();
         for kind in CodecKind::ALL {
             let codec = Codec::new(kind, Vec::new()).unwrap();
             for raw in [&compressible[..], &noise[..], &[][..]] {
