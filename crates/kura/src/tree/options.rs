@@ -30,7 +30,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 /// caches by default, where its modified pages stay until evicted or synchronized. Every
 /// commit encodes and writes each dirty page, so random updates to a tree of more pages than
 /// this rewrite a page every one or two updates. At 4096, removing 1.26M 8-byte records at
-/// random (about 5,000 pages) ran at 1.0M QPS; at 10,000, at 1.7M (docs/tree.md).
+/// random (about 5,000 pages) ran at about 1.1M QPS; at 10,000, at about 2.0M (docs/tree.md).
 pub const DEFAULT_MAX_DIRTY_PAGES: usize = 10_000;
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 1 << 40;
 
