@@ -8,7 +8,7 @@
             ...
 
 The engine follows the file's extension (``.kuh`` hash, ``.kut`` tree, ``.kumt`` tiny,
-``.kumb`` baby, ``.kumc`` cache) or ``engine=``. Ordered engines (tree, baby) also have
+``.kumb`` baby, ``.kumc`` cache; ``kura.engines()`` lists them all) or ``engine=``. Ordered engines (tree, baby) also have
 ``db.range(start, stop, reverse=False)`` and cursors that move backwards; the tree has atomic
 ``db.batch()``. ``kura.dbm`` gives the interface of Python's ``dbm`` modules (for ``shelve``).
 """
@@ -35,6 +35,14 @@ from .errors import (
 Batch = _kura.Batch
 Cursor = _kura.Cursor
 EXTENSIONS = dict(_kura.EXTENSIONS)
+
+
+def engines():
+    """The engines, from the library's registry: one dict each, with ``name``, ``class``,
+    ``extension``, ``storage`` (``file`` or ``memory``), ``ordered``, ``params`` (the
+    parameters ``open`` takes), ``restore`` (whether a damaged file can be salvaged) and
+    ``summary``."""
+    return [dict(engine, params=list(engine["params"])) for engine in _kura.ENGINES]
 __version__ = _kura.__version__
 
 
@@ -99,7 +107,7 @@ def open(path, mode="r", **params):
     return Database(path, mode, **params)
 
 
-__all__ = ["open", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
+__all__ = ["open", "engines", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
 
 # `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
 from . import dbm  # noqa: E402  (imported last: it uses the names above)

@@ -30,6 +30,8 @@ _T = TypeVar("_T")
 _D = TypeVar("_D", bound="Database")
 
 EXTENSIONS: dict[str, str]
+
+def engines() -> list[dict[str, Any]]: ...
 __version__: str
 
 class Cursor(Iterator[tuple[Result, Result]]):

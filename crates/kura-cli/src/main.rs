@@ -115,9 +115,16 @@ enum Command {
     Inspect { path: PathBuf },
     /// Measures throughput, like `tkrzw_dbm_perf sequence`.
     Bench(bench::BenchArgs),
+    /// Lists the engines: name, extension, file or memory, ordered or not, what it is.
+    Engines {
+        /// One JSON object per engine (with its parameters), for tools.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -129,6 +136,16 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),
+    }
+}
+
+/// Rust ignores SIGPIPE, so printing to a closed pipe (`kura export db | head`) would panic in
+/// `println!`; Unix tools end quietly on SIGPIPE instead, and so does `kura`.
+fn restore_default_sigpipe() {
+    // SAFETY: runs first thing in `main`, before any other thread exists; restoring a signal's
+    // default disposition has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -159,8 +176,11 @@ fn run(cli: Cli) -> kura::Result<()> {
             let params = options::engine_params(global, &layout)?;
             commands::maintenance::rebuild(&path, &params)
         }
-        Command::Restore { path, new_path } => commands::maintenance::restore(&path, &new_path),
+        Command::Restore { path, new_path } => {
+            commands::maintenance::restore(&path, &new_path, &options::plain_params(global)?)
+        }
         Command::Inspect { path } => commands::maintenance::inspect(&path, &options::plain_params(global)?),
         Command::Bench(args) => bench::run(&args, &options::plain_params(global)?),
+        Command::Engines { json } => commands::engines::list(json),
     }
 }

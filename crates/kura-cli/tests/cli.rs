@@ -336,6 +336,42 @@ fn restore_copies_the_records_into_a_new_file() {
 }
 
 #[test]
+fn restore_salvages_a_damaged_tree_file_and_refuses_memory_engines_with_a_reason() {
+    let scratch = Scratch::new();
+    let records = sample_records(3000);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &[]);
+    let db = scratch.path("db.kut");
+    ok(&["import", &db, &tsv, "--record-comp", "lz4"]);
+    // Damage a page in the middle of the file: its records are lost, the others survive.
+    let mut bytes = std::fs::read(&db).unwrap();
+    let middle = bytes.len() / 2;
+    for byte in &mut bytes[middle..middle + 64] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let restored = scratch.path("restored.kut");
+    let summary = ok(&["restore", &db, &restored]);
+    let count: usize = summary.split("records=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let salvaged = parse_tsv(&ok(&["export", &restored]));
+    assert_eq!(salvaged.len(), count, "{summary}");
+    assert!(count > records.len() / 2 && count <= records.len(), "{summary}");
+    for (key, value) in &salvaged {
+        assert_eq!(records.get(key), Some(value), "a salvaged record is one that was written");
+    }
+    // The salvaged file is a sound tree: ranges work on it.
+    assert_eq!(ok(&["list", &restored, "--keys", "--limit", "1"]).lines().count(), 1);
+    // Restoring into another engine's extension is refused before anything is written.
+    fails(&["restore", &db, &scratch.path("other.kuh")], USAGE, "same engine");
+    assert!(!Path::new(&scratch.path("other.kuh")).exists());
+    // A memory engine's snapshot has no restore, and the message says why.
+    let memory = scratch.path("db.kumt");
+    ok(&["create", &memory]);
+    ok(&["set", &memory, "k", "v"]);
+    fails(&["restore", &memory, &scratch.path("new.kumt")], OTHER, "renamed into place");
+}
+
+#[test]
 fn a_second_writer_process_is_refused() {
     let scratch = Scratch::new();
     let db = scratch.path("db.kuh");
@@ -385,6 +421,25 @@ fn bench_sequence_prints_one_json_object_per_phase() {
     assert!(human.contains("Setting done: elapsed_time="), "{human}");
     assert!(human.contains("Removing done:"), "{human}");
     fails(&["bench", "--engine", "nosuch"], USAGE, "hash");
+}
+
+#[test]
+fn bench_runs_every_engine_without_parameters_and_prints_the_ones_it_chose() {
+    let engines: Vec<serde_json::Value> =
+        ok(&["engines", "--json"]).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(engines.len(), kura::engines().len());
+    for (listed, engine) in engines.iter().zip(kura::engines()) {
+        assert_eq!(listed["name"], engine.name);
+        assert_eq!(listed["extension"], engine.extension);
+        assert_eq!(listed["ordered"], engine.ordered);
+        let human = ok(&["bench", "--engine", engine.name, "--iter", "300"]);
+        assert!(human.contains("Setting done:"), "{}: {human}", engine.name);
+        let chosen = human.lines().find(|l| l.starts_with("Parameters: ")).unwrap();
+        assert!(chosen.contains(&format!("engine={}", engine.name)), "{chosen}");
+        for name in (engine.bench_params)(300).names() {
+            assert!(chosen.contains(&format!("{name}=")), "{}: {chosen} lacks {name}", engine.name);
+        }
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, EngineKind, HashDbm, OpenMode, Params, TreeDbm};
+use kura::{Action, Dbm, OpenMode, Params, TreeDbm};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple};
@@ -40,7 +40,7 @@ pub struct Database {
     engine: Engine,
     /// The same engine as a trait object, for everything else.
     dbm: Arc<dyn Dbm>,
-    kind: EngineKind,
+    kind: &'static kura::Engine,
     path: PathBuf,
     flag: String,
     encoding: Encoding,
@@ -174,20 +174,10 @@ impl Database {
         let encoding = encoding_option(kwargs)?;
         let release_gil = release_gil_option(kwargs)?;
         let params: Params = params::from_kwargs(kwargs)?;
-        let kind = EngineKind::resolve(&path, &params).or_raise(py)?;
+        let kind = kura::registry::resolve(&path, &params).or_raise(py)?;
         let engine = py
-            .detach(|| -> kura::Result<Engine> {
-                // The engine's own parameters: `engine=` only chose it.
-                let mut own = Params::new();
-                for name in params.names().filter(|n| *n != "engine") {
-                    own = own.with(name, params.get(name).unwrap_or_default());
-                }
-                Ok(match kind {
-                    EngineKind::Hash => Engine::Hash(Arc::new(HashDbm::open(&path, open_mode, &own)?)),
-                    EngineKind::Tree => Engine::Tree(Arc::new(TreeDbm::open(&path, open_mode, &own)?)),
-                    _ => Engine::Other(Arc::from(kura::open(&path, open_mode, &params)?)),
-                })
-            })
+            .detach(|| kind.open(&path, open_mode, &params.without("engine")))
+            .map(|dbm| Engine::new(Arc::from(dbm)))
             .or_raise(py)?;
         let dbm = engine.shared();
         let release_gil = match release_gil {
@@ -468,7 +458,7 @@ impl Database {
             Some(tree) => Ok(Batch::new(tree.clone(), this.encoding.clone())),
             None => Err(PyNotImplementedError::new_err(format!(
                 "batch() needs the tree engine; this database is {}",
-                this.kind.name()
+                this.kind.name
             ))),
         }
     }
@@ -528,13 +518,13 @@ impl Database {
     /// The engine's name: hash, tree, tiny, baby, cache.
     #[getter]
     fn engine(&self) -> &'static str {
-        self.kind.name()
+        self.kind.name
     }
 
     /// Whether the engine keeps keys in order (`range` and backward cursors work).
     #[getter]
     fn ordered(&self) -> bool {
-        matches!(self.kind, EngineKind::Tree | EngineKind::Baby)
+        self.kind.ordered
     }
 
     /// The open flag: r, w, c or n.
@@ -593,7 +583,7 @@ impl Database {
             "<{} {:?} engine={} mode={:?}{}>",
             slf.get_type().qualname()?,
             this.path.display().to_string(),
-            this.kind.name(),
+            this.kind.name,
             this.flag,
             state
         ))

@@ -6,6 +6,7 @@
 //! engine's lookup into the binding (thin LTO) and saves the indirect calls; every other
 //! engine, and every call off the hot path, goes through `dyn Dbm`.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use kura::{Dbm, HashDbm, TreeDbm};
@@ -18,6 +19,18 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// The engine behind `dbm`, typed when it is one of the hot-path engines.
+    pub fn new(dbm: Arc<dyn Dbm>) -> Engine {
+        let any: Arc<dyn Any + Send + Sync> = dbm.clone();
+        if let Ok(hash) = any.clone().downcast::<HashDbm>() {
+            return Engine::Hash(hash);
+        }
+        if let Ok(tree) = any.downcast::<TreeDbm>() {
+            return Engine::Tree(tree);
+        }
+        Engine::Other(dbm)
+    }
+
     /// The engine as a trait object, for everything off the hot path.
     pub fn shared(&self) -> Arc<dyn Dbm> {
         match self {

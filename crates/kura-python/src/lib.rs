@@ -21,7 +21,6 @@ mod errors;
 mod gil;
 mod params;
 
-use kura::EngineKind;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -36,10 +35,25 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::Batch>()?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
-    for engine in EngineKind::ALL {
-        extensions.set_item(engine.extension(), engine.name())?;
+    for engine in kura::engines() {
+        extensions.set_item(engine.extension, engine.name)?;
     }
     m.add("EXTENSIONS", extensions)?;
+    // The engine registry, for `kura.engines()`.
+    let engines = pyo3::types::PyList::empty(py);
+    for engine in kura::engines() {
+        let entry = PyDict::new(py);
+        entry.set_item("name", engine.name)?;
+        entry.set_item("class", engine.class)?;
+        entry.set_item("extension", engine.extension)?;
+        entry.set_item("storage", engine.storage.name())?;
+        entry.set_item("ordered", engine.ordered)?;
+        entry.set_item("params", engine.params.to_vec())?;
+        entry.set_item("restore", matches!(engine.restore, kura::registry::Restore::Salvage(_)))?;
+        entry.set_item("summary", engine.summary)?;
+        engines.append(entry)?;
+    }
+    m.add("ENGINES", engines)?;
     m.add("BINDING_OPTIONS", params::BINDING_OPTIONS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

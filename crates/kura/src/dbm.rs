@@ -10,6 +10,37 @@ use std::borrow::Cow;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, ErrorKind, Result};
 
+/// How a database file is opened; the letters match Python's `dbm` flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// `r`: read only; the file must exist. Takes a shared lock.
+    ReadOnly,
+    /// `w`: read and write; the file must exist. Takes the exclusive lock.
+    Write,
+    /// `c`: read and write, creating the file if it does not exist.
+    Create,
+    /// `n`: read and write, always starting from a new empty database.
+    Truncate,
+}
+
+impl OpenMode {
+    /// The mode of a `dbm`-style flag letter: `r`, `w`, `c` or `n`.
+    pub fn from_flag(flag: &str) -> Result<OpenMode> {
+        match flag {
+            "r" => Ok(OpenMode::ReadOnly),
+            "w" => Ok(OpenMode::Write),
+            "c" => Ok(OpenMode::Create),
+            "n" => Ok(OpenMode::Truncate),
+            _ => Err(Error::invalid(format!("open flag {flag:?} is not one of r, w, c, n"))),
+        }
+    }
+
+    /// Whether a handle opened in this mode may write.
+    pub fn is_writable(self) -> bool {
+        self != OpenMode::ReadOnly
+    }
+}
+
 /// What a `process` callback decides to do with the record it was shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action<'v> {
@@ -29,8 +60,10 @@ pub type Processor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> Action<'v>;
 pub type Properties = Vec<(String, String)>;
 
 /// A key-value database. Keys and values are arbitrary bytes. A handle is `Send + Sync`:
-/// many threads may use one open database at once, and each operation is atomic.
-pub trait Dbm: Send + Sync {
+/// many threads may use one open database at once, and each operation is atomic. `Any` lets
+/// a binding that opened an engine through the registry reach its concrete type for a fast
+/// path (`Arc<dyn Dbm>` upcasts to `Arc<dyn Any + Send + Sync>` and downcasts).
+pub trait Dbm: Send + Sync + std::any::Any {
     /// Runs `processor` on the record of `key` atomically and applies its decision.
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()>;
 
@@ -319,6 +352,22 @@ impl Params {
         self.pairs.retain(|(n, _)| n != name);
         self.pairs.push((name.to_string(), value.to_string()));
         self
+    }
+
+    /// These parameters, plus each of `defaults` whose name they do not give.
+    pub fn or_defaults(&self, defaults: &Params) -> Params {
+        let mut merged = self.clone();
+        for (name, value) in &defaults.pairs {
+            if merged.get(name).is_none() {
+                merged.pairs.push((name.clone(), value.clone()));
+            }
+        }
+        merged
+    }
+
+    /// These parameters less `name` (`engine=` chooses the engine and is not the engine's).
+    pub fn without(&self, name: &str) -> Params {
+        Params { pairs: self.pairs.iter().filter(|(n, _)| n != name).cloned().collect() }
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {

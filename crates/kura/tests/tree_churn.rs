@@ -2,7 +2,7 @@
 //! stated factor of its rebuilt size, and rebuild brings it back down.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use kura::tree::TreeDbm;
+use kura::tree_dbm::TreeDbm;
 use kura::{Dbm, OpenMode, Params};
 
 /// Stated bound: during churn the file stays under this many times its size after rebuild.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use kura::tree::{TreeDbm, WriteBatch};
+use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{Dbm, DbmExt, OpenMode, Params};
 
 const CHILD_MODE: &str = "KURA_TREE_CRASH_CHILD";

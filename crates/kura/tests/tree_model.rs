@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use kura::tree::{TreeDbm, WriteBatch};
+use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{CodecKind, Dbm, ErrorKind, OpenMode, Params};
 use proptest::prelude::*;
 

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use kura::tree::{TreeDbm, WriteBatch};
+use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{Dbm, OpenMode, Params};
 use proptest::prelude::*;
 

@@ -34,7 +34,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
     let keys = KeyList::pack(keys);
 
     let db = crate::commands::open(path, OpenMode::ReadOnly, &params)?;
-    let engine = kura::EngineKind::resolve(path, &params).map_or("unknown", |e| e.name());
+    let engine = kura::registry::resolve(path, &params).map_or("unknown", |e| e.name);
     let misses = AtomicU64::new(0);
     let bar = progress::items(keys.len() as u64, "get");
     let share = keys.len().div_ceil(args.threads).max(1);

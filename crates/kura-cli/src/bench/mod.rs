@@ -21,6 +21,9 @@ use std::thread::ScopedJoinHandle;
 use clap::Args;
 use kura::{Error, Params};
 
+/// The engine measured when `--engine` is not given, as `tkrzw_dbm_perf` defaults to its hash.
+pub const DEFAULT_ENGINE: &str = "hash";
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Engine to measure (sequence mode; default hash). With --keys-from, the engine is

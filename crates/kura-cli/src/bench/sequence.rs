@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use kura::{Dbm, EngineKind, Error, OpenMode, Params};
+use kura::{Dbm, Engine, Error, OpenMode, Params};
 use serde_json::json;
 
 use super::report::{title, Phase};
 use super::scan;
 use super::workload::{format_key, KeyOrder, SplitMix64, Values};
-use super::BenchArgs;
+use super::{BenchArgs, DEFAULT_ENGINE};
 use crate::progress;
 
 /// How often a thread reports progress; rare enough not to disturb the timing.
@@ -29,17 +29,24 @@ const PROGRESS_STEP: u64 = 4096;
 const RANGE_SEED: u64 = 0x7261_6e67; // "rang"
 
 pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
-    let engine = EngineKind::from_name(args.engine.as_deref().unwrap_or("hash"))?;
-    if (args.scan || args.range_scan.is_some()) && !is_ordered(engine) {
+    let engine = kura::registry::engine(args.engine.as_deref().unwrap_or(DEFAULT_ENGINE))?;
+    if (args.scan || args.range_scan.is_some()) && !engine.ordered {
+        let ordered: Vec<&str> = kura::engines().iter().filter(|e| e.ordered).map(|e| e.name).collect();
         return Err(Error::invalid(format!(
-            "--scan and --range-scan need an ordered engine (tree, baby), not {}",
-            engine.name()
+            "--scan and --range-scan need an ordered engine ({}), not {}",
+            ordered.join(", "),
+            engine.name
         )));
     }
-    let params = params.clone().with("engine", engine.name());
+    // What the engine needs for a run of this size, where the user did not say otherwise.
+    let records = args.iter.saturating_mul(args.threads as u64);
+    let params = params.or_defaults(&(engine.bench_params)(records)).with("engine", engine.name);
+    if !args.json {
+        println!("Parameters: {}", params_text(&params));
+    }
     let target = match &args.path {
         Some(path) => Target::File { path: path.clone(), temporary: false },
-        None if is_in_memory(engine) => Target::Memory(kura::open("", OpenMode::Truncate, &params)?),
+        None if engine.is_in_memory() => Target::Memory(kura::open("", OpenMode::Truncate, &params)?),
         None => Target::File { path: temporary_path(engine), temporary: true },
     };
     let result = run_phases(args, engine, &params, &target);
@@ -53,16 +60,8 @@ pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     result
 }
 
-fn is_in_memory(engine: EngineKind) -> bool {
-    matches!(engine, EngineKind::Tiny | EngineKind::Baby | EngineKind::Cache)
-}
-
-fn is_ordered(engine: EngineKind) -> bool {
-    matches!(engine, EngineKind::Tree | EngineKind::Baby)
-}
-
-fn temporary_path(engine: EngineKind) -> PathBuf {
-    std::env::temp_dir().join(format!("kura-bench-{}.{}", std::process::id(), engine.extension()))
+fn temporary_path(engine: &Engine) -> PathBuf {
+    std::env::temp_dir().join(format!("kura-bench-{}.{}", std::process::id(), engine.extension))
 }
 
 /// Where the phases find their database.
@@ -103,7 +102,7 @@ impl Target {
 /// The part of a thread's work that varies by phase: one operation on one key.
 type Operation<'a> = dyn Fn(&dyn Dbm, &[u8], &[u8], &AtomicU64) -> kura::Result<()> + Sync + 'a;
 
-fn run_phases(args: &BenchArgs, engine: EngineKind, params: &Params, target: &Target) -> kura::Result<()> {
+fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Target) -> kura::Result<()> {
     let context = json!({
         "iter": args.iter,
         "size": args.size,
@@ -114,7 +113,7 @@ fn run_phases(args: &BenchArgs, engine: EngineKind, params: &Params, target: &Ta
     let total = args.iter.saturating_mul(args.threads as u64);
     let phase =
         |name: &'static str, operations: u64, records: u64, elapsed: Duration, file_size: u64, misses: u64| Phase {
-            engine: engine.name(),
+            engine: engine.name,
             name,
             threads: args.threads,
             operations,
@@ -242,7 +241,7 @@ fn announce(args: &BenchArgs, phase: &str) {
         println!(
             "{}: impl={} num_iterations={} value_size={} num_threads={}",
             title(phase),
-            args.engine.as_deref().unwrap_or("hash"),
+            args.engine.as_deref().unwrap_or(DEFAULT_ENGINE),
             args.iter,
             args.size,
             args.threads

@@ -22,10 +22,10 @@ pub fn create(path: &Path, params: &Params, truncate: bool) -> kura::Result<()> 
 pub fn rebuild(path: &Path, params: &Params) -> kura::Result<()> {
     let started = Instant::now();
     // The engine choice is for opening; the rest describes the new layout.
-    let (opening, layout) = super::split_engine(params);
-    let db = open(path, OpenMode::Write, &opening)?;
+    let engine = kura::registry::resolve(path, params)?;
+    let db = open(path, OpenMode::Write, &Params::new().with("engine", engine.name))?;
     let size_before = db.file_size()?;
-    db.rebuild(&layout)?;
+    db.rebuild(&params.without("engine"))?;
     let (count, size_after) = (db.count()?, db.file_size()?);
     db.close()?;
     println!(
@@ -35,14 +35,25 @@ pub fn rebuild(path: &Path, params: &Params) -> kura::Result<()> {
     Ok(())
 }
 
-pub fn restore(path: &Path, new_path: &Path) -> kura::Result<()> {
+pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()> {
     if new_path.exists() {
         return Err(Error::new(
             ErrorKind::Duplicate,
             format!("{} already exists; restore writes a new file", new_path.display()),
         ));
     }
-    let records = kura::HashDbm::restore_file(path, new_path)?;
+    let engine = kura::registry::resolve(path, params)?;
+    if let Some(other) = kura::registry::engine_of_path(new_path).filter(|other| *other != engine) {
+        return Err(Error::invalid(format!(
+            "{} is a {} file and {} names a {}: restore writes the same engine (use .{})",
+            path.display(),
+            engine.class,
+            new_path.display(),
+            other.class,
+            engine.extension
+        )));
+    }
+    let records = engine.restore(path, new_path)?;
     println!("restored records={records} path={}", new_path.display());
     Ok(())
 }

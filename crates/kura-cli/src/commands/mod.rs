@@ -1,5 +1,6 @@
 //! The subcommands other than `bench`, grouped by what they do to a database.
 
+pub mod engines;
 pub mod maintenance;
 pub mod records;
 pub mod transfer;
@@ -24,19 +25,4 @@ pub fn open(path: &Path, mode: OpenMode, params: &Params) -> kura::Result<Box<dy
 /// Wraps a failed write to stdout or an output file.
 pub fn write_error(target: &str) -> impl Fn(std::io::Error) -> kura::Error + '_ {
     move |e| kura::Error::io(format!("write {target}"), e)
-}
-
-/// Splits `params` into the `engine=` choice (for opening) and everything else.
-pub fn split_engine(params: &Params) -> (Params, Params) {
-    let mut engine = Params::new();
-    let mut rest = Params::new();
-    for name in params.names() {
-        let value = params.get(name).unwrap_or_default();
-        if name == "engine" {
-            engine = engine.with(name, value);
-        } else {
-            rest = rest.with(name, value);
-        }
-    }
-    (engine, rest)
 }

@@ -30,14 +30,12 @@ struct Lane {
     filling: WriteBatch,
 }
 
-/// A hash database created by this import gets one bucket per line of the input (unless
-/// `num_buckets` is given): the bucket array then costs 5 bytes a record, not the 5 MiB of
-/// the default, and chains stay one record long on average.
+/// A database created by this import gets the parameters its engine's registry entry sizes
+/// for the input's line count (HashDbm: one bucket a record), unless the user gave them.
 fn sized_for_input(path: &Path, tsv: &Path, params: &Params) -> kura::Result<Params> {
-    let creates_hash = !path.exists()
-        && params.get("num_buckets").is_none()
-        && kura::EngineKind::resolve(path, params).is_ok_and(|e| e == kura::EngineKind::Hash);
-    if !creates_hash {
+    let engine = kura::registry::resolve(path, params)?;
+    let sized = (engine.import_params)(0);
+    if path.exists() || sized.names().all(|name| params.get(name).is_some()) {
         return Ok(params.clone());
     }
     let mut lines = 0u64;
@@ -54,11 +52,8 @@ fn sized_for_input(path: &Path, tsv: &Path, params: &Params) -> kura::Result<Par
         let consumed = chunk.len();
         reader.consume(consumed);
     }
-    Ok(params.clone().with("num_buckets", lines.max(MIN_BUCKETS)))
+    Ok(params.or_defaults(&(engine.import_params)(lines)))
 }
-
-/// The fewest buckets an import creates a hash database with.
-const MIN_BUCKETS: u64 = 1024;
 
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)

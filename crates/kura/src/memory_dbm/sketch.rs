@@ -186,7 +186,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn hash_of(key: u64) -> u64 {
-        crate::memory::table::hash_key(&key.to_be_bytes())
+        crate::memory_dbm::key_hash::hash_key(&key.to_be_bytes())
     }
 
     #[test]

@@ -8,9 +8,7 @@
 
 use std::num::NonZeroU32;
 
-use xxhash_rust::xxh3::xxh3_64;
-
-use super::record::RecordBytes;
+use super::record::{RecordBytes, HEAP_OVERHEAD, INLINE_CAPACITY};
 use super::slotted::SlotRecords;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -34,19 +32,6 @@ pub fn index_of(link: NonZeroU32) -> u32 {
     link.get() - 1
 }
 
-/// The 64-bit hash of a key (both hash engines). Its high half selects the slot, its low half
-/// the bucket or cell, so the two choices are independent.
-#[inline]
-pub fn hash_key(key: &[u8]) -> u64 {
-    xxh3_64(key)
-}
-
-/// Which of `num_slots` slots a hash falls in (multiply-shift: no power of two needed).
-#[inline]
-pub fn slot_of(hash: u64, num_slots: usize) -> usize {
-    (((hash >> 32) * num_slots as u64) >> 32) as usize
-}
-
 /// One slab entry. Vacant entries (`record` None) form the free list through `chain`.
 struct Entry {
     record: Option<RecordBytes>,
@@ -64,9 +49,6 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
 /// Size of one bucket, for memory accounting.
 pub const BUCKET_BYTES: usize = std::mem::size_of::<Link>();
-/// What the allocator adds to a record that spills to the heap: glibc's 8-byte chunk header
-/// plus rounding to 16 bytes, at most.
-pub const HEAP_OVERHEAD: usize = 24;
 
 /// The accounted size of a record: its slab entry, its key and value bytes (counted even
 /// when they sit inside the entry, which keeps the figure an upper bound), and the
@@ -74,7 +56,7 @@ pub const HEAP_OVERHEAD: usize = 24;
 #[inline]
 pub fn record_cost(key_len: usize, value_len: usize) -> usize {
     let payload = key_len.saturating_add(value_len);
-    let spill = if payload > super::record::INLINE_CAPACITY { HEAP_OVERHEAD } else { 0 };
+    let spill = if payload > INLINE_CAPACITY { HEAP_OVERHEAD } else { 0 };
     ENTRY_BYTES.saturating_add(payload).saturating_add(spill)
 }
 
@@ -261,6 +243,7 @@ impl SlotRecords for SlotTable {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+    use crate::memory_dbm::key_hash::hash_key;
     use std::collections::HashMap;
 
     #[test]

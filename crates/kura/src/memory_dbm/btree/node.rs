@@ -10,7 +10,7 @@
 use super::prefix::{key_prefix, search, Probe};
 use super::{GROWTH, INNER_CAPACITY, LEAF_CAPACITY};
 use crate::error::{Error, Result};
-use crate::memory::record::RecordBytes;
+use crate::memory_dbm::record::RecordBytes;
 
 pub enum Node {
     Leaf(Leaf),
@@ -38,7 +38,7 @@ pub struct Leaf {
 
 /// What a vacant entry of a leaf holds: an empty inline record (nothing to free).
 const VACANT: RecordBytes =
-    RecordBytes::Inline { key_len: 0, len: 0, bytes: [0; crate::memory::record::INLINE_CAPACITY] };
+    RecordBytes::Inline { key_len: 0, len: 0, bytes: [0; crate::memory_dbm::record::INLINE_CAPACITY] };
 
 pub struct Inner {
     pub(super) prefixes: Vec<u64>,

@@ -97,6 +97,35 @@ impl BTree {
         self.pager.comparator()
     }
 
+    /// Called after an update that found `leaf` by the descent along `path` and changed no
+    /// structure: when the update before used the same leaf, a run in key order has likely
+    /// begun, so the finger is taken (reading the separators costs a descent's worth, and
+    /// random updates rarely pay it).
+    fn remember_leaf(&mut self, leaf: u64, path: &[(u64, usize)]) -> Result<()> {
+        let repeated = self.last_leaf == Some((leaf, self.structure));
+        self.last_leaf = Some((leaf, self.structure));
+        if !repeated || self.finger.is_current(self.structure) {
+            return Ok(());
+        }
+        let mut low = None;
+        let mut high = None;
+        for &(branch_id, index) in path {
+            let page = self.page(branch_id)?;
+            let Page::Branch(branch) = &*page else {
+                return Ok(());
+            };
+            // Deeper separators are tighter: the last one met wins.
+            if let Some(key) = index.checked_sub(1).and_then(|i| branch.keys.get(i)) {
+                low = Some(key.clone());
+            }
+            if let Some(key) = branch.keys.get(index) {
+                high = Some(key.clone());
+            }
+        }
+        self.finger.take(self.structure, leaf, path, low, high);
+        Ok(())
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -198,7 +227,7 @@ impl BTree {
         path: &mut Vec<(u64, usize)>,
     ) -> Result<bool> {
         let structure = self.structure;
-        let leaf_id = match self.finger_leaf(key, path) {
+        let leaf_id = match self.finger.leaf_for(self.structure, self.comparator(), key, path) {
             Some(leaf) => leaf,
             None => self.find_leaf(key, path)?,
         };

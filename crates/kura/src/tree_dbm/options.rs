@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use super::comparator::Comparator;
 use super::pager::PagerOptions;
 
-pub const KNOWN: &[&str] = &[
+pub(crate) const PARAMS: &[&str] = &[
     "record_comp",
     "page_comp",
     "key_comparator",
@@ -50,7 +50,7 @@ pub struct TreeOptions {
 
 impl TreeOptions {
     pub fn parse(params: &Params) -> Result<TreeOptions> {
-        params.check_known("tree", KNOWN)?;
+        params.check_known("tree", PARAMS)?;
         let codec_name = params.get("record_comp").or_else(|| params.get("page_comp"));
         let max_page_size = params.get_u64("max_page_size")?;
         if let Some(size) = max_page_size {

@@ -10,9 +10,9 @@ use std::path::Path;
 use super::backing::{self, Backing};
 use super::btree::{OrderedTree, Put};
 use super::record::RecordBytes;
+use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
-use crate::open::OpenMode;
 use crate::spin_lock::SpinRwLock;
 
 const CLASS: u8 = b'b';
@@ -23,15 +23,18 @@ pub struct BabyDbm {
 }
 
 impl BabyDbm {
+    /// The parameters `open` takes (the registry lists them; anything else is an error).
+    pub const PARAMS: &'static [&'static str] = &[];
+
     /// A database with no file (no parameters).
     pub fn new(params: &Params) -> Result<BabyDbm> {
-        params.check_known("baby", &[])?;
+        params.check_known("baby", Self::PARAMS)?;
         Ok(BabyDbm { tree: SpinRwLock::new(OrderedTree::new()), backing: Backing::in_memory(CLASS) })
     }
 
     /// Opens `path` (empty: no file), loading its snapshot as `mode` says.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<BabyDbm> {
-        params.check_known("baby", &[])?;
+        params.check_known("baby", Self::PARAMS)?;
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
         let dbm = BabyDbm { tree: SpinRwLock::new(OrderedTree::new()), backing: opened.backing };
         if let Some(bytes) = opened.snapshot {
@@ -141,7 +144,7 @@ impl Dbm for BabyDbm {
     fn rebuild(&self, params: &Params) -> Result<()> {
         // The tree keeps its nodes at least a quarter full as it goes: nothing to compact.
         self.backing.check_writable()?;
-        params.check_known("baby", &[])
+        params.check_known("baby", Self::PARAMS)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {

@@ -22,7 +22,7 @@ use node::{Inner, Leaf, Node};
 use prefix::Probe;
 
 use crate::error::Result;
-use crate::memory::record::RecordBytes;
+use crate::memory_dbm::record::RecordBytes;
 
 // Tiny nodes in the crate's unit tests, so that a few hundred keys already split, merge and
 // refill nodes over several levels; the engine (and the integration tests) use the real sizes.

@@ -11,7 +11,7 @@ pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 20;
 /// The default and largest maximum file size: what a 5-byte offset addresses (1 TiB).
 pub const DEFAULT_MAX_FILE_SIZE: u64 = MAX_ADDRESSABLE;
 
-pub const KNOWN: &[&str] = &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size"];
+pub(crate) const PARAMS: &[&str] = &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size"];
 
 /// Parameters as given; `None` means "the default" at creation and "keep" at rebuild.
 #[derive(Debug, Clone, Default)]
@@ -25,7 +25,7 @@ pub struct HashOptions {
 
 impl HashOptions {
     pub fn from_params(params: &Params) -> Result<HashOptions> {
-        params.check_known("HashDbm", KNOWN)?;
+        params.check_known("HashDbm", PARAMS)?;
         let num_buckets = params.get_u64("num_buckets")?;
         if let Some(n) = num_buckets {
             if n == 0 || n > (MAX_ADDRESSABLE - HEADER_SIZE) / BUCKET_WIDTH / 2 {

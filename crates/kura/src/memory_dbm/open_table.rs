@@ -13,9 +13,8 @@
 
 use std::mem;
 
-use super::record::{RecordBytes, INLINE_CAPACITY};
+use super::record::{RecordBytes, HEAP_OVERHEAD, INLINE_CAPACITY};
 use super::slotted::SlotRecords;
-use super::table::HEAP_OVERHEAD;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One cell: empty (`record` None, not a tombstone), a tombstone, or a live record with the
@@ -232,7 +231,7 @@ impl SlotRecords for OpenTable {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::memory::table::hash_key;
+    use crate::memory_dbm::key_hash::hash_key;
     use std::collections::HashMap;
 
     #[test]

@@ -25,8 +25,8 @@
 //! cursor's `set` and `remove` act on the key it is at, through `Dbm::process`.
 
 use super::backing::Backing;
+use super::key_hash::{hash_key, slot_of};
 use super::record::RecordBytes;
-use super::table::{hash_key, slot_of};
 use crate::dbm::{Cursor, Dbm};
 use crate::error::{Error, Result};
 

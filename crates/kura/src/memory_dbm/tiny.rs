@@ -9,13 +9,13 @@ use std::path::Path;
 use parking_lot::RwLock;
 
 use super::backing::{self, Backing};
+use super::key_hash::{hash_key, slot_of};
 use super::open_table::OpenTable;
 use super::record::RecordBytes;
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
-use super::table::{hash_key, slot_of};
+use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, Result};
-use crate::open::OpenMode;
 
 /// Slots: enough that two threads rarely meet and that a table doubling (which holds one
 /// slot's lock) stalls only 1/64 of the keys.
@@ -35,6 +35,9 @@ pub struct TinyDbm {
 }
 
 impl TinyDbm {
+    /// The parameters `open` takes (the registry lists them; anything else is an error).
+    pub const PARAMS: &'static [&'static str] = PARAMS;
+
     /// A database with no file. Parameters: `num_buckets` (initial cell count, over all slots).
     pub fn new(params: &Params) -> Result<TinyDbm> {
         Self::with_backing(params, Backing::in_memory(CLASS))

@@ -2,7 +2,7 @@
 //! indexed like the slot's slab, so that moving a record to the front is four 4-byte writes
 //! and no allocation.
 
-use super::table::{index_of, link, Link};
+use super::chained_table::{index_of, link, Link};
 
 #[derive(Clone, Copy, Default)]
 struct Links {

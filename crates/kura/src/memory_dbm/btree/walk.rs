@@ -4,7 +4,7 @@
 
 use super::node::{Leaf, Node};
 use super::prefix::Probe;
-use crate::memory::record::RecordBytes;
+use crate::memory_dbm::record::RecordBytes;
 
 impl Node {
     #[inline]

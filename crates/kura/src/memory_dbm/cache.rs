@@ -23,14 +23,15 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::backing::{self, Backing};
+use super::chained_table::{record_cost, SlotTable, BUCKET_BYTES};
+use super::key_hash::{hash_key, slot_of};
 use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
-use super::table::{hash_key, record_cost, slot_of, SlotTable, BUCKET_BYTES};
+use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
-use crate::open::OpenMode;
 
 /// Default slot count: as Tkrzw's CacheDBM; plenty for a few threads, and few enough that
 /// per-slot LRU stays close to a global LRU.
@@ -311,6 +312,9 @@ fn share(total: u64, parts: usize, index: usize) -> usize {
 }
 
 impl CacheDbm {
+    /// The parameters `open` takes (the registry lists them; anything else is an error).
+    pub const PARAMS: &'static [&'static str] = PARAMS;
+
     /// A cache with no file. Parameters: `cap_rec_num` (required), `cap_mem_bytes`,
     /// `num_slots` (default 16), `policy` (default `lru`).
     ///

@@ -9,6 +9,10 @@ use crate::error::{Error, ErrorKind, Result};
 /// Bytes of key + value that fit inside the record itself.
 pub const INLINE_CAPACITY: usize = 21;
 
+/// What the allocator adds to a record that spills to the heap: glibc's 8-byte chunk header
+/// plus rounding to 16 bytes, at most.
+pub const HEAP_OVERHEAD: usize = 24;
+
 /// A key and its value. Invariant (Inline): `key_len <= len <= INLINE_CAPACITY`; (Heap):
 /// `key_len <= bytes.len()`. The key is `bytes[..key_len]`, the value the rest.
 #[derive(Clone)]

@@ -44,7 +44,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pair(record: Option<&crate::memory::record::RecordBytes>) -> Option<(Vec<u8>, Vec<u8>)> {
+fn pair(record: Option<&crate::memory_dbm::record::RecordBytes>) -> Option<(Vec<u8>, Vec<u8>)> {
     record.map(|r| (r.key().to_vec(), r.value().to_vec()))
 }
 

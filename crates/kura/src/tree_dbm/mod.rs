@@ -43,10 +43,10 @@ pub use cursor::TreeCursor;
 pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_DIRTY_PAGES, DEFAULT_MAX_PAGE_SIZE};
 pub use range::{KeyRange, TreeRange};
 
+use crate::dbm::OpenMode;
 use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, sibling_path};
-use crate::open::OpenMode;
 use crate::spin_lock::SpinRwLock;
 use btree::BTree;
 use options::TreeOptions;
@@ -72,6 +72,9 @@ impl std::fmt::Debug for TreeDbm {
 }
 
 impl TreeDbm {
+    /// The parameters `open` takes (the registry lists them; anything else is an error).
+    pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
     /// Opens or creates a tree database. Parameters: `record_comp` (codec, alias
     /// `page_comp`), `key_comparator` (lexical, numeric), `max_page_size` (these three apply
     /// when the file is created), `cache_bytes`, `max_dirty_pages`, `max_file_size`,

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use super::snapshot::{self, SnapshotWriter};
+use crate::dbm::OpenMode;
 use crate::dbm::Properties;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, replace_file, sibling_path};
-use crate::open::OpenMode;
 
 pub struct Backing {
     /// The snapshot file, or None for a purely in-memory database.

@@ -30,10 +30,10 @@ pub use options::{HashOptions, DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
 pub use record::MAX_KEY_SIZE;
 
 use crate::codec::{CodecKind, DictionaryTraining};
+use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
-use crate::open::OpenMode;
 use cursor::HashCursor;
 use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
@@ -83,6 +83,9 @@ fn check_key(key: &[u8]) -> Result<()> {
 }
 
 impl HashDbm {
+    /// The parameters `open` takes (the registry lists them; anything else is an error).
+    pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
     /// Opens or creates a hash database. `params`: `record_comp`, `num_buckets`,
     /// `update_mode`, `max_file_size` and `dict_size` apply when the file is created (and at
     /// rebuild); on an existing file, a `record_comp` or `update_mode` that differs from the

@@ -1,0 +1,40 @@
+//! `kura engines`: the engine registry as people and tools read it.
+//!
+//! The benchmark driver (`bench/run.py`) and anything else outside Rust learn the engines
+//! from `kura engines --json` instead of keeping a list of their own.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use super::write_error;
+
+pub fn list(as_json: bool) -> kura::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for engine in kura::engines() {
+        let line = if as_json {
+            json!({
+                "name": engine.name,
+                "class": engine.class,
+                "extension": engine.extension,
+                "storage": engine.storage.name(),
+                "ordered": engine.ordered,
+                "params": engine.params,
+                "restore": matches!(engine.restore, kura::registry::Restore::Salvage(_)),
+                "summary": engine.summary,
+            })
+            .to_string()
+        } else {
+            format!(
+                "{:<6} .{:<5} {:<6} {:<9} {}",
+                engine.name,
+                engine.extension,
+                engine.storage.name(),
+                if engine.ordered { "ordered" } else { "unordered" },
+                engine.summary
+            )
+        };
+        writeln!(out, "{line}").map_err(write_error("stdout"))?;
+    }
+    out.flush().map_err(write_error("stdout"))
+}

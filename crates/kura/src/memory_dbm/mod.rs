@@ -1,0 +1,32 @@
+//! The in-memory engines, optionally backed by a snapshot file (design: docs/memory.md):
+//! - `tiny.rs`: TinyDbm (`.kumt`), a sharded open-addressing hash table;
+//! - `cache.rs`: CacheDbm (`.kumc`), a sharded chained hash table with per-slot LRU eviction
+//!   under a record cap and a memory cap;
+//! - `baby.rs`: BabyDbm (`.kumb`), an ordered B+ tree (`btree/`) with a bidirectional cursor.
+//!
+//! Their parts: `record.rs` (a record in 24 bytes, inline when small), `key_hash.rs` (the key
+//! hash and slot choice both hash tables use), `open_table.rs` (a TinyDbm slot: records in
+//! linearly probed cells), `chained_table.rs` (a CacheDbm slot: a slab and bucket chains),
+//! `lru.rs` (one slot's recency list), `sketch.rs` (one slot's access frequencies, for
+//! CacheDbm's `policy=tinylfu` admission), `slotted.rs` (what the sharded engines share: the
+//! reads of a slot's table and the cursor), `snapshot.rs` (the file format), `backing.rs` (what
+//! all three share about their life: open modes, atomic write-back, closed state, `inspect`'s
+//! common properties).
+
+mod baby;
+mod backing;
+mod btree;
+mod cache;
+mod chained_table;
+mod key_hash;
+mod lru;
+mod open_table;
+mod record;
+mod sketch;
+mod slotted;
+mod snapshot;
+mod tiny;
+
+pub use baby::{BabyCursor, BabyDbm};
+pub use cache::CacheDbm;
+pub use tiny::TinyDbm;
