@@ -4,6 +4,7 @@
 //! the one list of engines in [`registry`]. The folders mirror the architecture:
 //! - `dbm.rs`, `batch.rs`, `error.rs`: the interface every engine implements;
 //! - `registry.rs`: the engines, what each one is, and opening by extension or `engine=`;
+//! - `encoding/`: varints, a bounds-checked reader and header layouts, for every format;
 //! - `codec/`: record and page compression and its framing;
 //! - `file/`: mapped files, the inter-process lock, atomic replacement (the only `unsafe`
 //!   that touches memory the kernel maps);
@@ -15,6 +16,7 @@
 pub mod batch;
 pub mod codec;
 pub mod dbm;
+mod encoding;
 pub mod error;
 pub mod file;
 pub mod hash_dbm;

@@ -7,89 +7,30 @@
 //! ratio bound before anything is allocated (see `MAX_RATIO`), and the codec must produce
 //! exactly `raw_len` bytes, or the record is BrokenData.
 
+mod algorithm;
 mod dictionary;
-mod engines;
-mod varint;
+mod lz4;
+mod lzma;
+mod none;
+mod pool;
+mod registry;
+mod snappy;
+mod zlib;
+mod zstd;
 
 pub use dictionary::{train_dictionary, DictionaryTraining, DEFAULT_DICTIONARY_SIZE};
-pub use varint::{decode_varint, encode_varint, encode_varint_padded, varint_len};
+pub use registry::{names, CodecKind, CodecSpec, CODECS};
 
 use std::fmt;
 
+use crate::encoding::{decode_varint, encode_varint, MAX_VARINT_LEN};
 use crate::error::{Error, Result};
-use engines::Engines;
+use algorithm::Algorithm;
 
 /// The largest expansion we accept from stored to raw bytes. Values that compress better than
 /// this (long runs of one byte) are stored raw instead, so that a corrupted length can never
 /// make the reader allocate more than `MAX_RATIO` times the bytes it read from disk.
 pub const MAX_RATIO: usize = 1024;
-
-/// The compression algorithm of a database, recorded in its file header by `id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CodecKind {
-    None,
-    Zlib,
-    Zstd,
-    Lz4,
-    Lzma,
-    Snappy,
-    /// zstd with a dictionary trained on a sample of the database's own records and stored in
-    /// the file. Until a dictionary exists (a database created empty), it behaves as zstd.
-    ZstdDict,
-}
-
-impl CodecKind {
-    pub const ALL: [CodecKind; 7] = [
-        CodecKind::None,
-        CodecKind::Zlib,
-        CodecKind::Zstd,
-        CodecKind::Lz4,
-        CodecKind::Lzma,
-        CodecKind::Snappy,
-        CodecKind::ZstdDict,
-    ];
-
-    /// The name used in parameters and on the command line (`record_comp=zstd-dict`).
-    pub fn name(self) -> &'static str {
-        match self {
-            CodecKind::None => "none",
-            CodecKind::Zlib => "zlib",
-            CodecKind::Zstd => "zstd",
-            CodecKind::Lz4 => "lz4",
-            CodecKind::Lzma => "lzma",
-            CodecKind::Snappy => "snappy",
-            CodecKind::ZstdDict => "zstd-dict",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Result<CodecKind> {
-        let wanted = name.trim().to_ascii_lowercase().replace('_', "-");
-        CodecKind::ALL.into_iter().find(|k| k.name() == wanted).ok_or_else(|| {
-            let names: Vec<&str> = CodecKind::ALL.iter().map(|k| k.name()).collect();
-            Error::invalid(format!("unknown codec {name:?} (known: {})", names.join(" ")))
-        })
-    }
-
-    /// The byte stored in file headers.
-    pub fn id(self) -> u8 {
-        match self {
-            CodecKind::None => 0,
-            CodecKind::Zlib => 1,
-            CodecKind::Zstd => 2,
-            CodecKind::Lz4 => 3,
-            CodecKind::Lzma => 4,
-            CodecKind::Snappy => 5,
-            CodecKind::ZstdDict => 6,
-        }
-    }
-
-    pub fn from_id(id: u8) -> Result<CodecKind> {
-        CodecKind::ALL
-            .into_iter()
-            .find(|k| k.id() == id)
-            .ok_or_else(|| Error::broken(format!("unknown codec id {id} in the file header")))
-    }
-}
 
 impl fmt::Display for CodecKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -102,7 +43,7 @@ impl fmt::Display for CodecKind {
 pub struct Codec {
     kind: CodecKind,
     dictionary: Vec<u8>,
-    engines: Engines,
+    algorithm: Box<dyn Algorithm>,
 }
 
 impl fmt::Debug for Codec {
@@ -114,11 +55,11 @@ impl fmt::Debug for Codec {
 impl Codec {
     /// A codec of `kind`; `dictionary` is used by `ZstdDict` only and may be empty.
     pub fn new(kind: CodecKind, dictionary: Vec<u8>) -> Result<Codec> {
-        if kind != CodecKind::ZstdDict && !dictionary.is_empty() {
+        if !kind.spec().uses_dictionary && !dictionary.is_empty() {
             return Err(Error::invalid(format!("codec {kind} takes no dictionary")));
         }
-        let engines = Engines::new(kind, &dictionary)?;
-        Ok(Codec { kind, dictionary, engines })
+        let algorithm = kind.spec().make(&dictionary)?;
+        Ok(Codec { kind, dictionary, algorithm })
     }
 
     pub fn kind(&self) -> CodecKind {
@@ -139,11 +80,11 @@ impl Codec {
     pub fn encode(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         if self.kind != CodecKind::None && !raw.is_empty() {
-            let mut header = [0u8; 10];
+            let mut header = [0u8; MAX_VARINT_LEN];
             let header_len = encode_varint(raw.len() as u64, &mut header);
             let header = header.get(..header_len).unwrap_or_default();
             out.extend_from_slice(header);
-            self.engines.compress(raw, out)?;
+            self.algorithm.compress(raw, out)?;
             if out.len() < raw.len() && raw.len() <= out.len().saturating_mul(MAX_RATIO) {
                 return Ok(true);
             }
@@ -185,7 +126,7 @@ impl Codec {
             )));
         }
         out.reserve_exact(raw_len);
-        self.engines.decompress(body, raw_len, out)?;
+        self.algorithm.decompress(body, raw_len, out)?;
         if out.len() != raw_len {
             return Err(Error::broken(format!(
                 "{} frame decoded to {} bytes instead of {raw_len}",

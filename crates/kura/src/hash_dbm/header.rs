@@ -8,16 +8,38 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::CodecKind;
+use crate::encoding::{Field, HeaderBytes};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KuraHash";
 pub const FORMAT_VERSION: u16 = 1;
-pub const HEADER_SIZE: u64 = 128;
 /// Bytes of one bucket entry: a little-endian file offset, enough for 1 TiB files.
 pub const BUCKET_WIDTH: u64 = 5;
 /// The largest file a 5-byte offset can address.
 pub const MAX_ADDRESSABLE: u64 = 1 << (8 * BUCKET_WIDTH);
-const CHECKSUM_AT: usize = 120;
+
+// The header's fields, each after the one before (docs/format.md has the same table).
+const MAGIC_FIELD: Field = Field::first(MAGIC.len());
+const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 2);
+const CODEC_FIELD: Field = Field::after(VERSION_FIELD, 1);
+const UPDATE_MODE_FIELD: Field = Field::after(CODEC_FIELD, 1);
+const CLOSED_CLEANLY_FIELD: Field = Field::after(UPDATE_MODE_FIELD, 1);
+const BUCKET_WIDTH_FIELD: Field = Field::after(CLOSED_CLEANLY_FIELD, 1);
+const PAD_FIELD: Field = Field::after(BUCKET_WIDTH_FIELD, 2);
+const NUM_BUCKETS_FIELD: Field = Field::after(PAD_FIELD, 8);
+const RECORD_COUNT_FIELD: Field = Field::after(NUM_BUCKETS_FIELD, 8);
+const DATA_END_FIELD: Field = Field::after(RECORD_COUNT_FIELD, 8);
+const MAX_FILE_SIZE_FIELD: Field = Field::after(DATA_END_FIELD, 8);
+const DICTIONARY_LEN_FIELD: Field = Field::after(MAX_FILE_SIZE_FIELD, 4);
+const PAD2_FIELD: Field = Field::after(DICTIONARY_LEN_FIELD, 4);
+const FREE_LIST_OFFSET_FIELD: Field = Field::after(PAD2_FIELD, 8);
+const FREE_LIST_LEN_FIELD: Field = Field::after(FREE_LIST_OFFSET_FIELD, 4);
+const RESERVED_FIELD: Field = Field::after(FREE_LIST_LEN_FIELD, 52);
+/// xxh3 of every byte before it.
+const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
+const HEADER_BYTES: usize = CHECKSUM_FIELD.end();
+pub const HEADER_SIZE: u64 = HEADER_BYTES as u64;
+const _: () = assert!(HEADER_BYTES == 128, "docs/format.md specifies a 128-byte header");
 
 /// How updates use the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,72 +116,62 @@ impl Header {
         self.dictionary_offset() + u64::from(self.dictionary_len)
     }
 
-    pub fn encode(&self) -> [u8; HEADER_SIZE as usize] {
-        fn put(bytes: &mut [u8], at: usize, field: &[u8]) {
-            if let Some(slot) = bytes.get_mut(at..at + field.len()) {
-                slot.copy_from_slice(field);
-            }
-        }
-        let mut bytes = [0u8; HEADER_SIZE as usize];
-        let b = &mut bytes;
-        put(b, 0, MAGIC);
-        put(b, 8, &FORMAT_VERSION.to_le_bytes());
-        put(b, 10, &[self.codec.id(), self.update_mode.id(), u8::from(self.closed_cleanly), BUCKET_WIDTH as u8]);
-        put(b, 16, &self.num_buckets.to_le_bytes());
-        put(b, 24, &self.record_count.to_le_bytes());
-        put(b, 32, &self.data_end.to_le_bytes());
-        put(b, 40, &self.max_file_size.to_le_bytes());
-        put(b, 48, &self.dictionary_len.to_le_bytes());
-        put(b, 56, &self.free_list_offset.to_le_bytes());
-        put(b, 64, &self.free_list_len.to_le_bytes());
-        let checksum = xxh3_64(b.get(..CHECKSUM_AT).unwrap_or_default());
-        put(&mut bytes, CHECKSUM_AT, &checksum.to_le_bytes());
-        bytes
+    pub fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut b = HeaderBytes::<HEADER_BYTES>::new();
+        b.put(MAGIC_FIELD, MAGIC);
+        b.put_u16(VERSION_FIELD, FORMAT_VERSION);
+        b.put_u8(CODEC_FIELD, self.codec.id());
+        b.put_u8(UPDATE_MODE_FIELD, self.update_mode.id());
+        b.put_u8(CLOSED_CLEANLY_FIELD, u8::from(self.closed_cleanly));
+        b.put_u8(BUCKET_WIDTH_FIELD, BUCKET_WIDTH as u8);
+        b.put_u64(NUM_BUCKETS_FIELD, self.num_buckets);
+        b.put_u64(RECORD_COUNT_FIELD, self.record_count);
+        b.put_u64(DATA_END_FIELD, self.data_end);
+        b.put_u64(MAX_FILE_SIZE_FIELD, self.max_file_size);
+        b.put_u32(DICTIONARY_LEN_FIELD, self.dictionary_len);
+        b.put_u64(FREE_LIST_OFFSET_FIELD, self.free_list_offset);
+        b.put_u32(FREE_LIST_LEN_FIELD, self.free_list_len);
+        let checksum = xxh3_64(b.before(CHECKSUM_FIELD));
+        b.put_u64(CHECKSUM_FIELD, checksum);
+        b.into_bytes()
     }
 
     /// Decodes and validates a header against the length of its file.
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header> {
-        if bytes.len() < HEADER_SIZE as usize {
+        if bytes.len() < HEADER_BYTES {
             return Err(Error::broken(format!(
                 "the file has {} bytes, fewer than a {HEADER_SIZE}-byte header: not a Kura hash database or truncated",
                 bytes.len()
             )));
         }
-        let field = |at: usize, len: usize| bytes.get(at..at + len).unwrap_or_default();
-        let u64_at = |at: usize| u64::from_le_bytes(field(at, 8).try_into().unwrap_or_default());
-        let u32_at = |at: usize| u32::from_le_bytes(field(at, 4).try_into().unwrap_or_default());
-        if field(0, 8) != MAGIC {
+        let b = HeaderBytes::<HEADER_BYTES>::read(bytes, "hash database header")?;
+        if b.get(MAGIC_FIELD) != MAGIC {
             return Err(Error::broken("bad magic: not a Kura hash database"));
         }
-        let checksum = xxh3_64(field(0, CHECKSUM_AT));
-        if checksum != u64_at(CHECKSUM_AT) {
+        if xxh3_64(b.before(CHECKSUM_FIELD)) != b.u64(CHECKSUM_FIELD) {
             return Err(Error::broken("the header checksum does not match: the header is corrupted"));
         }
-        let version = u16::from_le_bytes(field(8, 2).try_into().unwrap_or_default());
+        let version = b.u16(VERSION_FIELD);
         if version != FORMAT_VERSION {
             return Err(Error::broken(format!(
                 "format version {version} is not supported (this build reads {FORMAT_VERSION})"
             )));
         }
-        let flags = field(10, 4);
-        let (codec, mode, clean, width) = match flags {
-            [c, m, s, w] => (*c, *m, *s, *w),
-            _ => return Err(Error::broken("truncated header")),
-        };
-        if u64::from(width) != BUCKET_WIDTH || clean > 1 {
+        let clean = b.u8(CLOSED_CLEANLY_FIELD);
+        if u64::from(b.u8(BUCKET_WIDTH_FIELD)) != BUCKET_WIDTH || clean > 1 {
             return Err(Error::broken("unexpected bucket width or state flag in the header"));
         }
         let header = Header {
-            codec: CodecKind::from_id(codec)?,
-            update_mode: UpdateMode::from_id(mode)?,
+            codec: CodecKind::from_id(b.u8(CODEC_FIELD))?,
+            update_mode: UpdateMode::from_id(b.u8(UPDATE_MODE_FIELD))?,
             closed_cleanly: clean == 1,
-            num_buckets: u64_at(16),
-            record_count: u64_at(24),
-            data_end: u64_at(32),
-            max_file_size: u64_at(40),
-            dictionary_len: u32_at(48),
-            free_list_offset: u64_at(56),
-            free_list_len: u32_at(64),
+            num_buckets: b.u64(NUM_BUCKETS_FIELD),
+            record_count: b.u64(RECORD_COUNT_FIELD),
+            data_end: b.u64(DATA_END_FIELD),
+            max_file_size: b.u64(MAX_FILE_SIZE_FIELD),
+            dictionary_len: b.u32(DICTIONARY_LEN_FIELD),
+            free_list_offset: b.u64(FREE_LIST_OFFSET_FIELD),
+            free_list_len: b.u32(FREE_LIST_LEN_FIELD),
         };
         header.validate(file_len)?;
         Ok(header)
@@ -198,6 +210,7 @@ impl Header {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+    use crate::encoding::{documented_codec_ids, documented_layout, layout_rows};
 
     fn sample() -> Header {
         Header {
@@ -227,6 +240,52 @@ mod tests {
             let mut broken = bytes;
             broken[i] ^= 0x10;
             assert!(Header::decode(&broken, 300).is_err(), "flip at {i} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn the_layout_and_codec_ids_are_the_ones_docs_format_md_documents() {
+        let docs = include_str!("../../../../docs/format.md");
+        let fields = [
+            MAGIC_FIELD,
+            VERSION_FIELD,
+            CODEC_FIELD,
+            UPDATE_MODE_FIELD,
+            CLOSED_CLEANLY_FIELD,
+            BUCKET_WIDTH_FIELD,
+            PAD_FIELD,
+            NUM_BUCKETS_FIELD,
+            RECORD_COUNT_FIELD,
+            DATA_END_FIELD,
+            MAX_FILE_SIZE_FIELD,
+            DICTIONARY_LEN_FIELD,
+            PAD2_FIELD,
+            FREE_LIST_OFFSET_FIELD,
+            FREE_LIST_LEN_FIELD,
+            RESERVED_FIELD,
+            CHECKSUM_FIELD,
+        ];
+        assert_eq!(documented_layout(docs, "### Header (128 bytes)"), layout_rows(&fields));
+        let ids: Vec<(u8, String)> = crate::codec::CODECS.iter().map(|c| (c.id, c.name.to_string())).collect();
+        assert_eq!(documented_codec_ids(docs, "| 10 | 1 | codec |"), ids);
+        // The bytes the table describes: a sample header's fields at the documented offsets.
+        let bytes = sample().encode();
+        assert_eq!(&bytes[..8], b"KuraHash");
+        assert_eq!(bytes[8..10], 1u16.to_le_bytes());
+        assert_eq!((bytes[10], bytes[11], bytes[12], bytes[13]), (2, 0, 1, 5));
+        assert_eq!(bytes[16..24], 16u64.to_le_bytes());
+        assert_eq!(bytes[24..32], 3u64.to_le_bytes());
+        assert_eq!(bytes[32..40], 300u64.to_le_bytes());
+        assert!(bytes[68..120].iter().all(|&b| b == 0), "reserved bytes are zero");
+        assert_eq!(bytes[120..], xxh3_64(&bytes[..120]).to_le_bytes());
+    }
+
+    #[test]
+    fn every_codec_has_a_documented_frame() {
+        let docs = include_str!("../../../../docs/format.md");
+        let frames = docs.split_once("### Codec frames").map(|(_, rest)| rest).unwrap_or_default();
+        for codec in crate::codec::CODECS.iter().filter(|c| c.kind != CodecKind::None) {
+            assert!(frames.contains(&format!("| {} |", codec.name)), "docs/format.md has no frame for {}", codec.name);
         }
     }
 

@@ -18,7 +18,7 @@
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::codec::{decode_varint, encode_varint, encode_varint_padded, varint_len};
+use crate::encoding::{decode_varint, encode_varint, encode_varint_padded, varint_len};
 use crate::error::{Error, Result};
 
 pub const KIND_MASK: u8 = 0xC0;

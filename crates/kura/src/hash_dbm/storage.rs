@@ -27,7 +27,8 @@ use super::record::{
     KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
 use super::space::{Space, SHARDS};
-use crate::codec::{decode_varint, encode_varint, Codec};
+use crate::codec::Codec;
+use crate::encoding::{decode_varint, encode_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
 
@@ -633,7 +634,7 @@ impl Storage {
                 let field = field.get_mut(..usize::from(width)).unwrap_or_default();
                 // Fits by the invariant of `record::next_width`; a failure means a corrupted
                 // chain, which must not be made worse.
-                if !crate::codec::encode_varint_padded(target, field) {
+                if !crate::encoding::encode_varint_padded(target, field) {
                     return Err(Error::broken(format!("chain pointer at {at} is too narrow for {target}")));
                 }
                 // SAFETY: forwarded to the caller.

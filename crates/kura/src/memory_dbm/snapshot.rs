@@ -17,13 +17,22 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
-use crate::codec::{decode_varint, encode_varint};
+use crate::encoding::{encode_varint, ByteReader, Field, HeaderBytes, MAX_VARINT_LEN};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KURAMEM\0";
 pub const VERSION: u8 = 1;
-pub const HEADER_LEN: usize = 16;
-pub const TRAILER_LEN: usize = 16;
+
+// The header's fields, each after the one before.
+const MAGIC_FIELD: Field = Field::first(MAGIC.len());
+const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 1);
+const CLASS_FIELD: Field = Field::after(VERSION_FIELD, 1);
+const RESERVED_FIELD: Field = Field::after(CLASS_FIELD, 6);
+pub const HEADER_LEN: usize = RESERVED_FIELD.end();
+const _: () = assert!(HEADER_LEN == 16, "docs/memory.md specifies a 16-byte header");
+
+/// The trailer: the record count, then the checksum of every byte before it.
+pub const TRAILER_LEN: usize = 2 * size_of::<u64>();
 
 /// Streams records into a snapshot file, hashing as it goes.
 pub struct SnapshotWriter {
@@ -44,11 +53,11 @@ impl SnapshotWriter {
             count: 0,
             context,
         };
-        let mut header = [0u8; HEADER_LEN];
-        for (slot, byte) in header.iter_mut().zip(MAGIC.iter().chain(&[VERSION, class])) {
-            *slot = *byte;
-        }
-        writer.put(&header)?;
+        let mut header = HeaderBytes::<HEADER_LEN>::new();
+        header.put(MAGIC_FIELD, MAGIC);
+        header.put_u8(VERSION_FIELD, VERSION);
+        header.put_u8(CLASS_FIELD, class);
+        writer.put(header.as_bytes())?;
         Ok(writer)
     }
 
@@ -58,7 +67,7 @@ impl SnapshotWriter {
     }
 
     pub fn record(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut buffer = [0u8; 10];
+        let mut buffer = [0u8; MAX_VARINT_LEN];
         for len in [key.len(), value.len()] {
             let used = encode_varint(len as u64, &mut buffer);
             self.put(buffer.get(..used).unwrap_or(&[]))?;
@@ -88,33 +97,27 @@ pub fn parse(bytes: &[u8], mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>) ->
     if bytes.len() < HEADER_LEN + TRAILER_LEN {
         return Err(broken("the file is shorter than a header and a trailer"));
     }
-    if bytes.get(..8) != Some(&MAGIC[..]) {
+    let header = HeaderBytes::<HEADER_LEN>::read(bytes, "memory snapshot")?;
+    if header.get(MAGIC_FIELD) != MAGIC {
         return Err(broken("bad magic: not a Kura memory-engine snapshot"));
     }
-    let (hashed, checksum) = bytes.split_at(bytes.len() - 8);
-    let checksum = u64::from_le_bytes(checksum.try_into().map_err(|_| broken("short trailer"))?);
+    let (hashed, checksum) = bytes.split_at(bytes.len() - size_of::<u64>());
+    let checksum = ByteReader::new(checksum, "memory snapshot trailer").u64_le()?;
     if xxh3_64(hashed) != checksum {
         return Err(broken("checksum mismatch (truncated or corrupted file)"));
     }
-    if bytes.get(8) != Some(&VERSION) {
+    if header.u8(VERSION_FIELD) != VERSION {
         return Err(broken("unsupported version"));
     }
-    let (body, count) = hashed.split_at(hashed.len() - 8);
-    let count = u64::from_le_bytes(count.try_into().map_err(|_| broken("short trailer"))?);
-    let mut rest = body.get(HEADER_LEN..).ok_or_else(|| broken("short header"))?;
+    let (body, count) = hashed.split_at(hashed.len() - size_of::<u64>());
+    let count = ByteReader::new(count, "memory snapshot trailer").u64_le()?;
+    let mut records = ByteReader::new(body.get(HEADER_LEN..).unwrap_or_default(), "memory snapshot records");
     let mut seen = 0u64;
-    while !rest.is_empty() {
-        let take_len = |rest: &mut &[u8]| -> Result<usize> {
-            let (len, used) = decode_varint(rest).ok_or_else(|| broken("bad record length"))?;
-            *rest = rest.get(used..).unwrap_or(&[]);
-            usize::try_from(len).map_err(|_| broken("record length out of range"))
-        };
-        let key_len = take_len(&mut rest)?;
-        let value_len = take_len(&mut rest)?;
-        let key = rest.get(..key_len).ok_or_else(|| broken("a key runs past the end"))?;
-        rest = rest.get(key_len..).unwrap_or(&[]);
-        let value = rest.get(..value_len).ok_or_else(|| broken("a value runs past the end"))?;
-        rest = rest.get(value_len..).unwrap_or(&[]);
+    while !records.is_at_end() {
+        let key_len = records.length()?;
+        let value_len = records.length()?;
+        let key = records.take(key_len)?;
+        let value = records.take(value_len)?;
         visit(key, value)?;
         seen += 1;
     }

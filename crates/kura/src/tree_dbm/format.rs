@@ -14,18 +14,47 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::CodecKind;
+use crate::encoding::{Field, HeaderBytes};
 use crate::error::{Error, Result};
 
 use super::comparator::Comparator;
 
 pub const MAGIC: &[u8; 8] = b"KuraTree";
 pub const FORMAT_VERSION: u32 = 1;
-pub const HEADER_SIZE: usize = 128;
+
+// A file header copy's fields, each after the one before (the table at `FileHeader`).
+const MAGIC_FIELD: Field = Field::first(MAGIC.len());
+const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 4);
+const CODEC_FIELD: Field = Field::after(VERSION_FIELD, 1);
+const COMPARATOR_FIELD: Field = Field::after(CODEC_FIELD, 1);
+const CLOSED_CLEANLY_FIELD: Field = Field::after(COMPARATOR_FIELD, 1);
+const PAD_FIELD: Field = Field::after(CLOSED_CLEANLY_FIELD, 1);
+const MAX_PAGE_SIZE_FIELD: Field = Field::after(PAD_FIELD, 4);
+const HEIGHT_FIELD: Field = Field::after(MAX_PAGE_SIZE_FIELD, 4);
+const ROOT_FIELD: Field = Field::after(HEIGHT_FIELD, 8);
+const COUNT_FIELD: Field = Field::after(ROOT_FIELD, 8);
+const FREE_LIST_FIELD: Field = Field::after(COUNT_FIELD, 8);
+const END_FIELD: Field = Field::after(FREE_LIST_FIELD, 8);
+const DICTIONARY_FIELD: Field = Field::after(END_FIELD, 8);
+const SEQUENCE_FIELD: Field = Field::after(DICTIONARY_FIELD, 8);
+const RESERVED_FIELD: Field = Field::after(SEQUENCE_FIELD, 48);
+/// xxh3 of every byte before it.
+const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
+pub const HEADER_SIZE: usize = CHECKSUM_FIELD.end();
+const _: () = assert!(HEADER_SIZE == 128, "docs/tree.md specifies 128-byte header copies");
 /// Both header copies; the first slot starts here.
 pub const DATA_START: u64 = 2 * HEADER_SIZE as u64;
 /// Slots start and end on this alignment.
 pub const SLOT_ALIGN: u64 = 16;
-pub const SLOT_HEADER_SIZE: usize = 24;
+
+// A slot header's fields (the table at `SlotHeader`).
+const SLOT_FLAGS_FIELD: Field = Field::first(1);
+const SLOT_ZERO_FIELD: Field = Field::after(SLOT_FLAGS_FIELD, 3);
+const SLOT_STORED_LEN_FIELD: Field = Field::after(SLOT_ZERO_FIELD, 4);
+const SLOT_LEN_FIELD: Field = Field::after(SLOT_STORED_LEN_FIELD, 8);
+const SLOT_CHECKSUM_FIELD: Field = Field::after(SLOT_LEN_FIELD, 8);
+pub const SLOT_HEADER_SIZE: usize = SLOT_CHECKSUM_FIELD.end();
+const _: () = assert!(SLOT_HEADER_SIZE == 24, "docs/tree.md specifies 24-byte slot headers");
 /// No tree is deeper than this: even with 2-child branches it would hold 2^40 leaves. A
 /// deeper header or path is corruption (for instance a page that points to itself).
 pub const MAX_HEIGHT: u32 = 40;
@@ -82,27 +111,27 @@ pub struct SlotHeader {
 
 impl SlotHeader {
     pub fn encode(&self) -> [u8; SLOT_HEADER_SIZE] {
-        let mut out = [0u8; SLOT_HEADER_SIZE];
-        let flags = u8::from(self.compressed) | (self.kind.bits() << KIND_SHIFT);
-        put(&mut out, 0, &[flags]);
-        put(&mut out, 4, &self.stored_len.to_le_bytes());
-        put(&mut out, 8, &self.slot_len.to_le_bytes());
-        put(&mut out, 16, &self.checksum.to_le_bytes());
-        out
+        let mut out = HeaderBytes::<SLOT_HEADER_SIZE>::new();
+        out.put_u8(SLOT_FLAGS_FIELD, u8::from(self.compressed) | (self.kind.bits() << KIND_SHIFT));
+        out.put_u32(SLOT_STORED_LEN_FIELD, self.stored_len);
+        out.put_u64(SLOT_LEN_FIELD, self.slot_len);
+        out.put_u64(SLOT_CHECKSUM_FIELD, self.checksum);
+        out.into_bytes()
     }
 
     /// Parses and checks the header of the slot at `offset` in a file of `file_end` bytes.
     pub fn decode(bytes: &[u8], offset: u64, file_end: u64) -> Result<SlotHeader> {
-        let field = |range: std::ops::Range<usize>| bytes.get(range).unwrap_or_default();
-        let flags = *bytes.first().ok_or_else(|| broken_slot(offset, "truncated header"))?;
+        let header =
+            HeaderBytes::<SLOT_HEADER_SIZE>::read(bytes, "").map_err(|_| broken_slot(offset, "truncated header"))?;
+        let flags = header.u8(SLOT_FLAGS_FIELD);
         let kind = SlotKind::from_bits((flags & KIND_MASK) >> KIND_SHIFT)
             .ok_or_else(|| broken_slot(offset, "unknown kind"))?;
-        if flags & !(FLAG_COMPRESSED | KIND_MASK) != 0 || field(1..4) != [0, 0, 0] {
+        if flags & !(FLAG_COMPRESSED | KIND_MASK) != 0 || header.get(SLOT_ZERO_FIELD).iter().any(|&b| b != 0) {
             return Err(broken_slot(offset, "unknown flags"));
         }
-        let stored_len = u32::from_le_bytes(field(4..8).try_into().map_err(|_| broken_slot(offset, "truncated"))?);
-        let slot_len = u64::from_le_bytes(field(8..16).try_into().map_err(|_| broken_slot(offset, "truncated"))?);
-        let checksum = u64::from_le_bytes(field(16..24).try_into().map_err(|_| broken_slot(offset, "truncated"))?);
+        let stored_len = header.u32(SLOT_STORED_LEN_FIELD);
+        let slot_len = header.u64(SLOT_LEN_FIELD);
+        let checksum = header.u64(SLOT_CHECKSUM_FIELD);
         let needed = SLOT_HEADER_SIZE as u64 + u64::from(stored_len);
         if slot_len < needed
             || !slot_len.is_multiple_of(SLOT_ALIGN)
@@ -121,13 +150,6 @@ impl SlotHeader {
             ^ (u64::from(self.stored_len) << 8)
             ^ u64::from(self.kind.bits() << KIND_SHIFT | u8::from(self.compressed));
         xxh3_64(stored) ^ mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-    }
-}
-
-/// Copies `bytes` into `out` at `at`; callers pass constant in-bounds positions.
-fn put(out: &mut [u8], at: usize, bytes: &[u8]) {
-    if let Some(target) = out.get_mut(at..at + bytes.len()) {
-        target.copy_from_slice(bytes);
     }
 }
 
@@ -174,58 +196,53 @@ impl FileHeader {
     }
 
     pub fn encode(&self) -> [u8; HEADER_SIZE] {
-        let mut out = [0u8; HEADER_SIZE];
-        put(&mut out, 0, MAGIC);
-        put(&mut out, 8, &FORMAT_VERSION.to_le_bytes());
-        put(&mut out, 12, &[self.codec.id(), self.comparator.id(), u8::from(self.closed_cleanly), 0]);
-        put(&mut out, 16, &self.max_page_size.to_le_bytes());
-        put(&mut out, 20, &self.height.to_le_bytes());
-        for (at, value) in [
-            (24, self.root),
-            (32, self.count),
-            (40, self.free_list),
-            (48, self.end),
-            (56, self.dictionary),
-            (64, self.sequence),
-        ] {
-            put(&mut out, at, &value.to_le_bytes());
-        }
-        let checksum = xxh3_64(out.get(..120).unwrap_or_default());
-        put(&mut out, 120, &checksum.to_le_bytes());
-        out
+        let mut out = HeaderBytes::<HEADER_SIZE>::new();
+        out.put(MAGIC_FIELD, MAGIC);
+        out.put_u32(VERSION_FIELD, FORMAT_VERSION);
+        out.put_u8(CODEC_FIELD, self.codec.id());
+        out.put_u8(COMPARATOR_FIELD, self.comparator.id());
+        out.put_u8(CLOSED_CLEANLY_FIELD, u8::from(self.closed_cleanly));
+        out.put_u32(MAX_PAGE_SIZE_FIELD, self.max_page_size);
+        out.put_u32(HEIGHT_FIELD, self.height);
+        out.put_u64(ROOT_FIELD, self.root);
+        out.put_u64(COUNT_FIELD, self.count);
+        out.put_u64(FREE_LIST_FIELD, self.free_list);
+        out.put_u64(END_FIELD, self.end);
+        out.put_u64(DICTIONARY_FIELD, self.dictionary);
+        out.put_u64(SEQUENCE_FIELD, self.sequence);
+        let checksum = xxh3_64(out.before(CHECKSUM_FIELD));
+        out.put_u64(CHECKSUM_FIELD, checksum);
+        out.into_bytes()
     }
 
     pub fn decode(bytes: &[u8]) -> Result<FileHeader> {
-        let bytes =
-            bytes.get(..HEADER_SIZE).ok_or_else(|| Error::broken("the tree file is shorter than its header"))?;
-        let byte = |at: usize| bytes.get(at).copied().unwrap_or_default();
-        let u32_at = |at: usize| u32::from_le_bytes([byte(at), byte(at + 1), byte(at + 2), byte(at + 3)]);
-        let u64_at = |at: usize| u64::from(u32_at(at)) | (u64::from(u32_at(at + 4)) << 32);
-        if bytes.get(0..8) != Some(MAGIC.as_slice()) {
+        let bytes = HeaderBytes::<HEADER_SIZE>::read(bytes, "tree file header")?;
+        if bytes.get(MAGIC_FIELD) != MAGIC {
             return Err(Error::broken("not a Kura tree file (bad magic)"));
         }
-        if u64_at(120) != xxh3_64(bytes.get(..120).unwrap_or_default()) {
+        if bytes.u64(CHECKSUM_FIELD) != xxh3_64(bytes.before(CHECKSUM_FIELD)) {
             return Err(Error::broken("tree file header checksum mismatch"));
         }
-        let version = u32_at(8);
+        let version = bytes.u32(VERSION_FIELD);
         if version != FORMAT_VERSION {
             return Err(Error::broken(format!("tree file format version {version} is not supported")));
         }
-        if byte(14) > 1 {
+        let closed_cleanly = bytes.u8(CLOSED_CLEANLY_FIELD);
+        if closed_cleanly > 1 {
             return Err(Error::broken("bad clean-close flag in the tree file header"));
         }
         let header = FileHeader {
-            codec: CodecKind::from_id(byte(12))?,
-            comparator: Comparator::from_id(byte(13))?,
-            closed_cleanly: byte(14) == 1,
-            max_page_size: u32_at(16),
-            height: u32_at(20),
-            root: u64_at(24),
-            count: u64_at(32),
-            free_list: u64_at(40),
-            end: u64_at(48),
-            dictionary: u64_at(56),
-            sequence: u64_at(64),
+            codec: CodecKind::from_id(bytes.u8(CODEC_FIELD))?,
+            comparator: Comparator::from_id(bytes.u8(COMPARATOR_FIELD))?,
+            closed_cleanly: closed_cleanly == 1,
+            max_page_size: bytes.u32(MAX_PAGE_SIZE_FIELD),
+            height: bytes.u32(HEIGHT_FIELD),
+            root: bytes.u64(ROOT_FIELD),
+            count: bytes.u64(COUNT_FIELD),
+            free_list: bytes.u64(FREE_LIST_FIELD),
+            end: bytes.u64(END_FIELD),
+            dictionary: bytes.u64(DICTIONARY_FIELD),
+            sequence: bytes.u64(SEQUENCE_FIELD),
         };
         if header.height > MAX_HEIGHT || (header.root == 0) != (header.height == 0) {
             return Err(Error::broken(format!("tree file header: impossible height {}", header.height)));
@@ -258,6 +275,7 @@ impl FileHeader {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+    use crate::encoding::{documented_codec_ids, documented_layout, layout_rows};
 
     fn sample() -> FileHeader {
         FileHeader {
@@ -286,6 +304,43 @@ mod tests {
         assert_eq!(FileHeader::read_current(&file).unwrap(), newer);
         file[HEADER_SIZE + 30] ^= 1; // torn write of the newer copy
         assert_eq!(FileHeader::read_current(&file).unwrap(), header);
+    }
+
+    #[test]
+    fn the_layouts_and_codec_ids_are_the_ones_docs_tree_md_documents() {
+        let docs = include_str!("../../../../docs/tree.md");
+        let header = [
+            MAGIC_FIELD,
+            VERSION_FIELD,
+            CODEC_FIELD,
+            COMPARATOR_FIELD,
+            CLOSED_CLEANLY_FIELD,
+            PAD_FIELD,
+            MAX_PAGE_SIZE_FIELD,
+            HEIGHT_FIELD,
+            ROOT_FIELD,
+            COUNT_FIELD,
+            FREE_LIST_FIELD,
+            END_FIELD,
+            DICTIONARY_FIELD,
+            SEQUENCE_FIELD,
+            RESERVED_FIELD,
+            CHECKSUM_FIELD,
+        ];
+        assert_eq!(documented_layout(docs, "### File header"), layout_rows(&header));
+        let slot = [SLOT_FLAGS_FIELD, SLOT_ZERO_FIELD, SLOT_STORED_LEN_FIELD, SLOT_LEN_FIELD, SLOT_CHECKSUM_FIELD];
+        // The slot table's last row is the stored bytes (size `n`), which is not a header field.
+        assert_eq!(documented_layout(docs, "### Slot"), layout_rows(&slot));
+        let ids: Vec<(u8, String)> = crate::codec::CODECS.iter().map(|c| (c.id, c.name.to_string())).collect();
+        assert_eq!(documented_codec_ids(docs, "| 12 | 1 | codec id"), ids);
+        let bytes = sample().encode();
+        assert_eq!(&bytes[..8], b"KuraTree");
+        assert_eq!((bytes[12], bytes[13], bytes[14]), (2, 1, 1));
+        assert_eq!(bytes[16..20], 8192u32.to_le_bytes());
+        assert_eq!(bytes[24..32], 4096u64.to_le_bytes());
+        assert_eq!(bytes[64..72], 9u64.to_le_bytes());
+        assert!(bytes[72..120].iter().all(|&b| b == 0), "reserved bytes are zero");
+        assert_eq!(bytes[120..], xxh3_64(&bytes[..120]).to_le_bytes());
     }
 
     #[test]

@@ -14,7 +14,8 @@
 
 use std::cmp::Ordering;
 
-use crate::codec::{decode_varint, encode_varint, MAX_RATIO};
+use crate::codec::MAX_RATIO;
+use crate::encoding::{put_varint, ByteReader};
 use crate::error::{Error, ErrorKind, Result};
 
 use super::comparator::Comparator;
@@ -307,7 +308,7 @@ impl Leaf {
     }
 
     pub fn decode(raw: &[u8], comparator: Comparator) -> Result<Leaf> {
-        let mut reader = Reader { bytes: raw, position: 0 };
+        let mut reader = ByteReader::new(raw, "tree leaf page");
         let count = reader.count(RECORD_OVERHEAD)?;
         // Keys rebuilt from shared prefixes may exceed the page; bound them like a codec ratio.
         let arena_limit = raw.len().saturating_mul(MAX_RATIO).min(u32::MAX as usize);
@@ -357,7 +358,7 @@ impl Leaf {
             leaf.live_bytes += key_len + value_len;
             previous = Some(entry);
         }
-        reader.finish("leaf")?;
+        reader.finish()?;
         Ok(leaf)
     }
 }
@@ -366,7 +367,10 @@ impl Leaf {
 /// their headers so that decoding allocates once (growing the arena would copy it, and the
 /// slack would count against the cache). Stops early on malformed bytes: `decode` reports them.
 fn arena_size(raw: &[u8], count: usize) -> usize {
-    let mut reader = Reader { bytes: raw, position: reader_start(raw) };
+    let mut reader = ByteReader::new(raw, "tree leaf page");
+    if reader.varint().is_err() {
+        return 0;
+    }
     let mut total = 0usize;
     for _ in 0..count {
         let (Ok(shared), Ok(suffix_len), Ok(value_len)) = (reader.length(), reader.length(), reader.length()) else {
@@ -378,11 +382,6 @@ fn arena_size(raw: &[u8], count: usize) -> usize {
         }
     }
     total
-}
-
-/// Where the records of a serialized leaf start (after the count).
-fn reader_start(raw: &[u8]) -> usize {
-    decode_varint(raw).map_or(raw.len(), |(_, used)| used)
 }
 
 /// A branch page: children separated by keys.
@@ -510,7 +509,7 @@ impl Branch {
     }
 
     pub fn decode(raw: &[u8], comparator: Comparator) -> Result<Branch> {
-        let mut reader = Reader { bytes: raw, position: 0 };
+        let mut reader = ByteReader::new(raw, "tree branch page");
         let count = reader.count(1)?;
         if count == 0 {
             return Err(Error::broken("branch page without children"));
@@ -539,7 +538,7 @@ impl Branch {
             branch.keys.push(key);
             branch.children.push(check_child(reader.varint()?)?);
         }
-        reader.finish("branch")?;
+        reader.finish()?;
         branch.refresh_prefixes();
         Ok(branch)
     }
@@ -547,67 +546,6 @@ impl Branch {
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-fn put_varint(out: &mut Vec<u8>, value: u64) {
-    if value < 0x80 {
-        // One byte, the common case for lengths in a page.
-        out.push(value as u8);
-        return;
-    }
-    let mut buffer = [0u8; 10];
-    let len = encode_varint(value, &mut buffer);
-    out.extend_from_slice(buffer.get(..len).unwrap_or_default());
-}
-
-/// A bounds-checked reader over a serialized page.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    position: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn varint(&mut self) -> Result<u64> {
-        let rest = self.bytes.get(self.position..).unwrap_or_default();
-        let (value, used) = decode_varint(rest).ok_or_else(|| Error::broken("page: truncated number"))?;
-        self.position += used;
-        Ok(value)
-    }
-
-    /// A length that must fit in the remaining bytes.
-    fn length(&mut self) -> Result<usize> {
-        let value = self.varint()?;
-        usize::try_from(value)
-            .ok()
-            .filter(|v| *v <= self.bytes.len())
-            .ok_or_else(|| Error::broken("page: length beyond the page"))
-    }
-
-    /// An item count, each item taking at least `min_item_bytes`.
-    fn count(&mut self, min_item_bytes: usize) -> Result<usize> {
-        let value = self.varint()?;
-        usize::try_from(value)
-            .ok()
-            .filter(|v| v.saturating_mul(min_item_bytes) <= self.bytes.len())
-            .ok_or_else(|| Error::broken("page: item count beyond the page"))
-    }
-
-    fn take(&mut self, len: usize) -> Result<&'a [u8]> {
-        let taken = self
-            .bytes
-            .get(self.position..self.position.saturating_add(len))
-            .ok_or_else(|| Error::broken("page: truncated"))?;
-        self.position += len;
-        Ok(taken)
-    }
-
-    fn finish(&self, what: &str) -> Result<()> {
-        if self.position == self.bytes.len() {
-            Ok(())
-        } else {
-            Err(Error::broken(format!("{what} page: trailing bytes")))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::codec::{decode_varint, encode_varint};
+use crate::encoding::{put_varint, ByteReader, MAX_VARINT_LEN};
 use crate::error::{Error, Result};
 
 use super::format::{DATA_START, SLOT_ALIGN};
@@ -128,17 +128,12 @@ impl Space {
     /// The free list as saved at close: `varint count`, then per slot the varint gap from the
     /// previous slot's end and the varint length.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.by_offset.len() * 6 + 10);
-        let mut buffer = [0u8; 10];
-        let mut put = |out: &mut Vec<u8>, value: u64| {
-            let len = encode_varint(value, &mut buffer);
-            out.extend_from_slice(buffer.get(..len).unwrap_or_default());
-        };
-        put(&mut out, self.by_offset.len() as u64);
+        let mut out = Vec::with_capacity(self.by_offset.len() * 6 + MAX_VARINT_LEN);
+        put_varint(&mut out, self.by_offset.len() as u64);
         let mut previous_end = DATA_START;
         for (&offset, &len) in &self.by_offset {
-            put(&mut out, offset - previous_end);
-            put(&mut out, len);
+            put_varint(&mut out, offset - previous_end);
+            put_varint(&mut out, len);
             previous_end = offset + len;
         }
         out
@@ -148,18 +143,14 @@ impl Space {
     /// apart, so that a bad list can never hand out a slot in use beyond what it claims.
     pub fn decode(bytes: &[u8], end: u64) -> Result<Space> {
         let bad = || Error::broken("tree free list is malformed");
-        let mut position = 0usize;
-        let mut next = || -> Result<u64> {
-            let (value, used) = decode_varint(bytes.get(position..).unwrap_or_default()).ok_or_else(bad)?;
-            position += used;
-            Ok(value)
-        };
-        let count = next()?;
+        let mut reader = ByteReader::new(bytes, "tree free list");
+        // Each entry takes at least two bytes (a gap and a length).
+        let count = reader.count(2)?;
         let mut space = Space::new(end);
         let mut previous_end = DATA_START;
         for index in 0..count {
-            let gap = next()?;
-            let len = next()?;
+            let gap = reader.varint()?;
+            let len = reader.varint()?;
             let offset = previous_end.checked_add(gap).ok_or_else(bad)?;
             let slot_end = offset.checked_add(len).ok_or_else(bad)?;
             if (index > 0 && gap == 0)

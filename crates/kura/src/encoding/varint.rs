@@ -3,8 +3,11 @@
 //! Decoding accepts non-minimal encodings (extra `0x80` groups), which the hash engine relies
 //! on to rewrite a chain pointer in place within the width it was first written with.
 
+/// The most bytes a varint of a `u64` takes.
+pub const MAX_VARINT_LEN: usize = 10;
+
 /// Writes `value` into `out` in the minimal number of bytes and returns that number (1..=10).
-pub fn encode_varint(mut value: u64, out: &mut [u8; 10]) -> usize {
+pub fn encode_varint(mut value: u64, out: &mut [u8; MAX_VARINT_LEN]) -> usize {
     let mut len = 0;
     for slot in out.iter_mut() {
         let group = (value & 0x7f) as u8;
@@ -31,6 +34,19 @@ pub fn encode_varint_padded(mut value: u64, out: &mut [u8]) -> bool {
     value == 0 && width > 0
 }
 
+/// Appends `value` to `out` in the minimal number of bytes.
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, value: u64) {
+    if value < 0x80 {
+        // One byte: the common case for lengths and counts.
+        out.push(value as u8);
+        return;
+    }
+    let mut buffer = [0u8; MAX_VARINT_LEN];
+    let len = encode_varint(value, &mut buffer);
+    out.extend_from_slice(buffer.get(..len).unwrap_or(&buffer));
+}
+
 /// The number of bytes `encode_varint` uses for `value`.
 pub fn varint_len(value: u64) -> usize {
     let bits = 64 - value.leading_zeros() as usize;
@@ -42,7 +58,7 @@ pub fn varint_len(value: u64) -> usize {
 #[inline]
 pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
-    for (i, &byte) in bytes.iter().enumerate().take(10) {
+    for (i, &byte) in bytes.iter().enumerate().take(MAX_VARINT_LEN) {
         let group = u64::from(byte & 0x7f);
         let shift = 7 * i as u32;
         if shift == 63 && group > 1 {
@@ -58,7 +74,7 @@ pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(clippy::indexing_slicing, reason = "tests slice buffers they sized themselves")]
     use super::*;
     use proptest::prelude::*;
 
@@ -80,6 +96,16 @@ mod tests {
             if fits {
                 prop_assert_eq!(decode_varint(&buf), Some((value, width)));
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn put_appends_what_decode_reads(value: u64, prefix in proptest::collection::vec(any::<u8>(), 0..4)) {
+            let mut out = prefix.clone();
+            put_varint(&mut out, value);
+            prop_assert_eq!(&out[..prefix.len()], &prefix[..]);
+            prop_assert_eq!(decode_varint(&out[prefix.len()..]), Some((value, varint_len(value))));
         }
     }
 

@@ -1,0 +1,20 @@
+//! What every compression algorithm provides to the framing in `mod.rs`: compress a value,
+//! and decompress a frame into at most the length the frame claims. One file per algorithm
+//! implements it; `registry.rs` lists them.
+
+use super::CodecKind;
+use crate::error::{Error, Result};
+
+pub trait Algorithm: Send + Sync {
+    /// Appends the compressed form of `raw` to `out`.
+    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()>;
+
+    /// Decompresses `body` into `out` (empty, with capacity for `raw_len`), producing at most
+    /// `raw_len` bytes; the caller checks that exactly `raw_len` came out.
+    fn decompress(&self, body: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()>;
+}
+
+/// The BrokenData error of a frame that `kind` cannot decode.
+pub fn corrupt(kind: CodecKind, detail: impl std::fmt::Display) -> Error {
+    Error::broken(format!("corrupted {kind} frame: {detail}"))
+}

@@ -1,0 +1,193 @@
+//! Fixed-size headers as a list of named fields, each placed right after the one before
+//! (`Field::after`), so that a header's byte layout is written once, as constants, and a
+//! field can neither overlap its neighbour nor be given a literal offset that drifts from the
+//! documentation. A header declares its last field's end against its size in a `const`
+//! assertion, which makes every field of it in range by construction.
+
+use crate::error::{Error, Result};
+
+/// Where a field of a fixed-size header lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    offset: usize,
+    len: usize,
+}
+
+impl Field {
+    /// The first field of a header, at offset 0.
+    pub const fn first(len: usize) -> Field {
+        Field { offset: 0, len }
+    }
+
+    /// The field that follows `previous`.
+    pub const fn after(previous: Field, len: usize) -> Field {
+        Field { offset: previous.end(), len }
+    }
+
+    /// The offset just past the field.
+    pub const fn end(self) -> usize {
+        self.offset + self.len
+    }
+}
+
+/// The bytes of one fixed-size header of `N` bytes, written and read field by field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderBytes<const N: usize> {
+    bytes: [u8; N],
+}
+
+impl<const N: usize> Default for HeaderBytes<N> {
+    fn default() -> Self {
+        HeaderBytes { bytes: [0; N] }
+    }
+}
+
+impl<const N: usize> HeaderBytes<N> {
+    /// A header of zeros (every reserved byte stays zero).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The first `N` bytes of `bytes`; BrokenData naming `what` when there are fewer.
+    pub fn read(bytes: &[u8], what: &str) -> Result<Self> {
+        let head = bytes.get(..N).ok_or_else(|| {
+            Error::broken(format!("{what}: {} bytes, fewer than its {N}-byte header: truncated", bytes.len()))
+        })?;
+        let mut header = Self::new();
+        header.bytes.copy_from_slice(head);
+        Ok(header)
+    }
+
+    /// The bytes of `field`. The header's layout assertion keeps every field in range.
+    pub fn get(&self, field: Field) -> &[u8] {
+        let range = field.offset..field.end();
+        debug_assert!(field.end() <= N, "field {field:?} outside a {N}-byte header");
+        self.bytes.get(range).unwrap_or_default()
+    }
+
+    /// Writes `value` into `field`, whose width it must have.
+    pub fn put(&mut self, field: Field, value: &[u8]) {
+        debug_assert_eq!(value.len(), field.len, "a {}-byte value for field {field:?}", value.len());
+        debug_assert!(field.end() <= N, "field {field:?} outside a {N}-byte header");
+        if let Some(slot) = self.bytes.get_mut(field.offset..field.end()) {
+            slot.copy_from_slice(value);
+        }
+    }
+
+    pub fn put_u8(&mut self, field: Field, value: u8) {
+        self.put(field, &[value]);
+    }
+
+    pub fn put_u16(&mut self, field: Field, value: u16) {
+        self.put(field, &value.to_le_bytes());
+    }
+
+    pub fn put_u32(&mut self, field: Field, value: u32) {
+        self.put(field, &value.to_le_bytes());
+    }
+
+    pub fn put_u64(&mut self, field: Field, value: u64) {
+        self.put(field, &value.to_le_bytes());
+    }
+
+    fn array<const W: usize>(&self, field: Field) -> [u8; W] {
+        debug_assert_eq!(field.len, W, "field {field:?} read as {W} bytes");
+        <[u8; W]>::try_from(self.get(field)).unwrap_or([0; W])
+    }
+
+    pub fn u8(&self, field: Field) -> u8 {
+        u8::from_le_bytes(self.array(field))
+    }
+
+    pub fn u16(&self, field: Field) -> u16 {
+        u16::from_le_bytes(self.array(field))
+    }
+
+    pub fn u32(&self, field: Field) -> u32 {
+        u32::from_le_bytes(self.array(field))
+    }
+
+    pub fn u64(&self, field: Field) -> u64 {
+        u64::from_le_bytes(self.array(field))
+    }
+
+    /// The bytes before `field`: what a checksum stored in `field` covers.
+    pub fn before(&self, field: Field) -> &[u8] {
+        self.bytes.get(..field.offset).unwrap_or_default()
+    }
+
+    pub fn as_bytes(&self) -> &[u8; N] {
+        &self.bytes
+    }
+
+    pub fn into_bytes(self) -> [u8; N] {
+        self.bytes
+    }
+}
+
+/// The `(offset, size)` rows of the first Markdown table after the heading `heading` in a
+/// format document, for tests that pin a header layout to its documentation.
+#[cfg(test)]
+pub fn documented_layout(markdown: &str, heading: &str) -> Vec<(usize, usize)> {
+    let after = markdown.split_once(heading).map(|(_, rest)| rest).unwrap_or_default();
+    after
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .filter_map(|line| {
+            let mut cells = line.split('|').map(str::trim).skip(1);
+            let offset = cells.next()?.parse().ok()?;
+            let size = cells.next()?.parse().ok()?;
+            Some((offset, size))
+        })
+        .collect()
+}
+
+/// The `id name` pairs of a documented codec list such as `0 none, 1 zlib, ...`, found on the
+/// first line of `markdown` that contains `marker`.
+#[cfg(test)]
+pub fn documented_codec_ids(markdown: &str, marker: &str) -> Vec<(u8, String)> {
+    let line = markdown.lines().find(|line| line.contains(marker)).unwrap_or_default();
+    let words: Vec<&str> =
+        line.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')' || c == '|').collect();
+    words
+        .windows(2)
+        .filter_map(|pair| match pair {
+            [id, name] => Some((id.parse().ok()?, name.to_string())),
+            _ => None,
+        })
+        .filter(|(_, name)| crate::codec::CodecKind::from_name(name).is_ok())
+        .collect()
+}
+
+/// `fields` in order, as `(offset, size)` rows.
+#[cfg(test)]
+pub fn layout_rows(fields: &[Field]) -> Vec<(usize, usize)> {
+    fields.iter().map(|f| (f.offset, f.len)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Field = Field::first(8);
+    const B: Field = Field::after(A, 4);
+    const C: Field = Field::after(B, 2);
+    const _: () = assert!(C.end() <= 16);
+
+    #[test]
+    fn fields_follow_each_other_and_round_trip() {
+        assert_eq!(layout_rows(&[A, B, C]), [(0, 8), (8, 4), (12, 2)]);
+        let mut header = HeaderBytes::<16>::new();
+        header.put(A, b"KuraTest");
+        header.put_u32(B, 0xdead_beef);
+        header.put_u16(C, 513);
+        assert_eq!(header.get(A), b"KuraTest");
+        assert_eq!((header.u32(B), header.u16(C)), (0xdead_beef, 513));
+        assert_eq!(header.before(B), b"KuraTest");
+        assert_eq!(&header.as_bytes()[12..14], &[1, 2]);
+        let read = HeaderBytes::<16>::read(header.as_bytes(), "test").map(|h| h.u16(C));
+        assert_eq!(read.ok(), Some(513));
+        assert!(HeaderBytes::<16>::read(&[0; 15], "test").is_err());
+    }
+}
