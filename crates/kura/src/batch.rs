@@ -5,10 +5,21 @@
 //! Bulk loaders (`kura import`) hand records over in batches either way, so an engine that can
 //! apply many records under one lock or one commit does.
 
+/// One operation of a write batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOp {
-    Set { key: Vec<u8>, value: Vec<u8> },
-    Remove { key: Vec<u8> },
+    /// Store `value` under `key`.
+    Set {
+        /// The key.
+        key: Vec<u8>,
+        /// Its new value.
+        value: Vec<u8>,
+    },
+    /// Remove the record of `key` (absent: nothing happens).
+    Remove {
+        /// The key.
+        key: Vec<u8>,
+    },
 }
 
 /// Operations to apply together, in order (a later operation on a key wins).
@@ -19,10 +30,12 @@ pub struct WriteBatch {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> WriteBatch {
         WriteBatch::default()
     }
 
+    /// Adds a set of `key` to `value`.
     pub fn set(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut WriteBatch {
         let (key, value) = (key.as_ref().to_vec(), value.as_ref().to_vec());
         self.bytes += key.len() + value.len();
@@ -30,6 +43,7 @@ impl WriteBatch {
         self
     }
 
+    /// Adds a removal of `key`.
     pub fn remove(&mut self, key: impl AsRef<[u8]>) -> &mut WriteBatch {
         let key = key.as_ref().to_vec();
         self.bytes += key.len();
@@ -37,14 +51,17 @@ impl WriteBatch {
         self
     }
 
+    /// The operations, in the order they apply.
     pub fn ops(&self) -> &[BatchOp] {
         &self.ops
     }
 
+    /// Number of operations.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
+    /// Whether the batch has no operation.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
@@ -54,6 +71,7 @@ impl WriteBatch {
         self.bytes
     }
 
+    /// Empties the batch, keeping its memory for reuse.
     pub fn clear(&mut self) {
         self.ops.clear();
         self.bytes = 0;

@@ -288,6 +288,7 @@ pub struct Records<'c> {
 }
 
 impl<'c> Records<'c> {
+    /// Iterates over `cursor`'s records from its first one.
     pub fn new(cursor: Box<dyn Cursor + 'c>) -> Records<'c> {
         Records { cursor, started: false }
     }
@@ -332,6 +333,7 @@ pub struct Params {
 }
 
 impl Params {
+    /// No parameters.
     pub fn new() -> Params {
         Params::default()
     }
@@ -370,14 +372,17 @@ impl Params {
         Params { pairs: self.pairs.iter().filter(|(n, _)| n != name).cloned().collect() }
     }
 
+    /// The value of parameter `name`, if given.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.pairs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
+    /// Whether no parameter is given.
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
     }
 
+    /// The names given, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.pairs.iter().map(|(n, _)| n.as_str())
     }
@@ -388,6 +393,7 @@ impl Params {
         self.get(name).map(|v| parse_size(v).map_err(|e| Error::invalid(format!("{name}: {e}")))).transpose()
     }
 
+    /// Parses a boolean parameter (`1 true yes on` / `0 false no off`).
     pub fn get_bool(&self, name: &str) -> Result<Option<bool>> {
         self.get(name)
             .map(|v| match v.to_ascii_lowercase().as_str() {

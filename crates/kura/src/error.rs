@@ -26,6 +26,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind as people read it in messages.
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::NotFound => "not found",
@@ -49,33 +50,41 @@ pub struct Error {
     source: Option<std::io::Error>,
 }
 
+/// The result of every fallible Kura operation.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// An error of `kind` saying `message`.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Error {
         Error { kind, message: message.into(), source: None }
     }
 
+    /// What went wrong, to match on.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// What went wrong, for people.
     pub fn message(&self) -> &str {
         &self.message
     }
 
+    /// A NotFound error.
     pub fn not_found(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::NotFound, message)
     }
 
+    /// An InvalidArgument error.
     pub fn invalid(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// A BrokenData error.
     pub fn broken(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::BrokenData, message)
     }
 
+    /// An Infeasible error.
     pub fn infeasible(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::Infeasible, message)
     }
@@ -91,6 +100,7 @@ impl Error {
         Error { kind, message: Cow::Owned(format!("{}: {}", context.into(), err)), source: Some(err) }
     }
 
+    /// Whether the kind is NotFound (a missing key or file).
     pub fn is_not_found(&self) -> bool {
         self.kind == ErrorKind::NotFound
     }

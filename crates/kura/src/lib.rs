@@ -13,18 +13,23 @@
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
 //!   `.kumc`), with the two hash tables and the B+ tree they are built on.
 
+#![deny(missing_docs)]
+
 pub mod batch;
 pub mod codec;
 pub mod dbm;
 mod encoding;
 pub mod error;
-pub mod file;
+mod file;
 pub mod hash_dbm;
 mod key_prefix;
 pub mod memory_dbm;
 pub mod registry;
 mod spin_lock;
+#[cfg(feature = "internals")]
 pub mod split_mix;
+#[cfg(not(feature = "internals"))]
+mod split_mix;
 pub mod tree_dbm;
 
 pub use batch::{BatchOp, WriteBatch};

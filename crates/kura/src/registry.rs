@@ -50,6 +50,7 @@ pub struct Engine {
     pub class: &'static str,
     /// The file extension that selects it, without the dot.
     pub extension: &'static str,
+    /// Whether its records live in a file or in memory.
     pub storage: Storage,
     /// Whether its cursor visits keys in order and it has an ordered cursor.
     pub ordered: bool,

@@ -28,10 +28,12 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
+    /// A generator starting from `seed`: the same seed gives the same sequence.
     pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }
 
+    /// The next 64 random bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GAMMA);
@@ -46,12 +48,14 @@ impl SplitMix64 {
     }
 
     /// A uniform number in [0, 1) with 53 bits of precision.
+    #[cfg(feature = "internals")]
     #[inline]
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Shuffles `items` in place with Fisher-Yates, walking down from the last element.
+    #[cfg(feature = "internals")]
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for last in (1..items.len()).rev() {
             let other = self.below(last as u64 + 1) as usize;

@@ -29,6 +29,7 @@ pub struct DictionaryTraining {
 }
 
 impl DictionaryTraining {
+    /// A training that will make a dictionary of at most `dictionary_size` bytes.
     pub fn new(dictionary_size: usize) -> DictionaryTraining {
         DictionaryTraining {
             dictionary_size,

@@ -62,14 +62,17 @@ impl Codec {
         Ok(Codec { kind, dictionary, algorithm })
     }
 
+    /// The algorithm.
     pub fn kind(&self) -> CodecKind {
         self.kind
     }
 
+    /// The zstd dictionary (empty unless the codec uses one).
     pub fn dictionary(&self) -> &[u8] {
         &self.dictionary
     }
 
+    /// Whether values are stored uncompressed.
     pub fn is_none(&self) -> bool {
         self.kind == CodecKind::None
     }

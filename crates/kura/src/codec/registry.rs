@@ -16,11 +16,17 @@ use crate::error::{Error, Result};
 /// The compression algorithm of a database, recorded in its file header by its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CodecKind {
+    /// Values stored as they are.
     None,
+    /// Raw deflate (zlib's algorithm without its header).
     Zlib,
+    /// Zstandard, one frame per value.
     Zstd,
+    /// LZ4 blocks.
     Lz4,
+    /// Raw LZMA2.
     Lzma,
+    /// Snappy's raw format.
     Snappy,
     /// zstd with a dictionary trained on a sample of the database's own records and stored in
     /// the file. Until a dictionary exists (a database created empty), it behaves as zstd.
@@ -29,6 +35,7 @@ pub enum CodecKind {
 
 /// One codec: its names and how to make it.
 pub struct CodecSpec {
+    /// The kind this entry describes.
     pub kind: CodecKind,
     /// The name in parameters and on the command line (`record_comp=zstd-dict`).
     pub name: &'static str,
@@ -130,6 +137,7 @@ impl CodecKind {
         self.spec().id
     }
 
+    /// The codec called `name` (case and `_`/`-` do not matter); InvalidArgument listing the known names otherwise.
     pub fn from_name(name: &str) -> Result<CodecKind> {
         let wanted = name.trim().to_ascii_lowercase().replace('_', "-");
         CODECS.iter().find(|spec| spec.name == wanted).map(|spec| spec.kind).ok_or_else(|| {
@@ -137,6 +145,7 @@ impl CodecKind {
         })
     }
 
+    /// The codec a file header's id byte names; BrokenData for an unknown id.
     pub fn from_id(id: u8) -> Result<CodecKind> {
         CODECS
             .iter()

@@ -17,10 +17,11 @@ pub enum LockMode {
     Exclusive,
 }
 
-/// A held lock; dropping it (or closing the file) releases it.
+/// Proof that the lock is held: the lock lasts as long as the file descriptor it was taken
+/// on, which the owner of this value keeps open.
 #[derive(Debug)]
 pub struct FileLock {
-    mode: LockMode,
+    _held: (),
 }
 
 impl FileLock {
@@ -35,7 +36,7 @@ impl FileLock {
             // and an operation flag; it touches no memory of ours.
             let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
             if rc == 0 {
-                return Ok(FileLock { mode });
+                return Ok(FileLock { _held: () });
             }
             let err = std::io::Error::last_os_error();
             match err.raw_os_error() {
@@ -50,9 +51,5 @@ impl FileLock {
                 _ => return Err(Error::io(format!("lock {}", path.display()), err)),
             }
         }
-    }
-
-    pub fn mode(&self) -> LockMode {
-        self.mode
     }
 }

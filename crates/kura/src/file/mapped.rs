@@ -82,10 +82,6 @@ impl MappedFile {
         self.path = path.to_path_buf();
     }
 
-    pub fn file(&self) -> &File {
-        &self.file
-    }
-
     /// Where the mapping starts, for prefetch hints (never dereferenced through this).
     pub fn address(&self) -> usize {
         self.map.as_ptr() as usize
@@ -102,10 +98,6 @@ impl MappedFile {
     #[inline]
     pub fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub fn is_writable(&self) -> bool {

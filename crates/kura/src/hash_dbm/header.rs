@@ -52,6 +52,7 @@ pub enum UpdateMode {
 }
 
 impl UpdateMode {
+    /// The name in parameters: `in_place` or `appending`.
     pub fn name(self) -> &'static str {
         match self {
             UpdateMode::InPlace => "in_place",
@@ -59,6 +60,7 @@ impl UpdateMode {
         }
     }
 
+    /// The mode called `name`; InvalidArgument otherwise.
     pub fn from_name(name: &str) -> Result<UpdateMode> {
         match name {
             "in_place" | "in-place" => Ok(UpdateMode::InPlace),

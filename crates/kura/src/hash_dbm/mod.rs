@@ -44,6 +44,7 @@ const STRIPES: usize = 1024;
 /// Buckets of a rebuilt database per record, when not given: a load factor of one.
 const MIN_REBUILD_BUCKETS: u64 = 1024;
 
+/// The file hash database (`.kuh`): see the module documentation and docs/hash.md.
 pub struct HashDbm {
     path: PathBuf,
     writable: bool,
@@ -306,7 +307,8 @@ impl HashDbm {
     ) -> Result<()> {
         let live = found.filter(is_live);
         let in_place = s.header.update_mode == UpdateMode::InPlace;
-        // SAFETY (whole body): forwarded to the caller.
+        // SAFETY: the caller holds the bucket's stripe lock exclusively (this function's
+        // contract), so no other thread reads or writes the chain while it changes.
         unsafe {
             match value {
                 Some(value) => {
@@ -385,7 +387,9 @@ impl HashDbm {
             for bucket in 0..old.header.num_buckets {
                 // SAFETY: the caller holds every stripe lock.
                 for (_, found) in unsafe { Self::live_keys(old, bucket)? } {
+                    // SAFETY: the caller holds every stripe lock, so no chain of `old` changes.
                     let key = unsafe { old.key_of(found.offset, &found.header)? };
+                    // SAFETY: as above.
                     unsafe { old.read_value(found.offset, &found.header, hash_key(key), &mut value)? };
                     training.add(&value);
                 }
@@ -399,6 +403,7 @@ impl HashDbm {
             // SAFETY: the caller holds every stripe lock; `fresh` is not shared yet.
             for (key, found) in unsafe { Self::live_keys(old, bucket)? } {
                 let hash = hash_key(&key);
+                // SAFETY: as above.
                 unsafe {
                     old.read_value(found.offset, &found.header, hash, &mut value)?;
                     let new_bucket = bucket_of(hash, fresh.header.num_buckets);

@@ -16,14 +16,20 @@ pub(crate) const PARAMS: &[&str] = &["record_comp", "num_buckets", "update_mode"
 /// Parameters as given; `None` means "the default" at creation and "keep" at rebuild.
 #[derive(Debug, Clone, Default)]
 pub struct HashOptions {
+    /// `record_comp`: the codec of a new or rebuilt file.
     pub record_comp: Option<CodecKind>,
+    /// `num_buckets`: the bucket count of a new or rebuilt file.
     pub num_buckets: Option<u64>,
+    /// `update_mode`: in place or appending.
     pub update_mode: Option<UpdateMode>,
+    /// `max_file_size`: the address space reserved for the mapping.
     pub max_file_size: Option<u64>,
+    /// `dict_size`: bytes of the zstd dictionary a zstd-dict rebuild trains.
     pub dict_size: Option<usize>,
 }
 
 impl HashOptions {
+    /// Parses and checks HashDbm's parameters; an unknown name is InvalidArgument.
     pub fn from_params(params: &Params) -> Result<HashOptions> {
         params.check_known("HashDbm", PARAMS)?;
         let num_buckets = params.get_u64("num_buckets")?;
@@ -55,6 +61,7 @@ impl HashOptions {
         })
     }
 
+    /// The dictionary size to train, given or default.
     pub fn dict_size(&self) -> usize {
         self.dict_size.unwrap_or(DEFAULT_DICTIONARY_SIZE)
     }

@@ -82,6 +82,7 @@ fn scan(source: &Storage, sink: &Storage, report: &mut Salvage) -> Result<()> {
                 // SAFETY: as in `salvage`.
                 let recovered = unsafe { source.key_of(offset, &header) }.ok().and_then(|key| {
                     let hash = hash_key(key);
+                    // SAFETY: as in `salvage`: the caller has the source file to itself.
                     let intact = unsafe { source.read_value(offset, &header, hash, &mut value) }.is_ok();
                     (intact && header.kind() == KIND_RECORD).then(|| (key.to_vec(), hash))
                 });

@@ -529,10 +529,12 @@ impl Storage {
         mut visit: impl FnMut(u64, &RecordHeader, Link, &[u8]) -> Result<bool>,
     ) -> Result<()> {
         // SAFETY (whole body): forwarded to the caller.
+        // SAFETY: the caller holds the bucket's stripe lock (this function's contract).
         let mut offset = unsafe { self.head(bucket)? };
         let mut link = Link::Bucket(bucket);
         let (mut marker, mut power, mut steps) = (0u64, 1u64, 0u64);
         while offset != 0 {
+            // SAFETY: as above: the chain is read under the caller's stripe lock.
             let header = unsafe { self.read_header(offset)? };
             if header.kind() == KIND_FREE {
                 return Err(Error::broken(format!("bucket {bucket} links to a free block at {offset}")));

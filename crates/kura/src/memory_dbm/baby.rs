@@ -17,6 +17,7 @@ use crate::spin_lock::SpinRwLock;
 
 const CLASS: u8 = b'b';
 
+/// The in-memory ordered database (`.kumb`): a B+ tree behind one reader-writer lock.
 pub struct BabyDbm {
     tree: SpinRwLock<OrderedTree>,
     backing: Backing,

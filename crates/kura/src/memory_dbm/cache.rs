@@ -296,6 +296,7 @@ impl Slot {
     }
 }
 
+/// The in-memory LRU cache (`.kumc`), bounded by a record cap and a memory cap.
 pub struct CacheDbm {
     slots: Box<[Padded<Mutex<Slot>>]>,
     cap_rec_num: u64,
@@ -480,6 +481,7 @@ impl CacheDbm {
         self.policy.name()
     }
 
+    /// The number of independently locked slots.
     pub fn num_slots(&self) -> usize {
         self.slots.len()
     }

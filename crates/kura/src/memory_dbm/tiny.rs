@@ -29,6 +29,7 @@ pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 16;
 const CLASS: u8 = b't';
 const PARAMS: &[&str] = &["num_buckets"];
 
+/// The in-memory hash database (`.kumt`): 64 independently locked open-addressing tables.
 pub struct TinyDbm {
     slots: Box<[Padded<RwLock<OpenTable>>]>,
     backing: Backing,

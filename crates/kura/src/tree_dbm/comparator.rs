@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
 
+/// How a tree orders its keys, fixed when the file is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Comparator {
     /// Bytewise, as `memcmp`, shorter first on a common prefix (LevelDB's default).
@@ -20,8 +21,10 @@ pub enum Comparator {
 }
 
 impl Comparator {
+    /// Every comparator.
     pub const ALL: [Comparator; 2] = [Comparator::Lexical, Comparator::Numeric];
 
+    /// The name in the `key_comparator` parameter.
     pub fn name(self) -> &'static str {
         match self {
             Comparator::Lexical => "lexical",
@@ -29,6 +32,7 @@ impl Comparator {
         }
     }
 
+    /// The comparator called `name`; InvalidArgument otherwise.
     pub fn from_name(name: &str) -> Result<Comparator> {
         let wanted = name.trim().to_ascii_lowercase();
         Comparator::ALL
@@ -45,6 +49,7 @@ impl Comparator {
         }
     }
 
+    /// The comparator a file header's id byte names; BrokenData otherwise.
     pub fn from_id(id: u8) -> Result<Comparator> {
         Comparator::ALL
             .into_iter()
@@ -52,6 +57,7 @@ impl Comparator {
             .ok_or_else(|| Error::broken(format!("unknown key comparator id {id} in the file header")))
     }
 
+    /// The order of keys `a` and `b`.
     #[inline]
     pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
         match self {

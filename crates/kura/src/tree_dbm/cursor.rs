@@ -13,6 +13,7 @@ use super::TreeDbm;
 use crate::dbm::{Action, Cursor, Dbm, OrderedCursor};
 use crate::error::{Error, Result};
 
+/// A cursor over a TreeDbm in key order, both ways.
 pub struct TreeCursor<'a> {
     db: &'a TreeDbm,
     /// The key the cursor stands on; None when it stands nowhere.
@@ -22,6 +23,7 @@ pub struct TreeCursor<'a> {
 }
 
 impl<'a> TreeCursor<'a> {
+    /// A cursor at no record; call `first`, `last` or a jump.
     pub fn new(db: &'a TreeDbm) -> TreeCursor<'a> {
         TreeCursor { db, key: None, leaf: None }
     }

@@ -17,7 +17,7 @@ mod cache;
 mod comparator;
 mod cursor;
 mod finger;
-#[doc(hidden)]
+#[cfg(feature = "internals")]
 pub mod forge;
 mod format;
 mod options;
@@ -52,6 +52,7 @@ use btree::BTree;
 use options::TreeOptions;
 use pager::Pager;
 
+/// The file B+ tree database (`.kut`): see the module documentation and docs/tree.md.
 pub struct TreeDbm {
     path: PathBuf,
     writable: bool,
@@ -129,6 +130,7 @@ impl TreeDbm {
         recovery::restore_to(&source, dest.as_ref())
     }
 
+    /// The path the database was opened with.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -16,6 +16,7 @@ use crate::error::Result;
 /// Key bounds: implemented by Rust's range types over anything that is bytes, so that
 /// `db.range(..)`, `db.range("a".."c")` and `db.range(&key[..]..=&other[..])` all work.
 pub trait KeyRange {
+    /// The range's start and end bounds.
     fn bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>);
 }
 

@@ -1,0 +1,112 @@
+//! Pinned file formats: small database files written by this release are committed under
+//! `tests/fixtures/`, and every later build must open each one and find every record.
+//!
+//! A change to an encoder that also changes its decoder passes every round-trip test and
+//! would silently break the files users already have; these fixtures catch it. A deliberate
+//! format change bumps the format version, keeps reading (or clearly refuses) the old
+//! fixtures, adds new ones, and says so in docs/format.md.
+//!
+//! `KURA_WRITE_FIXTURES=1 cargo test -p kura --test format_fixtures` rewrites the fixtures
+//! (only for a new format version: commit the new files beside the old ones).
+
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kura::{DbmExt, OpenMode, Params};
+
+/// One fixture: its file name and the parameters it was created with. The engine comes from
+/// the extension, as users open files.
+const FIXTURES: &[(&str, &str)] = &[
+    ("hash-none.kuh", "num_buckets=64"),
+    ("hash-zlib.kuh", "num_buckets=64,record_comp=zlib"),
+    ("hash-zstd.kuh", "num_buckets=64,record_comp=zstd"),
+    ("hash-lz4.kuh", "num_buckets=64,record_comp=lz4"),
+    ("hash-lzma.kuh", "num_buckets=64,record_comp=lzma"),
+    ("hash-snappy.kuh", "num_buckets=64,record_comp=snappy"),
+    ("hash-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
+    ("hash-appending.kuh", "num_buckets=64,update_mode=appending,record_comp=lz4"),
+    ("tree-none.kut", "max_page_size=1024"),
+    ("tree-zstd.kut", "max_page_size=1024,record_comp=zstd"),
+    ("tree-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
+    ("tree-numeric.kut", "max_page_size=1024,key_comparator=numeric,record_comp=snappy"),
+    ("tiny.kumt", ""),
+    ("baby.kumb", ""),
+    ("cache.kumc", "cap_rec_num=10000"),
+];
+
+/// The records every fixture holds: 400 keys with values of varied length and
+/// compressibility (dictionary-like text, a few longer ones, an empty one).
+fn records() -> BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..400u32)
+        .map(|i| {
+            // Numeric-comparator trees need 8-byte big-endian keys; the others take them too.
+            let key = u64::from(i * 7919 % 100_003).to_be_bytes().to_vec();
+            let value = match i % 10 {
+                0 => Vec::new(),
+                1 => format!("{i}").repeat(i as usize % 50 + 1).into_bytes(),
+                _ => format!(r#"{{"word":"w{i:05}","gloss":"sense {} of entry {i}, see also w{:05}"}}"#, i % 13, i / 3)
+                    .into_bytes(),
+            };
+            (key, value)
+        })
+        .collect()
+}
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Writes a fixture: the records, plus an update and a removal so that the file holds more
+/// than fresh records, then a rebuild where the codec trains a dictionary.
+fn write_fixture(path: &Path, params: &str) {
+    let params = Params::parse(params).unwrap();
+    let _ = std::fs::remove_file(path);
+    let db = kura::open(path, OpenMode::Create, &params).unwrap();
+    db.set(b"to be removed", b"x", true).unwrap();
+    db.set(b"to be updated", b"old", true).unwrap();
+    for (key, value) in records() {
+        db.set(&key, &value, true).unwrap();
+    }
+    db.remove(b"to be removed").unwrap();
+    db.remove(b"to be updated").unwrap();
+    if params.get("record_comp") == Some("zstd-dict") {
+        db.rebuild(&Params::parse("record_comp=zstd-dict,dict_size=2048").unwrap()).unwrap();
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn every_committed_fixture_opens_with_every_record() {
+    let dir = fixture_dir();
+    if std::env::var_os("KURA_WRITE_FIXTURES").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, params) in FIXTURES {
+            write_fixture(&dir.join(name), params);
+        }
+    }
+    let expected = records();
+    let scratch = tempfile::tempdir().unwrap();
+    for (name, params) in FIXTURES {
+        // A copy: opening must not be able to change the committed file.
+        let path = scratch.path().join(name);
+        std::fs::copy(dir.join(name), &path).unwrap_or_else(|e| panic!("fixture {name} is missing: {e}"));
+        let params = Params::parse(params).unwrap();
+        // Only parameters an engine needs to open (the cache's cap) are given again.
+        let opening = params.get("cap_rec_num").map_or_else(Params::new, |cap| Params::new().with("cap_rec_num", cap));
+        let db = kura::open(&path, OpenMode::ReadOnly, &opening).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let found: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(Result::unwrap).collect();
+        assert_eq!(found, expected, "{name}: the records read back differ");
+        assert_eq!(db.count().unwrap(), expected.len() as u64, "{name}");
+        for (key, value) in &expected {
+            assert_eq!(&db.get(key).unwrap(), value, "{name}");
+        }
+        assert!(db.get(b"to be removed").unwrap_err().is_not_found(), "{name}");
+        let properties: BTreeMap<String, String> = db.inspect().unwrap().into_iter().collect();
+        if let Some(codec) = params.get("record_comp") {
+            assert_eq!(properties.get("record_comp").map(String::as_str), Some(codec), "{name}");
+        }
+        db.close().unwrap();
+    }
+}
