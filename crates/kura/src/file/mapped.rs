@@ -153,7 +153,12 @@ impl MappedFile {
     #[inline]
     pub unsafe fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         // SAFETY: forwarded to the caller.
-        unsafe { self.write_with(offset, data.len(), |target| target.copy_from_slice(data)) }
+        unsafe {
+            self.write_with(offset, data.len(), |target| {
+                target.copy_from_slice(data);
+                Ok(())
+            })
+        }
     }
 
     /// Lets `fill` write the `len` bytes at `offset` in place (no intermediate buffer).
@@ -161,7 +166,7 @@ impl MappedFile {
     /// # Safety
     /// As for `write`.
     #[inline]
-    pub unsafe fn write_with(&self, offset: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<()> {
+    pub unsafe fn write_with(&self, offset: u64, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<()> {
         if !self.writable {
             return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
         }
@@ -169,8 +174,7 @@ impl MappedFile {
         // SAFETY: the range is inside the mapping and the file (checked above), the mapping is
         // writable, and the caller guarantees that no other thread reads or writes these
         // bytes meanwhile.
-        fill(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len) });
-        Ok(())
+        fill(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len) })
     }
 
     /// Makes the file at least `needed` bytes long, growing it by a margin so that appends
@@ -209,6 +213,7 @@ impl MappedFile {
             return Err(Error::new(ErrorKind::Limit, format!("{} cannot hold {len} bytes", self.path.display())));
         }
         self.file.set_len(len).map_err(|e| Error::io(format!("resize {}", self.path.display()), e))?;
+        debug_assert!(len <= self.map.len() as u64, "invariant: the file never outgrows its mapping");
         self.len.store(len, Ordering::Release);
         Ok(())
     }

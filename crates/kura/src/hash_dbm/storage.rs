@@ -609,13 +609,22 @@ impl Storage {
             }
             // SAFETY: the block is ours, as above (or freshly appended past every chain).
             unsafe {
-                // `target` is `record_len` bytes long, so the splits and copies always fit.
+                // `target` is `record_len` bytes long, so the splits and copies always fit; a
+                // failed split is a bug in the length arithmetic above, never a silent skip.
                 self.file.write_with(place.offset, record_len, |target| {
-                    let Some((head, body)) = target.split_at_mut_checked(header_len) else { return };
-                    let Some((key_part, value_part)) = body.split_at_mut_checked(key.len()) else { return };
+                    let split = target
+                        .split_at_mut_checked(header_len)
+                        .and_then(|(head, body)| Some((head, body.split_at_mut_checked(key.len())?)));
+                    let Some((head, (key_part, value_part))) = split else {
+                        debug_assert!(false, "a {record_len}-byte record place cannot hold its parts");
+                        return Err(Error::broken(format!(
+                            "record assembly: {record_len} bytes do not fit the record"
+                        )));
+                    };
                     head.copy_from_slice(header);
                     key_part.copy_from_slice(key);
                     value_part.copy_from_slice(stored);
+                    Ok(())
                 })?
             };
             Ok(place.offset)

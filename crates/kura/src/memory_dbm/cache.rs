@@ -273,6 +273,10 @@ impl Slot {
                 None => break,
             }
         }
+        debug_assert!(
+            self.table.len() <= self.cap_records && self.mem_usage() <= self.cap_bytes,
+            "invariant: a slot is within its caps whenever its mutex is released"
+        );
     }
 
     fn remove(&mut self, index: u32) -> bool {

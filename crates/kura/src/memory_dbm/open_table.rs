@@ -121,6 +121,10 @@ impl OpenTable {
         self.heap += heap_bytes(&record);
         let index = self.place(record, hash);
         self.live += 1;
+        debug_assert!(
+            self.cells.len().is_power_of_two() && (self.live + self.tombstones) * 4 <= self.cells.len() * 3,
+            "invariant: a power-of-two table at most 3/4 full"
+        );
         Ok(index as u32)
     }
 

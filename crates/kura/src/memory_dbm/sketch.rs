@@ -86,6 +86,7 @@ impl FrequencySketch {
         let num_blocks = counters.div_ceil(128).clamp(1, MAX_BLOCKS).next_power_of_two();
         let doorkeeper_bits = cap_records.max(1).saturating_mul(DOORKEEPER_BITS_PER_RECORD);
         let doorkeeper_words = doorkeeper_bits.div_ceil(64).clamp(1, MAX_BLOCKS * 8).next_power_of_two();
+        debug_assert!(num_blocks.is_power_of_two() && doorkeeper_words.is_power_of_two());
         FrequencySketch {
             blocks: vec![Block::default(); num_blocks].into_boxed_slice(),
             doorkeeper: vec![0; doorkeeper_words].into_boxed_slice(),

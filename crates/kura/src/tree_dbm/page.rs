@@ -403,7 +403,9 @@ impl Branch {
     }
 
     fn refresh_prefixes(&mut self) {
+        debug_assert_eq!(self.keys.len() + 1, self.children.len(), "invariant: a separator between children");
         self.index.rebuild(self.keys.iter().map(|k| (key_prefix(k), ())));
+        debug_assert_eq!(self.index.len(), self.keys.len());
     }
 
     pub fn len(&self) -> usize {
@@ -450,6 +452,7 @@ impl Branch {
     /// after it for the first child).
     pub fn remove_child(&mut self, index: usize) {
         if index >= self.children.len() {
+            debug_assert!(false, "remove_child({index}) of a branch with {} children", self.children.len());
             return;
         }
         self.children.remove(index);
