@@ -31,10 +31,8 @@ impl<'a> HashCursor<'a> {
     fn load(&mut self, bucket: u64) -> Result<()> {
         loop {
             let num_buckets = self.dbm.num_buckets.load(Ordering::Acquire);
-            let loaded = self.dbm.with_bucket_index(bucket, num_buckets, false, |s| {
-                // SAFETY: `with_bucket_index` holds the bucket's stripe lock.
-                unsafe { HashDbm::live_keys(s, bucket) }
-            });
+            let loaded =
+                self.dbm.with_bucket_index(bucket, num_buckets, false, |s, lock| HashDbm::live_keys(s, lock.read()));
             if let Some(keys) = loaded {
                 self.pending.extend(keys?.into_iter().map(|(key, _)| key));
                 return Ok(());

@@ -10,6 +10,7 @@
 //! take every stripe lock; that is also what allows them to replace the storage.
 
 mod buckets;
+mod chain_lock;
 mod cursor;
 mod header;
 mod options;
@@ -34,6 +35,7 @@ use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
+use chain_lock::{Chain, ChainLock, ChainMut, WholeFile};
 use cursor::HashCursor;
 use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
@@ -115,7 +117,7 @@ impl HashDbm {
             remove_if_exists(&sibling_path(path, ".rebuild"))?;
             remove_if_exists(&sibling_path(path, ".restore"))?;
             if !initialize && !storage.header.closed_cleanly {
-                storage = Self::restore_in_place(&storage, path)?;
+                storage = Self::restore_in_place(&mut storage, path)?;
                 restored = true;
             }
             storage.mark_open()?;
@@ -175,10 +177,10 @@ impl HashDbm {
     }
 
     /// Salvages a crashed file into a sibling, then moves it over the original.
-    fn restore_in_place(crashed: &Storage, path: &Path) -> Result<Storage> {
+    fn restore_in_place(crashed: &mut Storage, path: &Path) -> Result<Storage> {
         let target = sibling_path(path, ".restore");
         let mut fresh = Storage::create(&target, &crashed.layout())?;
-        restore::salvage(crashed, &fresh)?;
+        restore::salvage(crashed, &mut fresh)?;
         fresh.close()?;
         // As in rebuild: open (dirty) before it replaces the original.
         fresh.mark_open()?;
@@ -190,9 +192,9 @@ impl HashDbm {
     /// Copies every intact record of the (possibly crashed or damaged) database at `source`
     /// into a new database at `dest`, leaving `source` as it is. Returns the record count.
     pub fn restore_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<u64> {
-        let source = Storage::open(source.as_ref(), false)?;
+        let mut source = Storage::open(source.as_ref(), false)?;
         let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
-        restore::salvage(&source, &fresh)?;
+        restore::salvage(&mut source, &mut fresh)?;
         let count = fresh.count();
         fresh.close()?;
         Ok(count)
@@ -203,30 +205,40 @@ impl HashDbm {
         &self.path
     }
 
-    /// Runs `f` on the storage with bucket `hash`'s stripe locked (exclusively for writers).
-    #[inline]
     /// Finds the live record of `key` under its stripe's shared lock and runs `read` on it
     /// while the lock is held; None when the key has no live record.
-    fn read_live<R>(&self, key: &[u8], read: impl FnOnce(&Storage, &Found, u64) -> Result<R>) -> Result<Option<R>> {
+    #[inline]
+    fn read_live<R>(
+        &self,
+        key: &[u8],
+        read: impl FnOnce(&Storage, Chain<'_>, &Found, u64) -> Result<R>,
+    ) -> Result<Option<R>> {
         let hash = hash_key(key);
-        self.with_bucket(hash, false, |s, bucket| {
-            // SAFETY: `with_bucket` holds the stripe lock.
-            match unsafe { s.find(bucket, key, hash)? } {
-                Some(found) if is_live(&found) => read(s, &found, hash).map(Some),
+        self.with_bucket(hash, false, |s, lock| {
+            let chain = lock.read();
+            match s.find(chain, key, hash)? {
+                Some(found) if is_live(&found) => read(s, chain, &found, hash).map(Some),
                 _ => Ok(None),
             }
         })
     }
 
-    fn with_bucket<R>(&self, hash: u64, exclusive: bool, f: impl FnOnce(&Storage, u64) -> Result<R>) -> Result<R> {
+    /// Runs `f` on the storage with bucket `hash`'s stripe locked (exclusively for writers),
+    /// handing it the proof of that lock.
+    fn with_bucket<R>(
+        &self,
+        hash: u64,
+        exclusive: bool,
+        f: impl FnOnce(&Storage, ChainLock<'_>) -> Result<R>,
+    ) -> Result<R> {
         let mut f = Some(f);
         loop {
             let num_buckets = self.num_buckets.load(Ordering::Acquire);
             let bucket = bucket_of(hash, num_buckets);
             self.prefetcher.bucket(bucket, exclusive);
             // `f` runs at most once: only when the bucket count is still the one hashed with.
-            let run = |s: &Storage| match f.take() {
-                Some(f) => f(s, bucket),
+            let run = |s: &Storage, lock: ChainLock<'_>| match f.take() {
+                Some(f) => f(s, lock),
                 None => Err(Error::infeasible("operation already ran")),
             };
             if let Some(result) = self.with_bucket_index(bucket, num_buckets, exclusive, run) {
@@ -243,21 +255,18 @@ impl HashDbm {
         bucket: u64,
         num_buckets: u64,
         exclusive: bool,
-        f: impl FnOnce(&Storage) -> Result<R>,
+        f: impl FnOnce(&Storage, ChainLock<'_>) -> Result<R>,
     ) -> Option<Result<R>> {
         let stripe = self.stripes.get(bucket as usize % STRIPES)?;
-        let run = || {
-            if self.num_buckets.load(Ordering::Acquire) != num_buckets {
-                return None;
-            }
-            Some(self.storage_ref().and_then(f))
-        };
+        let current = || self.num_buckets.load(Ordering::Acquire) == num_buckets;
         if exclusive {
-            let _guard = stripe.write();
-            run()
+            let guard = stripe.write();
+            let lock = ChainLock::Exclusive(ChainMut::exclusive(&guard, bucket));
+            current().then(|| self.storage_ref().and_then(|s| f(s, lock)))
         } else {
-            let _guard = stripe.read();
-            run()
+            let guard = stripe.read();
+            let lock = ChainLock::Shared(Chain::shared(&guard, bucket));
+            current().then(|| self.storage_ref().and_then(|s| f(s, lock)))
         }
     }
 
@@ -292,14 +301,11 @@ impl HashDbm {
         }
     }
 
-    /// Applies a write to a chain: `value` Some stores it, None removes; `found` is the
+    /// Applies a write to `chain`: `value` Some stores it, None removes; `found` is the
     /// key's current first record in the chain, if any.
-    ///
-    /// # Safety
-    /// The caller holds the bucket's stripe lock exclusively.
-    unsafe fn apply(
+    fn apply(
         s: &Storage,
-        bucket: u64,
+        chain: &ChainMut<'_>,
         key: &[u8],
         hash: u64,
         value: Option<&[u8]>,
@@ -307,90 +313,79 @@ impl HashDbm {
     ) -> Result<()> {
         let live = found.filter(is_live);
         let in_place = s.header.update_mode == UpdateMode::InPlace;
-        // SAFETY: the caller holds the bucket's stripe lock exclusively (this function's
-        // contract), so no other thread reads or writes the chain while it changes.
-        unsafe {
-            match value {
-                Some(value) => {
-                    let head = s.head(bucket)?;
-                    let new = s.write_record(bucket, key, hash, Some(value), head)?;
-                    s.link_new_head(bucket, new, hash)?;
-                    match live {
-                        Some(old) if in_place => {
-                            // The old version now sits behind the new one; unlink and free it.
-                            let link = match old.link {
-                                Link::Bucket(_) => {
-                                    let header = s.read_header(new)?;
-                                    Link::Next { at: header.next_at, width: header.next_width }
-                                }
-                                other => other,
-                            };
-                            s.set_link(link, old.header.next)?;
-                            s.free_record(bucket, old.offset, &old.header)?;
-                        }
-                        Some(_) => {}
-                        None => s.add_count(bucket, 1),
+        let bucket = chain.bucket();
+        match value {
+            Some(value) => {
+                let head = s.head(chain.read())?;
+                let new = s.write_record(chain, key, hash, Some(value), head)?;
+                s.link_new_head(chain, new, hash)?;
+                match live {
+                    Some(old) if in_place => {
+                        // The old version now sits behind the new one; unlink and free it.
+                        let link = match old.link {
+                            Link::Bucket(_) => {
+                                let header = s.read_header(chain.read(), new)?;
+                                Link::Next { at: header.next_at, width: header.next_width }
+                            }
+                            other => other,
+                        };
+                        s.set_link(chain, link, old.header.next)?;
+                        s.free_record(chain, old.offset, &old.header)?;
                     }
+                    Some(_) => {}
+                    None => s.add_count(bucket, 1),
                 }
-                None => {
-                    let Some(old) = live else { return Ok(()) };
-                    if in_place {
-                        s.set_link(old.link, old.header.next)?;
-                        s.free_record(bucket, old.offset, &old.header)?;
-                    } else {
-                        let head = s.head(bucket)?;
-                        let tombstone = s.write_record(bucket, key, hash, None, head)?;
-                        s.link_new_head(bucket, tombstone, hash)?;
-                    }
-                    s.add_count(bucket, -1);
+            }
+            None => {
+                let Some(old) = live else { return Ok(()) };
+                if in_place {
+                    s.set_link(chain, old.link, old.header.next)?;
+                    s.free_record(chain, old.offset, &old.header)?;
+                } else {
+                    let head = s.head(chain.read())?;
+                    let tombstone = s.write_record(chain, key, hash, None, head)?;
+                    s.link_new_head(chain, tombstone, hash)?;
                 }
+                s.add_count(bucket, -1);
             }
         }
         Ok(())
     }
 
-    /// Collects the live records of one bucket as (key, offset, header), newest version of
+    /// Collects the live records of `chain` as (key, offset, header), newest version of
     /// each key only. Used by cursors and rebuild.
-    ///
-    /// # Safety
-    /// The caller holds the bucket's stripe lock.
-    unsafe fn live_keys(s: &Storage, bucket: u64) -> Result<Vec<(Vec<u8>, Found)>> {
+    fn live_keys(s: &Storage, chain: Chain<'_>) -> Result<Vec<(Vec<u8>, Found)>> {
         let mut keys: Vec<(Vec<u8>, Found)> = Vec::new();
         let mut shadowed: Vec<Vec<u8>> = Vec::new();
         let appending = s.header.update_mode == UpdateMode::Appending;
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            s.walk(bucket, |offset, header, link, key| {
-                // In appending mode a chain holds old versions and tombstones behind the
-                // newest one; in place, every key appears once.
-                if appending && (keys.iter().any(|(k, _)| k == key) || shadowed.iter().any(|k| k == key)) {
-                    return Ok(true);
-                }
-                if header.kind() == KIND_TOMBSTONE {
-                    shadowed.push(key.to_vec());
-                } else {
-                    keys.push((key.to_vec(), Found { offset, header: *header, link }));
-                }
-                Ok(true)
-            })?;
-        }
+        s.walk(chain, |offset, header, link, key| {
+            // In appending mode a chain holds old versions and tombstones behind the newest
+            // one; in place, every key appears once.
+            if appending && (keys.iter().any(|(k, _)| k == key) || shadowed.iter().any(|k| k == key)) {
+                return Ok(true);
+            }
+            if header.kind() == KIND_TOMBSTONE {
+                shadowed.push(key.to_vec());
+            } else {
+                keys.push((key.to_vec(), Found { offset, header: *header, link }));
+            }
+            Ok(true)
+        })?;
         Ok(keys)
     }
 
-    /// Builds a compacted copy of `old` with `options` applied, at `path`'s ".rebuild"
-    /// sibling, closed cleanly and synced, ready to be moved over `path`.
-    fn build_copy(&self, old: &Storage, options: &HashOptions) -> Result<Storage> {
+    /// Builds a compacted copy of `old` (whole: the caller holds every stripe lock) with
+    /// `options` applied, at `path`'s ".rebuild" sibling, closed cleanly and synced, ready to
+    /// be moved over `path`.
+    fn build_copy(&self, old: &Storage, whole_old: &WholeFile<'_>, options: &HashOptions) -> Result<Storage> {
         let mut layout = Self::layout_for_new(options, Some(old));
         let mut value = Vec::new();
         if layout.codec == CodecKind::ZstdDict {
             let mut training = DictionaryTraining::new(options.dict_size.unwrap_or(self.dict_size));
             for bucket in 0..old.header.num_buckets {
-                // SAFETY: the caller holds every stripe lock.
-                for (_, found) in unsafe { Self::live_keys(old, bucket)? } {
-                    // SAFETY: the caller holds every stripe lock, so no chain of `old` changes.
-                    let key = unsafe { old.key_of(found.offset, &found.header)? };
-                    // SAFETY: as above.
-                    unsafe { old.read_value(found.offset, &found.header, hash_key(key), &mut value)? };
+                let chain = whole_old.chain(bucket);
+                for (key, found) in Self::live_keys(old, chain)? {
+                    old.read_value(chain, found.offset, &found.header, hash_key(&key), &mut value)?;
                     training.add(&value);
                 }
             }
@@ -398,19 +393,17 @@ impl HashDbm {
         }
         let target = sibling_path(&self.path, ".rebuild");
         let mut fresh = Storage::create(&target, &layout)?;
+        let (new, whole_new) = WholeFile::unshared(&mut fresh);
         let mut count = 0;
         for bucket in 0..old.header.num_buckets {
-            // SAFETY: the caller holds every stripe lock; `fresh` is not shared yet.
-            for (key, found) in unsafe { Self::live_keys(old, bucket)? } {
+            let chain = whole_old.chain(bucket);
+            for (key, found) in Self::live_keys(old, chain)? {
                 let hash = hash_key(&key);
-                // SAFETY: as above.
-                unsafe {
-                    old.read_value(found.offset, &found.header, hash, &mut value)?;
-                    let new_bucket = bucket_of(hash, fresh.header.num_buckets);
-                    let head = fresh.head(new_bucket)?;
-                    let offset = fresh.write_record(new_bucket, &key, hash, Some(&value), head)?;
-                    fresh.link_new_head(new_bucket, offset, hash)?;
-                }
+                old.read_value(chain, found.offset, &found.header, hash, &mut value)?;
+                let new_chain = whole_new.chain_mut(bucket_of(hash, new.header.num_buckets));
+                let head = new.head(new_chain.read())?;
+                let offset = new.write_record(&new_chain, &key, hash, Some(&value), head)?;
+                new.link_new_head(&new_chain, offset, hash)?;
                 count += 1;
             }
         }
@@ -424,25 +417,24 @@ impl Dbm for HashDbm {
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
         check_key(key)?;
         let hash = hash_key(key);
-        self.with_bucket(hash, self.writable, |s, bucket| {
-            // SAFETY: `with_bucket` holds the stripe lock, exclusively for a writable handle.
-            unsafe {
-                let found = s.find(bucket, key, hash)?;
-                let live = found.filter(is_live);
-                let mut old = Vec::new();
-                if let Some(f) = &live {
-                    s.read_value(f.offset, &f.header, hash, &mut old)?;
+        // A writable handle locks the stripe exclusively, a read-only one shared: then only
+        // `Action::Keep` can apply, and `lock.write()` refuses the rest.
+        self.with_bucket(hash, self.writable, |s, lock| {
+            let found = s.find(lock.read(), key, hash)?;
+            let live = found.filter(is_live);
+            let mut old = Vec::new();
+            if let Some(f) = &live {
+                s.read_value(lock.read(), f.offset, &f.header, hash, &mut old)?;
+            }
+            match processor(live.map(|_| old.as_slice())) {
+                Action::Keep => Ok(()),
+                Action::Set(value) => {
+                    self.check_writable()?;
+                    Self::apply(s, lock.write()?, key, hash, Some(&value), found)
                 }
-                match processor(live.map(|_| old.as_slice())) {
-                    Action::Keep => Ok(()),
-                    Action::Set(value) => {
-                        self.check_writable()?;
-                        Self::apply(s, bucket, key, hash, Some(&value), found)
-                    }
-                    Action::Remove => {
-                        self.check_writable()?;
-                        Self::apply(s, bucket, key, hash, None, found)
-                    }
+                Action::Remove => {
+                    self.check_writable()?;
+                    Self::apply(s, lock.write()?, key, hash, None, found)
                 }
             }
         })
@@ -450,20 +442,17 @@ impl Dbm for HashDbm {
 
     fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
         // Decoded straight into the returned Vec: no intermediate buffer for compressed values.
-        self.read_live(key, |s, found, hash| {
+        self.read_live(key, |s, chain, found, hash| {
             let mut value = Vec::new();
-            // SAFETY: `read_live` holds the stripe lock while this runs.
-            unsafe { s.read_value(found.offset, &found.header, hash, &mut value)? };
+            s.read_value(chain, found.offset, &found.header, hash, &mut value)?;
             Ok(value)
         })?
         .ok_or_else(|| Error::not_found("no record for the key"))
     }
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        let read = self.read_live(key, |s, found, hash| {
-            // SAFETY: `read_live` holds the stripe lock while this runs, so for as long as
-            // `visit` looks at the value.
-            unsafe { s.visit_value(found.offset, &found.header, hash, |v| visit(Some(v))) }
+        let read = self.read_live(key, |s, chain, found, hash| {
+            s.visit_value(chain, found.offset, &found.header, hash, |v| visit(Some(v)))
         })?;
         if read.is_none() {
             visit(None);
@@ -475,30 +464,24 @@ impl Dbm for HashDbm {
         self.check_writable()?;
         check_key(key)?;
         let hash = hash_key(key);
-        self.with_bucket(hash, true, |s, bucket| {
-            // SAFETY: `with_bucket` holds the stripe lock exclusively.
-            unsafe {
-                let found = s.find(bucket, key, hash)?;
-                if !overwrite && found.is_some_and(|f| is_live(&f)) {
-                    return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
-                }
-                Self::apply(s, bucket, key, hash, Some(value), found)
+        self.with_bucket(hash, true, |s, lock| {
+            let found = s.find(lock.read(), key, hash)?;
+            if !overwrite && found.is_some_and(|f| is_live(&f)) {
+                return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
             }
+            Self::apply(s, lock.write()?, key, hash, Some(value), found)
         })
     }
 
     fn remove(&self, key: &[u8]) -> Result<()> {
         self.check_writable()?;
         let hash = hash_key(key);
-        self.with_bucket(hash, true, |s, bucket| {
-            // SAFETY: `with_bucket` holds the stripe lock exclusively.
-            unsafe {
-                let found = s.find(bucket, key, hash)?;
-                if !found.is_some_and(|f| is_live(&f)) {
-                    return Err(Error::not_found("no record for the key"));
-                }
-                Self::apply(s, bucket, key, hash, None, found)
+        self.with_bucket(hash, true, |s, lock| {
+            let found = s.find(lock.read(), key, hash)?;
+            if !found.is_some_and(|f| is_live(&f)) {
+                return Err(Error::not_found("no record for the key"));
             }
+            Self::apply(s, lock.write()?, key, hash, None, found)
         })
     }
 
@@ -513,9 +496,9 @@ impl Dbm for HashDbm {
     fn clear(&self) -> Result<()> {
         self.check_writable()?;
         self.with_all(|slot| {
-            let s = slot.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
-            // SAFETY: `with_all` holds every stripe lock exclusively.
-            unsafe { s.clear() }
+            let storage = slot.as_mut().ok_or_else(|| Error::infeasible("the database is closed"))?;
+            let (s, whole) = WholeFile::unshared(storage);
+            s.clear(&whole)
         })
     }
 
@@ -528,8 +511,9 @@ impl Dbm for HashDbm {
         self.check_writable()?;
         let options = HashOptions::from_params(params)?;
         self.with_all(|slot| {
-            let old = slot.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
-            let mut fresh = match self.build_copy(old, &options) {
+            let storage = slot.as_mut().ok_or_else(|| Error::infeasible("the database is closed"))?;
+            let (old, whole_old) = WholeFile::unshared(storage);
+            let mut fresh = match self.build_copy(old, &whole_old, &options) {
                 Ok(fresh) => fresh,
                 Err(e) => {
                     // The original is untouched; only the partial copy goes.

@@ -5,7 +5,8 @@
 //! record reachable from it) is read only under the bucket's stripe lock, shared or
 //! exclusive, and written only under it exclusively. Free blocks belong to no chain and are
 //! written only by the thread that took them from the pool. The methods that touch chains
-//! are `unsafe fn`s whose callers (in `mod.rs`) hold the right lock.
+//! take a proof of the right lock (`chain_lock.rs`): `Chain` to read, `ChainMut` to write,
+//! `WholeFile` for the whole file, so a caller without the lock does not compile.
 //!
 //! Crash contract: a record is written completely before anything links to it, and a link
 //! is a single pointer write, so a process killed at any moment leaves every chain either
@@ -21,6 +22,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::buckets::{filter_bits, BucketCache, Entry};
+use super::chain_lock::{Chain, ChainMut, WholeFile};
 use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
@@ -371,13 +373,10 @@ impl Storage {
         }
     }
 
-    /// Reads bucket `index`'s head pointer.
-    ///
-    /// # Safety
-    /// The caller holds the bucket's stripe lock.
+    /// Reads the head pointer of `chain`'s bucket.
     #[inline]
-    pub unsafe fn head(&self, index: u64) -> Result<u64> {
-        Ok(self.entry(index)?.head)
+    pub fn head(&self, chain: Chain<'_>) -> Result<u64> {
+        Ok(self.entry(chain.bucket())?.head)
     }
 
     #[inline]
@@ -385,22 +384,17 @@ impl Storage {
         self.buckets.get(index).ok_or_else(|| Error::broken(format!("bucket {index} out of range")))
     }
 
-    /// Links `offset`, a new record of the key hashed `hash`, at the head of `bucket`.
-    ///
-    /// # Safety
-    /// The caller holds the bucket's stripe lock exclusively.
-    pub unsafe fn link_new_head(&self, bucket: u64, offset: u64, hash: u64) -> Result<()> {
-        let filter = self.entry(bucket)?.filter | filter_bits(hash);
-        // SAFETY: forwarded to the caller.
-        unsafe { self.set_head(bucket, offset, filter) }
+    /// Links `offset`, a new record of the key hashed `hash`, at the head of `chain`.
+    pub fn link_new_head(&self, chain: &ChainMut<'_>, offset: u64, hash: u64) -> Result<()> {
+        let filter = self.entry(chain.bucket())?.filter | filter_bits(hash);
+        self.set_head(chain, offset, filter)
     }
 
-    /// # Safety
-    /// The caller holds the bucket's stripe lock exclusively.
-    unsafe fn set_head(&self, index: u64, offset: u64, filter: u32) -> Result<()> {
+    fn set_head(&self, chain: &ChainMut<'_>, offset: u64, filter: u32) -> Result<()> {
+        let index = chain.bucket();
         let bytes = offset.to_le_bytes();
         // The file first: it is what survives a crash.
-        // SAFETY: forwarded to the caller.
+        // SAFETY: the bucket entry belongs to `chain`, which the caller holds exclusively.
         unsafe {
             self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())?
         };
@@ -408,16 +402,15 @@ impl Storage {
         Ok(())
     }
 
-    /// Parses the record at `offset` and checks that all of it lies within the file.
-    ///
-    /// # Safety
-    /// The caller holds the lock of the chain the record belongs to.
+    /// Parses the record at `offset` of `_chain` and checks that all of it lies within the
+    /// file.
     #[inline]
-    pub unsafe fn read_header(&self, offset: u64) -> Result<RecordHeader> {
+    pub fn read_header(&self, _chain: Chain<'_>, offset: u64) -> Result<RecordHeader> {
         if offset < self.header.data_start() {
             return Err(Error::broken(format!("a chain points to {offset}, inside the header area")));
         }
-        // SAFETY: forwarded to the caller.
+        // SAFETY: the record belongs to the chain the caller holds a lock of, so no thread
+        // writes it meanwhile.
         let bytes = unsafe { self.file.slice_upto(offset, MAX_HEADER_SIZE)? };
         let header = RecordHeader::parse(bytes, offset)?;
         if offset.saturating_add(header.total_len()) > self.file.len() {
@@ -426,41 +419,38 @@ impl Storage {
         Ok(header)
     }
 
-    /// The key of a parsed record.
-    ///
-    /// # Safety
-    /// As for `read_header`.
+    /// The key of a parsed record of `_chain`, valid while the chain's lock is held.
     #[inline]
-    pub unsafe fn key_of(&self, offset: u64, header: &RecordHeader) -> Result<&[u8]> {
-        // SAFETY: forwarded to the caller.
+    pub fn key_of<'a>(&'a self, _chain: Chain<'a>, offset: u64, header: &RecordHeader) -> Result<&'a [u8]> {
+        // SAFETY: as in `read_header`; the slice lives no longer than the lock's proof.
         unsafe { self.file.slice(offset + header.header_len as u64, header.key_len) }
     }
 
-    /// Verifies a record's checksum and decodes its value into `out`.
-    ///
-    /// # Safety
-    /// As for `read_header`.
-    pub unsafe fn read_value(&self, offset: u64, header: &RecordHeader, hash: u64, out: &mut Vec<u8>) -> Result<()> {
-        // SAFETY: forwarded to the caller.
-        let stored = unsafe { self.checked_value(offset, header, hash)? };
+    /// Verifies the checksum of a record of `chain` and decodes its value into `out`.
+    pub fn read_value(
+        &self,
+        chain: Chain<'_>,
+        offset: u64,
+        header: &RecordHeader,
+        hash: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let stored = self.checked_value(chain, offset, header, hash)?;
         self.codec.decode(stored, header.is_compressed(), out)
     }
 
-    /// Verifies a record's checksum and shows its value to `visit`: in place in the file when
-    /// it is stored raw, else decoded into a buffer of its own.
-    ///
-    /// # Safety
-    /// As for `read_header`; `visit` must not outlive the caller's lock (it cannot keep the
-    /// slice, which borrows the mapping only for the call).
-    pub unsafe fn visit_value<R>(
+    /// Verifies the checksum of a record of `chain` and shows its value to `visit`: in place
+    /// in the file when it is stored raw, else decoded into a buffer of its own. `visit`
+    /// cannot keep the slice, which borrows the mapping only for the call.
+    pub fn visit_value<R>(
         &self,
+        chain: Chain<'_>,
         offset: u64,
         header: &RecordHeader,
         hash: u64,
         visit: impl FnOnce(&[u8]) -> R,
     ) -> Result<R> {
-        // SAFETY: forwarded to the caller.
-        let stored = unsafe { self.checked_value(offset, header, hash)? };
+        let stored = self.checked_value(chain, offset, header, hash)?;
         if !header.is_compressed() {
             return Ok(visit(stored));
         }
@@ -469,16 +459,19 @@ impl Storage {
         Ok(visit(&decoded))
     }
 
-    /// The stored bytes of a record's value, once its checksum matched.
-    ///
-    /// # Safety
-    /// As for `read_header`.
-    unsafe fn checked_value(&self, offset: u64, header: &RecordHeader, hash: u64) -> Result<&[u8]> {
+    /// The stored bytes of the value of a record of `_chain`, once its checksum matched.
+    fn checked_value<'a>(
+        &'a self,
+        _chain: Chain<'a>,
+        offset: u64,
+        header: &RecordHeader,
+        hash: u64,
+    ) -> Result<&'a [u8]> {
         let at = offset + (header.header_len + header.key_len) as u64;
         if header.value_len > 64 {
             self.file.prefetch_range(at, header.value_len);
         }
-        // SAFETY: forwarded to the caller.
+        // SAFETY: as in `read_header`; the slice lives no longer than the lock's proof.
         let stored = unsafe { self.file.slice(at, header.value_len)? };
         if checksum(hash, header.is_compressed(), stored) != header.checksum() {
             return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
@@ -486,29 +479,24 @@ impl Storage {
         Ok(stored)
     }
 
-    /// Walks the chain of `bucket` to the first record or tombstone of `key` (hashed `hash`).
-    /// A walk that reaches the end of the chain leaves behind the chain's exact key filter.
-    ///
-    /// # Safety
-    /// The caller holds the bucket's stripe lock.
-    pub unsafe fn find(&self, bucket: u64, key: &[u8], hash: u64) -> Result<Option<Found>> {
+    /// Walks `chain` to the first record or tombstone of `key` (hashed `hash`). A walk that
+    /// reaches the end of the chain leaves behind the chain's exact key filter.
+    pub fn find(&self, chain: Chain<'_>, key: &[u8], hash: u64) -> Result<Option<Found>> {
+        let bucket = chain.bucket();
         let entry = self.entry(bucket)?;
         if !entry.may_contain(hash) {
             return Ok(None);
         }
         let mut found = None;
         let mut filter = 0;
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            self.walk(bucket, |offset, header, link, record_key| {
-                if record_key == key {
-                    found = Some(Found { offset, header: *header, link });
-                    return Ok(false);
-                }
-                filter |= filter_bits(hash_key(record_key));
-                Ok(true)
-            })?;
-        }
+        self.walk(chain, |offset, header, link, record_key| {
+            if record_key == key {
+                found = Some(Found { offset, header: *header, link });
+                return Ok(false);
+            }
+            filter |= filter_bits(hash_key(record_key));
+            Ok(true)
+        })?;
         if found.is_none() {
             // Readers may store this too: under the stripe lock no writer changes the chain,
             // and every reader computes the same filter.
@@ -520,27 +508,21 @@ impl Storage {
     /// Calls `visit(offset, header, link, key)` for each record of a chain in order until it
     /// returns false. A cycle or a pointer to something that is not a record is BrokenData;
     /// cycles are caught with Brent's algorithm in time linear in the chain's length.
-    ///
-    /// # Safety
-    /// The caller holds the bucket's stripe lock.
-    pub unsafe fn walk(
+    pub fn walk(
         &self,
-        bucket: u64,
+        chain: Chain<'_>,
         mut visit: impl FnMut(u64, &RecordHeader, Link, &[u8]) -> Result<bool>,
     ) -> Result<()> {
-        // SAFETY (whole body): forwarded to the caller.
-        // SAFETY: the caller holds the bucket's stripe lock (this function's contract).
-        let mut offset = unsafe { self.head(bucket)? };
+        let bucket = chain.bucket();
+        let mut offset = self.head(chain)?;
         let mut link = Link::Bucket(bucket);
         let (mut marker, mut power, mut steps) = (0u64, 1u64, 0u64);
         while offset != 0 {
-            // SAFETY: as above: the chain is read under the caller's stripe lock.
-            let header = unsafe { self.read_header(offset)? };
+            let header = self.read_header(chain, offset)?;
             if header.kind() == KIND_FREE {
                 return Err(Error::broken(format!("bucket {bucket} links to a free block at {offset}")));
             }
-            // SAFETY: as above; the key slice lives only for this visit.
-            let key = unsafe { self.key_of(offset, &header)? };
+            let key = self.key_of(chain, offset, &header)?;
             if !visit(offset, &header, link, key)? {
                 return Ok(());
             }
@@ -560,13 +542,11 @@ impl Storage {
     }
 
     /// Writes a record (or tombstone, with `value` None) for `key` at a fresh place, with
-    /// `next` as its chain successor, and returns its offset. Nothing links to it yet.
-    ///
-    /// # Safety
-    /// The caller holds the stripe lock of the bucket the record will join, exclusively.
-    pub unsafe fn write_record(
+    /// `next` as its successor in `chain`, which it is to join, and returns its offset.
+    /// Nothing links to it yet.
+    pub fn write_record(
         &self,
-        bucket: u64,
+        chain: &ChainMut<'_>,
         key: &[u8],
         hash: u64,
         value: Option<&[u8]>,
@@ -590,8 +570,10 @@ impl Storage {
             let record_len = header_len + key.len() + stored.len();
             let len = record_len as u64;
             let reuse = self.header.update_mode == UpdateMode::InPlace;
-            let place =
-                self.space.allocate(len, reuse, self.header.max_file_size, shard_of(bucket)).ok_or_else(|| {
+            let place = self
+                .space
+                .allocate(len, reuse, self.header.max_file_size, shard_of(chain.bucket()))
+                .ok_or_else(|| {
                     Error::new(
                         ErrorKind::Limit,
                         format!("the file would exceed max_file_size {}", self.header.max_file_size),
@@ -604,7 +586,7 @@ impl Storage {
                 // SAFETY: the block came from the pool, so this thread owns it.
                 unsafe { self.file.write(place.offset + len, &free)? };
                 if place.remainder >= record::MIN_SPAN {
-                    self.space.release(place.offset + len, place.remainder, shard_of(bucket));
+                    self.space.release(place.offset + len, place.remainder, shard_of(chain.bucket()));
                 }
             }
             // SAFETY: the block is ours, as above (or freshly appended past every chain).
@@ -631,15 +613,14 @@ impl Storage {
         })
     }
 
-    /// Points `link` at `target`.
-    ///
-    /// # Safety
-    /// The caller holds the chain's stripe lock exclusively.
-    pub unsafe fn set_link(&self, link: Link, target: u64) -> Result<()> {
+    /// Points `link`, a pointer of `chain`, at `target`.
+    pub fn set_link(&self, chain: &ChainMut<'_>, link: Link, target: u64) -> Result<()> {
         match link {
             // The chain loses a record: its filter keeps the record's bits, harmlessly.
-            // SAFETY: forwarded to the caller.
-            Link::Bucket(index) => unsafe { self.set_head(index, target, self.entry(index)?.filter) },
+            Link::Bucket(index) => {
+                debug_assert_eq!(index, chain.bucket(), "a link of another chain");
+                self.set_head(chain, target, self.entry(index)?.filter)
+            }
             Link::Next { at, width } => {
                 let mut field = [0u8; 10];
                 let field = field.get_mut(..usize::from(width)).unwrap_or_default();
@@ -648,45 +629,38 @@ impl Storage {
                 if !crate::encoding::encode_varint_padded(target, field) {
                     return Err(Error::broken(format!("chain pointer at {at} is too narrow for {target}")));
                 }
-                // SAFETY: forwarded to the caller.
+                // SAFETY: the pointer is inside a record of `chain`, held exclusively.
                 unsafe { self.file.write(at, field) }
             }
         }
     }
 
-    /// Marks a record that no chain links to any more as free and returns its space.
-    ///
-    /// # Safety
-    /// The caller held the record's chain lock exclusively when unlinking it and still does.
-    pub unsafe fn free_record(&self, bucket: u64, offset: u64, header: &RecordHeader) -> Result<()> {
+    /// Marks a record just unlinked from `chain` (still held exclusively) as free and returns
+    /// its space.
+    pub fn free_record(&self, chain: &ChainMut<'_>, offset: u64, header: &RecordHeader) -> Result<()> {
         if self.header.update_mode == UpdateMode::Appending {
             return Ok(());
         }
         // The tag's low bits keep the checksum; only the kind changes, in one byte.
         let tag = (header.tag & !record::KIND_MASK & !record::COMPRESSED_BIT) | KIND_FREE;
-        // SAFETY: forwarded to the caller.
+        // SAFETY: no chain links to the record any more, and `chain`, which did, is held
+        // exclusively: no thread can reach these bytes.
         unsafe { self.file.write(offset, &[tag])? };
-        self.space.release(offset, header.total_len(), shard_of(bucket));
+        self.space.release(offset, header.total_len(), shard_of(chain.bucket()));
         Ok(())
     }
 
     /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.
-    ///
-    /// # Safety
-    /// The caller has the file to itself.
-    pub unsafe fn scan_block(&self, offset: u64) -> Result<Block> {
-        // SAFETY: forwarded to the caller.
+    pub fn scan_block(&self, _whole: &WholeFile<'_>, offset: u64) -> Result<Block> {
+        // SAFETY: the caller has the whole file to itself.
         let bytes = unsafe { self.file.slice_upto(offset, MAX_HEADER_SIZE)? };
         record::parse_block(bytes, offset)
     }
 
     /// Zeroes the bucket array and empties the record area.
-    ///
-    /// # Safety
-    /// The caller holds every stripe lock exclusively.
-    pub unsafe fn clear(&self) -> Result<()> {
+    pub fn clear(&self, _whole: &WholeFile<'_>) -> Result<()> {
         let data_start = self.header.data_start();
-        // SAFETY: forwarded to the caller; shrinking to the header and growing back zeroes
+        // SAFETY: the caller has the whole file to itself; shrinking to the header and growing back zeroes
         // the buckets without writing them one by one.
         unsafe {
             self.file.set_len(self.header.dictionary_offset().min(HEADER_SIZE))?;
