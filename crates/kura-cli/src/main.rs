@@ -40,12 +40,16 @@ struct Cli {
 /// Options that shape a new or rebuilt database.
 #[derive(Args, Debug, Clone, Default)]
 struct LayoutArgs {
-    /// Record compression: none zlib zstd lz4 lzma snappy zstd-dict.
-    #[arg(long, value_name = "CODEC")]
+    #[arg(long, value_name = "CODEC", help = codec_help())]
     record_comp: Option<String>,
     /// Number of hash buckets (suffixes K, M, G allowed).
     #[arg(long, value_name = "N")]
     buckets: Option<String>,
+}
+
+/// The `--record-comp` help, listing the codecs of the registry.
+fn codec_help() -> String {
+    format!("Record compression: {}.", kura::codec::names().collect::<Vec<_>>().join(" "))
 }
 
 #[derive(Subcommand, Debug)]
@@ -121,6 +125,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Lists the record codecs: name, file header id, what it is.
+    Codecs {
+        /// One JSON object per codec, for tools.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -182,5 +192,6 @@ fn run(cli: Cli) -> kura::Result<()> {
         Command::Inspect { path } => commands::maintenance::inspect(&path, &options::plain_params(global)?),
         Command::Bench(args) => bench::run(&args, &options::plain_params(global)?),
         Command::Engines { json } => commands::engines::list(json),
+        Command::Codecs { json } => commands::engines::codecs(json),
     }
 }

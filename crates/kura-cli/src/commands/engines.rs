@@ -1,7 +1,9 @@
-//! `kura engines`: the engine registry as people and tools read it.
+//! `kura engines` and `kura codecs`: the engine and codec registries as people and tools read
+//! them.
 //!
-//! The benchmark driver (`bench/run.py`) and anything else outside Rust learn the engines
-//! from `kura engines --json` instead of keeping a list of their own.
+//! The benchmark driver (`bench/run.py`) and anything else outside Rust learn the engines and
+//! codecs from `kura engines --json` and `kura codecs --json` instead of keeping lists of
+//! their own.
 
 use std::io::Write;
 
@@ -33,6 +35,25 @@ pub fn list(as_json: bool) -> kura::Result<()> {
                 if engine.ordered { "ordered" } else { "unordered" },
                 engine.summary
             )
+        };
+        writeln!(out, "{line}").map_err(write_error("stdout"))?;
+    }
+    out.flush().map_err(write_error("stdout"))
+}
+
+pub fn codecs(as_json: bool) -> kura::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for codec in kura::codec::CODECS {
+        let line = if as_json {
+            json!({
+                "name": codec.name,
+                "id": codec.id,
+                "uses_dictionary": codec.uses_dictionary,
+                "summary": codec.summary,
+            })
+            .to_string()
+        } else {
+            format!("{:<10} {:>2}  {}", codec.name, codec.id, codec.summary)
         };
         writeln!(out, "{line}").map_err(write_error("stdout"))?;
     }
