@@ -115,6 +115,7 @@ impl<T: Copy> PrefixIndex<T> {
         self.fences.truncate(first_block);
         let rest = self.prefixes.get(first_block * STRIDE..).unwrap_or_default();
         self.fences.extend(rest.iter().step_by(STRIDE).copied());
+        self.debug_check();
     }
 
     /// Rewrites the fences of the blocks that start within physical positions `range`.
@@ -126,6 +127,16 @@ impl<T: Copy> PrefixIndex<T> {
             }
             block += 1;
         }
+        self.debug_check();
+    }
+
+    /// The invariants that cost O(1) to check, after every change (debug builds, so the test
+    /// suites run it); the ordering ones are checked by the tests against a model.
+    #[inline]
+    fn debug_check(&self) {
+        debug_assert_eq!(self.prefixes.len(), self.items.len(), "invariant: one prefix per item");
+        debug_assert!(self.head <= self.prefixes.len(), "invariant: the gap lies inside the items");
+        debug_assert_eq!(self.fences.len(), self.prefixes.len().div_ceil(STRIDE), "invariant: a fence per block");
     }
 
     /// Opens a gap of a quarter of the items at the front (moving them all once), so that the
