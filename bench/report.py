@@ -25,8 +25,10 @@ def write_report(bench, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     plotted = charts.draw(bench, os.path.join(out_dir, CHART_FILE))
     text = document.markdown(bench, CHART_FILE if plotted else None)
-    with open(os.path.join(out_dir, "bench.md"), "w") as out:
+    path = os.path.join(out_dir, "bench.md")
+    with open(path, "w") as out:
         out.write(text)
+    harness.log(f"bench: wrote {path}" + (f" and {CHART_FILE}" if plotted else ""))
     return text
 
 
@@ -40,7 +42,6 @@ def main():
         bench = json.load(data)
     out_dir = args.out or os.path.dirname(os.path.abspath(args.json))
     write_report(bench, out_dir)
-    harness.log(f"bench: wrote {os.path.join(out_dir, 'bench.md')}")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,21 @@ def measure_dictionary(file_engines, settings, with_tkrzw, codecs, ordered_codec
         for engine in file_engines}
 
 
+def measure_sequences(wanted, settings, with_tkrzw):
+    """The sequence workload of every engine, the thread scaling the targets read, and the
+    memory floor: {sequence, thread_scaling, memory_latency} of bench.json."""
+    measured = {"sequence": {}, "thread_scaling": {}, "memory_latency": None}
+    for engine in wanted:
+        measured["sequence"][engine["name"]] = sequence.sequence_workload(
+            engine, settings["iter"], with_tkrzw)
+    for engine in (e for e in wanted if e["name"] in targets.scaling_engines()):
+        measured["thread_scaling"][engine["name"]] = thread_scaling.thread_scaling(
+            engine, settings["iter"])
+    if not harness.skipped("FLOOR"):
+        measured["memory_latency"] = memory_floor.measure()
+    return measured
+
+
 def measure(demo):
     """Every workload of the run as the dict that bench.json holds."""
     registry = engines.registry()
@@ -84,33 +99,27 @@ def measure(demo):
     settings = settings_of_run(codecs, ordered_codecs)
     os.makedirs(harness.WORK, exist_ok=True)
     began = time.monotonic()
-    bench = {"schema": SCHEMA, "engines": registry, "settings": settings, "sequence": {},
-             "memory_latency": None, "dictionary": {}, "hit_ratio": [], "thread_scaling": {}}
-    with_sequence = not demo and not harness.skipped("SEQUENCE")
-    if with_sequence:
-        for engine in wanted:
-            bench["sequence"][engine["name"]] = sequence.sequence_workload(
-                engine, settings["iter"], with_tkrzw)
-        for engine in (e for e in wanted if e["name"] in targets.scaling_engines()):
-            bench["thread_scaling"][engine["name"]] = thread_scaling.thread_scaling(
-                engine, settings["iter"])
-        if not harness.skipped("FLOOR"):
-            bench["memory_latency"] = memory_floor.measure()
+    measured = {"sequence": {}, "thread_scaling": {}, "memory_latency": None}
+    if not demo and not harness.skipped("SEQUENCE"):
+        measured = measure_sequences(wanted, settings, with_tkrzw)
     # The demo loads the registry's first file engine; a benchmark every file engine.
     file_engines = [engine for engine in wanted if not engines.in_memory(engine)]
     if demo:
         file_engines = file_engines[:1]
+    measured["dictionary"] = {}
     if not harness.skipped("DICTIONARY") and file_engines:
-        bench["dictionary"] = measure_dictionary(file_engines, settings, with_tkrzw, codecs,
-                                                 ordered_codecs)
+        measured["dictionary"] = measure_dictionary(file_engines, settings, with_tkrzw, codecs,
+                                                    ordered_codecs)
+    measured["hit_ratio"] = []
     if not demo and not harness.skipped("HITRATIO"):
-        bench["hit_ratio"] = hit_ratio.hit_ratio_workload()
+        measured["hit_ratio"] = hit_ratio.hit_ratio_workload()
     harness.remove_files(harness.WORK)
     settings["elapsed_s"] = time.monotonic() - began
     harness.log(f"bench: measured in {settings['elapsed_s'] / 60:.1f} min")
-    bench["date"] = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    bench["machine"] = machine.machine_info()
-    return bench
+    return {"schema": SCHEMA,
+            "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "machine": machine.machine_info(), "engines": registry, "settings": settings,
+            **measured}
 
 
 def print_demo(bench):
@@ -138,9 +147,8 @@ def main():
     path = os.path.join(harness.RESULTS, "bench.json")
     with open(path, "w") as out:
         json.dump(bench, out, indent=1)
-    text = report.write_report(bench, harness.RESULTS)
-    harness.log(f"bench: wrote {os.path.relpath(path, harness.ROOT)}, bench.md and bench.png")
-    print(text)
+    harness.log(f"bench: wrote {os.path.relpath(path, harness.ROOT)}")
+    print(report.write_report(bench, harness.RESULTS))
 
 
 if __name__ == "__main__":
