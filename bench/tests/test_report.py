@@ -155,3 +155,35 @@ def test_memory_latency_table_is_read():
     assert memory_floor.parse(output) == [
         {"mib": 1, "small_pages_ns": 12.0, "huge_pages_ns": 11.0},
         {"mib": 64, "small_pages_ns": 171.0, "huge_pages_ns": 168.0}]
+
+
+def test_a_run_of_the_current_schema_redraws_every_section(tmp_path):
+    """fixtures/tiny-run.json: `make bench` at BENCH_ITER=2000 BENCH_DICT_LIMIT=2000 (figures
+    meaningless, every section present, the memory floor measured)."""
+    with open(os.path.join(os.path.dirname(__file__), "fixtures", "tiny-run.json")) as data:
+        bench = json.load(data)
+    text = report.write_report(bench, str(tmp_path))
+    for _, title in targets.GROUPS:
+        assert f"## {title}" in text
+    for engine in bench["engines"]:
+        assert f"### {document.title(engine['name'], document.engine_facts(bench))}" in text
+    floor = text.split("## Single gets and the memory floor")[1].split("## Dictionary")[0]
+    get_rows = [run for runs in bench["sequence"].values() for run in runs if "get" in run["kura"]]
+    assert len(get_rows) == 20
+    assert sum(line.startswith("| ") and " keys | " in line
+               for line in floor.splitlines()) == len(get_rows)
+    assert f"**{bench['memory_latency']['load_ns']:.0f} ns**" in floor
+    figures = metrics.named_figures(bench)
+    shown = target_rows(text)
+    expected = [verdicts.evaluate(t, figures) for t in targets.TARGETS]
+    assert {checked[0] for checked in expected if checked} == set(shown)
+    assert "### Tree files" in text and "## Cache hit ratio under Zipf keys" in text
+
+
+def test_comparisons_include_their_bound_and_tolerance():
+    assert verdicts.met(">=", 2.0, [1.0], 2, 0) and verdicts.met("<=", 2.0, [1.0], 2, 0)
+    assert not verdicts.met(">=", 1.99, [1.0], 2, 0) and not verdicts.met("<=", 2.01, [1.0], 2, 0)
+    assert verdicts.met(">=", 0.9991, [1.0], 1, 0.001)
+    assert not verdicts.met(">=", 0.998, [1.0], 1, 0.001)
+    assert verdicts.met("<=", 39e6, [], 40e6, 0) and not verdicts.met("<=", 41e6, [], 40e6, 0)
+    assert not verdicts.met(">=", 0.81, [0.80, 0.82], 1, 0)
