@@ -7,8 +7,8 @@ Both sides run the sequence workload of `make bench` (bench/measure/sequence.py:
 `tkrzw_dbm_perf sequence` against `kura bench`, sequential keys `%08d`, 1 thread): set,
 get, iterate and remove QPS, and the process RSS after setting. Tkrzw's TinyDBM gets
 `--buckets N` (one bucket per record, as Kura's table grows to); its default 1M buckets would
-make 100-record chains and measure nothing but that. Tkrzw's CacheDBM is timed on set only, as in make bench (its iterator
-costs O(records) per step).
+make 100-record chains and measure nothing but that. Tkrzw's CacheDBM is timed on set only,
+as in `make bench` (its iterator costs O(records) per step).
 
 Writes bench/results/scale.md, scale.json and scale.png (if matplotlib is importable).
 SCALE_RECORDS (default 100000000) and SCALE_ENGINES (default tiny,cache) change the run.

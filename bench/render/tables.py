@@ -62,8 +62,8 @@ def dictionary_table(results, with_tkrzw):
 def scan_table(results, range_span):
     """An ordered engine's scans on the dictionary: full scans in records/s, range scans in
     scans/s."""
-    lines = ["| codec | Kura scan | Tkrzw scan | ratio | Kura scan back | Tkrzw scan back | ratio | "
-             f"Kura {range_span}-key ranges 1T | Tkrzw 1T | ratio | Kura 2T | Tkrzw 2T | ratio |",
+    lines = ["| codec | Kura scan | Tkrzw scan | ratio | Kura scan back | Tkrzw scan back | "
+             f"ratio | Kura {range_span}-key ranges 1T | Tkrzw 1T | ratio | Kura 2T | Tkrzw 2T | ratio |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
              "| ---: |"]
     for row in results:
