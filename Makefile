@@ -4,6 +4,7 @@
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
+# Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -65,7 +66,7 @@ test-only:
 	$(CARGO) test --workspace
 
 test-python: python
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests bench/tests
 
 ## lint: formatting and clippy, warnings as errors (skipped with a note if not installed)
 lint:

@@ -1,0 +1,73 @@
+"""What every step of the benchmark shares: the repository's paths, where the release
+binaries are, the BENCH_* environment switches, logging, and running a program so that a
+failure stops the run with the program's output."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "bench", "data")
+WORK = os.path.join(DATA, "work")
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def release_dir():
+    """Where `cargo build --release` put the binaries: $CARGO_TARGET_DIR/release when that is
+    set (relative to the repository, as cargo reads it), else target/release."""
+    target = os.environ.get("CARGO_TARGET_DIR", "").strip() or "target"
+    return os.path.join(ROOT, target, "release")
+
+
+# KURA_BIN names the `kura` binary to measure when it is not the release build's (for example
+# a copy kept apart from a target directory that other builds share).
+KURA = os.environ.get("KURA_BIN", "").strip() or os.path.join(release_dir(), "kura")
+KURA_CACHE_BENCH = os.path.join(os.path.dirname(KURA), "kura-cache-bench")
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(command, **kwargs):
+    """Runs a command and returns its stdout, stopping the benchmark with the command's
+    output when it fails."""
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"bench: {' '.join(command)} failed ({result.returncode}):\n"
+                 f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def remove_files(*paths):
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):
+            os.remove(path)
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def skipped(part):
+    """BENCH_SKIP_<PART> set to anything: that part of the benchmark does not run."""
+    return bool(os.environ.get(f"BENCH_SKIP_{part.upper()}", "").strip())
+
+
+def sequence_repeat():
+    """Runs of each sequence configuration per side (BENCH_SEQUENCE_REPEAT, default 3)."""
+    return max(1, env_int("BENCH_SEQUENCE_REPEAT", 3))
+
+
+def repeat():
+    """Runs of each dictionary get and thread-scaling measurement (BENCH_REPEAT, default 3)."""
+    return max(1, env_int("BENCH_REPEAT", 3))
+
+
+def repeat_max_s():
+    """A run longer than this (BENCH_REPEAT_MAX_S, default 8 s) is not repeated."""
+    return env_int("BENCH_REPEAT_MAX_S", 8)
