@@ -1,6 +1,7 @@
-"""The engines as the library's registry describes them, read from `kura engines --json`:
-name, class, extension, file or memory, ordered. The benchmark keeps no list of its own; the
-Tkrzw side of each comparison is in tkrzw_peers.py."""
+"""The engines and codecs as the library's registries describe them, read from `kura engines
+--json` and `kura codecs --json`: name, class, extension, file or memory, ordered; the codec
+names. The benchmark keeps no list of its own; the Tkrzw side of each comparison is in
+tkrzw_peers.py."""
 
 import json
 
@@ -13,6 +14,12 @@ def registry(kura=harness.KURA):
     output = harness.run([kura, "engines", "--json"])
     return [{field: entry[field] for field in fields}
             for entry in map(json.loads, filter(None, output.splitlines()))]
+
+
+def codecs(kura=harness.KURA):
+    """Every codec name, in the registry's (file header id) order."""
+    output = harness.run([kura, "codecs", "--json"])
+    return [json.loads(line)["name"] for line in output.splitlines() if line]
 
 
 def in_memory(engine):

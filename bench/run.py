@@ -46,8 +46,7 @@ SCHEMA = 2
 
 
 def codec_lists():
-    codecs = [c for c in os.environ.get("BENCH_CODECS", ",".join(dictionary.KURA_CODECS))
-              .split(",") if c]
+    codecs = [c for c in os.environ.get("BENCH_CODECS", ",".join(engines.codecs())).split(",") if c]
     ordered_codecs = [c for c in os.environ.get("BENCH_TREE_CODECS", ",".join(codecs)).split(",")
                       if c]
     return codecs, ordered_codecs

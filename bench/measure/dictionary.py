@@ -13,8 +13,6 @@ import tkrzw_peers
 from measure import repeats
 from measure.sequence import RANGE_SPAN
 
-# The codecs a run loads the dictionary with, unless BENCH_CODECS names others.
-KURA_CODECS = ["none", "zlib", "zstd", "lz4", "lzma", "snappy", "zstd-dict"]
 TKRZW_GET = os.path.join(harness.WORK, "tkrzw_get")
 # Range scans per dictionary get run, split among the threads.
 RANGE_SCANS = 10_000
