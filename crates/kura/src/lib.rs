@@ -20,6 +20,7 @@ pub mod file;
 pub mod hash_dbm;
 mod key_prefix;
 pub mod memory_dbm;
+mod multi_get;
 pub mod registry;
 mod spin_lock;
 pub mod split_mix;

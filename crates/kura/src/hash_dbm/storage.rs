@@ -384,6 +384,19 @@ impl Storage {
         self.buckets.get(index).ok_or_else(|| Error::broken(format!("bucket {index} out of range")))
     }
 
+    /// Starts loading the first record of `bucket`'s chain, which a lookup of the key hashed
+    /// `hash` (`key_len` bytes long) reads first; nothing when the bucket's filter rules the
+    /// key out. A hint only: the caller holds the stripe lock so that the entry it reads is
+    /// the chain's, but a stale address would cost nothing more than the wasted hint.
+    #[inline]
+    pub fn prefetch_head(&self, bucket: u64, hash: u64, key_len: usize) {
+        if let Ok(entry) = self.entry(bucket) {
+            if entry.may_contain(hash) {
+                self.file.prefetch_range(entry.head, MAX_HEADER_SIZE.saturating_add(key_len));
+            }
+        }
+    }
+
     /// Links `offset`, a new record of the key hashed `hash`, at the head of `bucket`.
     ///
     /// # Safety
