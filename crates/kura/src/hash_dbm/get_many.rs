@@ -7,9 +7,12 @@
 //! 2. take the group's stripe locks, shared, each once, in ascending order;
 //! 3. read each entry (now in the cache) and prefetch the first record of its chain, unless
 //!    the entry's filter rules the key out;
-//! 4. walk each chain (its head now in the cache), compare keys and show each value.
+//! 4. read each chain's head (now in the cache) and prefetch what comes next: the second
+//!    record when the head holds another key (a third of lookups at one bucket per record),
+//!    else the rest of the head's value when it is long;
+//! 5. walk each chain (mostly in the cache by now), compare keys and show each value.
 //!
-//! The locks are held from stage 3 to the end of the group, so every value shown is the
+//! The locks are taken in stage 2 and held to the end of the group, so every value shown is the
 //! key's value at that moment; a rebuild that changed the bucket count before they were
 //! taken sends the group back to stage 1, as a single lookup retries.
 
@@ -62,7 +65,13 @@ impl HashDbm {
                 for lookup in &group {
                     storage.prefetch_head(lookup.bucket, lookup.hash, lookup.key.len());
                 }
-                // Stage 4: compare and show.
+                // Stage 4: past the heads (now in the cache): the second records of chains
+                // whose head holds another key, or the rest of long values, on their way.
+                for lookup in &group {
+                    // SAFETY: the group's stripe locks are held (see stage 5).
+                    unsafe { storage.prefetch_past_head(lookup.bucket, lookup.key, lookup.hash) };
+                }
+                // Stage 5: compare and show.
                 for lookup in &group {
                     let (index, hash) = (lookup.index, lookup.hash);
                     // SAFETY: the stripe lock of every bucket of the group is held (shared)

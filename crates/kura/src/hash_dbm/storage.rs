@@ -397,6 +397,33 @@ impl Storage {
         }
     }
 
+    /// Starts loading what a lookup of `key` reads after the first record of `bucket`'s
+    /// chain: the second record when the first holds another key, else the rest of the
+    /// first record's value. A hint only; a record that does not parse is left for the
+    /// lookup itself to report.
+    ///
+    /// # Safety
+    /// The caller holds the bucket's stripe lock.
+    #[inline]
+    pub unsafe fn prefetch_past_head(&self, bucket: u64, key: &[u8], hash: u64) {
+        let Ok(entry) = self.entry(bucket) else { return };
+        if !entry.may_contain(hash) {
+            return;
+        }
+        // SAFETY: forwarded to the caller.
+        let Ok(header) = (unsafe { self.read_header(entry.head) }) else { return };
+        // SAFETY: as above.
+        let Ok(head_key) = (unsafe { self.key_of(entry.head, &header) }) else { return };
+        if head_key != key {
+            if header.next != 0 {
+                self.file.prefetch_range(header.next, MAX_HEADER_SIZE.saturating_add(key.len()));
+            }
+        } else if header.value_len > 0 {
+            let value_at = entry.head.saturating_add((header.header_len + header.key_len) as u64);
+            self.file.prefetch_range(value_at, header.value_len);
+        }
+    }
+
     /// Links `offset`, a new record of the key hashed `hash`, at the head of `bucket`.
     ///
     /// # Safety
