@@ -11,6 +11,15 @@
 /// some of that parallelism unused.
 pub const GROUP: usize = 16;
 
+/// The batch `keys` cut into groups of at most `GROUP` keys, of nearly even sizes (a batch of
+/// 17 makes groups of 9 and 8, not 16 and a lone key whose misses overlap with nothing),
+/// each with the index of its first key in the batch.
+pub fn groups<'b, 'k>(keys: &'b [&'k [u8]]) -> impl Iterator<Item = (usize, &'b [&'k [u8]])> {
+    let count = keys.len().div_ceil(GROUP).max(1);
+    let size = keys.len().div_ceil(count).max(1);
+    keys.chunks(size).enumerate().map(move |(number, group)| (number * size, group))
+}
+
 /// Sorts lock indices (stripes, slots) ascending and drops repeats. A group takes each lock
 /// it needs once, in this order: engines that ever hold several of their locks at once take
 /// them in ascending order too (HashDbm's `with_all`), and single-key operations hold one,
@@ -25,4 +34,33 @@ pub fn lock_order(indices: &mut Vec<usize>) {
 #[inline]
 pub fn position(locks: &[usize], lock: usize) -> Option<usize> {
     locks.binary_search(&lock).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::indexing_slicing, reason = "a test fails loudly on a wrong index")]
+    use super::*;
+
+    #[test]
+    fn groups_cover_the_batch_in_order_evenly_and_within_the_group_size() {
+        let keys: Vec<Vec<u8>> = (0..200u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        for len in 0..refs.len() {
+            let batch = &refs[..len];
+            let cut: Vec<(usize, &[&[u8]])> = groups(batch).collect();
+            let mut next = 0;
+            for (first, group) in &cut {
+                assert_eq!(*first, next);
+                assert!(!group.is_empty() && group.len() <= GROUP);
+                assert_eq!(*group, &batch[next..next + group.len()]);
+                next += group.len();
+            }
+            assert_eq!(next, len);
+            assert_eq!(cut.len(), len.div_ceil(GROUP));
+            let sizes: Vec<usize> = cut.iter().map(|(_, g)| g.len()).collect();
+            if let (Some(most), Some(least)) = (sizes.iter().max(), sizes.iter().min()) {
+                assert!(most - least <= 1 || *least == sizes[sizes.len() - 1], "{len}: {sizes:?}");
+            }
+        }
+    }
 }

@@ -21,7 +21,7 @@ use parking_lot::RwLockReadGuard;
 use super::storage::{bucket_of, hash_key};
 use super::{is_live, HashDbm, STRIPES};
 use crate::error::Result;
-use crate::multi_get::{lock_order, GROUP};
+use crate::multi_get::{groups, lock_order, GROUP};
 use std::sync::atomic::Ordering;
 
 /// One key of a group on its way through the stages.
@@ -37,8 +37,7 @@ impl HashDbm {
         let mut group: Vec<Lookup<'_>> = Vec::with_capacity(GROUP);
         let mut stripes: Vec<usize> = Vec::with_capacity(GROUP);
         let mut guards: Vec<RwLockReadGuard<'_, ()>> = Vec::with_capacity(GROUP);
-        for (chunk_number, chunk) in keys.chunks(GROUP).enumerate() {
-            let first = chunk_number * GROUP;
+        for (first, chunk) in groups(keys) {
             loop {
                 // Stage 1: hashes, buckets, bucket entries on their way.
                 let num_buckets = self.num_buckets.load(Ordering::Acquire);

@@ -33,7 +33,7 @@ use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
-use crate::multi_get::GROUP;
+use crate::multi_get::{groups, GROUP};
 
 /// Default slot count: as Tkrzw's CacheDBM; plenty for a few threads, and few enough that
 /// per-slot LRU stays close to a global LRU.
@@ -541,8 +541,8 @@ impl Dbm for CacheDbm {
         let mut group = SlotGroup::default();
         let mut slots: Vec<MutexGuard<'_, Slot>> = Vec::with_capacity(GROUP);
         let mut heads: Vec<Option<u32>> = Vec::with_capacity(GROUP);
-        for (chunk_number, chunk) in keys.chunks(GROUP).enumerate() {
-            group.plan(chunk, chunk_number * GROUP, self.slots.len());
+        for (first, chunk) in groups(keys) {
+            group.plan(chunk, first, self.slots.len());
             slots.extend(group.slots.iter().filter_map(|&slot| self.slots.get(slot)).map(|slot| slot.lock()));
             for lookup in &group.lookups {
                 if let Some(slot) = slots.get(lookup.lock) {

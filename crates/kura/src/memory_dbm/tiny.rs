@@ -17,7 +17,7 @@ use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, Result};
-use crate::multi_get::GROUP;
+use crate::multi_get::{groups, GROUP};
 
 /// Slots: enough that two threads rarely meet and that a table doubling (which holds one
 /// slot's lock) stalls only 1/64 of the keys.
@@ -143,8 +143,8 @@ impl Dbm for TinyDbm {
         self.backing.check_open()?;
         let mut group = SlotGroup::default();
         let mut tables: Vec<RwLockReadGuard<'_, OpenTable>> = Vec::with_capacity(GROUP);
-        for (chunk_number, chunk) in keys.chunks(GROUP).enumerate() {
-            group.plan(chunk, chunk_number * GROUP, self.slots.len());
+        for (first, chunk) in groups(keys) {
+            group.plan(chunk, first, self.slots.len());
             tables.extend(group.slots.iter().filter_map(|&slot| self.slots.get(slot)).map(|slot| slot.read()));
             let table = |lookup: &SlotLookup<'_>| tables.get(lookup.lock);
             for lookup in &group.lookups {
