@@ -10,6 +10,8 @@
    plyvel (put/get) and lmdb (put/get in one transaction) where they import. Default
    parameters everywhere. BENCH_PY_REPEAT rounds (default 3), the stores taking turns; each
    keeps its best set and best get.
+   Kura also gets the same keys again through `db.get_many` in batches of `GET_MANY_BATCH`,
+   reported beside Tkrzw's per-key get loop (Tkrzw's Python binding has no batched get).
 2. Reads of a zstd-compressed dictionary database (bench/data/dictionary.tsv when present,
    synthetic text otherwise) from 1 and from 2 Python threads: the second should be close to
    twice the first, since kura releases the GIL while it decompresses.
@@ -34,6 +36,9 @@ if sys.path and os.path.abspath(sys.path[0] or ".") == HERE:
 ROOT = os.path.dirname(HERE)
 SYSTEM_PYTHON = "/usr/bin/python3"
 DICTIONARY = os.path.join(ROOT, "bench", "data", "dictionary.tsv")
+
+# Keys per `db.get_many` call in the batched-get figure.
+GET_MANY_BATCH = 1000
 
 # name -> (interpreter, how it is driven)
 CONTENDERS = {
@@ -77,7 +82,16 @@ def worker(name, num, directory):
         db = kura.open(path, "n")
         set_s, get_s = run_dict_protocol(db, keys)
         assert len(db) == num
+        batches = [keys[i : i + GET_MANY_BATCH] for i in range(0, num, GET_MANY_BATCH)]
+
+        def get_many_all():
+            for batch in batches:
+                db.get_many(batch)
+
+        get_many_s = min(timed(get_many_all), timed(get_many_all))
         db.close()
+        print(json.dumps({"set": num / set_s, "get": num / get_s, "get_many": num / get_many_s}))
+        return
     elif name.startswith("tkrzw"):
         import tkrzw
 
@@ -171,6 +185,8 @@ def measure_all(num):
             figures = json.loads(done.stdout.strip().splitlines()[-1])
             best = results.setdefault(name, {"how": how, "set": 0.0, "get": 0.0})
             best["set"], best["get"] = max(best["set"], figures["set"]), max(best["get"], figures["get"])
+            if "get_many" in figures:
+                best["get_many"] = max(best.get("get_many", 0.0), figures["get_many"])
             print(f"{name}: set {figures['set'] / 1e6:.2f}M get {figures['get'] / 1e6:.2f}M QPS", file=sys.stderr)
     return results
 
@@ -261,6 +277,24 @@ def report(num, results, threads):
             ratios = [f"{figures['set'] / other['set']:.2f}x", f"{figures['get'] / other['get']:.2f}x"]
         lines.append(
             f"| {name} | {figures['how']} | {qps(figures['set'])} | {qps(figures['get'])} | {ratios[0]} | {ratios[1]} |"
+        )
+    lines += [
+        "",
+        "## Python: batched gets",
+        "",
+        f"The same keys through `db.get_many(keys)` in batches of {GET_MANY_BATCH:,} (the GIL released for "
+        "each batch), against the per-key get loops above.",
+        "",
+        "| store | get_many QPS | vs own get | vs Tkrzw get |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, figures in results.items():
+        if "get_many" not in figures:
+            continue
+        other = results.get(reference.get(name, ""), {})
+        versus_tkrzw = f"{figures['get_many'] / other['get']:.2f}x" if "get" in other else ""
+        lines.append(
+            f"| {name} | {qps(figures['get_many'])} | {figures['get_many'] / figures['get']:.2f}x | {versus_tkrzw} |"
         )
     lines += [
         "",

@@ -1,7 +1,7 @@
 """Type stubs of the package `kura` (the native part is kura._kura)."""
 
 import os
-from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, MutableMapping, ValuesView
 from types import TracebackType
 from typing import Any, Literal, TypeVar, Union, overload
 
@@ -84,6 +84,10 @@ class Database(MutableMapping[Any, Any]):
     def get(self, key: Data) -> Result | None: ...
     @overload
     def get(self, key: Data, default: _T) -> Result | _T: ...
+    @overload
+    def get_many(self, keys: Iterable[Data], as_dict: Literal[False] = False) -> list[Result | None]: ...
+    @overload
+    def get_many(self, keys: Iterable[Data], as_dict: Literal[True]) -> dict[Any, Result]: ...
     def setdefault(self, key: Data, default: Data = b"") -> Result: ...
     @overload
     def pop(self, key: Data) -> Result: ...

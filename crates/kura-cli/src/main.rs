@@ -72,8 +72,14 @@ enum Command {
         #[arg(long)]
         no_overwrite: bool,
     },
-    /// Prints the value of a key followed by a newline; exit 1 when missing.
-    Get { path: PathBuf, key: String },
+    /// Prints the value of each key followed by a newline, one line per key in the order
+    /// given (an empty line for a key with no record), looked up as one batch; every missing
+    /// key is named on stderr, and the exit status is 1 when any key was missing.
+    Get {
+        path: PathBuf,
+        #[arg(required = true, num_args = 1..)]
+        keys: Vec<String>,
+    },
     /// Removes a record; exit 1 when missing.
     Remove { path: PathBuf, key: String },
     /// Prints records as TSV (key<TAB>value), in the engine's order.
@@ -169,7 +175,7 @@ fn run(cli: Cli) -> kura::Result<()> {
         Command::Set { path, key, value, no_overwrite } => {
             commands::records::set(&path, &options::plain_params(global)?, &key, &value, no_overwrite)
         }
-        Command::Get { path, key } => commands::records::get(&path, &options::plain_params(global)?, &key),
+        Command::Get { path, keys } => commands::records::get(&path, &options::plain_params(global)?, &keys),
         Command::Remove { path, key } => commands::records::remove(&path, &options::plain_params(global)?, &key),
         Command::List { path, keys, from, to, reverse, limit } => {
             let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit };

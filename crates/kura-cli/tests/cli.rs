@@ -488,3 +488,68 @@ fn paths_with_spaces_work() {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("count=0"));
 }
+
+#[test]
+fn get_with_several_keys_prints_a_line_per_key_and_names_each_missing_key() {
+    let scratch = Scratch::new();
+    for engine in kura::registry::ENGINES {
+        let db = scratch.path(&format!("several.{}", engine.extension));
+        // The parameters an engine needs at every open (CacheDbm's record cap).
+        let bench = (engine.bench_params)(100);
+        let params: Vec<String> = bench.names().map(|n| format!("{n}={}", bench.get(n).unwrap())).collect();
+        let run = |args: &[&str]| {
+            let mut all = args.to_vec();
+            let joined = params.join(",");
+            if !joined.is_empty() {
+                all.extend(["--params", &joined]);
+            }
+            kura(&all)
+        };
+        let stdout_of = |args: &[&str]| {
+            let output = run(args);
+            assert!(output.status.success(), "{} {args:?}: {}", engine.name, String::from_utf8_lossy(&output.stderr));
+            String::from_utf8(output.stdout).unwrap()
+        };
+        stdout_of(&["create", &db]);
+        stdout_of(&["set", &db, "apple", "a red fruit"]);
+        stdout_of(&["set", &db, "empty", ""]);
+        stdout_of(&["set", &db, "cherry", "small"]);
+        // Every key found: one line per key in the order given, repeats included.
+        let all_found = stdout_of(&["get", &db, "cherry", "apple", "empty", "cherry"]);
+        assert_eq!(all_found, "small\na red fruit\n\nsmall\n", "{}", engine.name);
+        // Missing keys: an empty line each, each named once on stderr, exit 1.
+        let output = run(&["get", &db, "banana", "apple", "durian", "empty"]);
+        assert_eq!(output.status.code(), Some(NOT_FOUND), "{}", engine.name);
+        assert_eq!(String::from_utf8(output.stdout).unwrap(), "\na red fruit\n\n\n", "{}", engine.name);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{}: {stderr}", engine.name);
+        assert!(lines[0].starts_with("kura: ") && lines[0].contains("\"banana\""), "{stderr}");
+        assert!(lines[1].starts_with("kura: ") && lines[1].contains("\"durian\""), "{stderr}");
+        // One key: the value, or an empty line and exit 1 naming the key.
+        assert_eq!(stdout_of(&["get", &db, "apple"]), "a red fruit\n");
+        let output = run(&["get", &db, "banana"]);
+        assert_eq!(output.status.code(), Some(NOT_FOUND), "{}", engine.name);
+        assert!(String::from_utf8_lossy(&output.stderr).contains("not found"), "{}", engine.name);
+    }
+}
+
+#[test]
+fn bench_batch_adds_a_get_batch_phase_per_size_for_every_engine() {
+    for engine in kura::engines() {
+        for extra in [&[][..], &["--threads", "2", "--random-key"][..]] {
+            let mut args = vec!["bench", "--engine", engine.name, "--iter", "1000", "--batch", "7,64", "--json"];
+            args.extend_from_slice(extra);
+            let phases: Vec<serde_json::Value> = ok(&args).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let names: Vec<&str> = phases.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+            assert_eq!(names, ["set", "get", "get_batch", "get_batch", "iterate", "remove"], "{}", engine.name);
+            // The batched gets look up the single gets' keys: same operations, same misses.
+            for (phase, batch) in [(&phases[2], 7), (&phases[3], 64)] {
+                assert_eq!(phase["batch"], batch, "{}", engine.name);
+                assert_eq!(phase["operations"], phases[1]["operations"], "{}", engine.name);
+                assert_eq!(phase["misses"], phases[1]["misses"], "{}", engine.name);
+            }
+        }
+    }
+    fails(&["bench", "--batch", "0"], USAGE, "--batch");
+}

@@ -18,13 +18,14 @@ use std::sync::Arc;
 use kura::{Action, Dbm, OpenMode, Params, TreeDbm};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::batch::Batch;
 use crate::convert::Encoding;
 use crate::cursor::{Cursor, KeyIter, RangeIter, RecordIter, Yield};
 use crate::engine::Engine;
 use crate::errors::{self, OrRaise};
+use crate::get_many;
 use crate::gil;
 use crate::params;
 
@@ -267,6 +268,39 @@ impl Database {
             Some(value) => Ok(value),
             None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
         }
+    }
+
+    /// The values of `keys` (an iterable of bytes or str) in their order, None where a key
+    /// has no record; with `as_dict=True`, a dict of the keys that have a record (as given)
+    /// to their values, the others left out (memcached's `get_multi`). One batch lookup, run
+    /// with the GIL released; a key of another type is a TypeError and nothing is looked up.
+    #[pyo3(signature = (keys, as_dict = false))]
+    fn get_many<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>, as_dict: bool) -> PyResult<Bound<'py, PyAny>> {
+        if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err("get_many takes an iterable of keys, not one key"));
+        }
+        let objects: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+        let raw: Vec<Cow<'_, [u8]>> = objects.iter().map(|key| self.key(key)).collect::<PyResult<_>>()?;
+        let refs: Vec<&[u8]> = raw.iter().map(|key| key.as_ref()).collect();
+        let engine = self.typed(py)?;
+        let fetched = gil::detach(py, || get_many::fetch(engine, &refs)).or_raise(py)?;
+        if as_dict {
+            let found = PyDict::new(py);
+            for (key, value) in objects.iter().zip(fetched.values()) {
+                if let Some(value) = value {
+                    found.set_item(key, self.encoding.output(py, value)?)?;
+                }
+            }
+            return Ok(found.into_any());
+        }
+        let values = fetched
+            .values()
+            .map(|value| match value {
+                Some(value) => self.encoding.output(py, value),
+                None => Ok(py.None().into_bound(py)),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, values)?.into_any())
     }
 
     /// Stores `value` under `key`. With `overwrite=False` an existing record is kept and the

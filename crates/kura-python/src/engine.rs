@@ -74,6 +74,16 @@ impl Engine {
         }
     }
 
+    /// Shows the values of `keys` (None for a key with no record) to `visit` with each key's
+    /// index, as `Dbm::get_many_with`; `visit` runs under the engine's locks.
+    pub fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> kura::Result<()> {
+        match self {
+            Engine::Hash(hash) => hash.get_many_with(keys, visit),
+            Engine::Tree(tree) => tree.get_many_with(keys, visit),
+            Engine::Other(dbm) => dbm.get_many_with(keys, visit),
+        }
+    }
+
     /// Stores `value` under `key`; with `overwrite` false an existing record is a Duplicate
     /// error, as `Dbm::set` says.
     #[inline]

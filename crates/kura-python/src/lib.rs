@@ -18,6 +18,7 @@ mod cursor;
 mod database;
 mod engine;
 mod errors;
+mod get_many;
 mod gil;
 mod params;
 

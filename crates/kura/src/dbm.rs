@@ -85,6 +85,36 @@ pub trait Dbm: Send + Sync + std::any::Any {
         })
     }
 
+    /// Looks up every key of `keys` and shows each value to `visit` with the key's index in
+    /// `keys` (`None` when the key has no record): the batched zero-copy read, and what
+    /// `get_many` is made of. Every index is visited exactly once (a key given twice is looked
+    /// up twice), in an order the engine chooses (an ordered engine visits in key order); a
+    /// missing key is not an error. Each value is one the key held at some moment during the
+    /// call: the batch is not a snapshot, and writers may run between two of its keys. An
+    /// error (broken data, a closed database) ends the call, and the indices not visited by
+    /// then were not looked up. `visit` runs under engine locks, so it must not call back
+    /// into the same database. The default loops over `get_with`; the hash engines and the
+    /// tree override it with a lookup that overlaps the memory misses of a batch's keys
+    /// (docs/get_many.md).
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        for (index, key) in keys.iter().enumerate() {
+            self.get_with(key, &mut |value| visit(index, value))?;
+        }
+        Ok(())
+    }
+
+    /// The values of `keys` in the caller's order: `None` where a key has no record (RocksDB's
+    /// `MultiGet`). As `get_many_with`, which it is made of.
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut values = vec![None; keys.len()];
+        self.get_many_with(keys, &mut |index, value| {
+            if let Some(slot) = values.get_mut(index) {
+                *slot = value.map(<[u8]>::to_vec);
+            }
+        })?;
+        Ok(values)
+    }
+
     /// Stores `value` under `key`. With `overwrite` false, an existing record is left as it is
     /// and the call fails with a Duplicate error.
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {

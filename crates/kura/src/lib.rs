@@ -24,6 +24,7 @@ mod file;
 pub mod hash_dbm;
 mod key_prefix;
 pub mod memory_dbm;
+mod multi_get;
 pub mod registry;
 mod spin_lock;
 #[cfg(feature = "internals")]

@@ -2,6 +2,7 @@
 //!
 //! - `sequence.rs`: the workload of `tkrzw_dbm_perf sequence` (set, get, iterate, remove of
 //!   `%08d` keys with small values), one thread or several;
+//! - `batched.rs`: the get phase again in batches of N keys (`--batch N`, `Dbm::get_many_with`);
 //! - `dictionary.rs`: random-order gets of every key of a TSV file (`--keys-from`) from an
 //!   existing database, the read side of the dictionary benchmark;
 //! - `scan.rs`: full scans and range scans through the ordered cursor (tree, baby), added
@@ -9,6 +10,7 @@
 //! - `workload.rs`: the keys, values and random numbers both share;
 //! - `report.rs`: the human and JSON lines, and the memory figure.
 
+mod batched;
 mod dictionary;
 mod report;
 mod scan;
@@ -58,6 +60,11 @@ pub struct BenchArgs {
     /// random keys; with --keys-from: --iter scans in all, from the shuffled keys.
     #[arg(long, value_name = "N")]
     pub range_scan: Option<u64>,
+    /// Sequence mode: after the get phase, get the same keys again in batches of N through
+    /// `get_many` (phase `get_batch`, with a `batch` field); several sizes separated by
+    /// commas (`--batch 16,64`) each add a phase.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: Vec<u64>,
     /// Print one JSON object per phase instead of Tkrzw-style lines.
     #[arg(long)]
     pub json: bool,

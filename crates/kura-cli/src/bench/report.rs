@@ -72,6 +72,7 @@ pub fn title(phase: &str) -> &'static str {
     match phase {
         "set" => "Setting",
         "get" => "Getting",
+        "get_batch" => "Getting in batches",
         "iterate" => "Iterating",
         "remove" => "Removing",
         "scan" => "Scanning",

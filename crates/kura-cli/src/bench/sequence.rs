@@ -5,7 +5,8 @@
 //! with no `--path` keeps one database open through all phases, with no file at all, as
 //! `tkrzw_dbm_perf` does for its on-memory DBMs. Setting and removing include
 //! `synchronize(false)` in their time, as Tkrzw's do. Every thread performs all `--iter`
-//! operations. Ordered engines can add scan phases after iterating (`--scan`,
+//! operations. `--batch N` adds a phase after the gets: the same gets in batches of N keys
+//! (`batched.rs`). Ordered engines can add scan phases after iterating (`--scan`,
 //! `--range-scan N`, see `scan.rs`).
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use indicatif::ProgressBar;
 use kura::{Dbm, Engine, Error, OpenMode, Params};
 use serde_json::json;
 
+use super::batched;
 use super::report::{title, Phase};
 use super::scan;
 use super::workload::{format_key, KeyOrder, SplitMix64, Values};
@@ -157,6 +159,20 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
         phase("get", total, db.count()?, elapsed, db.file_size()?, misses).print(args.json);
         Ok(())
     })?;
+
+    // Getting again in batches of N (`--batch`): the same keys in the same order.
+    for &batch in &args.batch {
+        announce(args, "get_batch");
+        target.with(OpenMode::ReadOnly, params, |db| {
+            let (elapsed, misses) = batched::get_in_batches(args, db, usize::try_from(batch).unwrap_or(usize::MAX))?;
+            let mut line = phase("get_batch", total, db.count()?, elapsed, db.file_size()?, misses);
+            if let Some(extra) = line.context.as_object_mut() {
+                extra.insert("batch".to_string(), json!(batch));
+            }
+            line.print(args.json);
+            Ok(())
+        })?;
+    }
 
     // Iterating: one cursor over everything.
     announce(args, "iterate");

@@ -14,13 +14,32 @@ pub fn set(path: &Path, params: &Params, key: &str, value: &str, no_overwrite: b
     db.close()
 }
 
-pub fn get(path: &Path, params: &Params, key: &str) -> kura::Result<()> {
+/// `kura get PATH KEY...`: the keys are looked up as one batch (`Dbm::get_many`), and line
+/// i of the output is the value of key i, or empty when that key has no record. Each
+/// missing key is named on stderr; the last one is returned as the NotFound error (exit 1)
+/// once every line is printed, the others printed here, so each is named exactly once.
+pub fn get(path: &Path, params: &Params, keys: &[String]) -> kura::Result<()> {
     let db = open(path, OpenMode::ReadOnly, params)?;
-    let value = db.get(key.as_bytes()).map_err(|e| keyed(e, key))?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&value).and_then(|()| out.write_all(b"\n")).map_err(write_error("stdout"))?;
+    let raw: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
+    let values = db.get_many(&raw)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut missing = None;
+    for (key, value) in keys.iter().zip(&values) {
+        out.write_all(value.as_deref().unwrap_or_default())
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(write_error("stdout"))?;
+        if value.is_none() {
+            if let Some(earlier) = missing.replace(key) {
+                eprintln!("kura: {}", keyed(Error::not_found(""), earlier));
+            }
+        }
+    }
     out.flush().map_err(write_error("stdout"))?;
-    db.close()
+    db.close()?;
+    match missing {
+        Some(key) => Err(keyed(Error::not_found(""), key)),
+        None => Ok(()),
+    }
 }
 
 pub fn remove(path: &Path, params: &Params, key: &str) -> kura::Result<()> {

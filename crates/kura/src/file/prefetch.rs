@@ -15,11 +15,18 @@ pub fn prefetch(address: usize) {
     let _ = address;
 }
 
-/// Asks the CPU to bring every line of `len` bytes from `start` into the cache.
+/// The size of a cache line on the machines Kura runs on.
+const LINE: usize = 64;
+
+/// Asks the CPU to bring every line that `len` bytes from `start` touch into the cache,
+/// including the second line of a short range that straddles a line boundary.
 #[inline]
 pub fn prefetch_range(start: usize, len: usize) {
-    for line in (0..len).step_by(64) {
-        prefetch(start.wrapping_add(line));
+    let end = start.saturating_add(len);
+    let mut line = start & !(LINE - 1);
+    while line < end {
+        prefetch(line);
+        line = line.saturating_add(LINE);
     }
 }
 

@@ -12,6 +12,7 @@
 mod buckets;
 mod chain_lock;
 mod cursor;
+mod get_many;
 mod header;
 mod options;
 mod prefetch;
@@ -458,6 +459,11 @@ impl Dbm for HashDbm {
             visit(None);
         }
         Ok(())
+    }
+
+    /// The pipelined lookup of `get_many.rs`: a group of keys overlaps its memory misses.
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        self.get_many_pipelined(keys, visit)
     }
 
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {

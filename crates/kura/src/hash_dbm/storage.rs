@@ -384,6 +384,41 @@ impl Storage {
         self.buckets.get(index).ok_or_else(|| Error::broken(format!("bucket {index} out of range")))
     }
 
+    /// Starts loading the first record of `chain`, which a lookup of the key hashed `hash`
+    /// (`key_len` bytes long) reads first; nothing when the bucket's filter rules the key out.
+    /// A hint only: the proof of the lock makes the entry it reads the chain's, and a stale
+    /// address would cost nothing more than the wasted hint.
+    #[inline]
+    pub fn prefetch_head(&self, chain: Chain<'_>, hash: u64, key_len: usize) {
+        if let Ok(entry) = self.entry(chain.bucket()) {
+            if entry.may_contain(hash) {
+                self.file.prefetch_range(entry.head, MAX_HEADER_SIZE.saturating_add(key_len));
+            }
+        }
+    }
+
+    /// Starts loading what a lookup of `key` reads after the first record of `chain`: the
+    /// second record when the first holds another key, else the rest of the first record's
+    /// value. A hint only; a record that does not parse is left for the lookup itself to
+    /// report.
+    #[inline]
+    pub fn prefetch_past_head(&self, chain: Chain<'_>, key: &[u8], hash: u64) {
+        let Ok(entry) = self.entry(chain.bucket()) else { return };
+        if !entry.may_contain(hash) {
+            return;
+        }
+        let Ok(header) = self.read_header(chain, entry.head) else { return };
+        let Ok(head_key) = self.key_of(chain, entry.head, &header) else { return };
+        if head_key != key {
+            if header.next != 0 {
+                self.file.prefetch_range(header.next, MAX_HEADER_SIZE.saturating_add(key.len()));
+            }
+        } else if header.value_len > 0 {
+            let value_at = entry.head.saturating_add((header.header_len + header.key_len) as u64);
+            self.file.prefetch_range(value_at, header.value_len);
+        }
+    }
+
     /// Links `offset`, a new record of the key hashed `hash`, at the head of `chain`.
     pub fn link_new_head(&self, chain: &ChainMut<'_>, offset: u64, hash: u64) -> Result<()> {
         let filter = self.entry(chain.bucket())?.filter | filter_bits(hash);

@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::backing::{self, Backing};
 use super::chained_table::{record_cost, SlotTable, BUCKET_BYTES};
@@ -28,10 +28,12 @@ use super::key_hash::{hash_key, slot_of};
 use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
+use super::slot_group::SlotGroup;
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
+use crate::multi_get::{groups, GROUP};
 
 /// Default slot count: as Tkrzw's CacheDBM; plenty for a few threads, and few enough that
 /// per-slot LRU stays close to a global LRU.
@@ -533,6 +535,55 @@ impl Dbm for CacheDbm {
             slot.touch(index);
         }
         visit(found.and_then(|index| slot.table.get(index)).map(RecordBytes::value));
+        Ok(())
+    }
+
+    /// The batched lookup of `slot_group.rs`: per group, each slot locked once, then the
+    /// buckets prefetched, then the chain heads and their recency links, then the spilled
+    /// records and the links `touch` rewrites, then the compares. Each hit refreshes its
+    /// record's recency and every key counts as a request, as `get_with` does.
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        self.backing.check_open()?;
+        let mut group = SlotGroup::default();
+        let mut slots: Vec<MutexGuard<'_, Slot>> = Vec::with_capacity(GROUP);
+        let mut heads: Vec<Option<u32>> = Vec::with_capacity(GROUP);
+        for (first, chunk) in groups(keys) {
+            group.plan(chunk, first, self.slots.len());
+            slots.extend(group.slots.iter().filter_map(|&slot| self.slots.get(slot)).map(|slot| slot.lock()));
+            for lookup in &group.lookups {
+                if let Some(slot) = slots.get(lookup.lock) {
+                    slot.table.prefetch_bucket(lookup.hash);
+                }
+            }
+            heads.clear();
+            for lookup in &group.lookups {
+                let slot = slots.get(lookup.lock);
+                let head = slot.and_then(|slot| slot.table.prefetch_chain_head(lookup.hash));
+                if let (Some(slot), Some(head)) = (slot, head) {
+                    slot.lru.prefetch(head);
+                }
+                heads.push(head);
+            }
+            for (lookup, head) in group.lookups.iter().zip(&heads) {
+                if let (Some(slot), Some(head)) = (slots.get(lookup.lock), *head) {
+                    slot.table.prefetch_spilled(head, lookup.hash);
+                    slot.lru.prefetch_neighbours(head);
+                }
+            }
+            for lookup in &group.lookups {
+                let Some(slot) = slots.get_mut(lookup.lock) else {
+                    visit(lookup.index, None);
+                    continue;
+                };
+                slot.record_access(lookup.hash);
+                let found = slot.table.find(lookup.key, lookup.hash);
+                if let Some(index) = found {
+                    slot.touch(index);
+                }
+                visit(lookup.index, found.and_then(|index| slot.table.get(index)).map(RecordBytes::value));
+            }
+            slots.clear();
+        }
         Ok(())
     }
 

@@ -11,6 +11,7 @@ use std::num::NonZeroU32;
 use super::record::{RecordBytes, HEAP_OVERHEAD, INLINE_CAPACITY};
 use super::slotted::SlotRecords;
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::prefetch;
 
 /// A link to a slab entry: `index + 1`, so that `None` is 0 and a fresh bucket array of `None`
 /// is zeroed memory the allocator hands out lazily.
@@ -124,6 +125,35 @@ impl SlotTable {
     #[inline]
     fn entry_mut(&mut self, index: u32) -> &mut Entry {
         self.entries.get_mut(index as usize).expect("invariant: links point inside the slab")
+    }
+
+    /// Starts loading the bucket of the key hashed `hash` (a batched lookup's first stage).
+    #[inline]
+    pub fn prefetch_bucket(&self, hash: u64) {
+        if let Some(bucket) = self.buckets.get(self.bucket_of(hash as u32)) {
+            prefetch(std::ptr::from_ref(bucket) as usize);
+        }
+    }
+
+    /// The first slab index of the chain the key hashed `hash` is looked up in, having
+    /// started loading that entry (the second stage); None for an empty chain.
+    #[inline]
+    pub fn prefetch_chain_head(&self, hash: u64) -> Option<u32> {
+        let hash = hash as u32;
+        let index = index_of(self.buckets.get(self.bucket_of(hash)).copied().flatten()?);
+        let entry = self.entries.get(index as usize)?;
+        prefetch(std::ptr::from_ref(entry) as usize);
+        Some(index)
+    }
+
+    /// Starts loading the spilled record of the entry at `index` when its hash is `hash`'s.
+    #[inline]
+    pub fn prefetch_spilled(&self, index: u32, hash: u64) {
+        if let Some(Entry { record: Some(record), hash: entry_hash, .. }) = self.entries.get(index as usize) {
+            if *entry_hash == hash as u32 {
+                record.prefetch_spilled();
+            }
+        }
     }
 
     /// Replaces the value of the live record at `index`.

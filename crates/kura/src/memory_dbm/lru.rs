@@ -3,6 +3,7 @@
 //! and no allocation.
 
 use super::chained_table::{index_of, link, Link};
+use crate::file::prefetch;
 
 #[derive(Clone, Copy, Default)]
 struct Links {
@@ -66,6 +67,24 @@ impl LruList {
             None => self.oldest = newer,
         }
         *self.links_mut(index) = Links::default();
+    }
+
+    /// Starts loading the links of `index`, which `touch` will read.
+    #[inline]
+    pub fn prefetch(&self, index: u32) {
+        if let Some(links) = self.links.get(index as usize) {
+            prefetch(std::ptr::from_ref(links) as usize);
+        }
+    }
+
+    /// Starts loading the links of `index`'s neighbours, which `touch` will rewrite.
+    #[inline]
+    pub fn prefetch_neighbours(&self, index: u32) {
+        if let Some(links) = self.links.get(index as usize) {
+            for neighbour in [links.newer, links.older].into_iter().flatten() {
+                self.prefetch(index_of(neighbour));
+            }
+        }
     }
 
     /// Marks `index` as the most recently used record.

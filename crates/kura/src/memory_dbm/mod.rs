@@ -9,7 +9,7 @@
 //! linearly probed cells), `chained_table.rs` (a CacheDbm slot: a slab and bucket chains),
 //! `lru.rs` (one slot's recency list), `sketch.rs` (one slot's access frequencies, for
 //! CacheDbm's `policy=tinylfu` admission), `slotted.rs` (what the sharded engines share: the
-//! reads of a slot's table and the cursor), `snapshot.rs` (the file format), `backing.rs` (what
+//! reads of a slot's table and the cursor), `slot_group.rs` (a group of keys of a batched lookup, planned by slot), `snapshot.rs` (the file format), `backing.rs` (what
 //! all three share about their life: open modes, atomic write-back, closed state, `inspect`'s
 //! common properties).
 
@@ -23,6 +23,7 @@ mod lru;
 mod open_table;
 mod record;
 mod sketch;
+mod slot_group;
 mod slotted;
 mod snapshot;
 mod tiny;

@@ -16,6 +16,7 @@ use std::mem;
 use super::record::{RecordBytes, HEAP_OVERHEAD, INLINE_CAPACITY};
 use super::slotted::SlotRecords;
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::prefetch;
 
 /// One cell: empty (`record` None, not a tombstone), a tombstone, or a live record with the
 /// low half of its key's hash (it picks the home cell again on a rebuild, and skips most key
@@ -93,6 +94,31 @@ impl OpenTable {
     #[inline]
     fn cell(&self, index: usize) -> &Cell {
         self.cells.get(index).expect("invariant: probe indices are masked into the table")
+    }
+
+    /// The home cell of the key hashed `hash`: where its probe starts.
+    #[inline]
+    fn home(&self, hash: u64) -> Option<&Cell> {
+        self.cells.get(hash as u32 as usize & self.mask())
+    }
+
+    /// Starts loading the home cell of the key hashed `hash` (a batched lookup's first stage).
+    #[inline]
+    pub fn prefetch_home(&self, hash: u64) {
+        if let Some(cell) = self.home(hash) {
+            prefetch(std::ptr::from_ref(cell) as usize);
+        }
+    }
+
+    /// Starts loading the heap block of the record in the home cell of `hash` when that
+    /// record is likely the key's (same hash) and spilled to the heap (the second stage).
+    #[inline]
+    pub fn prefetch_home_record(&self, hash: u64) {
+        if let Some(Cell { record: Some(record), hash: cell_hash, .. }) = self.home(hash) {
+            if *cell_hash == hash as u32 {
+                record.prefetch_spilled();
+            }
+        }
     }
 
     /// Replaces the value of the live record at `index`.

@@ -67,6 +67,15 @@ impl RecordBytes {
         self.parts().1
     }
 
+    /// Starts loading the heap block of a record that spilled there (nothing for an inline
+    /// one, whose bytes are where the record is).
+    #[inline]
+    pub fn prefetch_spilled(&self) {
+        if let RecordBytes::Heap { bytes, .. } = self {
+            crate::file::prefetch_slice(bytes);
+        }
+    }
+
     /// Replaces the value, reusing the storage when the size allows.
     pub fn set_value(&mut self, value: &[u8]) -> Result<()> {
         if let RecordBytes::Heap { key_len, bytes } = self {

@@ -20,6 +20,7 @@ mod finger;
 #[cfg(feature = "internals")]
 pub mod forge;
 mod format;
+mod get_many;
 mod options;
 mod page;
 mod pager;
@@ -214,6 +215,11 @@ impl Dbm for TreeDbm {
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         self.read()?.get(key, visit)
+    }
+
+    /// Sorts the batch and descends once per leaf (`get_many.rs`); visits in key order.
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        self.get_many_sorted(keys, visit)
     }
 
     fn count(&self) -> Result<u64> {

@@ -117,6 +117,23 @@ impl Leaf {
             .map(|e| (self.bytes(e.offset, e.key_len), self.bytes(e.offset + e.key_len, e.value_len)))
     }
 
+    /// Starts loading what a search for `key` reads first: the index's top level (a batched
+    /// lookup's stage; see tree_dbm/get_many.rs).
+    #[inline]
+    pub fn prefetch_index(&self) {
+        self.entries.prefetch_top();
+    }
+
+    /// Starts loading what a search for `key` reads next, once the top level is in the
+    /// cache: the block of the index and the records it covers (lexical order only; the
+    /// other comparators binary search the whole index).
+    #[inline]
+    pub fn prefetch_block(&self, comparator: Comparator, key: &[u8]) {
+        if comparator == Comparator::Lexical {
+            self.entries.prefetch_block(key_prefix(key), |start, end| self.prefetch_records(start, end));
+        }
+    }
+
     /// `Ok(index)` of `key`, or `Err(index)` where it would be inserted.
     #[inline]
     pub fn search(&self, comparator: Comparator, key: &[u8]) -> std::result::Result<usize, usize> {

@@ -244,6 +244,30 @@ impl<T: Copy> PrefixIndex<T> {
         self.refresh_fences_from(0);
     }
 
+    /// Starts loading the top level, which a lookup reads first (a batched lookup's stage).
+    #[inline]
+    pub fn prefetch_top(&self) {
+        prefetch_slice(&self.fences);
+    }
+
+    /// Starts loading the block of prefixes and items a lookup of `probe` reads after the
+    /// top level (which should be in the cache by now), and calls `on_block` with the block's
+    /// logical positions, as `lower_bound` does; reads nothing of the block itself.
+    pub fn prefetch_block(&self, probe: u64, on_block: impl FnOnce(usize, usize)) {
+        let blocks_below = if self.fences.len() <= LINEAR_TOP_LEVEL {
+            count_below(&self.fences, probe)
+        } else {
+            self.fences.partition_point(|f| *f < probe)
+        };
+        if let Some(block) = blocks_below.checked_sub(1) {
+            let start = block * STRIDE + 1;
+            let end = ((block + 1) * STRIDE).min(self.prefixes.len());
+            prefetch_slice(self.prefixes.get(start..end).unwrap_or_default());
+            prefetch_slice(self.items.get(start..end).unwrap_or_default());
+            on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
+        }
+    }
+
     /// The number of prefixes below `probe`: the first position whose prefix is `>= probe`.
     /// The items of the block the answer lies in are prefetched before the block is read, and
     /// `on_block` learns its positions, so that the caller can prefetch what it reads next.

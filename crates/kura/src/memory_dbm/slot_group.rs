@@ -1,0 +1,48 @@
+//! A group of keys of a batched lookup in TinyDbm or CacheDbm (`Dbm::get_many_with`), planned
+//! by slot: each key's hash, its slot, and the group's slots in the order they are locked.
+//!
+//! Both engines then run the same stages on the group (docs/get_many.md): lock each slot the
+//! group needs once, in ascending order (`multi_get::lock_order`); prefetch every key's first
+//! cell or bucket; prefetch what those point to (a spilled record, a chain entry); and only
+//! then compare and show the values, so the group's memory misses overlap.
+
+use super::key_hash::{hash_key, slot_of};
+use crate::multi_get::{lock_order, position};
+
+/// One key of a group.
+pub struct SlotLookup<'k> {
+    /// Its index in the caller's batch.
+    pub index: usize,
+    pub key: &'k [u8],
+    pub hash: u64,
+    /// The position of its slot among the group's locked slots (`SlotGroup::slots`).
+    pub lock: usize,
+}
+
+/// The plan of one group; its buffers are reused from group to group.
+#[derive(Default)]
+pub struct SlotGroup<'k> {
+    pub lookups: Vec<SlotLookup<'k>>,
+    /// The slots the group needs, ascending, each once.
+    pub slots: Vec<usize>,
+}
+
+impl<'k> SlotGroup<'k> {
+    /// Plans the keys of `chunk`, which start at index `first` of the batch, among
+    /// `num_slots` slots.
+    pub fn plan(&mut self, chunk: &[&'k [u8]], first: usize, num_slots: usize) {
+        self.lookups.clear();
+        self.slots.clear();
+        for (offset, &key) in chunk.iter().enumerate() {
+            let hash = hash_key(key);
+            let slot = slot_of(hash, num_slots);
+            self.slots.push(slot);
+            self.lookups.push(SlotLookup { index: first + offset, key, hash, lock: slot });
+        }
+        lock_order(&mut self.slots);
+        for lookup in &mut self.lookups {
+            // Every slot pushed above is in the sorted list.
+            lookup.lock = position(&self.slots, lookup.lock).unwrap_or(0);
+        }
+    }
+}
