@@ -27,6 +27,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("Kura")?;
     errors::define(ruby, module)?;
     module.const_set("ENGINES", engines(ruby)?)?;
+    module.define_module_function("_sized_params", function!(sized_params, 2))?;
 
     let db = module.define_class("DB", ruby.class_object())?;
     db.define_singleton_method("_open", function!(Database::open, 5))?;
@@ -60,6 +61,14 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     batch.define_method("_delete", method!(Batch::delete, 1))?;
     batch.define_method("size", method!(Batch::size, 0))?;
     Ok(())
+}
+
+/// The parameters the registry gives engine `name` for `records` records where the user
+/// gives none (`bench_params`: CacheDbm's record cap), as [name, value] pairs.
+fn sized_params(ruby: &Ruby, name: String, records: u64) -> Result<Vec<(String, String)>, Error> {
+    let engine = kura::registry::engine(&name).map_err(|e| errors::to_ruby(ruby, e))?;
+    let params = (engine.bench_params)(records);
+    Ok(params.names().filter_map(|n| params.get(n).map(|v| (n.to_string(), v.to_string()))).collect())
 }
 
 /// `Kura::ENGINES`: the engine registry, one frozen Hash per engine (name, class,
