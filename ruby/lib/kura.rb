@@ -38,9 +38,9 @@ module Kura
     ENGINES
   end
 
-  # The parameters an engine needs to hold `records` records where the caller gives none
-  # (the cache engine's record cap; {} for the others), from the registry: for tests,
-  # benchmarks and demos that run every engine.
+  # The parameters a new database of `engine` sized for `records` records gets where the
+  # caller gives none (the hash engine's bucket count, the cache engine's record cap), from
+  # the registry: for tests, benchmarks and demos that run every engine.
   def self.sized_params(engine, records)
     _sized_params(engine.to_s, records).to_h { |name, value| [name.to_sym, value] }
   end

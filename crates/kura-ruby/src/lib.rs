@@ -63,11 +63,12 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     Ok(())
 }
 
-/// The parameters the registry gives engine `name` for `records` records where the user
-/// gives none (`bench_params`: CacheDbm's record cap), as [name, value] pairs.
+/// The parameters the registry gives a new database of engine `name` sized for `records`
+/// records where the user gives none (`import_params`: HashDbm's bucket count;
+/// `bench_params`: CacheDbm's record cap), as [name, value] pairs.
 fn sized_params(ruby: &Ruby, name: String, records: u64) -> Result<Vec<(String, String)>, Error> {
     let engine = kura::registry::engine(&name).map_err(|e| errors::to_ruby(ruby, e))?;
-    let params = (engine.bench_params)(records);
+    let params = (engine.import_params)(records).or_defaults(&(engine.bench_params)(records));
     Ok(params.names().filter_map(|n| params.get(n).map(|v| (n.to_string(), v.to_string()))).collect())
 }
 
