@@ -3,7 +3,8 @@
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
-# Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
+# Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py);
+# the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -101,8 +102,9 @@ $(VENV)/.matplotlib:
 venv: $(VENV)/.matplotlib
 
 ## bench: Kura against Tkrzw; results in bench/results/
-bench: build venv dictionary python
+bench: build venv dictionary python ruby
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/ruby.py measure report
 	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 
