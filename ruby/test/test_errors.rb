@@ -23,6 +23,9 @@ class ErrorsTest < Minitest::Test
     assert_operator Kura::FileMissingError, :<, Kura::NotFoundError
     assert_operator Kura::ClosedError, :<, Kura::InfeasibleError
     assert_operator Kura::NotOrderedError, :<, Kura::InfeasibleError
+    # The extension keeps the classes it raises: they must survive objects moving.
+    GC.compact
+    assert_raises(Kura::FileMissingError) { Kura.open(File.join(@dir, "absent.kut"), "r") }
   end
 
   def test_missing_file_with_r_or_w

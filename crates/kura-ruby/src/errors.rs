@@ -23,10 +23,9 @@ use std::sync::OnceLock;
 
 use kura::ErrorKind;
 use magnus::value::Opaque;
-use magnus::{Error, ExceptionClass, Module, RModule, Ruby};
+use magnus::{gc, Error, ExceptionClass, Module, RModule, Ruby};
 
-/// The classes, kept as `Opaque` (usable from any thread that holds the GVL); they stay
-/// alive as constants of `Kura`.
+/// The classes, kept as `Opaque` (usable from any thread that holds the GVL).
 struct Classes {
     not_found: Opaque<ExceptionClass>,
     file_missing: Opaque<ExceptionClass>,
@@ -45,21 +44,28 @@ static CLASSES: OnceLock<Classes> = OnceLock::new();
 
 /// Defines the exception classes under `Kura`.
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let base = module.define_error("Error", ruby.exception_standard_error())?;
-    let not_found = module.define_error("NotFoundError", base)?;
-    let infeasible = module.define_error("InfeasibleError", base)?;
+    // Registered as mark objects: besides staying alive, they are pinned, so the `Opaque`
+    // values kept in `CLASSES` stay valid when `GC.compact` moves objects.
+    let define = |name: &str, parent: ExceptionClass| -> Result<ExceptionClass, Error> {
+        let class = module.define_error(name, parent)?;
+        gc::register_mark_object(class);
+        Ok(class)
+    };
+    let base = define("Error", ruby.exception_standard_error())?;
+    let not_found = define("NotFoundError", base)?;
+    let infeasible = define("InfeasibleError", base)?;
     let classes = Classes {
         not_found: not_found.into(),
-        file_missing: module.define_error("FileMissingError", not_found)?.into(),
-        duplicate: module.define_error("DuplicateError", base)?.into(),
-        invalid: module.define_error("InvalidArgumentError", base)?.into(),
-        broken: module.define_error("BrokenDataError", base)?.into(),
-        locked: module.define_error("LockedError", base)?.into(),
-        file: module.define_error("FileError", base)?.into(),
+        file_missing: define("FileMissingError", not_found)?.into(),
+        duplicate: define("DuplicateError", base)?.into(),
+        invalid: define("InvalidArgumentError", base)?.into(),
+        broken: define("BrokenDataError", base)?.into(),
+        locked: define("LockedError", base)?.into(),
+        file: define("FileError", base)?.into(),
         infeasible: infeasible.into(),
-        closed: module.define_error("ClosedError", infeasible)?.into(),
-        not_ordered: module.define_error("NotOrderedError", infeasible)?.into(),
-        limit: module.define_error("LimitError", base)?.into(),
+        closed: define("ClosedError", infeasible)?.into(),
+        not_ordered: define("NotOrderedError", infeasible)?.into(),
+        limit: define("LimitError", base)?.into(),
     };
     // A second load of the extension in one process keeps the first classes.
     let _ = CLASSES.set(classes);
