@@ -2,10 +2,10 @@
 
 # One side of bench/ruby.py, run in its own Ruby process: the seed's workload (`"%016d" % i`
 # keys with equal values, written then read through `db[k] = v` / `db[k]`) on one store,
-# or the two-thread read of a zstd-compressed tree. Prints one JSON object.
+# or the two-thread read of a zstd-compressed database. Prints one JSON object.
 #
 #   ruby -Iruby/lib bench/ruby_seed.rb seed STORE RECORDS DIR    STORE: kura-tree kura-hash dbm hash
-#   ruby -Iruby/lib bench/ruby_seed.rb zstd-threads RECORDS DIR
+#   ruby -Iruby/lib bench/ruby_seed.rb zstd-threads ENGINE RECORDS DIR      ENGINE: hash tree
 #
 # The timed spans are the whole Ruby program's: opening, every key formatted and every
 # call made, and closing (which flushes), as in bench/leveldb_seed.cc.
@@ -67,14 +67,18 @@ def seed(store, records, dir)
   { store: store, records: records, write_s: write_s, read_s: read_s }
 end
 
-# Reads every record of a zstd tree from 1 thread, then from 2 threads (each half of the
-# keys): values of 1 KiB of text, so decompression is most of a read.
-def zstd_threads(records, dir)
+# Reads every record of a zstd database from 1 thread, then from 2 threads (each half of
+# the keys): values of 1 KiB of text. HashDbm compresses each record, so every read
+# decompresses one (most of a read's time, spent with the GVL released); TreeDbm compresses
+# pages and keeps recently read ones in its cache.
+def zstd_threads(engine, records, dir)
   require "kura"
-  path = File.join(dir, "zstd.kut")
+  extension = Kura.engines.find { |e| e[:name] == engine }[:extension]
+  path = File.join(dir, "zstd.#{extension}")
+  params = Kura.sized_params(engine, records).merge(record_comp: "zstd")
   value_of = ->(i) { ("record #{i}: the quick brown fox jumps over the lazy dog. " * 18).b }
-  Kura.open(path, "n", record_comp: "zstd") { |db| records.times { |i| db[format("%016d", i)] = value_of.(i) } }
-  Kura.open(path, "r", record_comp: "zstd") do |db|
+  Kura.open(path, "n", **params) { |db| records.times { |i| db[format("%016d", i)] = value_of.(i) } }
+  Kura.open(path, "r", **params) do |db|
     read_range = lambda do |first, step|
       i = first
       n = 0
@@ -90,12 +94,12 @@ def zstd_threads(records, dir)
       threads = Array.new(2) { |t| Thread.new { read_range.(t, 2) } }
       raise "missing records" unless threads.sum(&:value) == records
     end
-    { records: records, one_thread_s: one_s, two_threads_s: two_s, releases_gvl: db.release_gvl? }
+    { engine: engine, records: records, one_thread_s: one_s, two_threads_s: two_s, releases_gvl: db.release_gvl? }
   end
 end
 
 case ARGV[0]
 when "seed" then puts JSON.generate(seed(ARGV[1], Integer(ARGV[2]), ARGV[3]))
-when "zstd-threads" then puts JSON.generate(zstd_threads(Integer(ARGV[1]), ARGV[2]))
-else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads RECORDS DIR"
+when "zstd-threads" then puts JSON.generate(zstd_threads(ARGV[1], Integer(ARGV[2]), ARGV[3]))
+else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR"
 end
