@@ -5,9 +5,11 @@
 # root first, then `gem build kura.gemspec` here makes a platform gem holding
 # lib/kura/kura_ext.so for this machine's Ruby and architecture.
 
+require_relative "lib/kura/version"
+
 Gem::Specification.new do |spec|
   spec.name = "kura"
-  spec.version = "0.1.0"
+  spec.version = Kura::VERSION
   spec.summary = "Kura embedded key-value databases (hash, B+ tree, in-memory) with a Hash-like API"
   spec.description = "Every Kura engine as a persistent Hash: db[k] = v, binary-safe Strings, " \
                      "ordered each(from:, to:, reversed:), atomic batches, one writer process per file."

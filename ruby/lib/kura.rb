@@ -6,13 +6,12 @@
 # defines Kura::DB's primitives, Kura::Batch and the Kura::Error classes; the files under
 # kura/ add the Ruby half of the Hash-like API. See docs/ruby.md.
 
+require_relative "kura/version"
 require_relative "kura/kura_ext"
 require_relative "kura/db"
 require_relative "kura/batch"
 
 module Kura
-  VERSION = "0.1.0"
-
   # Opens (or creates) a database; the engine comes from the extension (.kuh hash, .kut
   # tree, .kumt tiny, .kumb baby, .kumc cache) or from `engine:`. `mode` is "r" (read
   # only), "w" (read-write, must exist), "c" (create if missing, the default) or "n" (new,

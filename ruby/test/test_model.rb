@@ -108,6 +108,32 @@ class ModelTest < Minitest::Test
     end
   end
 
+  for_each_configuration("maintenance_keeps_the_records") do |engine, options|
+    Kura.open(db_path(engine), "n", **options) do |db|
+      model = (0...300).to_h { |i| ["key#{i}".b, ("value#{i}" * (i % 7)).b] }
+      db.update(model)
+      (0...300).step(3) { |i| model.delete(db.delete("key#{i}") && "key#{i}".b) }
+      db.sync
+      db.sync(hard: true)
+      stats = db.stats
+      assert_equal engine[:class], stats[:class]
+      assert_equal model.size, stats[:count]
+      assert_equal true, stats[:healthy]
+      assert_operator db.file_size, :>, 0
+      assert_equal db, db.rebuild
+      assert_equal model, db.to_h
+      assert_equal engine[:name], db.engine
+      assert_equal engine[:ordered], db.ordered?
+      assert_predicate db, :writable?
+      assert_equal "n", db.mode
+      assert_match(/engine=#{engine[:name]}/, db.inspect)
+    end
+  end
+
+  def test_versions_agree
+    assert_equal Kura::NATIVE_VERSION, Kura::VERSION
+  end
+
   def test_open_with_a_block_closes_and_returns_the_block_value
     path = File.join(@dir, "block.kuh")
     kept = nil

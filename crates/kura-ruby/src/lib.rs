@@ -27,6 +27,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("Kura")?;
     errors::define(ruby, module)?;
     module.const_set("ENGINES", engines(ruby)?)?;
+    // The crate's (workspace's) version; lib/kura/version.rb's VERSION is checked against it.
+    module.const_set("NATIVE_VERSION", env!("CARGO_PKG_VERSION"))?;
     module.define_module_function("_sized_params", function!(sized_params, 2))?;
 
     let db = module.define_class("DB", ruby.class_object())?;
