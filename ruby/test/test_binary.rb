@@ -44,6 +44,8 @@ class BinaryTest < Minitest::Test
       assert_equal "café".b, db["clé"]
       assert_equal "from a symbol", db["symbol"]
       assert_equal "from a symbol", db[:symbol]
+      db["\xFF\x00".b.to_sym] = "binary symbol" # a Symbol's bytes, whatever its encoding
+      assert_equal "binary symbol", db["\xFF\x00".b]
       assert_equal "ü".encode("UTF-16LE").b, db["utf16".encode("UTF-16LE").b]
       assert_nil db.encoding
     end

@@ -4,26 +4,24 @@
 //! Anything else is a `TypeError`, as leveldb-ruby raises: a database stores bytes, and
 //! calling `to_s` on whatever comes would store `"1"` for `1` and read back a different key.
 
-use std::borrow::Cow;
-
 use magnus::encoding::Index;
 use magnus::value::ReprValue;
 use magnus::{Error, RString, Ruby, Symbol, Value};
 
 /// A key or value argument, checked: its bytes are read only while no Ruby code runs.
-pub enum Input {
-    Text(RString),
-    Name(Cow<'static, str>),
+pub struct Input {
+    text: RString,
 }
 
 impl Input {
     /// Checks a key (String or Symbol).
     pub fn key(ruby: &Ruby, value: Value) -> Result<Input, Error> {
         if let Some(text) = RString::from_value(value) {
-            return Ok(Input::Text(text));
+            return Ok(Input { text });
         }
-        if let Some(symbol) = Symbol::from_value(value) {
-            return Ok(Input::Name(symbol.name()?));
+        if Symbol::from_value(value).is_some() {
+            // Symbol#name: the symbol's frozen String, whatever its bytes and encoding.
+            return Ok(Input { text: value.funcall("name", ())? });
         }
         Err(type_error(ruby, "keys", "String or Symbol", value))
     }
@@ -31,7 +29,7 @@ impl Input {
     /// Checks a value (String).
     pub fn value(ruby: &Ruby, value: Value) -> Result<Input, Error> {
         match RString::from_value(value) {
-            Some(text) => Ok(Input::Text(text)),
+            Some(text) => Ok(Input { text }),
             None => Err(type_error(ruby, "values", "String", value)),
         }
     }
@@ -39,13 +37,10 @@ impl Input {
     /// Runs `use_bytes` on the bytes without copying them. `use_bytes` must not call Ruby
     /// (nor release the GVL): that is what keeps the borrowed string alive and unchanged.
     pub fn with_bytes<R>(&self, use_bytes: impl FnOnce(&[u8]) -> R) -> R {
-        match self {
-            // SAFETY: the GVL is held and `use_bytes` runs no Ruby code, so nothing can
-            // modify, move or free the string while the slice is in use; the RString is on
-            // this stack frame, so the GC sees it.
-            Input::Text(text) => use_bytes(unsafe { text.as_slice() }),
-            Input::Name(name) => use_bytes(name.as_bytes()),
-        }
+        // SAFETY: the GVL is held and `use_bytes` runs no Ruby code, so nothing can modify,
+        // move or free the string while the slice is in use; the RString is on this thread's
+        // stack, where the GC sees it.
+        use_bytes(unsafe { self.text.as_slice() })
     }
 
     /// The bytes, copied: for calls that run without the GVL.
