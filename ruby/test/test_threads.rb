@@ -89,6 +89,36 @@ class ThreadsTest < Minitest::Test
     end
   end
 
+  # Record calls while another thread rebuilds, syncs and walks: the record calls then
+  # release the GVL too (they may wait for the lock of the long call); nothing is lost.
+  for_each_configuration("record_calls_during_long_calls") do |engine, options|
+    Kura.open(db_path(engine), "n", **options) do |db|
+      200.times { |i| db["seed#{i}"] = "s" }
+      Timeout.timeout(DEADLINE) do
+        stop = false
+        first_round = Queue.new
+        maintainer = Thread.new do
+          rounds = 0
+          until stop
+            db.rebuild
+            db.sync
+            db.each_key { nil }
+            rounds += 1
+            first_round << true if rounds == 1
+          end
+          rounds
+        end
+        write = ->(i) { db["live#{i}"] = "l#{i}"; raise "lost live#{i}" unless db["live#{i}"] == "l#{i}" }
+        250.times(&write)
+        first_round.pop # the rest overlaps the maintainer's later rounds
+        (250...500).each(&write)
+        stop = true
+        assert_operator maintainer.value, :>=, 1
+      end
+      assert_equal 700, db.size
+    end
+  end
+
   # Two threads reading a zstd-compressed database in parallel see every value; the
   # speed-up is measured by bench/ruby.py, not asserted here.
   def test_two_threads_read_a_compressed_tree

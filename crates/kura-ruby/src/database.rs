@@ -8,12 +8,15 @@
 //! rebuild, clear, stats, batches, the chunks of a walk) and around record calls on
 //! databases whose records are compressed (decompression takes microseconds) or that were
 //! opened with `release_gvl: true`. Uncompressed record calls keep it: they take about as
-//! long as releasing and re-taking it. Ruby code never runs while an engine lock is held:
+//! long as releasing and re-taking it; except while another thread of this database is in
+//! one of the long calls above (`busy`), since a record call may then wait for the engine
+//! lock that call holds, and must not stop every Ruby thread meanwhile. Ruby code never runs
+//! while an engine lock is held:
 //! values are copied out of the engine before Ruby strings are made of them.
 
 use std::ops::Bound;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use kura::{Action, Dbm, OpenMode, Params};
@@ -38,7 +41,25 @@ pub struct Database {
     mode: String,
     output: Output,
     release_gvl: bool,
+    /// Threads now in a long call with the GVL released (see the file header).
+    busy: AtomicUsize,
     closed: AtomicBool,
+}
+
+/// Counts a thread into `Database::busy` for as long as it lives.
+struct Busy<'a>(&'a AtomicUsize);
+
+impl<'a> Busy<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Busy<'a> {
+        counter.fetch_add(1, Ordering::AcqRel);
+        Busy(counter)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Whether record calls release the GVL when `release_gvl:` was not given: where records
@@ -80,6 +101,7 @@ impl Database {
             mode,
             output: Output::new(encoding.map(Index::from)),
             release_gvl,
+            busy: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
         })
     }
@@ -93,12 +115,26 @@ impl Database {
         Ok(&self.engine)
     }
 
-    /// Runs an engine call on the trait object: with the GVL released if `release` or if
-    /// this database releases it for record calls.
-    fn run<T>(&self, ruby: &Ruby, release: bool, call: impl FnOnce(&dyn Dbm) -> kura::Result<T>) -> Result<T, Error> {
+    /// Whether a record call releases the GVL: always on a database that says so, else while
+    /// another thread is in a long call (whose lock the record call may wait for).
+    #[inline]
+    fn record_call_releases(&self) -> bool {
+        self.release_gvl || self.busy.load(Ordering::Acquire) > 0
+    }
+
+    /// Runs a long call (`long`: I/O, many records) with the GVL released, counted in
+    /// `busy`, or a record call as `record_call_releases` says.
+    fn run<T>(&self, ruby: &Ruby, long: bool, call: impl FnOnce(&dyn Dbm) -> kura::Result<T>) -> Result<T, Error> {
         self.live(ruby)?;
         let dbm = &*self.dbm;
-        let outcome = if release || self.release_gvl { without_gvl(|| call(dbm)) } else { call(dbm) };
+        let outcome = if long {
+            let _busy = Busy::enter(&self.busy);
+            without_gvl(|| call(dbm))
+        } else if self.record_call_releases() {
+            without_gvl(|| call(dbm))
+        } else {
+            call(dbm)
+        };
         outcome.or_raise(ruby)
     }
 
@@ -110,7 +146,7 @@ impl Database {
     pub fn aref(ruby: &Ruby, rb_self: &Database, key: Value) -> Result<Option<RString>, Error> {
         let engine = rb_self.live(ruby)?;
         let key = Input::key(ruby, key)?;
-        let found = if rb_self.release_gvl {
+        let found = if rb_self.record_call_releases() {
             let key = key.to_vec();
             without_gvl(|| engine.get(&key))
         } else {
@@ -123,7 +159,7 @@ impl Database {
     pub fn aset(ruby: &Ruby, rb_self: &Database, key: Value, value: Value) -> Result<Value, Error> {
         let engine = rb_self.live(ruby)?;
         let (raw_key, raw_value) = (Input::key(ruby, key)?, Input::value(ruby, value)?);
-        let outcome = if rb_self.release_gvl {
+        let outcome = if rb_self.record_call_releases() {
             let (k, v) = (raw_key.to_vec(), raw_value.to_vec());
             without_gvl(|| engine.set(&k, &v))
         } else {
@@ -137,7 +173,7 @@ impl Database {
     pub fn has_key(ruby: &Ruby, rb_self: &Database, key: Value) -> Result<bool, Error> {
         let engine = rb_self.live(ruby)?;
         let key = Input::key(ruby, key)?;
-        let found = if rb_self.release_gvl {
+        let found = if rb_self.record_call_releases() {
             let key = key.to_vec();
             without_gvl(|| engine.contains(&key))
         } else {
@@ -204,7 +240,11 @@ impl Database {
         };
         loop {
             rb_self.live(ruby)?;
-            let chunk = without_gvl(|| walk.next_chunk(what)).or_raise(ruby)?;
+            let chunk = {
+                let _busy = Busy::enter(&rb_self.busy);
+                without_gvl(|| walk.next_chunk(what))
+            }
+            .or_raise(ruby)?;
             if chunk.is_empty() {
                 return Ok(());
             }
@@ -291,6 +331,7 @@ impl Database {
             return Ok(());
         }
         let dbm = &*rb_self.dbm;
+        let _busy = Busy::enter(&rb_self.busy);
         without_gvl(|| dbm.close()).or_raise(ruby)
     }
 
