@@ -103,6 +103,8 @@ class ModelTest < Minitest::Test
       assert_equal "nope", db.fetch("zz") { |key| "no#{key.slice(0, 0)}pe" }
       assert_equal "zz!", db.delete("zz") { |key| "#{key}!" }
       assert db.member?("a") && db.include?(:a) && db.has_key?("a") && db.exists?("a")
+      assert db.includes?("a") && db.contains?("a")
+      assert_equal db.to_a.reverse, db.reverse_each.to_a
       assert_equal 4, db.each.size
       assert_equal db, db.each { |_| nil }
     end

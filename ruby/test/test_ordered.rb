@@ -37,6 +37,7 @@ class OrderedTest < Minitest::Test
       sorted = model.sort
       assert_equal sorted, db.to_a, context
       assert_equal sorted.reverse, db.each(reversed: true).to_a, context
+      assert_equal sorted.reverse, db.reverse_each.to_a, context
       30.times do
         from, to = Array.new(2) { rng.rand(3).zero? ? nil : [random_key(rng), sorted.sample(random: rng)[0]].sample(random: rng) }
         reversed = rng.rand(2).zero?

@@ -47,6 +47,8 @@ module Kura
     alias member? key?
     alias has_key? key?
     alias exists? key?
+    alias includes? key? # leveldb-ruby's names
+    alias contains? key?
     alias length size
 
     # Hash#count without arguments is the size; with an argument or a block, Enumerable's.
@@ -92,6 +94,14 @@ module Kura
       self
     end
     alias each_pair each
+
+    # Ordered engines walk backwards through the engine; the others as Enumerable does.
+    def reverse_each(&block)
+      return super unless ordered?
+      return enum_for(:reverse_each) { size } unless block
+
+      each(reversed: true, &block)
+    end
 
     def each_key(from: nil, to: nil, reversed: false, &block)
       return enum_for(:each_key, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
