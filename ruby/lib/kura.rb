@@ -12,6 +12,8 @@ require_relative "kura/db"
 require_relative "kura/batch"
 
 module Kura
+  private_class_method :_sized_params
+
   # Opens (or creates) a database; the engine comes from the extension (.kuh hash, .kut
   # tree, .kumt tiny, .kumb baby, .kumc cache) or from `engine:`. `mode` is "r" (read
   # only), "w" (read-write, must exist), "c" (create if missing, the default) or "n" (new,

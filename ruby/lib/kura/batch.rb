@@ -6,6 +6,8 @@
 
 module Kura
   class Batch
+    private :_put, :_delete
+
     def put(key, value)
       _put(key, value)
       self

@@ -21,6 +21,10 @@ module Kura
     # Keyword arguments that are the binding's rather than the engine's.
     BINDING_OPTIONS = %i[encoding release_gvl].freeze
 
+    # The native primitives (crates/kura-ruby/src/database.rs) behind the methods below.
+    private_class_method :_open
+    private :_delete, :_walk, :_increment, :_sync, :_rebuild
+
     # `Kura::DB.new(path, mode = "c", **params)`: see Kura.open.
     def self.new(path, mode = "c", encoding: nil, release_gvl: nil, **params)
       path = File.path(path)
