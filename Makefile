@@ -3,7 +3,8 @@
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
-# Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
+# Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py);
+# the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py).
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
 
 SHELL := /bin/bash
@@ -19,10 +20,13 @@ DICTIONARY := bench/data/dictionary.tsv
 # data set's sources, and the C toolchain the codec crates build with.
 DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base edict pkg-config g++ \
 	python3-venv ca-certificates curl
+# The Ruby binding: Ruby 3.1 and its headers, minitest and rake for its tests, libclang for
+# rb-sys' bindgen; Ruby's DBM and LevelDB for its benchmark (bench/ruby.py).
+DEB_PACKAGES += ruby ruby-dev ruby-minitest rake libclang-dev ruby-dbm libleveldb-dev
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build python demo test test-only test-python lint bench scale venv dictionary clean distclean
+.PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale venv dictionary clean distclean
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -49,6 +53,15 @@ build: deps
 python: deps
 	python/build.sh
 
+## ruby: build the Ruby extension and put it where ruby/lib/kura.rb loads it
+## (then `ruby -Iruby/lib -e 'require "kura"'` works)
+RUBY_EXT := ruby/lib/kura/kura_ext.so
+ruby: deps
+	$(CARGO) build --release -p kura-ruby
+	@# Copied beside and renamed into place: a running Ruby that loaded the old file keeps it.
+	cp $(or $(CARGO_TARGET_DIR),target)/release/libkura_ext.so $(RUBY_EXT).tmp
+	mv -f $(RUBY_EXT).tmp $(RUBY_EXT)
+
 $(DICTIONARY):
 	@mkdir -p bench/data
 	$(PYTHON) tools/make_dictionary.py $(DICTIONARY)
@@ -56,17 +69,21 @@ $(DICTIONARY):
 dictionary: deps $(DICTIONARY)
 
 ## demo: the dictionary data set loaded with every codec: size, build time, get QPS
-demo: build dictionary python
+demo: build dictionary python ruby
 	$(PYTHON) bench/run.py --demo
+	ruby -Iruby/lib ruby/examples/demo.rb
 
 ## test: everything CI checks
-test: deps lint test-only test-python
+test: deps lint test-only test-python test-ruby
 
 test-only:
 	$(CARGO) test --workspace
 
 test-python: python
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests bench/tests
+
+test-ruby: ruby
+	cd ruby && rake test
 
 ## lint: formatting and clippy, warnings as errors (skipped with a note if not installed)
 lint:
@@ -86,8 +103,9 @@ $(VENV)/.matplotlib:
 venv: $(VENV)/.matplotlib
 
 ## bench: Kura against Tkrzw; results in bench/results/
-bench: build venv dictionary python
+bench: build venv dictionary python ruby
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/ruby.py measure report
 	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""The Ruby binding's benchmark: the seed's LevelDB workload from Ruby, side by side.
+
+    python3 bench/ruby.py measure   -> bench/results/ruby.json
+    python3 bench/ruby.py report    -> bench/results/ruby.md, bench/results/ruby.png
+    python3 bench/ruby.py measure report
+
+1. The seed's workload: BENCH_RUBY_RECORDS keys "%016d" % i (default 10,000,000) with equal
+   values, written then read through `db[k] = v` / `db[k]` by bench/ruby_seed.rb, each store
+   in its own fresh process: Kura's TreeDbm and HashDbm (`require "kura"`), Ruby's DBM
+   (Debian ruby-dbm) and a plain Ruby Hash; and the same loop in C++ against LevelDB itself
+   (bench/leveldb_seed.cc, built here with g++ against Debian's libleveldb), which bounds any
+   Ruby binding of LevelDB. Each timed span is the whole program's: open, loop (key
+   formatting included), close. BENCH_RUBY_REPEAT rounds (default 3), the stores taking turns
+   in a rotating order; each keeps its best write and its best read.
+2. Reads of a zstd-compressed database (1 KiB text values, BENCH_RUBY_ZSTD_RECORDS records,
+   default 1,000,000) from one Ruby thread, then from two: Kura releases the GVL while it
+   decompresses. HashDbm (each read decompresses its record: the target) and TreeDbm (pages
+   compressed, recently read ones cached). Best of the rounds for each.
+
+`report` reads only the JSON and checks the targets below (data, not code).
+"""
+
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+JSON_PATH = os.path.join(RESULTS, "ruby.json")
+MD_PATH = os.path.join(RESULTS, "ruby.md")
+PNG_PATH = os.path.join(RESULTS, "ruby.png")
+WORK = os.path.join(ROOT, "bench", "data", "ruby-work")
+SEED_SCRIPT = os.path.join(ROOT, "bench", "ruby_seed.rb")
+LEVELDB_SOURCE = os.path.join(ROOT, "bench", "leveldb_seed.cc")
+LEVELDB_BINARY = os.path.join(WORK, "leveldb_seed")
+RUBY_LIB = os.path.join(ROOT, "ruby", "lib")
+
+STORES = ["kura-tree", "kura-hash", "leveldb-c++", "dbm", "hash"]
+ZSTD_ENGINES = ["hash", "tree"]
+STORE_TITLES = {
+    "kura-tree": "Kura TreeDbm (Ruby)",
+    "kura-hash": "Kura HashDbm (Ruby)",
+    "leveldb-c++": "LevelDB (C++ loop)",
+    "dbm": "Ruby DBM",
+    "hash": "Ruby Hash (memory)",
+}
+
+# Targets of issue 18, measured in the same run: ratio = numerator / denominator, where each
+# is (section, store, field) of the JSON; a time of the peer over a time of ours.
+TARGETS = [
+    ("TreeDbm from Ruby, writes + reads, vs LevelDB's own C++ loop",
+     ("seed", "leveldb-c++", "total_s"), ("seed", "kura-tree", "total_s"), 1.0),
+    ("TreeDbm from Ruby vs Ruby DBM, writes",
+     ("seed", "dbm", "write_s"), ("seed", "kura-tree", "write_s"), 5.0),
+    ("zstd HashDbm reads, 2 Ruby threads vs 1",
+     ("zstd", "hash", "one_thread_s"), ("zstd", "hash", "two_threads_s"), 1.6),
+]
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_json(command):
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if result.returncode != 0:
+        sys.exit(f"bench/ruby.py: {' '.join(command)} failed ({result.returncode}):\n"
+                 f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def build_leveldb_driver():
+    os.makedirs(WORK, exist_ok=True)
+    subprocess.run(["g++", "-O2", "-o", LEVELDB_BINARY, LEVELDB_SOURCE, "-lleveldb"], check=True)
+
+
+def seed_command(store, records, directory):
+    if store == "leveldb-c++":
+        return [LEVELDB_BINARY, str(records), directory]
+    return ["ruby", "-I", RUBY_LIB, SEED_SCRIPT, "seed", store, str(records), directory]
+
+
+def measure():
+    records = int(os.environ.get("BENCH_RUBY_RECORDS", "10000000"))
+    zstd_records = int(os.environ.get("BENCH_RUBY_ZSTD_RECORDS", "1000000"))
+    repeat = int(os.environ.get("BENCH_RUBY_REPEAT", "3"))
+    build_leveldb_driver()
+    best = {}
+    for round_index in range(repeat):
+        shift = round_index % len(STORES)
+        for store in STORES[shift:] + STORES[:shift]:
+            directory = tempfile.mkdtemp(dir=WORK)
+            try:
+                figures = run_json(seed_command(store, records, directory))
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+            log(f"round {round_index + 1}/{repeat} {store}: write {figures['write_s']:.3f} s, "
+                f"read {figures['read_s']:.3f} s")
+            kept = best.setdefault(store, {"records": records, "write_s": float("inf"), "read_s": float("inf")})
+            kept["write_s"] = min(kept["write_s"], figures["write_s"])
+            kept["read_s"] = min(kept["read_s"], figures["read_s"])
+    for figures in best.values():
+        figures["total_s"] = figures["write_s"] + figures["read_s"]
+    zstd = {}
+    for round_index in range(repeat):
+        for engine in ZSTD_ENGINES:
+            directory = tempfile.mkdtemp(dir=WORK)
+            try:
+                figures = run_json(["ruby", "-I", RUBY_LIB, SEED_SCRIPT, "zstd-threads", engine, str(zstd_records),
+                                    directory])
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+            log(f"round {round_index + 1}/{repeat} zstd {engine} reads: 1 thread {figures['one_thread_s']:.3f} s, "
+                f"2 threads {figures['two_threads_s']:.3f} s")
+            kept = zstd.setdefault(engine, {"records": zstd_records, "one_thread_s": float("inf"),
+                                            "two_threads_s": float("inf")})
+            kept["one_thread_s"] = min(kept["one_thread_s"], figures["one_thread_s"])
+            kept["two_threads_s"] = min(kept["two_threads_s"], figures["two_threads_s"])
+    ruby_version = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], capture_output=True, text=True).stdout
+    document = {
+        "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "ruby": ruby_version},
+        "repeat": repeat,
+        "seed": best,
+        "zstd": zstd,
+    }
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(JSON_PATH, "w") as f:
+        json.dump(document, f, indent=2)
+        f.write("\n")
+    log(f"wrote {JSON_PATH}")
+
+
+def lookup(document, path):
+    section, name, field = path
+    return document.get(section, {}).get(name, {}).get(field)
+
+
+def report():
+    with open(JSON_PATH) as f:
+        document = json.load(f)
+    seed = document["seed"]
+    leveldb = seed.get("leveldb-c++")
+    lines = [
+        "# Ruby binding: the seed's LevelDB workload from Ruby",
+        "",
+        f"Measured {document['when']} by `bench/ruby.py` ({document['machine']['cpus']} CPUs, Ruby "
+        f"{document['machine']['ruby']}, best of {document['repeat']} rounds, stores taking turns). "
+        "Keys `\"%016d\" % i` with equal values, written then read through `db[k] = v` / `db[k]`; "
+        "each time covers open, loop (key formatting included) and close.",
+        "",
+        "| store | records | write s | read s | write+read s | writes/s | reads/s | LevelDB C++ time / this |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for store in STORES:
+        if store not in seed:
+            continue
+        row = seed[store]
+        ratio = f"{leveldb['total_s'] / row['total_s']:.2f}x" if leveldb else "-"
+        lines.append(
+            f"| {STORE_TITLES[store]} | {row['records']:,} | {row['write_s']:.2f} | {row['read_s']:.2f} | "
+            f"{row['total_s']:.2f} | {row['records'] / row['write_s']:,.0f} | {row['records'] / row['read_s']:,.0f} | "
+            f"{ratio} |")
+    lines += [
+        "",
+        "Reads of a zstd-compressed database (1 KiB text values, every key once) from Ruby threads:",
+        "",
+        "| engine | records | 1 thread s | 2 threads s | 2 threads / 1 thread |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for engine, row in document["zstd"].items():
+        lines.append(f"| {engine} | {row['records']:,} | {row['one_thread_s']:.3f} | {row['two_threads_s']:.3f} | "
+                     f"{row['one_thread_s'] / row['two_threads_s']:.2f}x |")
+    lines += [
+        "",
+        "## Targets",
+        "",
+        "| target | ratio | threshold | met |",
+        "|---|---:|---:|---|",
+    ]
+    for label, numerator, denominator, threshold in TARGETS:
+        top, bottom = lookup(document, numerator), lookup(document, denominator)
+        if top is None or bottom is None:
+            lines.append(f"| {label} | not measured | {threshold:.1f}x | - |")
+            continue
+        ratio = top / bottom
+        lines.append(f"| {label} | {ratio:.2f}x | {threshold:.1f}x | {'yes' if ratio >= threshold else 'NO'} |")
+    with open(MD_PATH, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    log(f"wrote {MD_PATH}")
+    plot(document)
+
+
+def plot(document):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("bench/ruby.py: matplotlib is not importable (make venv); no PNG")
+        return
+    seed = document["seed"]
+    stores = [store for store in STORES if store in seed]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 1]})
+    positions = range(len(stores))
+    width = 0.38
+    left.bar([p - width / 2 for p in positions], [seed[s]["write_s"] for s in stores], width, label="write")
+    left.bar([p + width / 2 for p in positions], [seed[s]["read_s"] for s in stores], width, label="read")
+    left.set_xticks(list(positions))
+    left.set_xticklabels([STORE_TITLES[s] for s in stores], rotation=15)
+    left.set_ylabel("seconds (lower is better)")
+    records = seed[stores[0]]["records"] if stores else 0
+    left.set_title(f'{records:,} keys "%016d", write then read')
+    left.legend()
+    engines = list(document["zstd"])
+    for offset, (field, label, color) in enumerate([("one_thread_s", "1 thread", "tab:gray"),
+                                                    ("two_threads_s", "2 threads", "tab:green")]):
+        rows = [document["zstd"][engine] for engine in engines]
+        right.bar([p + (offset - 0.5) * width for p in range(len(engines))],
+                  [row["records"] / row[field] for row in rows], width, label=label, color=color)
+    right.set_xticks(list(range(len(engines))))
+    right.set_xticklabels(engines)
+    right.set_ylabel("reads/s (higher is better)")
+    right.set_title("zstd reads from Ruby threads")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(PNG_PATH, dpi=100)
+    log(f"wrote {PNG_PATH}")
+
+
+def main(steps):
+    if not steps or any(step not in ("measure", "report") for step in steps):
+        sys.exit("usage: bench/ruby.py measure | report | measure report")
+    for step in steps:
+        measure() if step == "measure" else report()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

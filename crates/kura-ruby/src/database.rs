@@ -1,0 +1,381 @@
+//! `Kura::DB`: one open database of any engine, with the native half of its Hash-like API.
+//!
+//! ruby/lib/kura.rb adds the Ruby half (`fetch`, `each` with keywords, enumerators, aliases,
+//! `Enumerable`, `batch` with a block) on top of these primitives.
+//!
+//! Threads: a `Kura::DB` may be shared by Ruby threads; each engine call is atomic. The GVL
+//! is released (`gvl::without_gvl`) around calls that do I/O or may wait (open, close, sync,
+//! rebuild, clear, stats, batches, the chunks of a walk) and around record calls on
+//! databases whose records are compressed (decompression takes microseconds) or that were
+//! opened with `release_gvl: true`. Uncompressed record calls keep it: they take about as
+//! long as releasing and re-taking it; except while another thread of this database is in
+//! one of the long calls above (`busy`), since a record call may then wait for the engine
+//! lock that call holds, and must not stop every Ruby thread meanwhile. Ruby code never runs
+//! while an engine lock is held:
+//! values are copied out of the engine before Ruby strings are made of them.
+
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use kura::{Action, Dbm, OpenMode, Params};
+use magnus::encoding::{Index, RbEncoding};
+use magnus::{Error, IntoValue, RHash, RString, Ruby, Value};
+
+use crate::batch::Batch;
+use crate::convert::{Input, Output};
+use crate::engine::Engine;
+use crate::errors::{self, OrRaise};
+use crate::gvl::without_gvl;
+use crate::walk::{Kind, Walk, Yield};
+
+#[magnus::wrap(class = "Kura::DB", free_immediately, size)]
+pub struct Database {
+    /// Typed for the hot path (`[]`, `[]=`) and for TreeDbm's ranges.
+    engine: Engine,
+    /// The same engine as a trait object, for everything else.
+    dbm: Arc<dyn Dbm>,
+    kind: &'static kura::Engine,
+    path: PathBuf,
+    mode: String,
+    output: Output,
+    release_gvl: bool,
+    /// Threads now in a long call with the GVL released (see the file header).
+    busy: AtomicUsize,
+    closed: AtomicBool,
+}
+
+/// Counts a thread into `Database::busy` for as long as it lives.
+struct Busy<'a>(&'a AtomicUsize);
+
+impl<'a> Busy<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Busy<'a> {
+        counter.fetch_add(1, Ordering::AcqRel);
+        Busy(counter)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether record calls release the GVL when `release_gvl:` was not given: where records
+/// are compressed, since a read then decompresses for microseconds and two threads can
+/// read in parallel; not otherwise, where an engine call is about as short as the release.
+fn releases_by_default(dbm: &dyn Dbm) -> bool {
+    dbm.inspect()
+        .map(|props| props.iter().any(|(name, value)| name == "record_comp" && value != "none"))
+        .unwrap_or(false)
+}
+
+fn params_of(pairs: Vec<(String, String)>) -> Params {
+    pairs.into_iter().fold(Params::new(), |params, (name, value)| params.with(&name, value))
+}
+
+impl Database {
+    /// `Kura::DB._open(path, mode, [[name, value], ...], encoding or nil, release_gvl or
+    /// nil)`; lib/kura.rb turns keyword arguments into these.
+    pub fn open(
+        ruby: &Ruby,
+        path: String,
+        mode: String,
+        params: Vec<(String, String)>,
+        encoding: Option<RbEncoding>,
+        release_gvl: Option<bool>,
+    ) -> Result<Database, Error> {
+        let open_mode = OpenMode::from_flag(&mode).or_raise(ruby)?;
+        let params = params_of(params);
+        let path = PathBuf::from(path);
+        let kind = kura::registry::resolve(&path, &params).or_raise(ruby)?;
+        let engine_params = params.without("engine");
+        let dbm: Arc<dyn Dbm> = Arc::from(without_gvl(|| kind.open(&path, open_mode, &engine_params)).or_raise(ruby)?);
+        let release_gvl = release_gvl.unwrap_or_else(|| without_gvl(|| releases_by_default(&*dbm)));
+        Ok(Database {
+            engine: Engine::new(dbm.clone()),
+            dbm,
+            kind,
+            path,
+            mode,
+            output: Output::new(encoding.map(Index::from)),
+            release_gvl,
+            busy: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The engine, or ClosedError.
+    #[inline]
+    fn live(&self, ruby: &Ruby) -> Result<&Engine, Error> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(errors::closed(ruby));
+        }
+        Ok(&self.engine)
+    }
+
+    /// Whether a record call releases the GVL: always on a database that says so, else while
+    /// another thread is in a long call (whose lock the record call may wait for).
+    #[inline]
+    fn record_call_releases(&self) -> bool {
+        self.release_gvl || self.busy.load(Ordering::Acquire) > 0
+    }
+
+    /// Runs a long call (`long`: I/O, many records) with the GVL released, counted in
+    /// `busy`, or a record call as `record_call_releases` says.
+    fn run<T>(&self, ruby: &Ruby, long: bool, call: impl FnOnce(&dyn Dbm) -> kura::Result<T>) -> Result<T, Error> {
+        self.live(ruby)?;
+        let dbm = &*self.dbm;
+        let outcome = if long {
+            let _busy = Busy::enter(&self.busy);
+            without_gvl(|| call(dbm))
+        } else if self.record_call_releases() {
+            without_gvl(|| call(dbm))
+        } else {
+            call(dbm)
+        };
+        outcome.or_raise(ruby)
+    }
+
+    fn string(&self, ruby: &Ruby, bytes: &[u8]) -> RString {
+        self.output.string(ruby, bytes)
+    }
+
+    /// `db[key]`: the value, or nil.
+    pub fn aref(ruby: &Ruby, rb_self: &Database, key: Value) -> Result<Option<RString>, Error> {
+        let engine = rb_self.live(ruby)?;
+        let key = Input::key(ruby, key)?;
+        let found = if rb_self.record_call_releases() {
+            let key = key.to_vec();
+            without_gvl(|| engine.get(&key))
+        } else {
+            key.with_bytes(|k| engine.get(k))
+        };
+        Ok(found.or_raise(ruby)?.map(|value| rb_self.string(ruby, &value)))
+    }
+
+    /// `db[key] = value`: stores the record, replacing any; returns `value`.
+    pub fn aset(ruby: &Ruby, rb_self: &Database, key: Value, value: Value) -> Result<Value, Error> {
+        let engine = rb_self.live(ruby)?;
+        let (raw_key, raw_value) = (Input::key(ruby, key)?, Input::value(ruby, value)?);
+        let outcome = if rb_self.record_call_releases() {
+            let (k, v) = (raw_key.to_vec(), raw_value.to_vec());
+            without_gvl(|| engine.set(&k, &v))
+        } else {
+            raw_key.with_bytes(|k| raw_value.with_bytes(|v| engine.set(k, v)))
+        };
+        outcome.or_raise(ruby)?;
+        Ok(value)
+    }
+
+    /// `db.key?(key)`.
+    pub fn has_key(ruby: &Ruby, rb_self: &Database, key: Value) -> Result<bool, Error> {
+        let engine = rb_self.live(ruby)?;
+        let key = Input::key(ruby, key)?;
+        let found = if rb_self.record_call_releases() {
+            let key = key.to_vec();
+            without_gvl(|| engine.contains(&key))
+        } else {
+            key.with_bytes(|k| engine.contains(k))
+        };
+        found.or_raise(ruby)
+    }
+
+    /// Removes the record of `key` and returns its old value, or nil if there was none.
+    pub fn remove(ruby: &Ruby, rb_self: &Database, key: Value) -> Result<Option<RString>, Error> {
+        let key = Input::key(ruby, key)?.to_vec();
+        let old = rb_self.run(ruby, false, |dbm| {
+            let mut old = None;
+            dbm.process(&key, &mut |value| {
+                old = value.map(<[u8]>::to_vec);
+                Action::Remove
+            })?;
+            Ok(old)
+        })?;
+        Ok(old.map(|value| rb_self.string(ruby, &value)))
+    }
+
+    /// Number of records.
+    pub fn size(ruby: &Ruby, rb_self: &Database) -> Result<u64, Error> {
+        rb_self.run(ruby, false, |dbm| dbm.count())
+    }
+
+    /// Yields records (`what`: 0 pairs as `[key, value]`, 1 keys, 2 values) between the
+    /// bounds (nil: open) in key order, or all records in the engine's order when there are
+    /// no bounds and no `reversed` (see walk.rs).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the flat primitive behind each/range; lib/kura.rb gives it keywords"
+    )]
+    pub fn walk(
+        ruby: &Ruby,
+        rb_self: &Database,
+        what: u8,
+        lower: Option<Value>,
+        lower_inclusive: bool,
+        upper: Option<Value>,
+        upper_inclusive: bool,
+        reversed: bool,
+    ) -> Result<(), Error> {
+        rb_self.live(ruby)?;
+        let what = Yield::from_code(what)
+            .ok_or_else(|| Error::new(ruby.exception_arg_error(), format!("Kura: unknown walk {what}")))?;
+        let in_key_order = lower.is_some() || upper.is_some() || reversed;
+        let lower = bound(ruby, lower, lower_inclusive)?;
+        let upper = bound(ruby, upper, upper_inclusive)?;
+        let dbm = rb_self.dbm.clone();
+        let tree = rb_self.engine.tree().cloned();
+        let mut walk = match &tree {
+            Some(tree) => Walk::new(Kind::Tree { range: tree.range((lower, upper)), reversed }),
+            None if rb_self.kind.ordered => Walk::new(Kind::Ordered {
+                cursor: dbm.ordered_cursor().or_raise(ruby)?,
+                lower,
+                upper,
+                reversed,
+                started: false,
+            }),
+            None if in_key_order => return Err(errors::not_ordered(ruby, rb_self.kind.name)),
+            None => Walk::new(Kind::Plain { cursor: dbm.cursor().or_raise(ruby)?, started: false }),
+        };
+        loop {
+            rb_self.live(ruby)?;
+            let chunk = {
+                let _busy = Busy::enter(&rb_self.busy);
+                without_gvl(|| walk.next_chunk(what))
+            }
+            .or_raise(ruby)?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            for (key, value) in chunk {
+                let _: Value = match what {
+                    Yield::Pairs => ruby.yield_value(
+                        ruby.ary_new_from_values(&[rb_self.string(ruby, &key), rb_self.string(ruby, &value)]),
+                    )?,
+                    Yield::Keys => ruby.yield_value(rb_self.string(ruby, &key))?,
+                    Yield::Values => ruby.yield_value(rb_self.string(ruby, &value))?,
+                };
+            }
+        }
+    }
+
+    /// Adds `delta` to the counter under `key` (8 bytes, big-endian); returns the new value.
+    pub fn increment(ruby: &Ruby, rb_self: &Database, key: Value, delta: i64, initial: i64) -> Result<i64, Error> {
+        let key = Input::key(ruby, key)?.to_vec();
+        rb_self.run(ruby, false, |dbm| dbm.increment(&key, delta, initial))
+    }
+
+    /// Sets the record to `desired` (nil: removes it) if it is `expected` (nil: absent);
+    /// true when it matched and was changed.
+    pub fn compare_exchange(
+        ruby: &Ruby,
+        rb_self: &Database,
+        key: Value,
+        expected: Option<Value>,
+        desired: Option<Value>,
+    ) -> Result<bool, Error> {
+        let key = Input::key(ruby, key)?.to_vec();
+        let expected = expected.map(|v| Input::value(ruby, v).map(|v| v.to_vec())).transpose()?;
+        let desired = desired.map(|v| Input::value(ruby, v).map(|v| v.to_vec())).transpose()?;
+        rb_self.run(ruby, false, |dbm| dbm.compare_exchange_matched(&key, expected.as_deref(), desired.as_deref()))
+    }
+
+    /// Applies a `Kura::Batch` (and empties it).
+    pub fn write(ruby: &Ruby, rb_self: &Database, batch: &Batch) -> Result<(), Error> {
+        rb_self.live(ruby)?;
+        let ops = batch.take();
+        rb_self.run(ruby, true, |dbm| dbm.write_batch(&ops))
+    }
+
+    /// Removes every record.
+    pub fn clear(ruby: &Ruby, rb_self: &Database) -> Result<(), Error> {
+        rb_self.run(ruby, true, |dbm| dbm.clear())
+    }
+
+    /// Writes buffered changes to the file; with `hard`, also to the device.
+    pub fn sync(ruby: &Ruby, rb_self: &Database, hard: bool) -> Result<(), Error> {
+        rb_self.run(ruby, true, |dbm| dbm.synchronize(hard))
+    }
+
+    /// Rewrites the database compactly with these parameters.
+    pub fn rebuild(ruby: &Ruby, rb_self: &Database, params: Vec<(String, String)>) -> Result<(), Error> {
+        let params = params_of(params);
+        rb_self.run(ruby, true, |dbm| dbm.rebuild(&params))
+    }
+
+    /// The engine's `inspect` properties: Symbol keys; integers, booleans and strings.
+    pub fn stats(ruby: &Ruby, rb_self: &Database) -> Result<RHash, Error> {
+        let properties = rb_self.run(ruby, true, |dbm| dbm.inspect())?;
+        let hash = ruby.hash_new();
+        for (name, value) in properties {
+            let value = match (value.parse::<i64>(), value.as_str()) {
+                (Ok(number), _) => number.into_value_with(ruby),
+                (Err(_), "true") => true.into_value_with(ruby),
+                (Err(_), "false") => false.into_value_with(ruby),
+                (Err(_), text) => ruby.str_new(text).into_value_with(ruby),
+            };
+            hash.aset(ruby.to_symbol(&name), value)?;
+        }
+        Ok(hash)
+    }
+
+    /// Bytes the database occupies in its file (or in memory).
+    pub fn file_size(ruby: &Ruby, rb_self: &Database) -> Result<u64, Error> {
+        rb_self.run(ruby, false, |dbm| dbm.file_size())
+    }
+
+    /// Flushes and releases the database; closing twice is harmless.
+    pub fn close(ruby: &Ruby, rb_self: &Database) -> Result<(), Error> {
+        if rb_self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let dbm = &*rb_self.dbm;
+        let _busy = Busy::enter(&rb_self.busy);
+        without_gvl(|| dbm.close()).or_raise(ruby)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub fn path(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// The engine's registry name: hash, tree, ...
+    pub fn engine(&self) -> &'static str {
+        self.kind.name
+    }
+
+    /// Whether the engine keeps keys in order (from:, to:, reversed:, range).
+    pub fn is_ordered(&self) -> bool {
+        self.kind.ordered
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.dbm.is_writable()
+    }
+
+    pub fn mode(&self) -> String {
+        self.mode.clone()
+    }
+
+    /// The encoding results are tagged with; nil for binary (ASCII-8BIT).
+    pub fn encoding(&self) -> Option<RbEncoding> {
+        self.output.encoding().map(RbEncoding::from)
+    }
+
+    pub fn releases_gvl(&self) -> bool {
+        self.release_gvl
+    }
+}
+
+/// A walk bound from a key (nil: unbounded).
+fn bound(ruby: &Ruby, key: Option<Value>, inclusive: bool) -> Result<Bound<Vec<u8>>, Error> {
+    Ok(match key {
+        None => Bound::Unbounded,
+        Some(key) if inclusive => Bound::Included(Input::key(ruby, key)?.to_vec()),
+        Some(key) => Bound::Excluded(Input::key(ruby, key)?.to_vec()),
+    })
+}

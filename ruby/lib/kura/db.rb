@@ -1,0 +1,216 @@
+# frozen_string_literal: true
+
+# The Ruby half of Kura::DB: a database that reads like a Hash (and like leveldb-ruby's
+# LevelDB::DB), built on the native primitives of crates/kura-ruby/src/database.rs.
+#
+# Keys are Strings or Symbols, values Strings, stored as their bytes whatever their
+# encoding; results are binary (ASCII-8BIT) Strings unless the database was opened with
+# `encoding:`. Ordered engines (tree, baby) walk keys in order: `each(from:, to:,
+# reversed:)` and `range`.
+
+module Kura
+  class DB
+    include Enumerable
+
+    # Walk codes of the native `_walk`.
+    PAIRS = 0
+    KEYS = 1
+    VALUES = 2
+    private_constant :PAIRS, :KEYS, :VALUES
+
+    # Keyword arguments that are the binding's rather than the engine's.
+    BINDING_OPTIONS = %i[encoding release_gvl].freeze
+
+    # The native primitives (crates/kura-ruby/src/database.rs) behind the methods below.
+    private_class_method :_open
+    private :_delete, :_walk, :_increment, :_sync, :_rebuild
+
+    # `Kura::DB.new(path, mode = "c", **params)`: see Kura.open.
+    def self.new(path, mode = "c", encoding: nil, release_gvl: nil, **params)
+      path = File.path(path)
+      encoding = Encoding.find(encoding.to_s) unless encoding.nil? || encoding.is_a?(Encoding)
+      _open(path, mode.to_s, DB.param_pairs(params), encoding, release_gvl)
+    end
+
+    # Engine parameters as [name, text] pairs; values may be String, Symbol, Integer,
+    # Float, true or false (the engine checks names and values).
+    def self.param_pairs(params)
+      params.map do |name, value|
+        case value
+        when String, Symbol, Integer, Float, true, false then [name.to_s, value.to_s]
+        else raise TypeError, "Kura: parameter #{name} must be a String, Symbol, Integer, Float or boolean, " \
+                              "not #{value.class}"
+        end
+      end
+    end
+
+    alias get []
+    alias put []=
+    alias store []=
+    alias include? key?
+    alias member? key?
+    alias has_key? key?
+    alias exists? key?
+    alias includes? key? # leveldb-ruby's names
+    alias contains? key?
+    alias length size
+
+    # Hash#count without arguments is the size; with an argument or a block, Enumerable's.
+    def count(*args, &block)
+      return size if args.empty? && block.nil?
+
+      super
+    end
+
+    def empty?
+      size.zero?
+    end
+
+    # Removes the record of `key` and returns its value; when there was none, returns nil,
+    # or the block's value (`db.delete(k) { |key| ... }`), as Hash#delete does.
+    def delete(key)
+      old = _delete(key)
+      return old unless old.nil? && block_given?
+
+      yield key
+    end
+
+    # The value of `key`; if absent, the default, the block's value, or KeyError.
+    def fetch(key, *default)
+      raise ArgumentError, "wrong number of arguments (given #{default.size + 1}, expected 1..2)" if default.size > 1
+
+      value = self[key]
+      return value unless value.nil?
+      return yield(key) if block_given?
+      return default.first unless default.empty?
+
+      raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key)
+    end
+
+    # Yields `[key, value]` for every record (Hash#each style: `|k, v|` splats). On
+    # ordered engines, `from:` is where the walk starts and `to:` where it ends, both
+    # inclusive; with `reversed: true` it walks down, so `from:` is the higher key. A hash
+    # engine raises Kura::NotOrderedError for any of them.
+    def each(from: nil, to: nil, reversed: false, &block)
+      return enum_for(:each, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
+
+      walk(PAIRS, from, to, reversed, &block)
+      self
+    end
+    alias each_pair each
+
+    # Ordered engines walk backwards through the engine; the others as Enumerable does.
+    def reverse_each(&block)
+      return super unless ordered?
+      return enum_for(:reverse_each) { size } unless block
+
+      each(reversed: true, &block)
+    end
+
+    def each_key(from: nil, to: nil, reversed: false, &block)
+      return enum_for(:each_key, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
+
+      walk(KEYS, from, to, reversed, &block)
+      self
+    end
+
+    def each_value(from: nil, to: nil, reversed: false, &block)
+      return enum_for(:each_value, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
+
+      walk(VALUES, from, to, reversed, &block)
+      self
+    end
+
+    # Records whose keys lie in a Range (`"a".."c"`, `"a"..."c"`, `"m"..`, `.."c"`), or
+    # between `from` and `to` inclusive, in key order (reversed: from the top down).
+    # Yields `[key, value]`, or returns an Enumerator without a block. Ordered engines only.
+    def range(from = nil, to = nil, reversed: false, &block)
+      if from.is_a?(Range)
+        raise ArgumentError, "Kura: range takes a Range or from and to, not both" unless to.nil?
+
+        lower, upper, upper_inclusive = from.begin, from.end, !from.exclude_end?
+      else
+        lower, upper, upper_inclusive = from, to, true
+      end
+      return enum_for(:range, from, to, reversed: reversed) unless block
+
+      _walk(PAIRS, lower, true, upper, upper_inclusive, reversed, &block)
+      self
+    end
+
+    def keys
+      each_key.to_a
+    end
+
+    def values
+      each_value.to_a
+    end
+
+    def to_h(&block)
+      return super if block
+
+      each_with_object({}) { |(key, value), hash| hash[key] = value }
+    end
+
+    # The values of `keys`, nil where absent.
+    def values_at(*keys)
+      keys.map { |key| self[key] }
+    end
+
+    # Stores every pair of a Hash (or anything with each_pair).
+    def update(other)
+      other.each_pair { |key, value| self[key] = value }
+      self
+    end
+    alias merge! update
+
+    # Adds `delta` to the counter under `key` (8 bytes, big-endian, as Tkrzw stores
+    # counters) and returns the new value; an absent record starts at `initial`.
+    def increment(key, delta = 1, initial: 0)
+      _increment(key, delta, initial)
+    end
+
+    # Gathers puts and deletes and writes them when the block ends: atomically on the tree
+    # engine, one by one on the others. An exception in the block writes nothing. Without
+    # a block, returns a Kura::Batch for `db.write(batch)`.
+    def batch
+      batch = Batch.new
+      return batch unless block_given?
+
+      yield batch
+      write(batch)
+      self
+    end
+
+    # Writes what is buffered to the file; with `hard: true` also to the device (fsync).
+    def sync(hard: false)
+      _sync(hard)
+      self
+    end
+
+    # Rewrites the database compactly, applying engine parameters (`record_comp: "zstd"`).
+    def rebuild(**params)
+      _rebuild(DB.param_pairs(params))
+      self
+    end
+
+    def inspect
+      "#<#{self.class} #{path.inspect} engine=#{engine} mode=#{mode.inspect}#{closed? ? ' closed' : ''}>"
+    end
+    alias to_s inspect
+
+    private
+
+    def walk(what, from, to, reversed, &block)
+      if reversed
+        _walk(what, to, true, from, true, true, &block)
+      else
+        _walk(what, from, true, to, true, false, &block)
+      end
+    end
+
+    def size_unless_bounded(from, to)
+      from.nil? && to.nil? ? size : nil
+    end
+  end
+end
