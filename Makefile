@@ -3,6 +3,7 @@
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
+#   make fuzz    each cargo-fuzz target for FUZZ_SECONDS (nightly); make soak: the kill -9 soak
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
 
 SHELL := /bin/bash
@@ -21,7 +22,8 @@ DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build python demo test test-only test-python lint bench scale venv dictionary clean distclean
+.PHONY: deps rust build python demo test test-only test-python lint bench scale venv dictionary clean distclean \
+	fuzz fuzz-smoke soak
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -59,7 +61,7 @@ demo: build dictionary python
 	$(PYTHON) bench/run.py --demo
 
 ## test: everything CI checks
-test: deps lint test-only test-python
+test: deps lint test-only test-python fuzz-smoke
 
 test-only:
 	$(CARGO) test --workspace
@@ -76,6 +78,31 @@ lint:
 		echo "$(CARGO) clippy --workspace --all-targets -- -D warnings"; \
 		$(CARGO) clippy --workspace --all-targets -- -D warnings; \
 	else echo "lint: clippy is not installed, skipping it"; fi
+
+## fuzz: each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, new inputs kept in fuzz/work/
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := open_file codec_decode
+FUZZ_FLAGS := -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=20 -max_len=65536 -print_final_stats=1
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
+	@$(CARGO) +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+	@for target in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/work/$$target && \
+		$(CARGO) +nightly fuzz run $$target fuzz/work/$$target fuzz/corpus/$$target -- \
+			-max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) || exit 1; \
+	done
+
+## fuzz-smoke: a few seconds of each fuzz target, only where nightly and cargo-fuzz already are
+## (the corpus replay on stable is part of test-only: crates/kura/tests/fuzz_corpus.rs)
+fuzz-smoke:
+	@if $(CARGO) +nightly --version >/dev/null 2>&1 && command -v cargo-fuzz >/dev/null; then \
+		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5; \
+	else echo "fuzz-smoke: skipped (no nightly toolchain or no cargo-fuzz)"; fi
+
+## soak: the kill -9 soak, SOAK_TRIALS trials over the file engines (CI runs 200 in test-only)
+SOAK_TRIALS ?= 10000
+soak:
+	KURA_SOAK_TRIALS=$(SOAK_TRIALS) $(CARGO) test --release -p kura --test kill_soak -- --nocapture killed_writers
 
 $(VENV)/.matplotlib:
 	$(PYTHON) -m venv $(VENV)

@@ -9,6 +9,7 @@
 //!   that touches memory the kernel maps);
 //! - `hash_dbm/`: HashDbm, the file hash database (`.kuh`);
 //! - `tree_dbm/`: TreeDbm, the ordered file B+ tree database (`.kut`);
+//! - `fuzz.rs`: entry points over arbitrary bytes for the fuzz targets in `fuzz/`;
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
 //!   `.kumc`), with the two hash tables and the B+ tree they are built on.
 
@@ -17,6 +18,7 @@ pub mod codec;
 pub mod dbm;
 pub mod error;
 pub mod file;
+pub mod fuzz;
 pub mod hash_dbm;
 mod key_prefix;
 pub mod memory_dbm;
