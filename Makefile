@@ -23,7 +23,7 @@ DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
 .PHONY: deps rust build python demo test test-only test-python lint bench scale venv dictionary clean distclean \
-	fuzz fuzz-smoke soak
+	fuzz fuzz-smoke soak loom
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -61,7 +61,7 @@ demo: build dictionary python
 	$(PYTHON) bench/run.py --demo
 
 ## test: everything CI checks
-test: deps lint test-only test-python fuzz-smoke
+test: deps lint test-only test-python loom fuzz-smoke
 
 test-only:
 	$(CARGO) test --workspace
@@ -98,6 +98,12 @@ fuzz-smoke:
 	@if $(CARGO) +nightly --version >/dev/null 2>&1 && command -v cargo-fuzz >/dev/null; then \
 		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5; \
 	else echo "fuzz-smoke: skipped (no nightly toolchain or no cargo-fuzz)"; fi
+
+## loom: SpinRwLock's waiting path and CacheDbm's slots model-checked with loom (--cfg loom,
+## in a target directory of its own so that it does not invalidate the normal build)
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --release -p kura --lib loom_tests
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --release -p kura --test loom_cache
 
 ## soak: the kill -9 soak, SOAK_TRIALS trials over the file engines (CI runs 200 in test-only)
 SOAK_TRIALS ?= 10000

@@ -25,6 +25,7 @@ pub mod memory_dbm;
 pub mod registry;
 mod spin_lock;
 pub mod split_mix;
+mod sync;
 pub mod tree_dbm;
 
 pub use batch::{BatchOp, WriteBatch};

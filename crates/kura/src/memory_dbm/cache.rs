@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use super::backing::{self, Backing};
 use super::chained_table::{record_cost, SlotTable, BUCKET_BYTES};
