@@ -22,6 +22,9 @@ const OPEN_WRITABLE: u8 = 0x10;
 /// Selector bit of `open_file`: make a memory engine's snapshot checksum right, so that the
 /// parser behind it sees the mutated bytes rather than stopping at the checksum.
 const FIX_SNAPSHOT_CHECKSUM: u8 = 0x20;
+/// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
+/// have it) and read the salvaged copy.
+const RESTORE_FIRST: u8 = 0x40;
 /// Selector bit of `codec_decode`: the bytes are a compressed frame (else stored raw).
 const DECODE_COMPRESSED: u8 = 0x08;
 /// Selector bit of `codec_decode`: a zstd-dict input starts with a dictionary (2-byte length).
@@ -53,7 +56,14 @@ pub fn open_file(data: &[u8]) {
         return;
     }
     let mode = if selector & OPEN_WRITABLE != 0 { OpenMode::Write } else { OpenMode::ReadOnly };
-    read_everything(engine, &path, mode);
+    if selector & RESTORE_FIRST != 0 {
+        let salvaged = dir.join(format!("salvaged.{}", engine.extension));
+        if engine.restore(&path, &salvaged).is_ok() {
+            read_everything(engine, &salvaged, mode);
+        }
+    } else {
+        read_everything(engine, &path, mode);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
