@@ -15,13 +15,14 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::{Codec, CodecKind};
 use crate::dbm::{DbmExt, OpenMode, Params};
-use crate::registry::{engines, Engine, Storage};
+use crate::registry::{engines, Engine};
 
 /// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
 const OPEN_WRITABLE: u8 = 0x10;
-/// Selector bit of `open_file`: make a memory engine's snapshot checksum right, so that the
-/// parser behind it sees the mutated bytes rather than stopping at the checksum.
-const FIX_SNAPSHOT_CHECKSUM: u8 = 0x20;
+/// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer) or of a
+/// HashDbm header right, so that the code behind it sees the mutated bytes rather than
+/// stopping at the checksum (see `fix_checksums`).
+const FIX_CHECKSUMS: u8 = 0x20;
 /// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
 /// have it) and read the salvaged copy.
 const RESTORE_FIRST: u8 = 0x40;
@@ -29,8 +30,14 @@ const RESTORE_FIRST: u8 = 0x40;
 const DECODE_COMPRESSED: u8 = 0x08;
 /// Selector bit of `codec_decode`: a zstd-dict input starts with a dictionary (2-byte length).
 const DECODE_WITH_DICTIONARY: u8 = 0x10;
-/// The memory snapshot trailer: record count and checksum, 8 bytes each (docs/memory.md).
-const SNAPSHOT_CHECKSUM_LEN: usize = 8;
+/// A memory snapshot starts with this and ends with the xxh3-64 of every byte before its
+/// last 8 (docs/memory.md).
+const SNAPSHOT_MAGIC: &[u8] = b"KURAMEM\0";
+/// A HashDbm file starts with this; bytes 120..128 of its header are the xxh3-64 of bytes
+/// 0..120 (docs/format.md).
+const HASH_MAGIC: &[u8] = b"KuraHash";
+const HASH_CHECKSUMMED_LEN: usize = 120;
+const CHECKSUM_LEN: usize = 8;
 
 /// The engine a selector byte picks, by its position in the registry.
 pub fn engine_of_selector(selector: u8) -> &'static Engine {
@@ -47,8 +54,8 @@ pub fn open_file(data: &[u8]) {
     let Some((&selector, file_bytes)) = data.split_first() else { return };
     let engine = engine_of_selector(selector);
     let mut bytes = file_bytes.to_vec();
-    if selector & FIX_SNAPSHOT_CHECKSUM != 0 && engine.storage == Storage::Memory {
-        fix_snapshot_checksum(&mut bytes);
+    if selector & FIX_CHECKSUMS != 0 {
+        fix_checksums(&mut bytes);
     }
     let dir = scratch_dir();
     let path = dir.join(format!("input.{}", engine.extension));
@@ -102,12 +109,21 @@ fn small_params(engine: &Engine) -> Params {
     }
 }
 
-/// Rewrites the last 8 bytes as the xxh3-64 of everything before them, as a snapshot writer
-/// would have.
-fn fix_snapshot_checksum(bytes: &mut [u8]) {
-    let Some(body_len) = bytes.len().checked_sub(SNAPSHOT_CHECKSUM_LEN) else { return };
-    let (body, checksum) = bytes.split_at_mut(body_len);
-    checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+/// Rewrites the whole-file or whole-header checksum the file's magic announces, as its
+/// writer would have: a snapshot's last 8 bytes, a HashDbm header's bytes 120..128.
+fn fix_checksums(bytes: &mut [u8]) {
+    let covered = if bytes.starts_with(SNAPSHOT_MAGIC) {
+        bytes.len().checked_sub(CHECKSUM_LEN)
+    } else if bytes.starts_with(HASH_MAGIC) && bytes.len() >= HASH_CHECKSUMMED_LEN + CHECKSUM_LEN {
+        Some(HASH_CHECKSUMMED_LEN)
+    } else {
+        None
+    };
+    let Some(covered) = covered else { return };
+    let (body, rest) = bytes.split_at_mut(covered);
+    if let Some(checksum) = rest.get_mut(..CHECKSUM_LEN) {
+        checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+    }
 }
 
 /// A directory of its own for each call (the fuzzer may run several processes at once);
@@ -143,4 +159,27 @@ pub fn codec_decode(data: &[u8]) {
     let mut round_trip = Vec::new();
     assert!(codec.decode(&encoded, compressed, &mut round_trip).is_ok(), "{kind}: its own frame does not decode");
     assert!(round_trip == stored, "{kind}: a frame decodes to other bytes than were encoded");
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    use super::*;
+
+    /// The checksum fix-up writes what the engines write: a cleanly closed file of each
+    /// engine comes out of it unchanged (else the fuzzer would only see broken checksums).
+    #[test]
+    fn fixing_the_checksums_of_a_real_file_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        for engine in engines() {
+            let path = dir.path().join(format!("db.{}", engine.extension));
+            let db = engine.open(&path, OpenMode::Create, &small_params(engine)).unwrap();
+            db.set(b"key", b"value", true).unwrap();
+            db.close().unwrap();
+            let written = std::fs::read(&path).unwrap();
+            let mut fixed = written.clone();
+            fix_checksums(&mut fixed);
+            assert!(fixed == written, "{}: the fix-up rewrote a correct checksum", engine.name);
+        }
+    }
 }

@@ -99,11 +99,10 @@ fn open_file_seeds() {
             let name = format!("{}-{codec}", engine.name);
             write_seed("open_file", &format!("{name}-read"), selector, &closed);
             write_seed("open_file", &format!("{name}-write"), selector | 0x10, &closed);
+            write_seed("open_file", &format!("{name}-fixed-checksum"), selector | 0x20, &closed);
             if engine.storage == Storage::File {
                 write_seed("open_file", &format!("{name}-crashed-write"), selector | 0x10, &open_copy);
                 write_seed("open_file", &format!("{name}-crashed-restore"), selector | 0x40, &open_copy);
-            } else {
-                write_seed("open_file", &format!("{name}-fixed-checksum"), selector | 0x20, &closed);
             }
         }
     }
