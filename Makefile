@@ -3,6 +3,7 @@
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
+#   make fuzz    each cargo-fuzz target for FUZZ_SECONDS (nightly); make soak: the kill -9 soak
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py);
 # the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py).
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
@@ -26,7 +27,8 @@ DEB_PACKAGES += ruby ruby-dev ruby-minitest rake libclang-dev ruby-dbm libleveld
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale venv dictionary clean distclean
+.PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale venv dictionary \
+	clean distclean fuzz fuzz-smoke soak loom
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -74,7 +76,7 @@ demo: build dictionary python ruby
 	ruby -Iruby/lib ruby/examples/demo.rb
 
 ## test: everything CI checks
-test: deps lint test-only test-python test-ruby
+test: deps lint test-only test-python test-ruby loom fuzz-smoke
 
 test-only:
 	$(CARGO) test --workspace
@@ -94,6 +96,37 @@ lint:
 		echo "$(CARGO) clippy --workspace --all-targets -- -D warnings"; \
 		$(CARGO) clippy --workspace --all-targets -- -D warnings; \
 	else echo "lint: clippy is not installed, skipping it"; fi
+
+## fuzz: each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, new inputs kept in fuzz/work/
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := open_file codec_decode
+FUZZ_FLAGS := -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=20 -max_len=65536 -print_final_stats=1
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
+	@$(CARGO) +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+	@for target in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/work/$$target && \
+		$(CARGO) +nightly fuzz run $$target fuzz/work/$$target fuzz/corpus/$$target -- \
+			-max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) || exit 1; \
+	done
+
+## fuzz-smoke: a few seconds of each fuzz target, only where nightly and cargo-fuzz already are
+## (the corpus replay on stable is part of test-only: crates/kura/tests/fuzz_corpus.rs)
+fuzz-smoke:
+	@if $(CARGO) +nightly --version >/dev/null 2>&1 && command -v cargo-fuzz >/dev/null; then \
+		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5; \
+	else echo "fuzz-smoke: skipped (no nightly toolchain or no cargo-fuzz)"; fi
+
+## loom: SpinRwLock's waiting path and CacheDbm's slots model-checked with loom (--cfg loom,
+## in a target directory of its own so that it does not invalidate the normal build)
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --release -p kura --lib loom_tests
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --release -p kura --test loom_cache
+
+## soak: the kill -9 soak, SOAK_TRIALS trials over the file engines (CI runs 200 in test-only)
+SOAK_TRIALS ?= 10000
+soak:
+	KURA_SOAK_TRIALS=$(SOAK_TRIALS) $(CARGO) test --release -p kura --test kill_soak -- --nocapture killed_writers
 
 $(VENV)/.matplotlib:
 	$(PYTHON) -m venv $(VENV)

@@ -10,6 +10,7 @@
 //!   that touches memory the kernel maps);
 //! - `hash_dbm/`: HashDbm, the file hash database (`.kuh`);
 //! - `tree_dbm/`: TreeDbm, the ordered file B+ tree database (`.kut`);
+//! - `fuzz.rs`: entry points over arbitrary bytes for the fuzz targets in `fuzz/`;
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
 //!   `.kumc`), with the two hash tables and the B+ tree they are built on.
 
@@ -21,6 +22,8 @@ pub mod dbm;
 mod encoding;
 pub mod error;
 mod file;
+#[cfg(feature = "internals")]
+pub mod fuzz;
 pub mod hash_dbm;
 mod key_prefix;
 pub mod memory_dbm;
@@ -31,6 +34,7 @@ mod spin_lock;
 pub mod split_mix;
 #[cfg(not(feature = "internals"))]
 mod split_mix;
+mod sync;
 pub mod tree_dbm;
 
 pub use batch::{BatchOp, WriteBatch};

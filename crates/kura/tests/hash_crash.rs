@@ -6,11 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "support/killed_child.rs"]
+#[allow(dead_code, reason = "each kill test uses part of the shared child machinery")]
+mod killed_child;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
+
+use killed_child::{report_progress, KilledChild};
 
 use kura::{CodecKind, Dbm, DbmExt, HashDbm, OpenMode, Params};
 
@@ -64,7 +67,6 @@ fn params_for(trial: u64) -> Params {
 /// The child: writes rounds forever (until killed), reporting each synchronized round.
 fn child(path: &str, trial: u64) {
     let db = HashDbm::open(path, OpenMode::Create, &params_for(trial)).unwrap();
-    let mut out = std::io::stdout();
     for round in 0.. {
         for (k, v) in round_ops(round) {
             match v {
@@ -76,8 +78,8 @@ fn child(path: &str, trial: u64) {
             db.rebuild(&Params::new()).unwrap();
         }
         db.synchronize(false).unwrap();
-        writeln!(out, "synced {round}").unwrap();
-        out.flush().unwrap();
+        // Progress n: rounds 0..n are synchronized.
+        report_progress(round + 1);
     }
 }
 
@@ -89,46 +91,19 @@ fn killed_writer_loses_nothing_synchronized() {
         return;
     }
     let trials: u64 = std::env::var("KURA_CRASH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
-    let exe = std::env::current_exe().unwrap();
     let mut rng = kura::split_mix::SplitMix64::new(0x2545_F491_4F6C_DD1D);
     for trial in 0..trials {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("crash.kuh");
-        let mut child = Command::new(&exe)
-            .args(["--exact", "killed_writer_loses_nothing_synchronized", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, format!("{trial}:{}", path.display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                // libtest may have printed the test's name on the same line first.
-                if let Some((_, round)) = line.rsplit_once("synced ") {
-                    let _ = tx.send(round.parse::<u64>().unwrap());
-                }
-            }
-        });
+        let mut child = KilledChild::spawn(
+            "killed_writer_loses_nothing_synchronized",
+            &[(CHILD_ENV, format!("{trial}:{}", path.display()))],
+        );
         let seed = rng.next_u64();
         // Wait for a random number of synchronized rounds (0 to 5), then a random extra delay.
-        let wanted = seed % 6;
-        let mut last_synced: Option<u64> = None;
-        while last_synced.map_or(wanted > 0, |r| r + 1 < wanted) {
-            match rx.recv_timeout(Duration::from_secs(60)) {
-                Ok(round) => last_synced = Some(round),
-                Err(_) => panic!("trial {trial}: the child stopped reporting"),
-            }
-        }
-        std::thread::sleep(Duration::from_micros((seed >> 8) % 20_000));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        reader.join().unwrap();
-        while let Ok(round) = rx.try_recv() {
-            last_synced = Some(round);
-        }
+        child.wait_for(seed % 6);
+        let progress = child.kill_after(Duration::from_micros((seed >> 8) % 20_000));
+        let last_synced = progress.and_then(|rounds| rounds.checked_sub(1));
 
         // Expected state: all rounds up to the last synchronized one; the next round may be
         // partly applied, operation by operation.

@@ -3,9 +3,14 @@
 //! which must hold every batch wholly or not at all, in order, and nothing torn.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "support/killed_child.rs"]
+#[allow(dead_code, reason = "each kill test uses part of the shared child machinery")]
+mod killed_child;
+
 use std::path::Path;
-use std::process::{Child, Command};
 use std::time::Duration;
+
+use killed_child::KilledChild;
 
 use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{Dbm, DbmExt, OpenMode, Params};
@@ -69,20 +74,12 @@ fn crash_child_entry() {
     }
 }
 
-fn spawn(mode: &str, path: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child_entry", "--test-threads=1", "--nocapture"])
-        .env(CHILD_MODE, mode)
-        .env(CHILD_PATH, path)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
+fn spawn(mode: &str, path: &Path) -> KilledChild {
+    KilledChild::spawn("crash_child_entry", &[(CHILD_MODE, mode.to_string()), (CHILD_PATH, path.display().to_string())])
 }
 
-fn kill_after(mut child: Child, millis: u64) {
-    std::thread::sleep(Duration::from_millis(millis));
-    let _ = child.kill(); // SIGKILL
-    let _ = child.wait();
+fn kill_after(child: KilledChild, millis: u64) {
+    child.kill_after(Duration::from_millis(millis));
 }
 
 fn check_batches(path: &Path) -> u64 {

@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use parking_lot::{Mutex, MutexGuard};
+use crate::sync::{Mutex, MutexGuard};
 
 use super::backing::{self, Backing};
 use super::chained_table::{record_cost, SlotTable, BUCKET_BYTES};

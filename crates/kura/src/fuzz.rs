@@ -1,0 +1,185 @@
+//! Entry points that take arbitrary bytes: what the `cargo fuzz` targets in `fuzz/` call, and
+//! what `tests/fuzz_corpus.rs` replays their committed corpus through on the stable toolchain.
+//!
+//! Each function drives one reader of untrusted bytes (a database file of any engine, a codec
+//! frame) as far as it goes and returns normally on any typed error. A panic, a hang or an
+//! allocation sized by an unchecked length is the bug the fuzzer looks for; the functions also
+//! panic themselves where the library broke a promise that holds on any input (a value read
+//! back that differs from the one the same handle just showed, a codec that does not round
+//! trip), so that the fuzzer reports it. The input layouts are documented in docs/fuzzing.md.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::codec::{Codec, CodecKind};
+use crate::dbm::{DbmExt, OpenMode, Params};
+use crate::registry::{engines, Engine};
+
+/// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
+const OPEN_WRITABLE: u8 = 0x10;
+/// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer) or of a
+/// HashDbm header right, so that the code behind it sees the mutated bytes rather than
+/// stopping at the checksum (see `fix_checksums`).
+const FIX_CHECKSUMS: u8 = 0x20;
+/// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
+/// have it) and read the salvaged copy.
+const RESTORE_FIRST: u8 = 0x40;
+/// Selector bit of `codec_decode`: the bytes are a compressed frame (else stored raw).
+const DECODE_COMPRESSED: u8 = 0x08;
+/// Selector bit of `codec_decode`: a zstd-dict input starts with a dictionary (2-byte length).
+const DECODE_WITH_DICTIONARY: u8 = 0x10;
+/// A memory snapshot starts with this and ends with the xxh3-64 of every byte before its
+/// last 8 (docs/memory.md).
+const SNAPSHOT_MAGIC: &[u8] = b"KURAMEM\0";
+/// A HashDbm file starts with this; bytes 120..128 of its header are the xxh3-64 of bytes
+/// 0..120 (docs/format.md).
+const HASH_MAGIC: &[u8] = b"KuraHash";
+const HASH_CHECKSUMMED_LEN: usize = 120;
+const CHECKSUM_LEN: usize = 8;
+
+/// The engine a selector byte picks, by its position in the registry.
+pub fn engine_of_selector(selector: u8) -> &'static Engine {
+    let all = engines();
+    let index = usize::from(selector & 0x0f) % all.len();
+    all.get(index).expect("the index is taken modulo the engine count")
+}
+
+/// Opens `data[1..]` as a database file of the engine `data[0]` selects (see the selector bits
+/// above), reads every record with a cursor, gets each key again and closes. Any error is a
+/// fine outcome; a panic is not. A key whose `get` succeeds must give the value the cursor
+/// showed, unless the cursor showed that key more than once.
+pub fn open_file(data: &[u8]) {
+    let Some((&selector, file_bytes)) = data.split_first() else { return };
+    let engine = engine_of_selector(selector);
+    let mut bytes = file_bytes.to_vec();
+    if selector & FIX_CHECKSUMS != 0 {
+        fix_checksums(&mut bytes);
+    }
+    let dir = scratch_dir();
+    let path = dir.join(format!("input.{}", engine.extension));
+    if std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &bytes)).is_err() {
+        return;
+    }
+    let mode = if selector & OPEN_WRITABLE != 0 { OpenMode::Write } else { OpenMode::ReadOnly };
+    if selector & RESTORE_FIRST != 0 {
+        let salvaged = dir.join(format!("salvaged.{}", engine.extension));
+        if engine.restore(&path, &salvaged).is_ok() {
+            read_everything(engine, &salvaged, mode);
+        }
+    } else {
+        read_everything(engine, &path, mode);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn read_everything(engine: &Engine, path: &std::path::Path, mode: OpenMode) {
+    let Ok(db) = engine.open(path, mode, &small_params(engine)) else { return };
+    let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    if let Ok(records) = db.records() {
+        for record in records {
+            match record {
+                Ok(record) => seen.push(record),
+                Err(_) => break,
+            }
+        }
+    }
+    seen.sort();
+    for (i, (key, value)) in seen.iter().enumerate() {
+        let repeated = seen.get(i + 1).is_some_and(|(next, _)| next == key)
+            || i.checked_sub(1).and_then(|p| seen.get(p)).is_some_and(|(previous, _)| previous == key);
+        if let Ok(got) = db.get(key) {
+            assert!(repeated || &got == value, "{}: get and the cursor disagree on a key's value", engine.name);
+        }
+    }
+    let _ = db.count();
+    let _ = db.inspect();
+    let _ = db.close();
+}
+
+/// Parameters that keep an open cheap: few buckets where the engine has them, and the
+/// registry's sizing for engines that cannot open without a parameter.
+fn small_params(engine: &Engine) -> Params {
+    let params = (engine.bench_params)(1000);
+    if engine.params.contains(&"num_buckets") {
+        params.with("num_buckets", 64)
+    } else {
+        params
+    }
+}
+
+/// Rewrites the whole-file or whole-header checksum the file's magic announces, as its
+/// writer would have: a snapshot's last 8 bytes, a HashDbm header's bytes 120..128.
+fn fix_checksums(bytes: &mut [u8]) {
+    let covered = if bytes.starts_with(SNAPSHOT_MAGIC) {
+        bytes.len().checked_sub(CHECKSUM_LEN)
+    } else if bytes.starts_with(HASH_MAGIC) && bytes.len() >= HASH_CHECKSUMMED_LEN + CHECKSUM_LEN {
+        Some(HASH_CHECKSUMMED_LEN)
+    } else {
+        None
+    };
+    let Some(covered) = covered else { return };
+    let (body, rest) = bytes.split_at_mut(covered);
+    if let Some(checksum) = rest.get_mut(..CHECKSUM_LEN) {
+        checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+    }
+}
+
+/// A directory of its own for each call (the fuzzer may run several processes at once);
+/// under /dev/shm when there is one, so that the file system costs little.
+fn scratch_dir() -> PathBuf {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let shm = PathBuf::from("/dev/shm");
+    let base = if shm.is_dir() { shm } else { std::env::temp_dir() };
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    base.join(format!("kura-fuzz-{}-{call}", std::process::id()))
+}
+
+/// Decodes `data` with the codec and framing `data[0]` selects (kind by the low 3 bits, the
+/// selector bits above): any error is fine, a panic is not. Then encodes the same bytes with
+/// that codec and checks that they decode to themselves.
+pub fn codec_decode(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else { return };
+    let Some(&kind) = CodecKind::ALL.get(usize::from(selector & 0x07) % CodecKind::ALL.len()) else { return };
+    let (dictionary, stored) = match rest {
+        [high, low, tail @ ..] if kind == CodecKind::ZstdDict && selector & DECODE_WITH_DICTIONARY != 0 => {
+            let length = usize::from(u16::from_be_bytes([*high, *low])).min(tail.len());
+            let (dictionary, stored) = tail.split_at(length);
+            (dictionary.to_vec(), stored)
+        }
+        _ => (Vec::new(), rest),
+    };
+    let Ok(codec) = Codec::new(kind, dictionary) else { return };
+    let mut decoded = Vec::new();
+    let _ = codec.decode(stored, selector & DECODE_COMPRESSED != 0, &mut decoded);
+
+    let mut encoded = Vec::new();
+    let Ok(compressed) = codec.encode(stored, &mut encoded) else { return };
+    let mut round_trip = Vec::new();
+    assert!(codec.decode(&encoded, compressed, &mut round_trip).is_ok(), "{kind}: its own frame does not decode");
+    assert!(round_trip == stored, "{kind}: a frame decodes to other bytes than were encoded");
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    use super::*;
+
+    /// The checksum fix-up writes what the engines write: a cleanly closed file of each
+    /// engine comes out of it unchanged (else the fuzzer would only see broken checksums).
+    #[test]
+    fn fixing_the_checksums_of_a_real_file_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        for engine in engines() {
+            let path = dir.path().join(format!("db.{}", engine.extension));
+            let db = engine.open(&path, OpenMode::Create, &small_params(engine)).unwrap();
+            db.set(b"key", b"value", true).unwrap();
+            db.close().unwrap();
+            let written = std::fs::read(&path).unwrap();
+            let mut fixed = written.clone();
+            fix_checksums(&mut fixed);
+            assert!(fixed == written, "{}: the fix-up rewrote a correct checksum", engine.name);
+        }
+    }
+}

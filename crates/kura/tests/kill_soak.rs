@@ -1,0 +1,388 @@
+//! The kill -9 soak: many short trials in which a child process runs a random mix of writes
+//! (sets, removes, appends, increments, write batches, rebuilds, synchronizes) on a file
+//! database and is killed with SIGKILL at a random moment. After each kill the parent opens
+//! the file (a writer, so it restores it) and checks EVERY record against a model: the file
+//! must hold exactly the state after some prefix of the operations, no shorter than what the
+//! engine's contract says survives a killed process (see `CONTRACTS`), no longer than the
+//! operation in flight. A trial continues the file the previous trial left, so the files
+//! grow, get rebuilt and get restored over and over.
+//!
+//! `KURA_SOAK_TRIALS` sets the number of trials (default 200, spread over the engines;
+//! `make soak` runs 10,000). The figures go into docs/durability.md.
+
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+#![expect(clippy::indexing_slicing, reason = "indices into small tables of known size")]
+
+#[path = "support/killed_child.rs"]
+#[allow(dead_code, reason = "each kill test uses part of the shared child machinery")]
+mod killed_child;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use killed_child::{report_progress, KilledChild};
+use kura::registry::{engines, Engine, Storage};
+use kura::split_mix::SplitMix64;
+use kura::{Dbm, DbmExt, OpenMode, Params, WriteBatch};
+
+const CHILD_ENV: &str = "KURA_SOAK_CHILD";
+const TRIALS_ENV: &str = "KURA_SOAK_TRIALS";
+const DEFAULT_TRIALS: u64 = 200;
+/// Trials on one file before the next starts from an empty one with other parameters.
+const TRIALS_PER_FILE: u64 = 40;
+/// Distinct keys the writers touch (plus as many counters), so that updates and removes
+/// mostly hit records that exist.
+const KEYS: u64 = 300;
+
+/// What an engine promises about a killed process, as its docs state it.
+#[derive(Debug, Clone, Copy)]
+struct Contract {
+    /// Every operation that returned survives (HashDbm: writes go into the mapped file).
+    /// Otherwise only what the last commit point wrote: `write_batch`, `synchronize`,
+    /// `rebuild` (TreeDbm: dirty pages live in memory between commits).
+    every_operation_survives: bool,
+    /// A write batch is wholly applied or not at all; otherwise it may be cut anywhere
+    /// between its operations.
+    atomic_batches: bool,
+}
+
+/// The contract of each file engine (docs/hash.md, docs/tree.md). An engine added to the
+/// registry without an entry here fails `every_file_engine_has_a_contract`.
+const CONTRACTS: &[(&str, Contract)] = &[
+    ("hash", Contract { every_operation_survives: true, atomic_batches: false }),
+    ("tree", Contract { every_operation_survives: false, atomic_batches: true }),
+];
+
+fn contract_of(engine: &Engine) -> Option<Contract> {
+    CONTRACTS.iter().find(|(name, _)| *name == engine.name).map(|(_, contract)| *contract)
+}
+
+fn soaked_engines() -> Vec<&'static Engine> {
+    engines().iter().filter(|engine| engine.storage == Storage::File).collect()
+}
+
+#[test]
+fn every_file_engine_has_a_contract() {
+    for engine in soaked_engines() {
+        assert!(contract_of(engine).is_some(), "{}: add its kill -9 contract to CONTRACTS", engine.name);
+    }
+}
+
+/// One operation of a writer.
+#[derive(Debug, Clone)]
+enum Op {
+    Set(Vec<u8>, Vec<u8>),
+    Remove(Vec<u8>),
+    Append(Vec<u8>, Vec<u8>),
+    Increment(Vec<u8>, i64),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Rebuild,
+    Synchronize,
+}
+
+impl Op {
+    /// Whether the engine has committed everything before it when this operation returns.
+    fn commits(&self, contract: Contract) -> bool {
+        contract.every_operation_survives || matches!(self, Op::Batch(_) | Op::Rebuild | Op::Synchronize)
+    }
+}
+
+fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
+    format!("key{:04}", rng.next_u64() % KEYS).into_bytes()
+}
+
+/// Values of many sizes, some larger than a small page, with content that compresses.
+fn random_value(rng: &mut SplitMix64) -> Vec<u8> {
+    let length = match rng.next_u64() % 10 {
+        0 => 0,
+        1 => 1500 + rng.next_u64() % 3000,
+        _ => rng.next_u64() % 120,
+    };
+    let stamp = rng.next_u64();
+    (0..length).map(|i| b"abcdefgh"[((stamp >> (i % 32)) % 8) as usize]).collect()
+}
+
+/// The `n`-th operation of the writer with `seed`: the sequence is the same in the child and
+/// in the parent that checks it.
+fn operations(seed: u64) -> impl Iterator<Item = Op> {
+    let mut rng = SplitMix64::new(seed);
+    std::iter::from_fn(move || {
+        let op = match rng.next_u64() % 100 {
+            0..=39 => Op::Set(random_key(&mut rng), random_value(&mut rng)),
+            40..=59 => Op::Remove(random_key(&mut rng)),
+            60..=69 => Op::Append(random_key(&mut rng), random_value(&mut rng)),
+            70..=79 => {
+                let counter = format!("counter{:03}", rng.next_u64() % 50).into_bytes();
+                Op::Increment(counter, (rng.next_u64() % 1000) as i64 - 300)
+            }
+            80..=95 => Op::Batch(
+                (0..1 + rng.next_u64() % 40)
+                    .map(|_| {
+                        let key = random_key(&mut rng);
+                        let value = (!rng.next_u64().is_multiple_of(4)).then(|| random_value(&mut rng));
+                        (key, value)
+                    })
+                    .collect(),
+            ),
+            96..=97 => Op::Synchronize,
+            _ => Op::Rebuild,
+        };
+        Some(op)
+    })
+}
+
+fn run(db: &dyn Dbm, op: &Op) {
+    match op {
+        Op::Set(key, value) => db.set(key, value, true).unwrap(),
+        Op::Remove(key) => match db.remove(key) {
+            Ok(()) => {}
+            Err(e) => assert_eq!(e.kind(), kura::ErrorKind::NotFound, "{e}"),
+        },
+        Op::Append(key, value) => db.append(key, value, b",").unwrap(),
+        Op::Increment(key, delta) => {
+            db.increment(key, *delta, 0).unwrap();
+        }
+        Op::Batch(changes) => {
+            let mut batch = WriteBatch::new();
+            for (key, value) in changes {
+                match value {
+                    Some(value) => batch.set(key, value),
+                    None => batch.remove(key),
+                };
+            }
+            db.write_batch(&batch).unwrap();
+        }
+        Op::Rebuild => db.rebuild(&Params::new()).unwrap(),
+        Op::Synchronize => db.synchronize(false).unwrap(),
+    }
+}
+
+/// A key's change: its new state.
+type Change = (Vec<u8>, Option<Vec<u8>>);
+
+/// The single-key changes `op` makes to `model` (applying them as it goes).
+fn changes_of(op: &Op, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let mut change = |key: &Vec<u8>, value: Option<Vec<u8>>, model: &mut BTreeMap<Vec<u8>, Vec<u8>>| {
+        match &value {
+            Some(value) => model.insert(key.clone(), value.clone()),
+            None => model.remove(key),
+        };
+        changes.push((key.clone(), value));
+    };
+    match op {
+        Op::Set(key, value) => change(key, Some(value.clone()), model),
+        Op::Remove(key) => change(key, None, model),
+        Op::Append(key, value) => {
+            let joined = match model.get(key) {
+                Some(old) => [old.as_slice(), b",", value].concat(),
+                None => value.clone(),
+            };
+            change(key, Some(joined), model);
+        }
+        Op::Increment(key, delta) => {
+            let old = model.get(key).map_or(0, |v| i64::from_be_bytes(v.as_slice().try_into().unwrap()));
+            change(key, Some(old.wrapping_add(*delta).to_be_bytes().to_vec()), model);
+        }
+        Op::Batch(batch) => {
+            for (key, value) in batch {
+                change(key, value.clone(), model);
+            }
+        }
+        Op::Rebuild | Op::Synchronize => {}
+    }
+    changes
+}
+
+/// Parameters of the `file_index`-th file of `engine`: codecs and update modes in turn,
+/// small pages so that trees are deep, a low dirty-page bound so that automatic commits
+/// happen between the explicit ones.
+fn params_for(engine: &Engine, file_index: u64) -> Params {
+    let codecs = ["none", "lz4", "zstd", "zlib", "snappy"];
+    let candidates = [
+        ("record_comp", codecs[(file_index % codecs.len() as u64) as usize].to_string()),
+        ("update_mode", if file_index.is_multiple_of(2) { "in_place" } else { "appending" }.to_string()),
+        ("num_buckets", (61 + file_index * 7).to_string()),
+        ("max_page_size", (512 << (file_index % 3)).to_string()),
+        ("max_dirty_pages", (8 + file_index % 3 * 24).to_string()),
+    ];
+    candidates
+        .iter()
+        .filter(|(name, _)| engine.params.contains(name))
+        .fold(Params::new(), |params, (name, value)| params.with(name, value))
+}
+
+/// The child: opens the file and runs the operations of `seed` until it is killed,
+/// reporting after each one how many have returned.
+#[test]
+fn soak_child_entry() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let mut fields = spec.splitn(4, ':');
+    let (engine, file_index, seed, path) =
+        (fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap());
+    let engine = kura::registry::engine(engine).unwrap();
+    let db = engine.open(Path::new(path), OpenMode::Create, &params_for(engine, file_index.parse().unwrap())).unwrap();
+    report_progress(1);
+    for (done, op) in operations(seed.parse().unwrap()).enumerate() {
+        run(db.as_ref(), &op);
+        report_progress(done as u64 + 2);
+    }
+}
+
+/// Checks `actual` against the states the writer may have left: the model after some prefix
+/// of `ops` (which start from `before`) that ends at a cut the engine allows, no earlier than
+/// the last commit among the `returned` operations and no later than the one in flight.
+/// Returns the number of operations wholly applied at the matching cut.
+fn check_prefix(
+    contract: Contract,
+    before: &BTreeMap<Vec<u8>, Vec<u8>>,
+    ops: &[Op],
+    returned: usize,
+    actual: &BTreeMap<Vec<u8>, Vec<u8>>,
+) -> Result<usize, String> {
+    let earliest = if contract.every_operation_survives {
+        returned
+    } else {
+        ops.iter().take(returned).rposition(|op| op.commits(contract)).map_or(0, |last| last + 1)
+    };
+    let mut model = before.clone();
+    for op in ops.iter().take(earliest) {
+        changes_of(op, &mut model);
+    }
+    // Keys whose state differs from the model's: at a cut where none does, the file matches.
+    let mut differing: BTreeSet<Vec<u8>> =
+        model.keys().chain(actual.keys()).filter(|key| model.get(*key) != actual.get(*key)).cloned().collect();
+    if differing.is_empty() {
+        return Ok(earliest);
+    }
+    let first_difference = differing.iter().next().cloned().unwrap_or_default();
+    let model_at_earliest = model.get(&first_difference).map(Vec::len);
+    for (index, op) in ops.iter().enumerate().skip(earliest) {
+        let changes = changes_of(op, &mut model.clone());
+        let cut_inside = !contract.atomic_batches && matches!(op, Op::Batch(_));
+        for (key, value) in changes {
+            match &value {
+                Some(value) => model.insert(key.clone(), value.clone()),
+                None => model.remove(&key),
+            };
+            if model.get(&key) == actual.get(&key) {
+                differing.remove(&key);
+            } else {
+                differing.insert(key);
+            }
+            if cut_inside && differing.is_empty() {
+                return Ok(index);
+            }
+        }
+        if differing.is_empty() {
+            return Ok(index + 1);
+        }
+    }
+    Err(format!(
+        "no prefix of operations {earliest}..={} matches the file; first difference at {}: a value of {:?} bytes \
+         in the file, {model_at_earliest:?} in the model after operation {earliest}",
+        ops.len(),
+        String::from_utf8_lossy(&first_difference),
+        actual.get(&first_difference).map(Vec::len),
+    ))
+}
+
+/// Reads every record of the file after a kill, checking that the cursor, `get` and `count`
+/// agree, and closes it cleanly.
+fn read_back(engine: &Engine, path: &Path, trial: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = engine
+        .open(path, OpenMode::Write, &Params::new())
+        .unwrap_or_else(|e| panic!("trial {trial}: {} does not open after a kill: {e}", engine.name));
+    let mut actual = BTreeMap::new();
+    for record in db.records().unwrap() {
+        let (key, value) = record.unwrap_or_else(|e| panic!("trial {trial}: a record is unreadable: {e}"));
+        assert!(actual.insert(key, value).is_none(), "trial {trial}: the cursor showed a key twice");
+    }
+    assert_eq!(db.count().unwrap(), actual.len() as u64, "trial {trial}: count disagrees with the cursor");
+    for (key, value) in &actual {
+        assert_eq!(&db.get(key).unwrap(), value, "trial {trial}: get disagrees with the cursor");
+    }
+    db.close().unwrap();
+    actual
+}
+
+/// What the soak measured, for the summary line.
+#[derive(Default)]
+struct Tally {
+    trials: u64,
+    operations_returned: u64,
+    killed_before_open: u64,
+    in_flight_applied: u64,
+}
+
+#[test]
+fn killed_writers_leave_a_prefix_of_their_operations() {
+    let trials: u64 = std::env::var(TRIALS_ENV).ok().and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_TRIALS);
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let soaked = soaked_engines();
+    let mut rng = SplitMix64::new(0x5eed_0f50_a4ed);
+    let mut tallies: Vec<Tally> = soaked.iter().map(|_| Tally::default()).collect();
+    let mut states: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = soaked.iter().map(|_| BTreeMap::new()).collect();
+    for trial in 0..trials {
+        let which = (trial % soaked.len() as u64) as usize;
+        let engine = soaked[which];
+        let contract = contract_of(engine).unwrap();
+        let round = trial / soaked.len() as u64;
+        let file_index = round / TRIALS_PER_FILE;
+        let path = dir.path().join(format!("{}-{file_index}.{}", engine.name, engine.extension));
+        if round.is_multiple_of(TRIALS_PER_FILE) {
+            states[which].clear();
+        }
+        let seed = rng.next_u64();
+        let mut child = KilledChild::spawn(
+            "soak_child_entry",
+            &[(CHILD_ENV, format!("{}:{file_index}:{seed}:{}", engine.name, path.display()))],
+        );
+        // Kill before the open now and then, else after a random number of operations and
+        // a random delay of up to a millisecond.
+        let choice = rng.next_u64();
+        let wanted = if choice.is_multiple_of(20) { 0 } else { 1 + (choice >> 8) % 400 };
+        child.wait_for(wanted);
+        let progress = child.kill_after(Duration::from_micros((choice >> 24) % 1000));
+
+        let tally = &mut tallies[which];
+        tally.trials += 1;
+        let Some(progress) = progress else {
+            tally.killed_before_open += 1;
+            if !path.exists() {
+                continue;
+            }
+            if states[which].is_empty() && engine.open(&path, OpenMode::ReadOnly, &Params::new()).is_err() {
+                // Killed while creating the file, before its header was whole: nothing was
+                // promised yet, and the next trial starts the file again.
+                std::fs::remove_file(&path).unwrap();
+                continue;
+            }
+            // Killed inside the open: the file must still hold the previous trial's state.
+            let actual = read_back(engine, &path, trial);
+            assert!(actual == states[which], "trial {trial}: a writer killed while opening changed the file");
+            continue;
+        };
+        let returned = (progress - 1) as usize;
+        tally.operations_returned += returned as u64;
+        let ops: Vec<Op> = operations(seed).take(returned + 1).collect();
+        let actual = read_back(engine, &path, trial);
+        match check_prefix(contract, &states[which], &ops, returned, &actual) {
+            Ok(applied) => tally.in_flight_applied += u64::from(applied > returned),
+            Err(why) => {
+                panic!("trial {trial} ({}, file {file_index}, {returned} operations returned): {why}", engine.name)
+            }
+        }
+        states[which] = actual;
+    }
+    for (engine, tally) in soaked.iter().zip(&tallies) {
+        println!(
+            "kill soak {}: {} trials, {} operations returned before the kills, {} killed before the open, \
+             {} with the operation in flight applied",
+            engine.name, tally.trials, tally.operations_returned, tally.killed_before_open, tally.in_flight_applied
+        );
+    }
+    println!("kill soak: {trials} trials in {:.1} s", started.elapsed().as_secs_f64());
+}

@@ -1,0 +1,4 @@
+//! Fuzz target: every codec's decoder on arbitrary frames (`kura::fuzz::codec_decode`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kura::fuzz::codec_decode(data));
