@@ -10,7 +10,8 @@
 //! - `hash_dbm/`: HashDbm, the file hash database (`.kuh`);
 //! - `tree_dbm/`: TreeDbm, the ordered file B+ tree database (`.kut`);
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
-//!   `.kumc`), with the two hash tables and the B+ tree they are built on.
+//!   `.kumc`), with the two hash tables and the B+ tree they are built on;
+//! - `shard_dbm/`: ShardDbm, N databases of another engine split by key hash.
 
 pub mod batch;
 pub mod codec;
@@ -21,6 +22,7 @@ pub mod hash_dbm;
 mod key_prefix;
 pub mod memory_dbm;
 pub mod registry;
+pub mod shard_dbm;
 mod spin_lock;
 pub mod split_mix;
 pub mod tree_dbm;
@@ -32,4 +34,5 @@ pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;
 pub use memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
 pub use registry::{engines, open, Engine, Storage};
+pub use shard_dbm::ShardDbm;
 pub use tree_dbm::TreeDbm;
