@@ -30,6 +30,11 @@ use crate::tree_dbm::Comparator;
 pub use naming::{find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
 pub use route::shard_of;
 
+/// The engine the shards of the set under `base` are (or, for a new set, will be) made of.
+pub fn inner_engine_of(base: &Path, params: &Params) -> Result<&'static Engine> {
+    inner::inner_engine(base, params, naming::find_set(base)?)
+}
+
 /// The shard count of a new set when `num_shards` is not given.
 pub const DEFAULT_NUM_SHARDS: usize = 4;
 
