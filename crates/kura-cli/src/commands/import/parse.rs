@@ -2,7 +2,7 @@
 //! (`{"key": ..., "value": ...}`).
 //!
 //! A JSON value that is a string is stored as its text; any other JSON value (number, object,
-//! array, true/false/null) as its compact JSON text. A JSON key is a string or a number (its
+//! array, true/false/null) as its compact JSON text, object keys in their input order. A JSON key is a string or a number (its
 //! text); a line with no key, or `"key": null`, is a keyless row, which the importer gives a
 //! generated key. serde_json checks that every string is valid UTF-8, so a key with invalid
 //! UTF-8 is a malformed line like any other.
