@@ -72,7 +72,7 @@ fn any_shard_thread_and_batch_count_loads_the_same_records() {
                 let db = dir.path().join(format!("db{run}.{extension}"));
                 let mut args = vec!["import".to_string(), text(&db), text(&tsv)];
                 args.extend(["--threads".into(), threads.to_string(), "--record-comp".into(), codec.into()]);
-                args.extend(["--batch".into(), ["1", "64", "1024"][run % 3].into()]);
+                args.extend(["--batch".into(), [1, 64, 1024].into_iter().cycle().nth(run).unwrap().to_string()]);
                 if let Some(shards) = shards {
                     args.extend(["--shards".into(), shards.to_string()]);
                 }
