@@ -180,8 +180,8 @@ fn run(cli: Cli) -> kura::Result<()> {
         }
         Command::Import { path, file, layout, threads, shards, batch, format, skip_bad } => {
             let params = options::engine_params(global, &layout)?;
-            let format = format.as_deref().map(commands::import::Format::from_name).transpose()?;
-            let options = commands::import::ImportOptions { threads, shards, batch, format, skip_bad };
+            let format = format.as_deref().map(kura::import::Format::from_name).transpose()?;
+            let options = kura::import::ImportOptions { threads, shards, batch, format, skip_bad };
             commands::import::import(&path, &file, &params, &options)
         }
         Command::Export { path, file } => {

@@ -11,7 +11,8 @@
 //! - `tree_dbm/`: TreeDbm, the ordered file B+ tree database (`.kut`);
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
 //!   `.kumc`), with the two hash tables and the B+ tree they are built on;
-//! - `shard_dbm/`: ShardDbm, N databases of another engine split by key hash.
+//! - `shard_dbm/`: ShardDbm, N databases of another engine split by key hash;
+//! - `import/`: the parallel bulk loader of TSV and JSON lines (`kura import`).
 
 pub mod batch;
 pub mod codec;
@@ -19,6 +20,7 @@ pub mod dbm;
 pub mod error;
 pub mod file;
 pub mod hash_dbm;
+pub mod import;
 mod key_prefix;
 pub mod memory_dbm;
 pub mod registry;

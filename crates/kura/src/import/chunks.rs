@@ -7,7 +7,7 @@
 
 use std::io::Read;
 
-use kura::Error;
+use crate::error::{Error, Result};
 
 /// Bytes a chunk holds at least (unless the input ends): large enough that handing one over
 /// costs nothing next to parsing it.
@@ -36,7 +36,7 @@ impl<R: Read> ChunkReader<R> {
     }
 
     /// The next chunk, or None at the end of the input.
-    pub fn next_chunk(&mut self) -> kura::Result<Option<Chunk>> {
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
         let mut bytes = std::mem::take(&mut self.carry);
         let mut searched = 0;
         let mut last_newline = None;

@@ -1,11 +1,12 @@
-//! `kura import`: loads a TSV or JSON-lines file into a database or a shard set, in parallel.
+//! Bulk loading: a TSV or JSON-lines file into a database or a shard set, in parallel.
 //!
-//! The reader cuts the file into chunks (`chunks.rs`), worker threads parse them and group
-//! records into write batches per lane, and writers apply the batches in input order
-//! (`pipeline.rs`). Without `--shards` the lanes are `--threads` writers sharing the one
-//! database (a key always goes to the same writer); with `--shards N`, or into an existing
-//! shard set, each shard has its own writer (or several when threads outnumber shards), so no
-//! two writers ever share a lock. Compression happens in the writers, inside the engine.
+//! The reader cuts the file into chunks (`chunks.rs`), worker threads parse them
+//! (`parse.rs`) and group records into write batches per lane, and writers apply the batches
+//! in input order (`pipeline.rs`). Into one database the lanes are `threads` writers sharing
+//! it (a key always goes to the same writer); into a shard set (`shards`, or an existing set)
+//! each shard has its own writer (or several when threads outnumber shards), so no two
+//! writers share a lock. Compression happens in the writers, inside the engine. `kura import`
+//! and Python's `kura.import_file` are this function with a progress bar or without.
 
 mod chunks;
 mod parse;
@@ -16,26 +17,52 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Instant;
 
-use kura::split_mix::mix;
-use kura::{Dbm, Error, OpenMode, Params, ShardDbm};
+use crate::dbm::{Dbm, OpenMode, Params};
+use crate::error::{Error, Result};
+use crate::shard_dbm::{self, ShardDbm};
+use crate::split_mix::mix;
 
 pub use parse::Format;
 
-use super::open;
-use crate::progress;
-
-/// Records per write batch unless `--batch` says otherwise: large batches amortise a
-/// TreeDbm commit, and a batch is also the most an interrupted import can leave half done.
+/// Records per write batch unless `batch` says otherwise: large batches amortise a TreeDbm
+/// commit, and a batch is also the most an interrupted import can leave half done.
 pub const DEFAULT_BATCH: usize = 16384;
 
-/// What `kura import` was asked to do, besides the paths and engine parameters.
-#[derive(Debug, Clone)]
+/// How to import, besides the paths and the engine parameters. `None` means the default.
+#[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
+    /// Parser threads, and writers of a single database (default: the CPUs, at most 8).
     pub threads: Option<usize>,
+    /// Import into a shard set of this many shards (`PATH-0000i-of-0000N`).
     pub shards: Option<usize>,
+    /// Records per write batch (default `DEFAULT_BATCH`).
     pub batch: Option<usize>,
+    /// The input format (default: by the file's extension, see `Format::of_file`).
     pub format: Option<Format>,
+    /// Skip and count malformed lines instead of stopping at the first one.
     pub skip_bad: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone)]
+pub struct ImportSummary {
+    /// Records written (a key repeated in the input counts each time).
+    pub stored: u64,
+    /// Malformed lines skipped (`skip_bad`).
+    pub skipped: u64,
+    /// Records of keyless rows, stored under generated keys.
+    pub keyless: u64,
+    /// Records in the database afterwards.
+    pub count: u64,
+    pub seconds: f64,
+    /// Bytes of the database's file, or of its shards' files.
+    pub file_size: u64,
+    /// Whether the import ended with a rebuild (zstd-dict training, too few buckets).
+    pub rebuilt: bool,
+    pub threads: usize,
+    /// The set's shard count; 0 for a single database.
+    pub shards: usize,
+    pub batch: usize,
 }
 
 pub fn default_threads() -> usize {
@@ -43,7 +70,7 @@ pub fn default_threads() -> usize {
 }
 
 /// Counts the input's lines, to size a new database (HashDbm: one bucket a record).
-fn count_lines(input: &Path) -> kura::Result<u64> {
+fn count_lines(input: &Path) -> Result<u64> {
     let file = File::open(input).map_err(|e| Error::io(format!("open {}", input.display()), e))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut lines = 0u64;
@@ -73,10 +100,22 @@ impl Target {
     }
 }
 
+/// Names the database in an error unless the message already does.
+fn naming(path: &Path) -> impl Fn(Error) -> Error + '_ {
+    move |e| {
+        let shown = path.display().to_string();
+        if e.message().contains(&shown) {
+            e
+        } else {
+            Error::new(e.kind(), format!("{shown}: {}", e.message()))
+        }
+    }
+}
+
 /// Opens the target, giving a new database the parameters its engine sizes for the input's
 /// line count (per shard for a set), unless the user gave them.
-fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>) -> kura::Result<Target> {
-    let engine = kura::registry::resolve(path, params)?;
+fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>) -> Result<Target> {
+    let engine = crate::registry::resolve(path, params)?;
     let sharded = shards.is_some() || engine.name == "shard";
     if !sharded {
         let sized = (engine.import_params)(0);
@@ -85,7 +124,10 @@ fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>
         } else {
             params.or_defaults(&(engine.import_params)(count_lines(input)?))
         };
-        return Ok(Target::Single(open(path, OpenMode::Create, &params)?));
+        return engine
+            .open(path, OpenMode::Create, &params.without("engine"))
+            .map(Target::Single)
+            .map_err(naming(path));
     }
     if path.is_file() {
         return Err(Error::invalid(format!(
@@ -98,20 +140,18 @@ fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>
     if let Some(count) = shards {
         params = params.with("num_shards", count);
     }
-    if kura::shard_dbm::find_set(path)?.is_none() {
+    if shard_dbm::find_set(path)?.is_none() {
         let count = match params.get_u64("num_shards")? {
             Some(count) => count.max(1),
-            None => kura::shard_dbm::DEFAULT_NUM_SHARDS as u64,
+            None => shard_dbm::DEFAULT_NUM_SHARDS as u64,
         };
-        let inner = kura::shard_dbm::inner_engine_of(path, &params)?;
+        let inner = shard_dbm::inner_engine_of(path, &params)?;
         let sized = (inner.import_params)(0);
         if !sized.names().all(|name| params.get(name).is_some()) {
             params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
         }
     }
-    let set = ShardDbm::open(path, OpenMode::Create, &params)
-        .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
-    Ok(Target::Shards(set))
+    ShardDbm::open(path, OpenMode::Create, &params).map(Target::Shards).map_err(naming(path))
 }
 
 /// Bytes the database occupies on disk after closing: its file, or its shards' files.
@@ -119,7 +159,7 @@ fn size_on_disk(path: &Path) -> u64 {
     if let Ok(metadata) = std::fs::metadata(path) {
         return metadata.len();
     }
-    kura::shard_dbm::naming::existing_shards(path)
+    shard_dbm::naming::existing_shards(path)
         .map(|found| found.iter().filter_map(|(_, _, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum())
         .unwrap_or(0)
 }
@@ -131,7 +171,19 @@ fn keyless_prefix() -> String {
     format!("{:016x}-", mix(nanos ^ (u64::from(std::process::id()) << 32)))
 }
 
-pub fn import(path: &Path, input: &Path, params: &Params, options: &ImportOptions) -> kura::Result<()> {
+/// Imports `input` into the database or shard set at `path` (created if missing, with
+/// `params`). `progress` is told the bytes of each chunk as the reader hands it over.
+///
+/// A malformed line (without `skip_bad`) stops the import: exactly the records of the lines
+/// before it are written, the database is closed cleanly, and the error (BrokenData) names
+/// the line. An empty input is an InvalidArgument error and creates nothing.
+pub fn import_file(
+    path: &Path,
+    input: &Path,
+    params: &Params,
+    options: &ImportOptions,
+    progress: &dyn Fn(u64),
+) -> Result<ImportSummary> {
     let started = Instant::now();
     let file = File::open(input).map_err(|e| Error::io(format!("open {}", input.display()), e))?;
     let input_size = file.metadata().map_or(0, |m| m.len());
@@ -139,7 +191,7 @@ pub fn import(path: &Path, input: &Path, params: &Params, options: &ImportOption
         return Err(Error::invalid(format!("{} is empty: nothing to import", input.display())));
     }
     if options.shards == Some(0) || options.batch == Some(0) || options.threads == Some(0) {
-        return Err(Error::invalid("--shards, --threads and --batch must be at least 1"));
+        return Err(Error::invalid("shards, threads and batch must be at least 1"));
     }
     let format = options.format.unwrap_or_else(|| Format::of_file(input));
     let threads = options.threads.unwrap_or_else(default_threads).max(1);
@@ -159,10 +211,8 @@ pub fn import(path: &Path, input: &Path, params: &Params, options: &ImportOption
         parsers: threads,
         keyless_prefix: keyless_prefix(),
     };
-    let bar = progress::bytes(input_size, "import");
     let mut reader = chunks::ChunkReader::new(file, input.display().to_string());
-    let outcome = pipeline::run(&mut reader, &dbs, writers_per_db, &settings, &bar);
-    bar.finish_and_clear();
+    let outcome = pipeline::run(&mut reader, &dbs, writers_per_db, &settings, progress);
     let db = target.as_dbm();
     let outcome = match outcome {
         Ok(outcome) => outcome,
@@ -191,20 +241,19 @@ pub fn import(path: &Path, input: &Path, params: &Params, options: &ImportOption
             outcome.stored
         )));
     }
-    let shards = match &target {
-        Target::Single(_) => 0,
-        Target::Shards(set) => set.num_shards(),
-    };
-    println!(
-        "imported records={} skipped={} keyless={} count={count} seconds={:.3} file_size={} rebuilt={} threads={threads} \
-         shards={shards} batch={}",
-        outcome.stored,
-        outcome.skipped,
-        outcome.keyless,
-        started.elapsed().as_secs_f64(),
-        size_on_disk(path),
-        if rebuilt { "yes" } else { "no" },
-        settings.batch,
-    );
-    Ok(())
+    Ok(ImportSummary {
+        stored: outcome.stored,
+        skipped: outcome.skipped,
+        keyless: outcome.keyless,
+        count,
+        seconds: started.elapsed().as_secs_f64(),
+        file_size: size_on_disk(path),
+        rebuilt,
+        threads,
+        shards: match &target {
+            Target::Single(_) => 0,
+            Target::Shards(set) => set.num_shards(),
+        },
+        batch: settings.batch,
+    })
 }

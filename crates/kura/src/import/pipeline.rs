@@ -18,8 +18,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Condvar, Mutex};
 
-use indicatif::ProgressBar;
-use kura::{Dbm, Error, WriteBatch};
+use crate::batch::WriteBatch;
+use crate::dbm::Dbm;
+use crate::error::{Error, Result};
 
 use super::chunks::{lines, Chunk, ChunkReader};
 use super::parse::{parse_line, Format, Row};
@@ -124,7 +125,7 @@ impl Router {
     }
 
     fn lane(self, key: &[u8]) -> usize {
-        let db = if self.dbs == 1 { 0 } else { kura::shard_dbm::shard_of(key, self.dbs) };
+        let db = if self.dbs == 1 { 0 } else { crate::shard_dbm::shard_of(key, self.dbs) };
         let sub = if self.writers_per_db == 1 { 0 } else { sub_lane(key, self.writers_per_db) };
         db * self.writers_per_db + sub
     }
@@ -137,8 +138,8 @@ pub fn run<R: Read>(
     dbs: &[&dyn Dbm],
     writers_per_db: usize,
     settings: &Settings,
-    bar: &ProgressBar,
-) -> kura::Result<Outcome> {
+    progress: &dyn Fn(u64),
+) -> Result<Outcome> {
     let router = Router { dbs: dbs.len(), writers_per_db: writers_per_db.max(1) };
     let shared = Shared {
         applied: Mutex::new(vec![0; router.lanes()]),
@@ -171,13 +172,13 @@ pub fn run<R: Read>(
         }
         drop(lane_senders);
 
-        let read_result = (|| -> kura::Result<()> {
+        let read_result = (|| -> Result<()> {
             while let Some(chunk) = reader.next_chunk()? {
                 shared.wait_for_room(chunk.seq, in_flight);
                 if shared.stopped() {
                     break;
                 }
-                bar.inc(chunk.bytes.len() as u64);
+                progress(chunk.bytes.len() as u64);
                 if chunk_sender.send(chunk).is_err() {
                     break;
                 }
@@ -269,8 +270,8 @@ fn parse_chunks(
 
 /// A writer: applies its lane's batches chunk by chunk in input order; returns the records
 /// written.
-fn write_lane(lane: usize, db: Option<&dyn Dbm>, parsed: Receiver<Parsed>, shared: &Shared) -> kura::Result<u64> {
-    let outcome = (|| -> kura::Result<u64> {
+fn write_lane(lane: usize, db: Option<&dyn Dbm>, parsed: Receiver<Parsed>, shared: &Shared) -> Result<u64> {
+    let outcome = (|| -> Result<u64> {
         let db = db.ok_or_else(|| Error::infeasible("an import lane has no database"))?;
         let mut waiting: BTreeMap<u64, Vec<WriteBatch>> = BTreeMap::new();
         let mut next_seq = 0u64;

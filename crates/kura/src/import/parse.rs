@@ -12,6 +12,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::error::{Error, Result};
+
 /// The input's line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -20,11 +22,11 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn from_name(name: &str) -> kura::Result<Format> {
+    pub fn from_name(name: &str) -> Result<Format> {
         match name {
             "tsv" => Ok(Format::Tsv),
             "jsonl" | "ndjson" | "json" => Ok(Format::Jsonl),
-            _ => Err(kura::Error::invalid(format!("--format {name:?} is not tsv or jsonl"))),
+            _ => Err(Error::invalid(format!("--format {name:?} is not tsv or jsonl"))),
         }
     }
 
@@ -51,21 +53,21 @@ pub enum Row<'a> {
 }
 
 /// Parses one line (without its newline); the error says what is wrong with it.
-pub fn parse_line(format: Format, line: &[u8]) -> Result<Row<'_>, String> {
+pub fn parse_line(format: Format, line: &[u8]) -> std::result::Result<Row<'_>, String> {
     match format {
         Format::Tsv => parse_tsv(line),
         Format::Jsonl => parse_json(line),
     }
 }
 
-fn parse_tsv(line: &[u8]) -> Result<Row<'_>, String> {
+fn parse_tsv(line: &[u8]) -> std::result::Result<Row<'_>, String> {
     let tab = line.iter().position(|&b| b == b'\t').ok_or("no tab between key and value")?;
     let (key, rest) = line.split_at(tab);
     let value = rest.get(1..).unwrap_or_default();
     Ok(Row::Keyed { key: Cow::Borrowed(key), value: Cow::Borrowed(value) })
 }
 
-fn parse_json(line: &[u8]) -> Result<Row<'static>, String> {
+fn parse_json(line: &[u8]) -> std::result::Result<Row<'static>, String> {
     let parsed: Value = serde_json::from_slice(line).map_err(|e| format!("not a JSON object: {e}"))?;
     let Value::Object(mut fields) = parsed else {
         return Err("not a JSON object".to_string());
