@@ -198,3 +198,22 @@ fn a_killed_import_leaves_every_shard_openable_with_only_input_records() {
         assert_eq!(value, format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes());
     }
 }
+
+#[test]
+fn maintenance_commands_work_on_a_set_by_its_base_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tsv, expected) = sample_tsv(dir.path(), 800);
+    let db = dir.path().join("set.kut");
+    ok(&["import", &text(&db), &text(&tsv), "--shards", "3"]);
+    let inspected = ok(&["inspect", &text(&db)]);
+    assert!(inspected.contains("class=ShardDbm") && inspected.contains("num_shards=3"), "{inspected}");
+    assert!(inspected.contains(&format!("count={}", expected.len())), "{inspected}");
+    ok(&["rebuild", &text(&db), "--record-comp", "zstd"]);
+    assert!(ok(&["inspect", &text(&db)]).contains("record_comp=zstd"));
+    let restored = dir.path().join("restored.kut");
+    ok(&["restore", &text(&db), &text(&restored)]);
+    assert_eq!(records(&restored), expected);
+    let listed = ok(&["list", &text(&db), "--keys", "--reverse", "--limit", "3"]);
+    let last: Vec<String> = expected.keys().rev().take(3).map(|k| String::from_utf8(k.clone()).unwrap()).collect();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), last);
+}
