@@ -70,3 +70,15 @@ def test_a_shard_set_is_a_mapping_like_any_database(tmp_path_factory, model, sha
             del db[key]
             del model[key]
         assert dict(db.items()) == model
+
+
+def test_tree_shards_give_ordered_ranges_both_ways(tmp_path):
+    path = tmp_path / "ordered.kut"
+    keys = [f"k{i:03}" for i in range(200)]
+    with kura.open(path, "n", num_shards=4, encoding="utf-8") as db:
+        for key in reversed(keys):
+            db[key] = key.upper()
+        assert db.ordered
+        assert list(db.keys()) == keys
+        assert [k for k, _ in db.range("k050", "k060")] == keys[50:60]
+        assert [k for k, _ in db.range("k050", "k060", reverse=True)] == keys[50:60][::-1]
