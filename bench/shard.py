@@ -122,11 +122,19 @@ def codec_runs(tsv):
     return best_times(configs, tsv)
 
 
+def shard_params(iterations, threads):
+    """The same set parameters for both sides: one bucket per record in each shard (as
+    `kura import` sizes a new set). The engines' default of 1M buckets per shard would give
+    4 shards 4M buckets for 1M records, and Kura a 4x larger bucket cache."""
+    buckets = max(1024, iterations * threads // NUM_SHARDS_SEQUENCE)
+    return f"num_shards={NUM_SHARDS_SEQUENCE},num_buckets={buckets}"
+
+
 def tkrzw_shard(iterations, threads):
     path = os.path.join(bench.WORK, "perf.tkh")
     clean(path)
     output = bench.run(["tkrzw_dbm_perf", "sequence", "--dbm", "shard", "--path", path,
-                        "--params", f"num_shards={NUM_SHARDS_SEQUENCE}", "--iter", str(iterations),
+                        "--params", shard_params(iterations, threads), "--iter", str(iterations),
                         "--size", "8", "--threads", str(threads), "--random_key"])
     clean(path)
     phases = {}
@@ -141,7 +149,7 @@ def kura_shard(iterations, threads):
     path = os.path.join(bench.WORK, "perf.kus")
     clean(path)
     output = bench.run([KURA, "bench", "--engine", "shard", "--path", path, "--params",
-                        f"num_shards={NUM_SHARDS_SEQUENCE}", "--iter", str(iterations), "--size", "8",
+                        shard_params(iterations, threads), "--iter", str(iterations), "--size", "8",
                         "--threads", str(threads), "--random-key", "--json"])
     clean(path)
     records = (json.loads(line) for line in output.splitlines() if line.startswith("{"))
@@ -306,7 +314,8 @@ def report():
         codec_table(data["codecs"]), "",
         f"## ShardDbm vs Tkrzw ShardDBM ({data['num_shards_sequence']} HashDbm/HashDBM shards, random keys)", "",
         "`kura bench --engine shard` against `tkrzw_dbm_perf sequence --dbm shard`, 8-byte values, "
-        f"{data['iterations']:,} operations per thread.", "",
+        f"{data['iterations']:,} operations per thread, both sides with `--params "
+        f"num_shards={data['num_shards_sequence']},num_buckets=` one bucket per record per shard.", "",
         sequence_table(data["sequence"]), "",
     ]
     if plotted:

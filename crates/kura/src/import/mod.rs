@@ -5,7 +5,9 @@
 //! in input order (`pipeline.rs`). Into one database the lanes are `threads` writers sharing
 //! it (a key always goes to the same writer); into a shard set (`shards`, or an existing set)
 //! each shard has its own writer (or several when threads outnumber shards), so no two
-//! writers share a lock. Compression happens in the writers, inside the engine. `kura import`
+//! writers share a lock. Compression happens in the writers, inside the engine; at most
+//! `threads` writers write at once, so `threads` bounds the cores an import uses for parsing
+//! and for compressing alike, however many shards there are. `kura import`
 //! and Python's `kura.import_file` are this function with a progress bar or without.
 
 mod chunks;
@@ -209,6 +211,7 @@ pub fn import_file(
         batch: options.batch.unwrap_or(DEFAULT_BATCH),
         skip_bad: options.skip_bad,
         parsers: threads,
+        writing: threads,
         keyless_prefix: keyless_prefix(),
     };
     let mut reader = chunks::ChunkReader::new(file, input.display().to_string());

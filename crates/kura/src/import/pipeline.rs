@@ -5,8 +5,9 @@
 //! shard one of `writers_per_db` writers by a second hash) and groups the lane's records into
 //! `WriteBatch`es of `batch` records. A lane's writer applies the batches of chunk after
 //! chunk in input order, whatever order the workers finish in, so when a key occurs twice the
-//! later line wins, as in a sequential load. The reader stays at most `IN_FLIGHT` chunks
-//! ahead of the slowest writer, which bounds memory when writing is the bottleneck.
+//! later line wins, as in a sequential load; at most `writing` writers write at once. The
+//! reader stays at most `2 * parsers + 2` chunks ahead of the slowest writer, which bounds
+//! memory when writing is the bottleneck.
 //!
 //! A malformed line (without `skip_bad`) stops the import at that line: the records of the
 //! lines before it are written, none after it, so the database holds exactly a prefix of the
@@ -34,6 +35,9 @@ pub struct Settings {
     pub batch: usize,
     pub skip_bad: bool,
     pub parsers: usize,
+    /// Writers that may write at once. Compression happens as a writer writes, so this is
+    /// what `threads` bounds even when shards outnumber threads (one writer per shard).
+    pub writing: usize,
     /// Generated keys are this prefix and the line number: unique within the import, and the
     /// prefix (from the clock and the process id) keeps two imports' keys apart.
     pub keyless_prefix: String,
@@ -71,6 +75,9 @@ struct Shared {
     bad_line: Mutex<Option<(u64, BadLine)>>,
     skipped: AtomicU64,
     keyless: AtomicU64,
+    /// Writers allowed to write now (see `Settings::writing`).
+    permits: Mutex<usize>,
+    permit_freed: Condvar,
 }
 
 impl Shared {
@@ -88,6 +95,20 @@ impl Shared {
         while !self.stopped() && applied.iter().min().is_some_and(|&slowest| seq >= slowest.saturating_add(in_flight)) {
             applied = self.progressed.wait(applied).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
+    }
+
+    /// Runs `write` once a writing permit is free.
+    fn with_permit<T>(&self, write: impl FnOnce() -> T) -> T {
+        let mut free = self.permits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *free == 0 {
+            free = self.permit_freed.wait(free).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *free -= 1;
+        drop(free);
+        let result = write();
+        *self.permits.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        self.permit_freed.notify_one();
+        result
     }
 
     fn stopped(&self) -> bool {
@@ -149,6 +170,8 @@ pub fn run<R: Read>(
         bad_line: Mutex::new(None),
         skipped: AtomicU64::new(0),
         keyless: AtomicU64::new(0),
+        permits: Mutex::new(settings.writing.max(1)),
+        permit_freed: Condvar::new(),
     };
     let parsers = settings.parsers.max(1);
     let in_flight = (2 * parsers + 2) as u64;
@@ -282,10 +305,14 @@ fn write_lane(lane: usize, db: Option<&dyn Dbm>, parsed: Receiver<Parsed>, share
                 let wanted =
                     next_seq <= shared.bad_seq.load(Ordering::Acquire) && !shared.aborted.load(Ordering::Acquire);
                 if wanted {
-                    for batch in &batches {
-                        db.write_batch(batch)?;
-                        stored += batch.len() as u64;
-                    }
+                    stored += shared.with_permit(|| -> Result<u64> {
+                        let mut written = 0;
+                        for batch in &batches {
+                            db.write_batch(batch)?;
+                            written += batch.len() as u64;
+                        }
+                        Ok(written)
+                    })?;
                 }
                 next_seq += 1;
                 shared.mark_applied(lane, next_seq);
