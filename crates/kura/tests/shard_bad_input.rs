@@ -96,6 +96,11 @@ fn num_shards_contradicting_the_files_and_absent_sets_are_refused() {
     }
     let error = open_error(&dir.path().join("x.kus"), OpenMode::Create, &Params::new().with("inner_engine", "shard"));
     assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
+    let single = dir.path().join("single.kuh");
+    HashDbm::open(&single, OpenMode::Create, &Params::new()).unwrap().close().unwrap();
+    let error = open_error(&single, OpenMode::Create, &Params::new().with("num_shards", 2));
+    assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
+    assert!(kura::shard_dbm::find_set(&single).unwrap().is_none(), "no shard was made beside it");
 }
 
 #[test]

@@ -60,6 +60,13 @@ impl ShardDbm {
     /// inner engine makes shards with no files.
     pub fn open(base: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<ShardDbm> {
         let base = base.as_ref().to_path_buf();
+        if base.is_file() {
+            return Err(Error::invalid(format!(
+                "{} is a single database, not the base of a shard set ({}-00000-of-NNNNN ...)",
+                base.display(),
+                base.display()
+            )));
+        }
         let wanted = match params.get_u64("num_shards")? {
             Some(count) => Some(naming::check_count(usize::try_from(count).unwrap_or(usize::MAX))?),
             None => None,
