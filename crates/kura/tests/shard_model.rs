@@ -212,7 +212,7 @@ fn run(ops: &[Op], base_name: &str, create_params: &Params, num_shards: usize, o
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn tree_shards_match_the_model_and_merge_in_order(ops in proptest::collection::vec(op(), 1..120), n in 1usize..5) {
