@@ -101,15 +101,28 @@ enum Command {
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
     },
-    /// Loads a TSV file (key<TAB>value per line), creating the database if missing.
+    /// Loads a TSV (key<TAB>value) or JSON-lines ({"key": ..., "value": ...}) file, creating
+    /// the database if missing; with --shards N, into a shard set written in parallel.
     Import {
         path: PathBuf,
-        tsv: PathBuf,
+        file: PathBuf,
         #[command(flatten)]
         layout: LayoutArgs,
-        /// Worker threads storing records (default: the number of CPUs, at most 8).
+        /// Parser threads, and writers of a single database (default: the number of CPUs, at most 8).
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
+        /// Split the records over N shard files PATH-0000i-of-0000N, one writer each.
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+        /// Records per write batch (default 16384).
+        #[arg(long, value_name = "N")]
+        batch: Option<usize>,
+        /// Input format: tsv or jsonl (default: jsonl for .jsonl/.ndjson/.json files, else tsv).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
+        /// Skip and count malformed lines instead of stopping at the first one.
+        #[arg(long)]
+        skip_bad: bool,
     },
     /// Writes every record as TSV to FILE, or to stdout.
     Export { path: PathBuf, file: Option<PathBuf> },
@@ -181,9 +194,11 @@ fn run(cli: Cli) -> kura::Result<()> {
             let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit };
             commands::records::list(&path, &options::plain_params(global)?, &listing)
         }
-        Command::Import { path, tsv, layout, threads } => {
+        Command::Import { path, file, layout, threads, shards, batch, format, skip_bad } => {
             let params = options::engine_params(global, &layout)?;
-            commands::transfer::import(&path, &tsv, &params, threads)
+            let format = format.as_deref().map(kura::import::Format::from_name).transpose()?;
+            let options = kura::import::ImportOptions { threads, shards, batch, format, skip_bad };
+            commands::import::import(&path, &file, &params, &options)
         }
         Command::Export { path, file } => {
             commands::transfer::export(&path, &options::plain_params(global)?, file.as_deref())

@@ -42,6 +42,8 @@ pub struct Database {
     /// The same engine as a trait object, for everything else.
     dbm: Arc<dyn Dbm>,
     kind: &'static kura::Engine,
+    /// Whether keys are in order: the engine's, or a shard set's whose shards are ordered.
+    ordered: bool,
     path: PathBuf,
     flag: String,
     encoding: Encoding,
@@ -185,10 +187,12 @@ impl Database {
             Some(choice) => choice,
             None => releases_by_default(&*dbm),
         };
+        let ordered = kind.ordered || dbm.ordered_cursor().is_ok();
         Ok(Database {
             engine,
             dbm,
             kind,
+            ordered,
             path,
             flag: mode.to_string(),
             encoding,
@@ -558,7 +562,7 @@ impl Database {
     /// Whether the engine keeps keys in order (`range` and backward cursors work).
     #[getter]
     fn ordered(&self) -> bool {
-        self.kind.ordered
+        self.ordered
     }
 
     /// The open flag: r, w, c or n.

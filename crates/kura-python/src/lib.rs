@@ -7,7 +7,8 @@
 //! - `convert.rs`: keys and values between `bytes`/`str` and Kura;
 //! - `params.rs`: keyword arguments as engine parameters;
 //! - `gil.rs`: releasing the GIL around engine calls;
-//! - `errors.rs`: Kura errors as the exceptions of `kura.errors`.
+//! - `errors.rs`: Kura errors as the exceptions of `kura.errors`;
+//! - `import.rs`: `kura.import_file`, the parallel bulk loader.
 //!
 //! The Python half (python/kura/) derives `kura.Database` from this `Database` to add what
 //! `collections.abc.MutableMapping` provides, and defines the exception classes.
@@ -20,6 +21,7 @@ mod engine;
 mod errors;
 mod get_many;
 mod gil;
+mod import;
 mod params;
 
 use pyo3::prelude::*;
@@ -34,6 +36,7 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cursor::RecordIter>()?;
     m.add_class::<cursor::RangeIter>()?;
     m.add_class::<batch::Batch>()?;
+    m.add_function(wrap_pyfunction!(import::import_file, m)?)?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
     for engine in kura::engines() {

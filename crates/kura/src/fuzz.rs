@@ -176,6 +176,10 @@ mod tests {
             let db = engine.open(&path, OpenMode::Create, &small_params(engine)).unwrap();
             db.set(b"key", b"value", true).unwrap();
             db.close().unwrap();
+            if !path.exists() {
+                // A shard set's files are its shards', each of which is an engine of its own.
+                continue;
+            }
             let written = std::fs::read(&path).unwrap();
             let mut fixed = written.clone();
             fix_checksums(&mut fixed);

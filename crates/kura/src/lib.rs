@@ -12,7 +12,9 @@
 //! - `tree_dbm/`: TreeDbm, the ordered file B+ tree database (`.kut`);
 //! - `fuzz.rs`: entry points over arbitrary bytes for the fuzz targets in `fuzz/`;
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
-//!   `.kumc`), with the two hash tables and the B+ tree they are built on.
+//!   `.kumc`), with the two hash tables and the B+ tree they are built on;
+//! - `shard_dbm/`: ShardDbm, N databases of another engine split by key hash;
+//! - `import/`: the parallel bulk loader of TSV and JSON lines (`kura import`).
 
 #![deny(missing_docs)]
 
@@ -25,10 +27,12 @@ mod file;
 #[cfg(feature = "internals")]
 pub mod fuzz;
 pub mod hash_dbm;
+pub mod import;
 mod key_prefix;
 pub mod memory_dbm;
 mod multi_get;
 pub mod registry;
+pub mod shard_dbm;
 mod spin_lock;
 #[cfg(feature = "internals")]
 pub mod split_mix;
@@ -44,4 +48,5 @@ pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;
 pub use memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
 pub use registry::{engines, open, Engine, Storage};
+pub use shard_dbm::ShardDbm;
 pub use tree_dbm::TreeDbm;

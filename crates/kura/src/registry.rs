@@ -11,6 +11,7 @@ use crate::dbm::{Dbm, OpenMode, Params};
 use crate::error::{Error, Result};
 use crate::hash_dbm::HashDbm;
 use crate::memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
+use crate::shard_dbm::{self, ShardDbm};
 use crate::tree_dbm::TreeDbm;
 
 /// Where an engine keeps its records.
@@ -196,7 +197,28 @@ pub static ENGINES: &[Engine] = &[
         open: |path, mode, params| Ok(Box::new(CacheDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
     },
+    Engine {
+        name: "shard",
+        class: "ShardDbm",
+        extension: "kus",
+        storage: Storage::File,
+        // Ordered when its shards are (inner_engine=tree or baby); the entry describes the
+        // default, HashDbm shards.
+        ordered: false,
+        summary: "N databases of another engine split by key hash (BASE-00000-of-00004 ...), written in parallel",
+        params: ShardDbm::PARAMS,
+        bench_params: shard_bench_params,
+        import_params: no_params,
+        open: |path, mode, params| Ok(Box::new(ShardDbm::open(path, mode, params)?)),
+        restore: Restore::Salvage(ShardDbm::restore_set),
+    },
 ];
+
+/// A benchmark of ShardDbm spreads its writers over one shard per core, at least two.
+fn shard_bench_params(_records: u64) -> Params {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Params::new().with("num_shards", cores.max(2))
+}
 
 /// Every engine.
 pub fn engines() -> &'static [Engine] {
@@ -217,10 +239,17 @@ pub fn engine_of_path(path: &Path) -> Option<&'static Engine> {
     ENGINES.iter().find(|e| e.extension == extension)
 }
 
-/// The engine named by `params` (`engine=hash`), else by the path's extension.
+/// The engine named by `params` (`engine=hash`), else ShardDbm when a shard parameter is
+/// given (`num_shards=4`) or the path is no file but the base of shard files
+/// (`casket.kuh-00000-of-00004` ...), else the engine of the path's extension.
 pub fn resolve(path: &Path, params: &Params) -> Result<&'static Engine> {
     if let Some(name) = params.get("engine") {
         return engine(name);
+    }
+    if ShardDbm::PARAMS.iter().any(|name| params.get(name).is_some())
+        || (!path.as_os_str().is_empty() && !path.exists() && shard_dbm::has_shards(path))
+    {
+        return engine("shard");
     }
     engine_of_path(path).ok_or_else(|| {
         let extensions: Vec<String> = ENGINES.iter().map(|e| format!(".{}", e.extension)).collect();

@@ -54,7 +54,8 @@ pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     let result = run_phases(args, engine, &params, &target);
     match target {
         Target::File { path, temporary: true } => {
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&path);
+            let _ = kura::shard_dbm::remove_shards(&path);
         }
         Target::Memory(db) => db.close()?,
         Target::File { .. } => {}

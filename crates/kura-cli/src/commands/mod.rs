@@ -1,6 +1,7 @@
 //! The subcommands other than `bench`, grouped by what they do to a database.
 
 pub mod engines;
+pub mod import;
 pub mod maintenance;
 pub mod records;
 pub mod transfer;

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""ShardDbm and the parallel importer (issue 15): `kura import` time for shards x threads x
+batch size, codecs with 1 and 2 threads, and ShardDbm set/get next to Tkrzw's ShardDBM.
+
+Two steps:
+  bench/shard.py measure   runs everything, writes bench/results/shard.json
+  bench/shard.py report    reads ONLY that JSON, writes bench/results/shard.md and shard.png
+
+Sizes (environment): SHARD_LINES lines of the generated TSV (default 10,000,000),
+SHARD_DICT_LIMIT records of the dictionary data set (default 0: all of `make dictionary`),
+SHARD_ITER set/get iterations per thread (default 1,000,000), SHARD_REPEAT runs per
+configuration, best kept (default 3; SHARD_REPEAT_MAX_S: runs longer than this many seconds,
+default 8, are not repeated). KURA_BIN overrides the kura binary (default
+target/release/kura). A small run: SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000.
+"""
+
+import datetime
+import glob
+import json
+import operator
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as bench  # noqa: E402  (helpers: run, log, dictionary data set, machine info)
+
+# The issue's targets, as data: a metric computed from the JSON (see `metrics`), a
+# comparison and a threshold.
+TARGETS = [
+    {"metric": "dict_zstd_2t_speedup", "compare": ">=", "threshold": 1.8,
+     "what": "dictionary import, zstd, 2 shards: 1-thread time / 2-thread time"},
+    {"metric": "dict_zstd-dict_2t_speedup", "compare": ">=", "threshold": 1.8,
+     "what": "dictionary import, zstd-dict, 2 shards: 1-thread time / 2-thread time"},
+    {"metric": "dict_none_2t_speedup", "compare": ">=", "threshold": 1.3,
+     "what": "dictionary import, no compression, 2 shards: 1-thread time / 2-thread time"},
+    {"metric": "one_shard_vs_plain", "compare": ">=", "threshold": 0.95,
+     "what": "generated TSV: plain `kura import` time / `--shards 1 --threads 1` time"},
+    {"metric": "batch1_shards_vs_one_shard", "compare": ">=", "threshold": 1.0,
+     "what": "generated TSV, batch 1, 2 threads: 1-shard time / best multi-shard time"},
+    {"metric": "set_2t_speedup", "compare": ">=", "threshold": 1.8,
+     "what": "ShardDbm random set: 2-thread QPS / 1-thread QPS"},
+    {"metric": "set_2t_vs_tkrzw", "compare": ">=", "threshold": 1.3,
+     "what": "ShardDbm random set, 2 threads: Kura QPS / Tkrzw ShardDBM QPS"},
+]
+COMPARE = {">=": operator.ge, "<=": operator.le}
+
+SHARDS = [1, 2, 4]
+THREADS = [1, 2]
+BATCHES = [1, 8, 64, 1024]
+CODECS = ["none", "zstd", "zstd-dict"]
+NUM_SHARDS_SEQUENCE = 4
+KURA = os.environ.get("KURA_BIN") or bench.KURA
+JSON_PATH = os.path.join(bench.RESULTS, "shard.json")
+SECONDS = re.compile(r"seconds=([\d.]+)")
+
+
+def repeat():
+    return max(1, bench.env_int("SHARD_REPEAT", 3))
+
+
+def generated_tsv(lines):
+    """`lines` records with keys in a scrambled order and values of 10 to 73 bytes."""
+    path = os.path.join(bench.DATA, f"shard-generated-{lines}.tsv")
+    if not os.path.exists(path):
+        bench.log(f"shard: generating {path}")
+        os.makedirs(bench.DATA, exist_ok=True)
+        with open(path + ".tmp", "w") as out:
+            for i in range(lines):
+                key = (i * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+                out.write(f"{key:016x}\tvalue-{i:09d}-{'x' * (i % 64)}\n")
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def clean(base):
+    bench.remove_files(base, *glob.glob(base + "-*-of-*"))
+
+
+def import_seconds(tsv, shards=None, threads=1, batch=None, codec="none"):
+    """The `seconds=` of one `kura import` into a new hash database (or set)."""
+    base = os.path.join(bench.WORK, "import.kuh")
+    clean(base)
+    command = [KURA, "import", base, tsv, "--threads", str(threads), "--record-comp", codec]
+    if shards:
+        command += ["--shards", str(shards)]
+    if batch:
+        command += ["--batch", str(batch)]
+    output = bench.run(command)
+    clean(base)
+    return float(SECONDS.search(output).group(1))
+
+
+def best_times(configs, tsv):
+    """Best (least) seconds per configuration; configurations take turns within each round so
+    that a spell of outside load touches all of them alike. A configuration whose run took
+    more than SHARD_REPEAT_MAX_S seconds (default 8) is not repeated, which keeps the 10M-line
+    grid and the slow codecs within `make bench`'s time."""
+    best = {}
+    longest = bench.env_int("SHARD_REPEAT_MAX_S", 8)
+    for round_number in range(repeat()):
+        for name, kwargs in configs:
+            if round_number > 0 and best[name] > longest:
+                continue
+            seconds = import_seconds(tsv, **kwargs)
+            best[name] = min(best.get(name, seconds), seconds)
+    return best
+
+
+def import_grid(tsv):
+    configs = [("plain", {})]
+    configs += [(f"{s}/{t}/{b}", {"shards": s, "threads": t, "batch": b})
+                for s in SHARDS for t in THREADS for b in BATCHES]
+    configs += [(f"{s}/{t}/default", {"shards": s, "threads": t}) for s in SHARDS for t in THREADS]
+    return best_times(configs, tsv)
+
+
+def codec_runs(tsv):
+    configs = [(f"{codec}/{shards or 0}/{threads}", {"codec": codec, "shards": shards, "threads": threads})
+               for codec in CODECS for shards in (None, 2) for threads in THREADS]
+    return best_times(configs, tsv)
+
+
+def shard_params(iterations, threads):
+    """The same set parameters for both sides: one bucket per record in each shard (as
+    `kura import` sizes a new set). The engines' default of 1M buckets per shard would give
+    4 shards 4M buckets for 1M records, and Kura a 4x larger bucket cache."""
+    buckets = max(1024, iterations * threads // NUM_SHARDS_SEQUENCE)
+    return f"num_shards={NUM_SHARDS_SEQUENCE},num_buckets={buckets}"
+
+
+def tkrzw_shard(iterations, threads):
+    path = os.path.join(bench.WORK, "perf.tkh")
+    clean(path)
+    output = bench.run(["tkrzw_dbm_perf", "sequence", "--dbm", "shard", "--path", path,
+                        "--params", shard_params(iterations, threads), "--iter", str(iterations),
+                        "--size", "8", "--threads", str(threads), "--random_key"])
+    clean(path)
+    phases = {}
+    for line in output.splitlines():
+        done = bench.DONE_LINE.match(line)
+        if done:
+            phases[bench.TKRZW_PHASE[done.group(1)]] = float(done.group(4))
+    return phases
+
+
+def kura_shard(iterations, threads):
+    path = os.path.join(bench.WORK, "perf.kus")
+    clean(path)
+    output = bench.run([KURA, "bench", "--engine", "shard", "--path", path, "--params",
+                        shard_params(iterations, threads), "--iter", str(iterations), "--size", "8",
+                        "--threads", str(threads), "--random-key", "--json"])
+    clean(path)
+    records = (json.loads(line) for line in output.splitlines() if line.startswith("{"))
+    return {record["phase"]: record["qps"] for record in records}
+
+
+def sequence_runs(iterations):
+    """Best QPS per phase, Tkrzw and Kura taking turns."""
+    results = {}
+    for threads in THREADS:
+        best = {"tkrzw": {}, "kura": {}}
+        for _ in range(repeat()):
+            for side, measure in (("tkrzw", tkrzw_shard), ("kura", kura_shard)):
+                for phase, value in measure(iterations, threads).items():
+                    best[side][phase] = max(best[side].get(phase, 0), value)
+        results[str(threads)] = best
+    return results
+
+
+def measure():
+    if not os.path.exists(KURA):
+        sys.exit(f"shard: {KURA} is missing; run `make build` (or set KURA_BIN)")
+    os.makedirs(bench.WORK, exist_ok=True)
+    began = time.monotonic()
+    lines = bench.env_int("SHARD_LINES", 10_000_000)
+    dict_limit = bench.env_int("SHARD_DICT_LIMIT", 0)
+    iterations = bench.env_int("SHARD_ITER", 1_000_000)
+    dictionary = bench.dictionary_tsv(dict_limit)
+    generated = generated_tsv(lines)
+    data = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "machine": bench.machine_info(), "repeat": repeat(), "iterations": iterations,
+            "num_shards_sequence": NUM_SHARDS_SEQUENCE,
+            "datasets": {"dictionary": {"path": os.path.relpath(dictionary, bench.ROOT),
+                                        "lines": bench.count_records(dictionary)[0]},
+                         "generated": {"path": os.path.relpath(generated, bench.ROOT), "lines": lines}}}
+    bench.log("shard: import grid, dictionary")
+    data["grid_dictionary"] = import_grid(dictionary)
+    bench.log("shard: import grid, generated")
+    data["grid_generated"] = import_grid(generated)
+    bench.log("shard: codecs, dictionary")
+    data["codecs"] = codec_runs(dictionary)
+    bench.log("shard: ShardDbm set/get vs Tkrzw ShardDBM")
+    data["sequence"] = sequence_runs(iterations)
+    data["elapsed_s"] = time.monotonic() - began
+    os.makedirs(bench.RESULTS, exist_ok=True)
+    with open(JSON_PATH, "w") as out:
+        json.dump(data, out, indent=1)
+    bench.log(f"shard: measured in {data['elapsed_s'] / 60:.1f} min -> {JSON_PATH}")
+
+
+# ---------------------------------------------------------------- report (reads the JSON only)
+
+def metrics(data):
+    codecs, grid, seq = data["codecs"], data["grid_generated"], data["sequence"]
+    values = {}
+    for codec in CODECS:
+        values[f"dict_{codec}_2t_speedup"] = codecs[f"{codec}/2/1"] / codecs[f"{codec}/2/2"]
+    values["one_shard_vs_plain"] = grid["plain"] / grid["1/1/default"]
+    values["batch1_shards_vs_one_shard"] = grid["1/2/1"] / min(grid[f"{s}/2/1"] for s in SHARDS if s > 1)
+    set1, set2 = seq["1"]["kura"].get("set", 0), seq["2"]["kura"].get("set", 0)
+    values["set_2t_speedup"] = set2 / set1 if set1 else 0.0
+    tkrzw2 = seq["2"]["tkrzw"].get("set", 0)
+    values["set_2t_vs_tkrzw"] = set2 / tkrzw2 if tkrzw2 else 0.0
+    return values
+
+
+def grid_table(grid):
+    rows = ["| shards | threads | " + " | ".join(f"batch {b}" for b in BATCHES) + " | default batch |",
+            "|---:|---:|" + "---:|" * (len(BATCHES) + 1)]
+    for s in SHARDS:
+        for t in THREADS:
+            cells = []
+            for b in [*BATCHES, "default"]:
+                seconds, base = grid[f"{s}/{t}/{b}"], grid[f"1/1/{b}"]
+                cells.append(f"{seconds:.2f} s ({base / seconds:.2f}x)")
+            rows.append(f"| {s} | {t} | " + " | ".join(cells) + " |")
+    rows.append(f"\nPlain `kura import` (no `--shards`, 1 thread, default batch): {grid['plain']:.2f} s.")
+    return "\n".join(rows)
+
+
+def codec_table(codecs):
+    rows = ["| codec | shards | 1 thread | 2 threads | speedup |", "|---|---:|---:|---:|---:|"]
+    for codec in CODECS:
+        for shards in (0, 2):
+            one, two = codecs[f"{codec}/{shards}/1"], codecs[f"{codec}/{shards}/2"]
+            rows.append(f"| {codec} | {shards or 'plain'} | {one:.2f} s | {two:.2f} s | {one / two:.2f}x |")
+    return "\n".join(rows)
+
+
+def sequence_table(seq):
+    rows = ["| threads | phase | Tkrzw ShardDBM | Kura ShardDbm | Kura / Tkrzw |", "|---:|---|---:|---:|---:|"]
+    for threads, sides in seq.items():
+        for phase in ("set", "get"):
+            tk, ku = sides["tkrzw"].get(phase, 0), sides["kura"].get(phase, 0)
+            rows.append(f"| {threads} | {phase} | {bench.qps(tk)} | {bench.qps(ku)} | {bench.ratio(ku, tk)} |")
+    return "\n".join(rows)
+
+
+def target_table(values):
+    rows = ["| target | value | wanted | met |", "|---|---:|---:|---|"]
+    for target in TARGETS:
+        value = values[target["metric"]]
+        met = COMPARE[target["compare"]](value, target["threshold"])
+        rows.append(f"| {target['what']} | {value:.2f} | {target['compare']} {target['threshold']} | "
+                    f"{'yes' if met else '**no**'} |")
+    return "\n".join(rows)
+
+
+def plot(data, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figure, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for axis, name in zip(axes[:2], ("grid_dictionary", "grid_generated")):
+        grid = data[name]
+        for s in SHARDS:
+            for t in THREADS:
+                axis.plot(BATCHES, [grid[f"{s}/{t}/{b}"] for b in BATCHES], marker="o", label=f"{s} shards, {t} thr")
+        axis.set_xscale("log")
+        axis.set_xlabel("batch size (records)")
+        axis.set_ylabel("import seconds")
+        axis.set_title(f"import, {name.split('_')[1]} ({data['datasets'][name.split('_')[1]]['lines']:,} lines)")
+        axis.legend(fontsize=7)
+    seq = data["sequence"]
+    labels = [f"{t} thr {p}" for t in seq for p in ("set", "get")]
+    xs = range(len(labels))
+    tk = [seq[t]["tkrzw"].get(p, 0) / 1e6 for t in seq for p in ("set", "get")]
+    ku = [seq[t]["kura"].get(p, 0) / 1e6 for t in seq for p in ("set", "get")]
+    axes[2].bar([x - 0.2 for x in xs], tk, width=0.4, label="Tkrzw ShardDBM")
+    axes[2].bar([x + 0.2 for x in xs], ku, width=0.4, label="Kura ShardDbm")
+    axes[2].set_xticks(list(xs), labels)
+    axes[2].set_ylabel("M QPS (random keys)")
+    axes[2].set_title(f"{data['num_shards_sequence']} shards, {data['iterations']:,} ops/thread")
+    axes[2].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    return True
+
+
+def report():
+    with open(JSON_PATH) as source:
+        data = json.load(source)
+    values = metrics(data)
+    plotted = plot(data, os.path.join(bench.RESULTS, "shard.png"))
+    sets = data["datasets"]
+    parts = [
+        "# ShardDbm and the parallel importer", "",
+        f"Measured {data['date'][:16]} UTC by `bench/shard.py` on: {data['machine']}.",
+        f"Best of {data['repeat']} runs per configuration, configurations taking turns; only "
+        "same-run ratios mean much on a shared machine.", "",
+        "## Targets", "", target_table(values), "",
+        f"## Import time: dictionary ({sets['dictionary']['lines']:,} lines, `{sets['dictionary']['path']}`)", "",
+        "HashDbm shards, no compression; in brackets the speedup over 1 shard / 1 thread at the same batch size.", "",
+        grid_table(data["grid_dictionary"]), "",
+        f"## Import time: generated TSV ({sets['generated']['lines']:,} lines)", "",
+        grid_table(data["grid_generated"]), "",
+        "## Codecs: dictionary import with 1 and 2 threads", "",
+        "`plain` is one database (2 threads = 2 writers sharing it); `2` is `--shards 2`.", "",
+        codec_table(data["codecs"]), "",
+        f"## ShardDbm vs Tkrzw ShardDBM ({data['num_shards_sequence']} HashDbm/HashDBM shards, random keys)", "",
+        "`kura bench --engine shard` against `tkrzw_dbm_perf sequence --dbm shard`, 8-byte values, "
+        f"{data['iterations']:,} operations per thread, both sides with `--params "
+        f"num_shards={data['num_shards_sequence']},num_buckets=` one bucket per record per shard.", "",
+        sequence_table(data["sequence"]), "",
+    ]
+    if plotted:
+        parts += ["![shard](shard.png)", ""]
+    with open(os.path.join(bench.RESULTS, "shard.md"), "w") as out:
+        out.write("\n".join(parts))
+    print("\n".join(parts))
+
+
+if __name__ == "__main__":
+    step = sys.argv[1] if len(sys.argv) > 1 else ""
+    if step == "measure":
+        measure()
+    elif step == "report":
+        report()
+    else:
+        sys.exit("usage: bench/shard.py measure|report")

@@ -1,0 +1,219 @@
+//! End-to-end tests of `kura import`'s parallel loader: the same records whatever the shard
+//! count, thread count and batch size; keyless JSON rows; malformed and empty inputs; and a
+//! SIGKILLed import that leaves every shard openable with only records of the input.
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kura::split_mix::SplitMix64;
+use kura::{DbmExt, OpenMode, Params};
+
+fn kura(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().unwrap()
+}
+
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let output = kura(args);
+    assert!(output.status.success(), "kura {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[track_caller]
+fn fails(args: &[&str], code: i32, needles: &[&str]) {
+    let output = kura(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "kura {args:?}: {stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "kura {args:?}: {stderr:?} lacks {needle:?}");
+    }
+}
+
+fn text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Every record of the database (or set) at `path`, read through the library.
+fn records(path: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = kura::open(path, OpenMode::ReadOnly, &Params::new()).unwrap();
+    let all: BTreeMap<_, _> = db.records().unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(db.count().unwrap(), all.len() as u64);
+    db.close().unwrap();
+    all
+}
+
+/// TSV lines with repeated keys (the last one wins) and values of varied sizes.
+fn sample_tsv(dir: &Path, lines: u32) -> (PathBuf, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let mut random = SplitMix64::new(15);
+    let mut body = String::new();
+    let mut expected = BTreeMap::new();
+    for i in 0..lines {
+        let key = format!("k{:05}", random.next_u64() % u64::from(lines / 2));
+        let value = format!("{i}:{}", "v".repeat((random.next_u64() % 200) as usize));
+        body.push_str(&format!("{key}\t{value}\n"));
+        expected.insert(key.into_bytes(), value.into_bytes());
+    }
+    let path = dir.join("in.tsv");
+    std::fs::write(&path, body).unwrap();
+    (path, expected)
+}
+
+#[test]
+fn any_shard_thread_and_batch_count_loads_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tsv, expected) = sample_tsv(dir.path(), 6000);
+    let mut run = 0;
+    for (extension, codec) in [("kuh", "zstd-dict"), ("kut", "lz4")] {
+        for shards in [None, Some(1), Some(2), Some(4)] {
+            for threads in [1, 2] {
+                run += 1;
+                let db = dir.path().join(format!("db{run}.{extension}"));
+                let mut args = vec!["import".to_string(), text(&db), text(&tsv)];
+                args.extend(["--threads".into(), threads.to_string(), "--record-comp".into(), codec.into()]);
+                args.extend(["--batch".into(), [1, 64, 1024].into_iter().cycle().nth(run).unwrap().to_string()]);
+                if let Some(shards) = shards {
+                    args.extend(["--shards".into(), shards.to_string()]);
+                }
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let summary = ok(&args);
+                assert!(summary.contains("records=6000"), "{summary}");
+                assert_eq!(records(&db), expected, "{args:?}");
+                if let Some(shards) = shards {
+                    assert_eq!(kura::shard_dbm::find_set(&db).unwrap(), Some(shards));
+                    // Export through the CLI, found by path alone, compared as a set.
+                    let exported: BTreeSet<String> = ok(&["export", &text(&db)]).lines().map(String::from).collect();
+                    let wanted: BTreeSet<String> = expected
+                        .iter()
+                        .map(|(k, v)| format!("{}\t{}", String::from_utf8_lossy(k), String::from_utf8_lossy(v)))
+                        .collect();
+                    assert_eq!(exported, wanted);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn keyless_json_rows_all_arrive_with_distinct_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("rows.jsonl");
+    let mut body = String::new();
+    for i in 0..3000 {
+        match i % 3 {
+            0 => body.push_str(&format!("{{\"value\": \"row {i}\"}}\n")),
+            1 => body.push_str(&format!("{{\"key\": null, \"value\": {{\"n\": {i}, \"list\": [1, 2]}}}}\n")),
+            _ => body.push_str(&format!("{{\"key\": \"named{i}\", \"value\": \"named row {i}\"}}\n")),
+        }
+    }
+    std::fs::write(&input, body).unwrap();
+    for (shards, threads) in [("1", "1"), ("4", "2")] {
+        let db = dir.path().join(format!("rows{shards}.kuh"));
+        let summary = ok(&["import", &text(&db), &text(&input), "--shards", shards, "--threads", threads]);
+        assert!(summary.contains("keyless=2000"), "{summary}");
+        let all = records(&db);
+        assert_eq!(all.len(), 3000, "every keyless row arrived under its own key");
+        let values: BTreeSet<String> = all.values().map(|v| String::from_utf8(v.clone()).unwrap()).collect();
+        assert!(values.contains("row 0"));
+        assert!(values.contains(r#"{"n":1,"list":[1,2]}"#), "non-string JSON is stored as compact text");
+        assert_eq!(all.get(b"named2".as_slice()).map(Vec::as_slice), Some(b"named row 2".as_slice()));
+    }
+}
+
+#[test]
+fn malformed_and_empty_inputs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good: String = (0..500).map(|i| format!("{{\"key\":\"k{i}\",\"value\":\"v{i}\"}}\n")).collect();
+
+    let truncated = dir.path().join("truncated.jsonl");
+    std::fs::write(&truncated, format!("{good}{{\"key\":\"k500\",\"val")).unwrap();
+    let db = dir.path().join("t.kuh");
+    fails(
+        &["import", &text(&db), &text(&truncated), "--shards", "2", "--threads", "2"],
+        3,
+        &["line 501", "500 records"],
+    );
+    assert_eq!(records(&db).len(), 500, "the lines before the bad one were imported, and nothing else");
+
+    let bad_utf8 = dir.path().join("utf8.jsonl");
+    let mut bytes = good.clone().into_bytes();
+    bytes.extend_from_slice(b"{\"key\":\"\xff\xfe\",\"value\":\"v\"}\n");
+    bytes.extend_from_slice(good.as_bytes());
+    std::fs::write(&bad_utf8, &bytes).unwrap();
+    let db = dir.path().join("u.kut");
+    fails(&["import", &text(&db), &text(&bad_utf8), "--threads", "2"], 3, &["line 501"]);
+    assert_eq!(records(&db).len(), 500);
+    let db = dir.path().join("u2.kut");
+    let summary = ok(&["import", &text(&db), &text(&bad_utf8), "--skip-bad", "--shards", "3"]);
+    assert!(summary.contains("skipped=1"), "{summary}");
+    assert_eq!(records(&db).len(), 500);
+
+    let empty = dir.path().join("empty.tsv");
+    std::fs::write(&empty, "").unwrap();
+    let db = dir.path().join("e.kuh");
+    fails(&["import", &text(&db), &text(&empty), "--shards", "2"], 2, &["empty"]);
+    assert!(!db.exists() && kura::shard_dbm::find_set(&db).unwrap().is_none(), "nothing is left behind");
+
+    let plain = dir.path().join("plain.kuh");
+    ok(&["create", &text(&plain)]);
+    fails(&["import", &text(&plain), &text(&truncated), "--shards", "2"], 2, &["single database"]);
+    fails(&["import", &text(&plain), &text(&truncated), "--format", "xml"], 2, &["tsv or jsonl"]);
+}
+
+#[test]
+fn a_killed_import_leaves_every_shard_openable_with_only_input_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.tsv");
+    let mut body = String::new();
+    for i in 0..400_000u32 {
+        body.push_str(&format!("key{i:07}\tvalue-{i}-{}\n", "x".repeat((i % 50) as usize)));
+    }
+    std::fs::write(&input, body).unwrap();
+    let db = dir.path().join("killed.kut");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["import", &text(&db), &text(&input), "--shards", "4", "--threads", "2", "--batch", "64"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once every shard file exists (bounded wait), so that records are being written.
+    for _ in 0..2000 {
+        if kura::shard_dbm::find_set(&db).ok().flatten() == Some(4) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for index in 0..4 {
+        let shard = kura::shard_dbm::shard_path(&db, index, 4);
+        let opened = kura::open(&shard, OpenMode::ReadOnly, &Params::new().with("engine", "tree")).unwrap();
+        opened.close().unwrap();
+    }
+    for (key, value) in records(&db) {
+        let key = String::from_utf8(key).unwrap();
+        let i: u32 = key.strip_prefix("key").unwrap().parse().unwrap();
+        assert_eq!(value, format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes());
+    }
+}
+
+#[test]
+fn maintenance_commands_work_on_a_set_by_its_base_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tsv, expected) = sample_tsv(dir.path(), 800);
+    let db = dir.path().join("set.kut");
+    ok(&["import", &text(&db), &text(&tsv), "--shards", "3"]);
+    let inspected = ok(&["inspect", &text(&db)]);
+    assert!(inspected.contains("class=ShardDbm") && inspected.contains("num_shards=3"), "{inspected}");
+    assert!(inspected.contains(&format!("count={}", expected.len())), "{inspected}");
+    ok(&["rebuild", &text(&db), "--record-comp", "zstd"]);
+    assert!(ok(&["inspect", &text(&db)]).contains("record_comp=zstd"));
+    let restored = dir.path().join("restored.kut");
+    ok(&["restore", &text(&db), &text(&restored)]);
+    assert_eq!(records(&restored), expected);
+    let listed = ok(&["list", &text(&db), "--keys", "--reverse", "--limit", "3"]);
+    let last: Vec<String> = expected.keys().rev().take(3).map(|k| String::from_utf8(k.clone()).unwrap()).collect();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), last);
+}

@@ -1,0 +1,266 @@
+//! Bulk loading: a TSV or JSON-lines file into a database or a shard set, in parallel.
+//!
+//! The reader cuts the file into chunks (`chunks.rs`), worker threads parse them
+//! (`parse.rs`) and group records into write batches per lane, and writers apply the batches
+//! in input order (`pipeline.rs`). Into one database the lanes are `threads` writers sharing
+//! it (a key always goes to the same writer); into a shard set (`shards`, or an existing set)
+//! each shard has its own writer (or several when threads outnumber shards), so no two
+//! writers share a lock. Compression happens in the writers, inside the engine; at most
+//! `threads` writers write at once, so `threads` bounds the cores an import uses for parsing
+//! and for compressing alike, however many shards there are. `kura import`
+//! and Python's `kura.import_file` are this function with a progress bar or without.
+
+mod chunks;
+mod parse;
+mod pipeline;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::time::Instant;
+
+use crate::dbm::{Dbm, OpenMode, Params};
+use crate::error::{Error, Result};
+use crate::shard_dbm::{self, ShardDbm};
+use crate::split_mix::mix;
+
+pub use parse::Format;
+
+/// Records per write batch unless `batch` says otherwise: large batches amortise a TreeDbm
+/// commit, and a batch is also the most an interrupted import can leave half done.
+pub const DEFAULT_BATCH: usize = 16384;
+
+/// How to import, besides the paths and the engine parameters. `None` means the default.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Parser threads, and writers of a single database (default: the CPUs, at most 8).
+    pub threads: Option<usize>,
+    /// Import into a shard set of this many shards (`PATH-0000i-of-0000N`).
+    pub shards: Option<usize>,
+    /// Records per write batch (default `DEFAULT_BATCH`).
+    pub batch: Option<usize>,
+    /// The input format (default: by the file's extension, see `Format::of_file`).
+    pub format: Option<Format>,
+    /// Skip and count malformed lines instead of stopping at the first one.
+    pub skip_bad: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone)]
+pub struct ImportSummary {
+    /// Records written (a key repeated in the input counts each time).
+    pub stored: u64,
+    /// Malformed lines skipped (`skip_bad`).
+    pub skipped: u64,
+    /// Records of keyless rows, stored under generated keys.
+    pub keyless: u64,
+    /// Records in the database afterwards.
+    pub count: u64,
+    /// Wall-clock seconds the import took.
+    pub seconds: f64,
+    /// Bytes of the database's file, or of its shards' files.
+    pub file_size: u64,
+    /// Whether the import ended with a rebuild (zstd-dict training, too few buckets).
+    pub rebuilt: bool,
+    /// Worker threads used.
+    pub threads: usize,
+    /// The set's shard count; 0 for a single database.
+    pub shards: usize,
+    /// Records per batch handed to a writer.
+    pub batch: usize,
+}
+
+/// The default worker count: the number of CPUs, at most 8.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
+}
+
+/// Counts the input's lines, to size a new database (HashDbm: one bucket a record).
+fn count_lines(input: &Path) -> Result<u64> {
+    let file = File::open(input).map_err(|e| Error::io(format!("open {}", input.display()), e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut lines = 0u64;
+    loop {
+        let chunk = reader.fill_buf().map_err(|e| Error::io(format!("read {}", input.display()), e))?;
+        if chunk.is_empty() {
+            return Ok(lines);
+        }
+        lines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+        let consumed = chunk.len();
+        reader.consume(consumed);
+    }
+}
+
+/// The database an import writes: one database, or a shard set whose shards it writes apart.
+enum Target {
+    Single(Box<dyn Dbm>),
+    Shards(ShardDbm),
+}
+
+impl Target {
+    fn as_dbm(&self) -> &dyn Dbm {
+        match self {
+            Target::Single(db) => db.as_ref(),
+            Target::Shards(set) => set,
+        }
+    }
+}
+
+/// Names the database in an error unless the message already does.
+fn naming(path: &Path) -> impl Fn(Error) -> Error + '_ {
+    move |e| {
+        let shown = path.display().to_string();
+        if e.message().contains(&shown) {
+            e
+        } else {
+            Error::new(e.kind(), format!("{shown}: {}", e.message()))
+        }
+    }
+}
+
+/// Opens the target, giving a new database the parameters its engine sizes for the input's
+/// line count (per shard for a set), unless the user gave them.
+fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>) -> Result<Target> {
+    let engine = crate::registry::resolve(path, params)?;
+    let sharded = shards.is_some() || engine.name == "shard";
+    if !sharded {
+        let sized = (engine.import_params)(0);
+        let params = if path.exists() || sized.names().all(|name| params.get(name).is_some()) {
+            params.clone()
+        } else {
+            params.or_defaults(&(engine.import_params)(count_lines(input)?))
+        };
+        return engine
+            .open(path, OpenMode::Create, &params.without("engine"))
+            .map(Target::Single)
+            .map_err(naming(path));
+    }
+    if path.is_file() {
+        return Err(Error::invalid(format!(
+            "{} is a single database; --shards imports into a shard set ({}-00000-of-NNNNN ...)",
+            path.display(),
+            path.display()
+        )));
+    }
+    let mut params = params.without("engine");
+    if let Some(count) = shards {
+        params = params.with("num_shards", count);
+    }
+    if shard_dbm::find_set(path)?.is_none() {
+        let count = match params.get_u64("num_shards")? {
+            Some(count) => count.max(1),
+            None => shard_dbm::DEFAULT_NUM_SHARDS as u64,
+        };
+        let inner = shard_dbm::inner_engine_of(path, &params)?;
+        let sized = (inner.import_params)(0);
+        if !sized.names().all(|name| params.get(name).is_some()) {
+            params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
+        }
+    }
+    ShardDbm::open(path, OpenMode::Create, &params).map(Target::Shards).map_err(naming(path))
+}
+
+/// Bytes the database occupies on disk after closing: its file, or its shards' files.
+fn size_on_disk(path: &Path) -> u64 {
+    if let Ok(metadata) = std::fs::metadata(path) {
+        return metadata.len();
+    }
+    shard_dbm::naming::existing_shards(path)
+        .map(|found| found.iter().filter_map(|(_, _, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum())
+        .unwrap_or(0)
+}
+
+/// A prefix for generated keys that differs between imports: the clock and the process id,
+/// mixed.
+fn keyless_prefix() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    format!("{:016x}-", mix(nanos ^ (u64::from(std::process::id()) << 32)))
+}
+
+/// Imports `input` into the database or shard set at `path` (created if missing, with
+/// `params`). `progress` is told the bytes of each chunk as the reader hands it over.
+///
+/// A malformed line (without `skip_bad`) stops the import: exactly the records of the lines
+/// before it are written, the database is closed cleanly, and the error (BrokenData) names
+/// the line. An empty input is an InvalidArgument error and creates nothing.
+pub fn import_file(
+    path: &Path,
+    input: &Path,
+    params: &Params,
+    options: &ImportOptions,
+    progress: &dyn Fn(u64),
+) -> Result<ImportSummary> {
+    let started = Instant::now();
+    let file = File::open(input).map_err(|e| Error::io(format!("open {}", input.display()), e))?;
+    let input_size = file.metadata().map_or(0, |m| m.len());
+    if input_size == 0 {
+        return Err(Error::invalid(format!("{} is empty: nothing to import", input.display())));
+    }
+    if options.shards == Some(0) || options.batch == Some(0) || options.threads == Some(0) {
+        return Err(Error::invalid("shards, threads and batch must be at least 1"));
+    }
+    let format = options.format.unwrap_or_else(|| Format::of_file(input));
+    let threads = options.threads.unwrap_or_else(default_threads).max(1);
+    let target = open_target(path, input, params, options.shards)?;
+    let (dbs, writers_per_db): (Vec<&dyn Dbm>, usize) = match &target {
+        Target::Single(db) => (vec![db.as_ref()], threads),
+        Target::Shards(set) => {
+            let shards: Vec<&dyn Dbm> = set.shards().iter().map(|s| s.as_ref()).collect();
+            let per_shard = (threads / shards.len()).max(1);
+            (shards, per_shard)
+        }
+    };
+    let settings = pipeline::Settings {
+        format,
+        batch: options.batch.unwrap_or(DEFAULT_BATCH),
+        skip_bad: options.skip_bad,
+        parsers: threads,
+        writing: threads,
+        keyless_prefix: keyless_prefix(),
+    };
+    let mut reader = chunks::ChunkReader::new(file, input.display().to_string());
+    let outcome = pipeline::run(&mut reader, &dbs, writers_per_db, &settings, progress);
+    let db = target.as_dbm();
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // What was written stays: close cleanly so that every file is consistent.
+            let _ = db.close();
+            return Err(e);
+        }
+    };
+
+    // A database whose codec needs a trained dictionary (zstd-dict) or whose buckets became
+    // too few asks for a rebuild; doing it now leaves the file in its best shape. Each shard
+    // of a set rebuilds (and trains its dictionary) on its own, in parallel.
+    let rebuilt = outcome.bad_line.is_none() && db.should_be_rebuilt()?;
+    if rebuilt {
+        db.rebuild(&Params::new())?;
+    }
+    let count = db.count()?;
+    db.close()?;
+    if let Some(bad) = outcome.bad_line {
+        return Err(Error::broken(format!(
+            "{} line {}: {}; the {} records of the lines before it were imported (--skip-bad skips such lines)",
+            input.display(),
+            bad.line,
+            bad.message,
+            outcome.stored
+        )));
+    }
+    Ok(ImportSummary {
+        stored: outcome.stored,
+        skipped: outcome.skipped,
+        keyless: outcome.keyless,
+        count,
+        seconds: started.elapsed().as_secs_f64(),
+        file_size: size_on_disk(path),
+        rebuilt,
+        threads,
+        shards: match &target {
+            Target::Single(_) => 0,
+            Target::Shards(set) => set.num_shards(),
+        },
+        batch: settings.batch,
+    })
+}

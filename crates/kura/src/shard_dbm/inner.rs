@@ -1,0 +1,80 @@
+//! Which engine the shards of a set are, and the check that they all agree.
+//!
+//! The inner engine comes from `inner_engine=NAME`, else from the base path's extension
+//! (`casket.kut` with `num_shards=4`: TreeDbm shards `casket.kut-00000-of-00004`, as Tkrzw
+//! names them), else, for an existing set under a base of no engine's extension (`.kus`), from
+//! the first shard file itself: the file engine whose read-only open accepts it. The memory
+//! engines' snapshots share one format that each of them reads, so a set of memory shards
+//! needs their extension on the base (`casket.kumb`) or `inner_engine=`. A new set under a
+//! base of no engine's extension is HashDbm, the default engine.
+
+use std::path::Path;
+
+use crate::dbm::{Dbm, OpenMode, Params};
+use crate::error::{Error, Result};
+use crate::registry::{self, Engine};
+
+use super::naming::shard_path;
+
+/// The registry name of the shard engine itself, which cannot be its own inner engine.
+pub const SHARD_ENGINE: &str = "shard";
+
+/// The engine a set's shards are made of; `existing` is the set's shard count if it exists.
+pub fn inner_engine(base: &Path, params: &Params, existing: Option<usize>) -> Result<&'static Engine> {
+    if let Some(name) = params.get("inner_engine") {
+        let engine = registry::engine(name)?;
+        if engine.name == SHARD_ENGINE {
+            return Err(Error::invalid("inner_engine=shard: a shard of a set cannot itself be a set"));
+        }
+        return Ok(engine);
+    }
+    if let Some(engine) = registry::engine_of_path(base).filter(|e| e.name != SHARD_ENGINE) {
+        return Ok(engine);
+    }
+    match existing {
+        Some(count) => probe(&shard_path(base, 0, count)),
+        None => registry::engine("hash"),
+    }
+}
+
+/// The file engine that opens `path` read-only (each checks its own header magic).
+fn probe(path: &Path) -> Result<&'static Engine> {
+    for engine in registry::engines().iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {
+        if let Ok(db) = engine.open(path, OpenMode::ReadOnly, &Params::new()) {
+            db.close()?;
+            return Ok(engine);
+        }
+    }
+    Err(Error::broken(format!(
+        "{}: no file engine opens this shard file; give inner_engine=NAME (memory engines' snapshots \
+         cannot be told apart) or check the file",
+        path.display()
+    )))
+}
+
+/// Properties every shard of one set must share: the merge needs one key order, and a set
+/// whose shards compress differently was assembled from different sets.
+const SHARED_PROPERTIES: &[&str] = &["class", "record_comp", "key_comparator"];
+
+/// BrokenData naming the first shard whose engine, codec or key order differs from shard 0's.
+pub fn check_consistent(base: &Path, shards: &[Box<dyn Dbm>]) -> Result<()> {
+    let shared = |db: &dyn Dbm| -> Result<Vec<(String, String)>> {
+        Ok(db.inspect()?.into_iter().filter(|(name, _)| SHARED_PROPERTIES.contains(&name.as_str())).collect())
+    };
+    let Some(first) = shards.first() else {
+        return Ok(());
+    };
+    let expected = shared(first.as_ref())?;
+    for (index, shard) in shards.iter().enumerate().skip(1) {
+        let actual = shared(shard.as_ref())?;
+        if let Some((name, value)) = actual.iter().find(|pair| !expected.contains(pair)) {
+            let wanted = expected.iter().find(|(n, _)| n == name).map_or("(none)", |(_, v)| v.as_str());
+            return Err(Error::broken(format!(
+                "{}: its {name} is {value} but shard 0's is {wanted}: the shards of a set must all share \
+                 one engine, codec and key order",
+                shard_path(base, index, shards.len()).display()
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,397 @@
+//! ShardDbm: one database made of N databases of another engine, split by a hash of the key.
+//!
+//! The shards are ordinary databases of any registry engine, in files named as Tkrzw names
+//! them (`casket.kuh-00000-of-00004` ...; `naming.rs`); a key lives in the shard its routing
+//! hash picks (`route.rs`), a hash independent of the one the shards use for their buckets.
+//! Writers on different shards never share a lock, which is the point: several threads (or
+//! `kura import`'s one writer per shard) write side by side. Whole-set operations (rebuild,
+//! a hard synchronize, large batches) run per shard in parallel (`parallel.rs`). Ordered
+//! shards give one ordered cursor by merging theirs (`merge.rs`), the others a cursor that
+//! goes through the shards one after another (`chain.rs`).
+//!
+//! This module opens its shards through `registry` and the registry opens it: a composite
+//! engine is built from the list it belongs to.
+
+mod chain;
+mod inner;
+mod merge;
+pub mod naming;
+mod parallel;
+pub mod route;
+
+use std::path::{Path, PathBuf};
+
+use crate::batch::{BatchOp, WriteBatch};
+use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
+use crate::error::{Error, Result};
+use crate::registry::Engine;
+use crate::tree_dbm::Comparator;
+
+pub use naming::{find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
+pub use route::shard_of;
+
+/// The engine the shards of the set under `base` are (or, for a new set, will be) made of.
+pub fn inner_engine_of(base: &Path, params: &Params) -> Result<&'static Engine> {
+    inner::inner_engine(base, params, naming::find_set(base)?)
+}
+
+/// The shard count of a new set when `num_shards` is not given.
+pub const DEFAULT_NUM_SHARDS: usize = 4;
+
+/// A batch at least this long is applied to its shards in parallel; shorter ones do not pay
+/// for the threads.
+const PARALLEL_BATCH_OPS: usize = 4096;
+
+/// N databases of one engine behind one `Dbm`, a key's shard chosen by a seeded hash (docs/shard.md).
+pub struct ShardDbm {
+    base: PathBuf,
+    inner: &'static Engine,
+    shards: Vec<Box<dyn Dbm>>,
+    /// The shards' key order, for merging their cursors.
+    comparator: Comparator,
+}
+
+impl ShardDbm {
+    /// The parameters ShardDbm takes itself; every other one goes to each shard's engine.
+    pub const PARAMS: &'static [&'static str] = &["num_shards", "inner_engine"];
+
+    /// Opens (or creates) the set under `base`. `num_shards` is required by nothing: an
+    /// existing set's count comes from its file names (and must match `num_shards` if given),
+    /// a new set gets `num_shards` or `DEFAULT_NUM_SHARDS`. An empty `base` with an in-memory
+    /// inner engine makes shards with no files.
+    pub fn open(base: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<ShardDbm> {
+        let base = base.as_ref().to_path_buf();
+        if base.is_file() {
+            return Err(Error::invalid(format!(
+                "{} is a single database, not the base of a shard set ({}-00000-of-NNNNN ...)",
+                base.display(),
+                base.display()
+            )));
+        }
+        let wanted = match params.get_u64("num_shards")? {
+            Some(count) => Some(naming::check_count(usize::try_from(count).unwrap_or(usize::MAX))?),
+            None => None,
+        };
+        let existing = if mode == OpenMode::Truncate {
+            // A new set replaces whatever lies there, even a damaged or mixed one.
+            naming::find_set(&base).ok().flatten()
+        } else {
+            naming::find_set(&base)?
+        };
+        let inner = inner::inner_engine(&base, params, existing)?;
+        let count = match (mode, existing, wanted) {
+            (OpenMode::Truncate, _, wanted) => {
+                naming::remove_shards(&base)?;
+                wanted.unwrap_or(DEFAULT_NUM_SHARDS)
+            }
+            (_, Some(found), Some(wanted)) if found != wanted => {
+                return Err(Error::invalid(format!(
+                    "num_shards={wanted} but the set at {} has {found} shards",
+                    base.display()
+                )))
+            }
+            (_, Some(found), _) => found,
+            (OpenMode::Create, None, wanted) => wanted.unwrap_or(DEFAULT_NUM_SHARDS),
+            (_, None, _) => {
+                return Err(Error::not_found(format!(
+                    "{}: no shard files ({}-NNNNN-of-NNNNN)",
+                    base.display(),
+                    base.display()
+                )))
+            }
+        };
+        let inner_params = params.without("num_shards").without("inner_engine");
+        let in_memory_only = base.as_os_str().is_empty();
+        let mut shards = Vec::with_capacity(count);
+        for index in 0..count {
+            let path = if in_memory_only { PathBuf::new() } else { naming::shard_path(&base, index, count) };
+            let shard = inner.open(&path, mode, &inner_params).map_err(|e| {
+                let shown = path.display().to_string();
+                let message = if e.message().contains(&shown) {
+                    e.message().to_string()
+                } else {
+                    format!("{shown}: {}", e.message())
+                };
+                Error::new(
+                    e.kind(),
+                    format!("shard {index} of {count}: {message} (the set's engine is {})", inner.class),
+                )
+            })?;
+            shards.push(shard);
+        }
+        inner::check_consistent(&base, &shards)?;
+        let comparator = match shards.first().map(|s| s.inspect()).transpose()? {
+            Some(properties) => match properties.iter().find(|(name, _)| name == "key_comparator") {
+                Some((_, name)) => Comparator::from_name(name)?,
+                None => Comparator::default(),
+            },
+            None => Comparator::default(),
+        };
+        Ok(ShardDbm { base, inner, shards, comparator })
+    }
+
+    /// The number of shards.
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The engine the shards are made of.
+    pub fn inner_engine(&self) -> &'static Engine {
+        self.inner
+    }
+
+    /// The shard `key` lives in (an index into `shards`).
+    pub fn shard_index(&self, key: &[u8]) -> usize {
+        route::shard_of(key, self.shards.len())
+    }
+
+    /// The shards themselves, for a loader that routes and batches records per shard and
+    /// writes each shard from its own thread.
+    pub fn shards(&self) -> &[Box<dyn Dbm>] {
+        &self.shards
+    }
+
+    fn shard(&self, key: &[u8]) -> &dyn Dbm {
+        let index = self.shard_index(key);
+        match self.shards.get(index) {
+            Some(shard) => shard.as_ref(),
+            None => unreachable_shard(),
+        }
+    }
+
+    /// Splits `batch` into one batch per shard, each keeping the operations' order.
+    fn split(&self, batch: &WriteBatch) -> Vec<WriteBatch> {
+        let mut parts: Vec<Vec<BatchOp>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
+        for op in batch.ops() {
+            let key = match op {
+                BatchOp::Set { key, .. } | BatchOp::Remove { key } => key,
+            };
+            if let Some(part) = parts.get_mut(self.shard_index(key)) {
+                part.push(op.clone());
+            }
+        }
+        parts.into_iter().map(WriteBatch::from).collect()
+    }
+
+    fn each_shard<T: Send>(&self, work: impl Fn(&dyn Dbm) -> Result<T> + Sync) -> Result<Vec<T>> {
+        parallel::each_shard(self.shards.len(), |index| match self.shards.get(index) {
+            Some(shard) => work(shard.as_ref()),
+            None => unreachable_shard(),
+        })
+    }
+
+    fn is_ordered(&self) -> bool {
+        self.inner.ordered
+    }
+}
+
+/// `shard_of` returns an index below the shard count, and the set never has zero shards.
+fn unreachable_shard() -> ! {
+    unreachable!("shard_of stays below the shard count")
+}
+
+impl Dbm for ShardDbm {
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        self.shard(key).process(key, processor)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
+        self.shard(key).get(key)
+    }
+
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        self.shard(key).get_with(key, visit)
+    }
+
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        self.shard(key).set(key, value, overwrite)
+    }
+
+    fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.shard(key).replace(key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<()> {
+        self.shard(key).remove(key)
+    }
+
+    fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
+        self.shard(key).append(key, value, delimiter)
+    }
+
+    fn compare_exchange_matched(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<bool> {
+        self.shard(key).compare_exchange_matched(key, expected, desired)
+    }
+
+    fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
+        self.shard(key).increment(key, delta, initial)
+    }
+
+    /// Splits the batch per shard and applies each part with its shard's `write_batch` (in
+    /// parallel for a long batch). Each part is as atomic as its engine makes a batch
+    /// (TreeDbm: all of the part or none of it, even across a crash); the parts are not
+    /// atomic together, so a failure or crash can leave some shards' parts applied.
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        if self.shards.len() == 1 {
+            return self.shards.first().map_or(Ok(()), |shard| shard.write_batch(batch));
+        }
+        let parts = self.split(batch);
+        if batch.len() < PARALLEL_BATCH_OPS {
+            for (shard, part) in self.shards.iter().zip(&parts) {
+                if !part.is_empty() {
+                    shard.write_batch(part)?;
+                }
+            }
+            return Ok(());
+        }
+        parallel::each_shard(self.shards.len(), |index| match (self.shards.get(index), parts.get(index)) {
+            (Some(shard), Some(part)) if !part.is_empty() => shard.write_batch(part),
+            _ => Ok(()),
+        })
+        .map(drop)
+    }
+
+    fn count(&self) -> Result<u64> {
+        let mut total = 0u64;
+        for shard in &self.shards {
+            total = total.saturating_add(shard.count()?);
+        }
+        Ok(total)
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        if self.is_ordered() {
+            return Ok(Box::new(self.merge_cursor()?));
+        }
+        let cursors = self.shards.iter().map(|s| s.cursor()).collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(chain::ChainCursor::new(cursors)))
+    }
+
+    fn clear(&self) -> Result<()> {
+        for shard in &self.shards {
+            shard.clear()?;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        self.each_shard(|shard| shard.synchronize(hard)).map(drop)
+    }
+
+    fn rebuild(&self, params: &Params) -> Result<()> {
+        self.each_shard(|shard| shard.rebuild(params)).map(drop)
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        for shard in &self.shards {
+            if shard.should_be_rebuilt()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        let mut total = 0u64;
+        for shard in &self.shards {
+            total = total.saturating_add(shard.file_size()?);
+        }
+        Ok(total)
+    }
+
+    /// The set's totals (`count`, `file_size`, `healthy`: every shard healthy), the shards'
+    /// shared settings (`record_comp`, `key_comparator`), then `shard_NNNNN_count`,
+    /// `shard_NNNNN_file_size` and `shard_NNNNN_healthy` for each shard.
+    fn inspect(&self) -> Result<Properties> {
+        let per_shard = self.shards.iter().map(|s| s.inspect()).collect::<Result<Vec<_>>>()?;
+        let property = |properties: &Properties, name: &str| -> Option<String> {
+            properties.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+        };
+        let mut count = 0u64;
+        let mut file_size = 0u64;
+        let mut healthy = true;
+        let mut shards = Vec::new();
+        for (index, properties) in per_shard.iter().enumerate() {
+            let shard_count = property(properties, "count").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let shard_size = property(properties, "file_size").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let shard_healthy = property(properties, "healthy").is_none_or(|v| v == "true");
+            count = count.saturating_add(shard_count);
+            file_size = file_size.saturating_add(shard_size);
+            healthy &= shard_healthy;
+            shards.push((format!("shard_{index:05}_count"), shard_count.to_string()));
+            shards.push((format!("shard_{index:05}_file_size"), shard_size.to_string()));
+            shards.push((format!("shard_{index:05}_healthy"), shard_healthy.to_string()));
+        }
+        let mut properties = vec![
+            ("class".to_string(), "ShardDbm".to_string()),
+            ("path".to_string(), self.base.display().to_string()),
+            ("inner_engine".to_string(), self.inner.name.to_string()),
+            ("num_shards".to_string(), self.shards.len().to_string()),
+            ("count".to_string(), count.to_string()),
+            ("file_size".to_string(), file_size.to_string()),
+            ("healthy".to_string(), healthy.to_string()),
+        ];
+        if let Some(first) = per_shard.first() {
+            for name in ["record_comp", "key_comparator"] {
+                if let Some(value) = property(first, name) {
+                    properties.push((name.to_string(), value));
+                }
+            }
+        }
+        properties.extend(shards);
+        Ok(properties)
+    }
+
+    fn is_writable(&self) -> bool {
+        self.shards.iter().all(|s| s.is_writable())
+    }
+
+    /// Closes every shard, even after one fails; the first failure is returned.
+    fn close(&self) -> Result<()> {
+        let mut first_error = None;
+        for shard in &self.shards {
+            if let Err(e) = shard.close() {
+                first_error = first_error.or(Some(e));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
+        if !self.is_ordered() {
+            return Err(Error::infeasible(format!("the shards are {}, which is not ordered", self.inner.class)));
+        }
+        Ok(Box::new(self.merge_cursor()?))
+    }
+}
+
+impl ShardDbm {
+    fn merge_cursor(&self) -> Result<merge::MergeCursor<'_>> {
+        let cursors = self.shards.iter().map(|s| s.ordered_cursor()).collect::<Result<Vec<_>>>()?;
+        Ok(merge::MergeCursor::new(cursors, self.comparator))
+    }
+}
+
+impl ShardDbm {
+    /// Salvages every shard of the set under `source` with its engine's restore into a new
+    /// set of as many shards under `dest`; returns the records copied.
+    pub fn restore_set(source: &Path, dest: &Path) -> Result<u64> {
+        let Some(count) = naming::find_set(source)? else {
+            return Err(Error::not_found(format!("{}: no shard files", source.display())));
+        };
+        if naming::find_set(dest).ok().flatten().is_some() || dest.exists() {
+            return Err(Error::new(
+                crate::ErrorKind::Duplicate,
+                format!("{}: a database already exists there", dest.display()),
+            ));
+        }
+        let inner = inner::inner_engine(source, &Params::new(), Some(count))?;
+        let mut copied = 0u64;
+        for index in 0..count {
+            let from = naming::shard_path(source, index, count);
+            let to = naming::shard_path(dest, index, count);
+            copied = copied.saturating_add(inner.restore(&from, &to)?);
+        }
+        Ok(copied)
+    }
+}

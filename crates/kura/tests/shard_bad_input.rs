@@ -1,0 +1,116 @@
+//! ShardDbm refuses damaged or mismatched sets with typed errors: a missing shard file,
+//! shards of different engines or codecs, files of two set sizes under one base, a
+//! `num_shards` that contradicts the files, and no set at all.
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+
+use std::path::Path;
+
+use kura::shard_dbm::shard_path;
+use kura::{Dbm, ErrorKind, HashDbm, OpenMode, Params, ShardDbm, TreeDbm};
+
+fn make_set(base: &Path, count: usize, params: &Params) {
+    let db = kura::open(base, OpenMode::Create, &params.clone().with("num_shards", count)).unwrap();
+    for i in 0..100 {
+        db.set(format!("k{i}").as_bytes(), b"v", true).unwrap();
+    }
+    db.close().unwrap();
+}
+
+fn open_error(base: &Path, mode: OpenMode, params: &Params) -> kura::Error {
+    match kura::open(base, mode, params) {
+        Ok(_) => panic!("{} opened", base.display()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_missing_shard_is_broken_data_naming_the_file_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kuh");
+    make_set(&base, 4, &Params::new());
+    std::fs::remove_file(shard_path(&base, 2, 4)).unwrap();
+    for mode in [OpenMode::ReadOnly, OpenMode::Write, OpenMode::Create] {
+        let error = open_error(&base, mode, &Params::new().with("engine", "shard"));
+        assert_eq!(error.kind(), ErrorKind::BrokenData, "{error}");
+        assert!(error.message().contains("db.kuh-00002-of-00004"), "{error}");
+        assert!(error.message().contains("missing"), "{error}");
+    }
+    assert!(!shard_path(&base, 2, 4).exists(), "opening never recreates a lost shard empty");
+}
+
+#[test]
+fn a_stale_set_of_another_size_beside_the_set_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kut");
+    make_set(&base, 4, &Params::new());
+    std::fs::copy(shard_path(&base, 0, 4), shard_path(&base, 0, 3)).unwrap();
+    let error = open_error(&base, OpenMode::ReadOnly, &Params::new());
+    assert_eq!(error.kind(), ErrorKind::BrokenData, "{error}");
+    assert!(error.message().contains("-of-00003 beside -of-00004"), "{error}");
+    // Truncate replaces the whole mess with a new set.
+    let db = kura::open(&base, OpenMode::Truncate, &Params::new().with("num_shards", 2)).unwrap();
+    assert_eq!(db.count().unwrap(), 0);
+    db.close().unwrap();
+    assert_eq!(kura::shard_dbm::find_set(&base).unwrap(), Some(2));
+}
+
+#[test]
+fn a_shard_of_another_engine_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kuh");
+    make_set(&base, 3, &Params::new());
+    let intruder = shard_path(&base, 1, 3);
+    std::fs::remove_file(&intruder).unwrap();
+    TreeDbm::open(&intruder, OpenMode::Create, &Params::new()).unwrap().close().unwrap();
+    let error = open_error(&base, OpenMode::ReadOnly, &Params::new());
+    assert_eq!(error.kind(), ErrorKind::BrokenData, "{error}");
+    assert!(error.message().contains("shard 1 of 3"), "{error}");
+    assert!(error.message().contains("HashDbm"), "{error}");
+}
+
+#[test]
+fn a_shard_with_another_codec_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kuh");
+    make_set(&base, 3, &Params::new().with("record_comp", "zstd"));
+    let intruder = shard_path(&base, 2, 3);
+    std::fs::remove_file(&intruder).unwrap();
+    HashDbm::open(&intruder, OpenMode::Create, &Params::new().with("record_comp", "lz4")).unwrap().close().unwrap();
+    let error = open_error(&base, OpenMode::Write, &Params::new());
+    assert_eq!(error.kind(), ErrorKind::BrokenData, "{error}");
+    assert!(error.message().contains("record_comp is lz4 but shard 0's is zstd"), "{error}");
+}
+
+#[test]
+fn num_shards_contradicting_the_files_and_absent_sets_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kuh");
+    let error = open_error(&base, OpenMode::ReadOnly, &Params::new().with("num_shards", 4));
+    assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+    make_set(&base, 4, &Params::new());
+    let error = open_error(&base, OpenMode::Write, &Params::new().with("num_shards", 8));
+    assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
+    for bad in ["0", "100000", "x"] {
+        let error = open_error(&dir.path().join("new.kuh"), OpenMode::Create, &Params::new().with("num_shards", bad));
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{bad}: {error}");
+    }
+    let error = open_error(&dir.path().join("x.kus"), OpenMode::Create, &Params::new().with("inner_engine", "shard"));
+    assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
+    let single = dir.path().join("single.kuh");
+    HashDbm::open(&single, OpenMode::Create, &Params::new()).unwrap().close().unwrap();
+    let error = open_error(&single, OpenMode::Create, &Params::new().with("num_shards", 2));
+    assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
+    assert!(kura::shard_dbm::find_set(&single).unwrap().is_none(), "no shard was made beside it");
+}
+
+#[test]
+fn restore_salvages_every_shard_into_a_new_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kut");
+    make_set(&base, 3, &Params::new());
+    let dest = dir.path().join("new.kut");
+    assert_eq!(ShardDbm::restore_set(&base, &dest).unwrap(), 100);
+    let db = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert_eq!(db.count().unwrap(), 100);
+    assert_eq!(db.get(b"k42").unwrap(), b"v");
+}
