@@ -82,7 +82,9 @@ impl HashDbm {
                     let (index, hash, chain) = (lookup.index, lookup.hash, chain_of(lookup)?);
                     match storage.find(chain, lookup.key, hash)? {
                         Some(found) if is_live(&found) => {
-                            storage.visit_value(chain, found.offset, &found.header, hash, |value| visit(index, Some(value)))?
+                            storage.visit_value(chain, found.offset, &found.header, hash, |value| {
+                                visit(index, Some(value))
+                            })?
                         }
                         _ => visit(index, None),
                     }
