@@ -10,10 +10,12 @@
 //! - `hash_dbm/`: HashDbm, the file hash database (`.kuh`);
 //! - `tree_dbm/`: TreeDbm, the ordered file B+ tree database (`.kut`);
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
-//!   `.kumc`), with the two hash tables and the B+ tree they are built on.
+//!   `.kumc`), with the two hash tables and the B+ tree they are built on;
+//! - `compact_dbm/`: CompactDbm, records kept serialized and compressed in buckets (`.kumz`).
 
 pub mod batch;
 pub mod codec;
+pub mod compact_dbm;
 pub mod dbm;
 pub mod error;
 pub mod file;
@@ -27,6 +29,7 @@ pub mod tree_dbm;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use codec::{Codec, CodecKind};
+pub use compact_dbm::CompactDbm;
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};
 pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;
