@@ -3,7 +3,8 @@
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
-# Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
+# Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py) and
+# BENCH_COMPACT_RECORDS=100000 (CompactDbm's density table, bench/compact.py).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -89,6 +90,7 @@ bench: build venv dictionary python
 	$(VENV)/bin/python bench/run.py
 	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
+	$(VENV)/bin/python bench/compact.py all
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
 scale: build venv
