@@ -12,7 +12,8 @@ Maps: CompactDbm with each codec and a few bucket sizes, TinyDbm and HashMap<Vec
 (crates/kura-bench/src/compact/, `kura-compact-bench run`), Tkrzw's TinyDBM
 (bench/tkrzw_tiny.cc) and a Python dict of bytes (below). Data sets: the dictionary TSV
 (`make dictionary`), 10M short records (12-byte keys, 20-60 byte values), and the 1M `%08d`
-sequence. Bytes per record = resident-set growth over the load / records.
+sequence. Bytes per record = resident-set growth over the load / records, each resident set
+taken after glibc's malloc_trim (memory the load freed again is not the map's).
 
 Environment: BENCH_COMPACT_RECORDS caps the records of every data set (the small-size switch,
 e.g. 100000); BENCH_ITER sets gets per thread per phase (default 1000000; sets are a fifth).
@@ -61,8 +62,10 @@ TARGETS = [
 
 # The Python dict contender, run as its own process on the same TSV.
 PYTHON_DICT = r"""
-import json, random, sys, time
+import ctypes, json, random, sys, time
+libc = ctypes.CDLL("libc.so.6")
 def rss():
+    libc.malloc_trim(0)
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
 path, limit, gets, sets = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
