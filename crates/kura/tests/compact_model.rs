@@ -218,6 +218,14 @@ fn a_rebuild_without_a_count_sizes_buckets_for_the_records_and_should_be_rebuilt
     assert_eq!(property(&properties, "bucket_comp"), "lz4");
     assert_eq!(dbm.get(b"00012345").unwrap(), b"value 12345");
     assert_eq!(dbm.count().unwrap(), 20000);
+    dbm.rebuild(&Params::parse("bucket_records=4").unwrap()).unwrap();
+    let properties = dbm.inspect().unwrap();
+    assert_eq!(
+        property(&properties, "num_buckets"),
+        (5000u64.div_ceil(256) * 256).to_string(),
+        "sized for the records held"
+    );
+    assert_eq!(dbm.get(b"00012345").unwrap(), b"value 12345");
 }
 
 #[test]

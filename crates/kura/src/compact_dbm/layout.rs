@@ -74,7 +74,8 @@ pub fn train_on_batch(dbm: &CompactDbm, batch: &WriteBatch) -> Result<()> {
 pub fn rebuild(dbm: &CompactDbm, options: &Options) -> Result<()> {
     let mut layout = dbm.layout.lock();
     let records: u64 = dbm.groups.iter().map(|cell| cell.lock.read().records).sum();
-    layout.buckets_per_group = options.buckets_per_group.unwrap_or_else(|| options::buckets_per_group_for(records));
+    layout.buckets_per_group =
+        options.buckets_per_group(records).unwrap_or_else(|| options::buckets_per_group_for(records));
     if let Some(size) = options.dict_size {
         layout.dictionary_size = size;
     }

@@ -71,7 +71,9 @@ impl CompactDbm {
             }
             None => {
                 let codec = Arc::new(Codec::new(options.codec.unwrap_or(options::DEFAULT_CODEC), Vec::new())?);
-                let per_group = options.buckets_per_group.unwrap_or_else(options::default_buckets_per_group);
+                let per_group = options
+                    .buckets_per_group(options::DEFAULT_EXPECTED_RECORDS)
+                    .unwrap_or_else(|| options::buckets_per_group_for(options::DEFAULT_EXPECTED_RECORDS));
                 let groups = (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&codec), per_group)).collect();
                 (codec, per_group, groups)
             }

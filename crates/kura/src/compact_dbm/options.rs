@@ -34,8 +34,9 @@ pub const MAX_VALUE_LEN: usize = 1 << 26;
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub codec: Option<CodecKind>,
-    /// Buckets per group (the bucket count divided by `NUM_GROUPS`, rounded up).
-    pub buckets_per_group: Option<usize>,
+    num_buckets: Option<u64>,
+    expected_records: Option<u64>,
+    bucket_records: Option<u64>,
     pub cache_bytes: Option<u64>,
     pub dict_size: Option<usize>,
 }
@@ -44,21 +45,13 @@ impl Options {
     pub fn parse(params: &Params) -> Result<Options> {
         params.check_known("CompactDbm", PARAMS)?;
         let codec = params.get("bucket_comp").map(CodecKind::from_name).transpose()?;
-        let num_buckets = match params.get_u64("num_buckets")? {
-            Some(n) => Some(n),
-            None => {
-                let expected = params.get_u64("expected_records")?;
-                let per_bucket = params.get_u64("bucket_records")?;
-                if per_bucket == Some(0) {
-                    return Err(Error::invalid("bucket_records must be at least 1"));
-                }
-                (expected.is_some() || per_bucket.is_some()).then(|| {
-                    expected.unwrap_or(DEFAULT_EXPECTED_RECORDS).div_ceil(per_bucket.unwrap_or(DEFAULT_BUCKET_RECORDS))
-                })
-            }
-        };
+        let num_buckets = params.get_u64("num_buckets")?;
         if num_buckets.is_some_and(|n| n > MAX_BUCKETS) {
             return Err(Error::invalid(format!("num_buckets: at most {MAX_BUCKETS}")));
+        }
+        let bucket_records = params.get_u64("bucket_records")?;
+        if bucket_records == Some(0) {
+            return Err(Error::invalid("bucket_records must be at least 1"));
         }
         let dict_size = params
             .get_u64("dict_size")?
@@ -66,21 +59,32 @@ impl Options {
             .transpose()?;
         Ok(Options {
             codec,
-            buckets_per_group: num_buckets.map(buckets_per_group),
+            num_buckets,
+            expected_records: params.get_u64("expected_records")?,
+            bucket_records,
             cache_bytes: params.get_u64("cache_bytes")?,
             dict_size,
         })
+    }
+
+    /// Buckets per group from `num_buckets`, or from `expected_records` (else `records`) and
+    /// `bucket_records` (else the default) when either is given; None when none is.
+    pub fn buckets_per_group(&self, records: u64) -> Option<usize> {
+        if let Some(n) = self.num_buckets {
+            return Some(buckets_per_group(n));
+        }
+        if self.expected_records.is_none() && self.bucket_records.is_none() {
+            return None;
+        }
+        let expected = self.expected_records.unwrap_or(records);
+        let per_bucket = self.bucket_records.unwrap_or(DEFAULT_BUCKET_RECORDS);
+        Some(buckets_per_group(expected.div_ceil(per_bucket).min(MAX_BUCKETS)))
     }
 }
 
 /// Buckets per group for a bucket count: at least one bucket a group.
 pub fn buckets_per_group(num_buckets: u64) -> usize {
     usize::try_from(num_buckets.div_ceil(NUM_GROUPS as u64).max(1)).unwrap_or(usize::MAX)
-}
-
-/// Buckets per group when nothing is given: sized for the default record count.
-pub fn default_buckets_per_group() -> usize {
-    buckets_per_group(DEFAULT_EXPECTED_RECORDS / DEFAULT_BUCKET_RECORDS)
 }
 
 /// Buckets per group sized for `records` records at the default bucket size.
