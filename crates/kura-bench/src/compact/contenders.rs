@@ -8,13 +8,9 @@ use kura::{CompactDbm, Dbm, Params, TinyDbm, WriteBatch};
 use super::dataset::Records;
 
 pub trait Table: Sync {
-    /// Work done before the memory baseline is taken: CompactDbm's bulk batch is built here,
-    /// so that its copy of the records is not counted as the map's memory.
-    fn prepare(&mut self, _records: &Records) {}
-    /// Stores every record (timed).
-    fn load(&mut self, records: &Records) -> kura::Result<()>;
-    /// Drops what `prepare` built (after the memory is measured).
-    fn release(&mut self) {}
+    /// Stores every record (timed): from `batch` in one bulk batch where the map takes one,
+    /// else record by record.
+    fn load(&mut self, records: &Records, batch: Option<&WriteBatch>) -> kura::Result<()>;
     fn get(&self, key: &[u8]) -> bool;
     /// One set from one thread.
     fn set(&mut self, key: &[u8], value: &[u8]) -> kura::Result<()>;
@@ -34,7 +30,7 @@ pub struct PlainHashMap {
 }
 
 impl Table for PlainHashMap {
-    fn load(&mut self, records: &Records) -> kura::Result<()> {
+    fn load(&mut self, records: &Records, _batch: Option<&WriteBatch>) -> kura::Result<()> {
         for (key, value) in records {
             self.map.insert(key.clone(), value.clone());
         }
@@ -49,23 +45,25 @@ impl Table for PlainHashMap {
     }
 }
 
-/// Any Kura engine, loaded record by record or, with a batch, in one bulk batch.
+/// Any Kura engine.
 pub struct Engine<D: Dbm> {
     pub dbm: D,
-    pub bulk: bool,
-    batch: Option<WriteBatch>,
 }
 
-impl<D: Dbm> Engine<D> {
-    pub fn new(dbm: D, bulk: bool) -> Engine<D> {
-        Engine { dbm, bulk, batch: None }
+/// The bulk batch of every record, built before the memory baseline so that its copy of the
+/// records is not counted as the map's.
+pub fn bulk_batch(records: &Records) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    for (key, value) in records {
+        batch.set(key, value);
     }
+    batch
 }
 
 pub fn tiny(records: u64) -> kura::Result<Engine<TinyDbm>> {
     // Cells for every record from the start, as Tkrzw's TinyDBM is given its bucket count.
     let params = Params::new().with("num_buckets", records.max(1024) * 4 / 3);
-    Ok(Engine::new(TinyDbm::new(&params)?, false))
+    Ok(Engine { dbm: TinyDbm::new(&params)? })
 }
 
 pub fn compact(records: u64, codec: &str, bucket_records: u64) -> kura::Result<Engine<CompactDbm>> {
@@ -73,27 +71,15 @@ pub fn compact(records: u64, codec: &str, bucket_records: u64) -> kura::Result<E
         .with("bucket_comp", codec)
         .with("expected_records", records.max(1))
         .with("bucket_records", bucket_records);
-    Ok(Engine::new(CompactDbm::new(&params)?, true))
+    Ok(Engine { dbm: CompactDbm::new(&params)? })
 }
 
 impl<D: Dbm> Table for Engine<D> {
-    fn prepare(&mut self, records: &Records) {
-        if self.bulk {
-            let mut batch = WriteBatch::new();
-            for (key, value) in records {
-                batch.set(key, value);
-            }
-            self.batch = Some(batch);
-        }
-    }
-    fn load(&mut self, records: &Records) -> kura::Result<()> {
-        match &self.batch {
+    fn load(&mut self, records: &Records, batch: Option<&WriteBatch>) -> kura::Result<()> {
+        match batch {
             Some(batch) => self.dbm.write_batch(batch),
             None => records.iter().try_for_each(|(key, value)| self.dbm.set(key, value, true)),
         }
-    }
-    fn release(&mut self) {
-        self.batch = None;
     }
     fn get(&self, key: &[u8]) -> bool {
         let mut found = false;
