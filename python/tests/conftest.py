@@ -17,6 +17,7 @@ ENGINES = [
     pytest.param(("kumt", {}), id="tiny"),
     pytest.param(("kumb", {}), id="baby"),
     pytest.param(("kumc", {"cap_rec_num": 1_000_000}), id="cache"),
+    pytest.param(("kumz", {"num_buckets": 256}), id="compact"),
 ]
 
 # Engines that keep keys in order.

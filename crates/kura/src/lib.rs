@@ -14,13 +14,18 @@
 //! - `memory_dbm/`: TinyDbm, BabyDbm and CacheDbm, the in-memory engines (`.kumt`, `.kumb`,
 //!   `.kumc`), with the two hash tables and the B+ tree they are built on;
 //! - `shard_dbm/`: ShardDbm, N databases of another engine split by key hash;
+//! - `compact_dbm/`: CompactDbm, records kept serialized and compressed in buckets (`.kumz`);
 //! - `import/`: the parallel bulk loader of TSV and JSON lines (`kura import`).
 
 #![deny(missing_docs)]
 
 pub mod batch;
 pub mod codec;
+pub mod compact_dbm;
 pub mod dbm;
+#[cfg(feature = "internals")]
+pub mod encoding;
+#[cfg(not(feature = "internals"))]
 mod encoding;
 pub mod error;
 mod file;
@@ -43,6 +48,7 @@ pub mod tree_dbm;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use codec::{Codec, CodecKind};
+pub use compact_dbm::CompactDbm;
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};
 pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::compact_dbm::CompactDbm;
 use crate::dbm::{Dbm, OpenMode, Params};
 use crate::error::{Error, Result};
 use crate::hash_dbm::HashDbm;
@@ -130,6 +131,11 @@ fn hash_import_params(records: u64) -> Params {
     Params::new().with("num_buckets", records.max(MIN_IMPORT_BUCKETS))
 }
 
+/// CompactDbm sized for the records to come: its bucket count is fixed until a rebuild.
+fn compact_sized_params(records: u64) -> Params {
+    Params::new().with("expected_records", records.max(1))
+}
+
 /// Every engine, in the order help texts list them.
 pub static ENGINES: &[Engine] = &[
     Engine {
@@ -211,6 +217,19 @@ pub static ENGINES: &[Engine] = &[
         import_params: no_params,
         open: |path, mode, params| Ok(Box::new(ShardDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(ShardDbm::restore_set),
+    },
+    Engine {
+        name: "compact",
+        class: "CompactDbm",
+        extension: "kumz",
+        storage: Storage::Memory,
+        ordered: false,
+        summary: "in-memory map of compressed buckets: many times denser than a hash table, snapshot file",
+        params: CompactDbm::PARAMS,
+        bench_params: compact_sized_params,
+        import_params: compact_sized_params,
+        open: |path, mode, params| Ok(Box::new(CompactDbm::open(path, mode, params)?)),
+        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
     },
 ];
 

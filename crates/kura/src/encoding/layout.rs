@@ -74,18 +74,22 @@ impl<const N: usize> HeaderBytes<N> {
         }
     }
 
+    /// Writes a one-byte field.
     pub fn put_u8(&mut self, field: Field, value: u8) {
         self.put(field, &[value]);
     }
 
+    /// Writes a little-endian `u16` field.
     pub fn put_u16(&mut self, field: Field, value: u16) {
         self.put(field, &value.to_le_bytes());
     }
 
+    /// Writes a little-endian `u32` field.
     pub fn put_u32(&mut self, field: Field, value: u32) {
         self.put(field, &value.to_le_bytes());
     }
 
+    /// Writes a little-endian `u64` field.
     pub fn put_u64(&mut self, field: Field, value: u64) {
         self.put(field, &value.to_le_bytes());
     }
@@ -95,18 +99,22 @@ impl<const N: usize> HeaderBytes<N> {
         <[u8; W]>::try_from(self.get(field)).unwrap_or([0; W])
     }
 
+    /// Reads a one-byte field.
     pub fn u8(&self, field: Field) -> u8 {
         u8::from_le_bytes(self.array(field))
     }
 
+    /// Reads a little-endian `u16` field.
     pub fn u16(&self, field: Field) -> u16 {
         u16::from_le_bytes(self.array(field))
     }
 
+    /// Reads a little-endian `u32` field.
     pub fn u32(&self, field: Field) -> u32 {
         u32::from_le_bytes(self.array(field))
     }
 
+    /// Reads a little-endian `u64` field.
     pub fn u64(&self, field: Field) -> u64 {
         u64::from_le_bytes(self.array(field))
     }
@@ -116,10 +124,12 @@ impl<const N: usize> HeaderBytes<N> {
         self.bytes.get(..field.offset).unwrap_or_default()
     }
 
+    /// The header's bytes.
     pub fn as_bytes(&self) -> &[u8; N] {
         &self.bytes
     }
 
+    /// The header's bytes, by value.
     pub fn into_bytes(self) -> [u8; N] {
         self.bytes
     }

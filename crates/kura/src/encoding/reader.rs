@@ -15,6 +15,7 @@ pub struct ByteReader<'a> {
 }
 
 impl<'a> ByteReader<'a> {
+    /// A reader at the start of `bytes`; `what` names them in errors.
     pub fn new(bytes: &'a [u8], what: &'static str) -> ByteReader<'a> {
         ByteReader { bytes, position: 0, what }
     }
@@ -28,6 +29,7 @@ impl<'a> ByteReader<'a> {
         self.bytes.len().saturating_sub(self.position)
     }
 
+    /// Whether every byte was read.
     pub fn is_at_end(&self) -> bool {
         self.remaining() == 0
     }
@@ -76,6 +78,7 @@ impl<'a> ByteReader<'a> {
         <[u8; N]>::try_from(taken).map_err(|_| self.broken("truncated"))
     }
 
+    /// The next 8 bytes as a little-endian `u64`.
     pub fn u64_le(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.array()?))
     }

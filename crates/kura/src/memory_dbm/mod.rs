@@ -11,21 +11,22 @@
 //! CacheDbm's `policy=tinylfu` admission), `slotted.rs` (what the sharded engines share: the
 //! reads of a slot's table and the cursor), `slot_group.rs` (a group of keys of a batched lookup, planned by slot), `snapshot.rs` (the file format), `backing.rs` (what
 //! all three share about their life: open modes, atomic write-back, closed state, `inspect`'s
-//! common properties).
+//! common properties; CompactDbm in `compact_dbm/` reuses `backing.rs`, `snapshot.rs`,
+//! `key_hash.rs` and the lock padding of `slotted.rs`).
 
 mod baby;
-mod backing;
+pub(crate) mod backing;
 mod btree;
 mod cache;
 mod chained_table;
-mod key_hash;
+pub(crate) mod key_hash;
 mod lru;
 mod open_table;
 mod record;
 mod sketch;
 mod slot_group;
-mod slotted;
-mod snapshot;
+pub(crate) mod slotted;
+pub(crate) mod snapshot;
 mod tiny;
 
 pub use baby::{BabyCursor, BabyDbm};

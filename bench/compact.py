@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""CompactDbm's density benchmark (issue 16): bytes per record against get and set QPS.
+
+Two steps:
+  measure  runs every map on every data set, one process per map so that nothing else moves
+           its resident set, and writes bench/results/compact.json;
+  report   reads ONLY that JSON and writes bench/results/compact.md (tables, ratios against the
+           HashMap and TinyDbm measured in the same run, the targets) and compact.png (bytes
+           per record against get QPS: the curve bucket size moves CompactDbm along).
+
+Maps: CompactDbm with each codec and a few bucket sizes, TinyDbm and HashMap<Vec<u8>,Vec<u8>>
+(crates/kura-bench/src/compact/, `kura-compact-bench run`), Tkrzw's TinyDBM
+(bench/tkrzw_tiny.cc) and a Python dict of bytes (below). Data sets: the dictionary TSV
+(`make dictionary`), 10M short records (12-byte keys, 20-60 byte values), and the 1M `%08d`
+sequence. Bytes per record = resident-set growth over the load / records, each resident set
+taken after glibc's malloc_trim (memory the load freed again is not the map's).
+
+Environment: BENCH_COMPACT_RECORDS caps the records of every data set (the small-size switch,
+e.g. 100000); BENCH_ITER sets gets per thread per phase (default 1000000; sets are a fifth).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "bench", "data")
+WORK = os.path.join(DATA, "work")
+RESULTS = os.path.join(ROOT, "bench", "results")
+TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+DRIVER = os.path.join(TARGET, "release", "kura-compact-bench")
+TKRZW_TINY = os.path.join(WORK, "tkrzw_tiny")
+
+# CompactDbm settings measured: (codec, records per bucket). The default is zstd, 16.
+COMPACT_SETTINGS = [("none", 16), ("lz4", 4), ("lz4", 16), ("lz4", 64), ("zstd", 4), ("zstd", 16),
+                    ("zstd", 64), ("zstd-dict", 16), ("zstd-dict", 64)]
+PEERS = ["hashmap", "tiny", "tkrzw-tiny", "python-dict"]
+# Data sets: name -> (title, how it is made, full record count).
+DATASETS = {
+    "dictionary": ("dictionary (WordNet + EDICT JSON)", None, None),
+    "short": ("short records (12-byte keys, 20-60 byte values)", "short", 10_000_000),
+    "seq": ("`%08d` sequence", "seq", 1_000_000),
+}
+
+# Targets of issue 16, as data. metric: `raw_fraction` (memory / raw bytes), `bytes_vs` (the
+# peer's bytes per record / the subject's), a QPS field, or `scaling` (get_qps_2 / get_qps_1).
+TARGETS = [
+    {"data": "dictionary", "subject": "compact:zstd-dict:16", "metric": "raw_fraction", "at_most": 0.30},
+    {"data": "dictionary", "subject": "compact:zstd-dict:16", "metric": "get_qps_1", "at_least": 300_000},
+    {"data": "dictionary", "subject": "compact:zstd-dict:16", "metric": "scaling", "at_least": 1.8},
+    {"data": "short", "subject": "compact:zstd:16", "metric": "bytes_vs", "peer": "hashmap", "at_least": 5.0},
+    {"data": "short", "subject": "compact:zstd:16", "metric": "bytes_vs", "peer": "tiny", "at_least": 3.0},
+    {"data": "short", "subject": "compact:zstd:16", "metric": "get_qps_1", "at_least": 500_000},
+    {"data": "short", "subject": "compact:lz4:4", "metric": "bytes_vs", "peer": "tiny", "at_least": 2.0},
+    {"data": "short", "subject": "compact:lz4:4", "metric": "get_qps_1", "at_least": 1_000_000},
+    {"data": "dictionary", "subject": "compact:zstd:16", "metric": "set_qps_1", "at_least": 100_000},
+]
+
+# The Python dict contender, run as its own process on the same TSV.
+PYTHON_DICT = r"""
+import ctypes, json, random, sys, time
+libc = ctypes.CDLL("libc.so.6")
+def rss():
+    libc.malloc_trim(0)
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+path, limit, gets, sets = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+records = []
+with open(path, "rb") as f:
+    for line in f:
+        if len(records) >= limit:
+            break
+        key, sep, value = line.rstrip(b"\n").partition(b"\t")
+        if sep:
+            records.append((key, value))
+keys = [k for k, _ in records]
+order = list(range(len(records)))
+random.Random(0x6b757261).shuffle(order)
+before = rss()
+started = time.perf_counter()
+table = {}
+for key, value in records:
+    table[bytes(bytearray(key))] = bytes(bytearray(value))
+load = len(records) / (time.perf_counter() - started)
+grown = rss() - before
+gets = max(1, min(gets, 2 * len(records)))
+started = time.perf_counter()
+n = len(order)
+for i in range(gets):
+    table[keys[order[i % n]]]
+get_qps = gets / (time.perf_counter() - started)
+sets = max(1, min(sets, n))
+started = time.perf_counter()
+for i in range(sets):
+    index = order[i % n]
+    table[keys[index]] = records[(index + 1) % n][1]
+set_qps = sets / (time.perf_counter() - started)
+print(json.dumps({"contender": "python-dict", "records": n, "rss_growth": grown,
+                  "bytes_per_record": grown / n, "load_qps": load, "get_qps_1": get_qps,
+                  "set_qps_1": set_qps, "raw_bytes": sum(len(k) + len(v) for k, v in records)}))
+"""
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"compact: {' '.join(command)} failed ({result.returncode}):\n"
+                 f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return json.loads([line for line in result.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "-p", "kura-bench", "--bin", "kura-compact-bench"],
+                   check=True, cwd=ROOT)
+    os.makedirs(WORK, exist_ok=True)
+    source = os.path.join(ROOT, "bench", "tkrzw_tiny.cc")
+    if not os.path.exists(TKRZW_TINY) or os.path.getmtime(TKRZW_TINY) < os.path.getmtime(source):
+        cflags = subprocess.run(["pkg-config", "--cflags", "tkrzw"], capture_output=True,
+                                text=True).stdout.split()
+        subprocess.run(["g++", "-O2", "-std=c++17", *cflags, source, "-o", TKRZW_TINY, "-ltkrzw",
+                        "-lpthread"], check=True)
+
+
+def dataset_path(name, cap):
+    """The TSV of a data set, generated if needed; None when it cannot be had."""
+    title, kind, full = DATASETS[name]
+    if kind is None:
+        path = os.path.join(DATA, "dictionary.tsv")
+        return path if os.path.exists(path) else None
+    records = min(full, cap)
+    path = os.path.join(WORK, f"compact-{kind}-{records}.tsv")
+    if not os.path.exists(path):
+        subprocess.run([DRIVER, "generate", "--kind", kind, "--records", str(records), "--out", path],
+                       check=True)
+    return path
+
+
+def contender_id(row):
+    if row["contender"] == "compact":
+        return f"compact:{row['codec']}:{row['bucket_records']}"
+    return row["contender"]
+
+
+def measure(out):
+    cap = env_int("BENCH_COMPACT_RECORDS", 10**12)
+    gets = env_int("BENCH_ITER", 1_000_000)
+    sets = max(1, gets // 5)
+    build()
+    rows = []
+    for name in DATASETS:
+        path = dataset_path(name, cap)
+        if path is None:
+            print(f"compact: no {name} data set (make dictionary), skipped", file=sys.stderr)
+            continue
+        limit = str(min(cap, 2**63 - 1))
+        commands = [[DRIVER, "run", "--data", path, "--contender", "compact", "--codec", codec,
+                     "--bucket-records", str(size), "--limit", limit, "--gets", str(gets),
+                     "--sets", str(sets)] for codec, size in COMPACT_SETTINGS]
+        commands += [[DRIVER, "run", "--data", path, "--contender", peer, "--limit", limit,
+                      "--gets", str(gets), "--sets", str(sets)] for peer in ("hashmap", "tiny")]
+        if cap >= 10**12:
+            commands.append([TKRZW_TINY, path, str(gets), str(sets)])
+        else:
+            # tkrzw_tiny reads the whole file: give it a capped copy.
+            capped = os.path.join(WORK, f"compact-{name}-cap{cap}.tsv")
+            with open(path, "rb") as source, open(capped, "wb") as target:
+                for i, line in enumerate(source):
+                    if i >= cap:
+                        break
+                    target.write(line)
+            commands.append([TKRZW_TINY, capped, str(gets), str(sets)])
+        commands.append([sys.executable, "-c", PYTHON_DICT, path, limit, str(gets), str(sets)])
+        for command in commands:
+            row = run(command)
+            row["dataset"] = name
+            row["id"] = contender_id(row)
+            print(f"compact: {name} {row['id']}: {row['bytes_per_record']:.1f} B/record, "
+                  f"get {row['get_qps_1']:.0f} QPS", file=sys.stderr)
+            rows.append(row)
+    document = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "machine": platform.platform(), "cpus": os.cpu_count(),
+                "records_cap": cap, "gets_per_thread": gets, "sets_per_thread": sets, "rows": rows}
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(document, f, indent=1)
+
+
+def find(rows, data, ident):
+    return next((r for r in rows if r["dataset"] == data and r["id"] == ident), None)
+
+
+def metric_value(rows, target):
+    row = find(rows, target["data"], target["subject"])
+    if row is None:
+        return None
+    metric = target["metric"]
+    if metric == "raw_fraction":
+        return row["rss_growth"] / max(1, row["raw_bytes"])
+    if metric == "scaling":
+        return row["get_qps_2"] / max(1e-9, row["get_qps_1"])
+    if metric == "bytes_vs":
+        peer = find(rows, target["data"], target["peer"])
+        return None if peer is None else peer["bytes_per_record"] / max(1e-9, row["bytes_per_record"])
+    return row.get(metric)
+
+
+def fmt_qps(value):
+    return "-" if value is None else f"{value / 1000:,.0f}k"
+
+
+def report(source, md, png):
+    with open(source) as f:
+        document = json.load(f)
+    rows = document["rows"]
+    lines = [f"# CompactDbm density ({document['date']})", "",
+             f"Machine: {document['machine']}, {document['cpus']} CPUs. Records per data set capped at "
+             f"{document['records_cap']:,}; {document['gets_per_thread']:,} gets and "
+             f"{document['sets_per_thread']:,} sets per thread per phase. Bytes per record is the "
+             "process's resident-set growth over the load divided by the records (one process "
+             "per map); ratios are against the HashMap and TinyDbm of the same run. Each map "
+             "ran once, one after the other.", ""]
+    for name, (title, _, _) in DATASETS.items():
+        data_rows = [r for r in rows if r["dataset"] == name]
+        if not data_rows:
+            continue
+        hashmap, tiny = find(rows, name, "hashmap"), find(rows, name, "tiny")
+        first = data_rows[0]
+        lines += [f"## {title}", "",
+                  f"{first['records']:,} records, {first['raw_bytes'] / first['records']:.1f} raw bytes "
+                  "a record.", "",
+                  "| map | bytes/record | x raw | HashMap / it | TinyDbm / it | get 1T | get 2T | "
+                  "set 1T | set 2T |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in data_rows:
+            per = r["bytes_per_record"]
+            vs = lambda peer: "-" if peer is None else f"{peer['bytes_per_record'] / max(per, 1e-9):.2f}x"
+            lines.append(f"| {r['id']} | {per:.1f} | {r['rss_growth'] / max(1, r['raw_bytes']):.2f} | "
+                         f"{vs(hashmap)} | {vs(tiny)} | {fmt_qps(r.get('get_qps_1'))} | "
+                         f"{fmt_qps(r.get('get_qps_2'))} | {fmt_qps(r.get('set_qps_1'))} | "
+                         f"{fmt_qps(r.get('set_qps_2'))} |")
+        lines.append("")
+    lines += ["## Targets (issue 16)", "", "| data | map | metric | target | measured | met |",
+              "|---|---|---|---:|---:|---|"]
+    for target in TARGETS:
+        value = metric_value(rows, target)
+        bound = target.get("at_least", target.get("at_most"))
+        sign = ">=" if "at_least" in target else "<="
+        met = "-" if value is None else ("yes" if (value >= bound if sign == ">=" else value <= bound) else "NO")
+        metric = target["metric"] + (f" ({target['peer']})" if "peer" in target else "")
+        shown = "-" if value is None else (f"{value:,.0f}" if value > 1000 else f"{value:.2f}")
+        lines.append(f"| {target['data']} | {target['subject']} | {metric} | {sign} {bound:,} | {shown} | {met} |")
+    lines.append("")
+    with open(md, "w") as f:
+        f.write("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("compact: matplotlib missing, no plot", file=sys.stderr)
+        return
+    names = [n for n in DATASETS if any(r["dataset"] == n for r in rows)]
+    figure, axes = plt.subplots(1, max(1, len(names)), figsize=(6 * max(1, len(names)), 5), squeeze=False)
+    for axis, name in zip(axes[0], names):
+        data_rows = [r for r in rows if r["dataset"] == name]
+        codecs = sorted({r["codec"] for r in data_rows if r["contender"] == "compact"})
+        for codec in codecs:
+            curve = sorted((r for r in data_rows if r.get("codec") == codec), key=lambda r: r["bucket_records"])
+            axis.plot([r["bytes_per_record"] for r in curve], [r["get_qps_1"] for r in curve], "o-",
+                      label=f"CompactDbm {codec}")
+            for r in curve:
+                axis.annotate(str(r["bucket_records"]), (r["bytes_per_record"], r["get_qps_1"]), fontsize=7)
+        for r in data_rows:
+            if r["contender"] != "compact":
+                axis.plot([r["bytes_per_record"]], [r["get_qps_1"]], "s", label=r["id"])
+        axis.set_title(DATASETS[name][0], fontsize=9)
+        axis.set_xlabel("bytes per record (RSS growth / records)")
+        axis.set_ylabel("gets per second, 1 thread")
+        axis.set_xscale("log")
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(png, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=["measure", "report", "all"])
+    parser.add_argument("--json", default=os.path.join(RESULTS, "compact.json"))
+    parser.add_argument("--md", default=os.path.join(RESULTS, "compact.md"))
+    parser.add_argument("--png", default=os.path.join(RESULTS, "compact.png"))
+    args = parser.parse_args()
+    if args.step in ("measure", "all"):
+        measure(args.json)
+    if args.step in ("report", "all"):
+        report(args.json, args.md, args.png)
+
+
+if __name__ == "__main__":
+    main()

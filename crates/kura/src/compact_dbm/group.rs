@@ -1,0 +1,161 @@
+//! A lock group: a run of buckets behind one reader-writer lock, with the codec they are
+//! encoded with, the counters `inspect` reports, and its decoded-bucket cache.
+//!
+//! A key's group is chosen by the high half of its hash and its bucket within the group by
+//! the low half (with the group's own bucket count, read under the group's lock), so a
+//! rebuild can re-bucket or re-encode one group at a time while the others serve.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::block::{self, heap_size, Block};
+use super::bucket::{self, Edit};
+use super::cache::DecodedCache;
+use crate::codec::Codec;
+use crate::error::{Error, Result};
+
+pub struct Group {
+    pub codec: Arc<Codec>,
+    pub blocks: Vec<Block>,
+    pub records: u64,
+    /// Sum of the raw bucket sizes.
+    pub raw_bytes: u64,
+    /// Sum of the block sizes.
+    pub stored_bytes: u64,
+    /// What the allocator holds for the blocks.
+    pub heap_bytes: u64,
+}
+
+/// A group and its cache; the cache has its own small lock, taken under the group's read
+/// lock by gets and under its write lock by writes.
+pub struct GroupCell {
+    pub lock: RwLock<Group>,
+    pub cache: Mutex<DecodedCache>,
+}
+
+/// Buffers a thread reuses from operation to operation.
+#[derive(Default)]
+pub struct Scratch {
+    pub decoded: Vec<u8>,
+    pub merged: Vec<u8>,
+    pub frame: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's scratch buffers (fresh ones if they are in use, as when a
+/// callback of one database reads another).
+pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
+/// The bucket within a group of `hash`, among `count` buckets (multiply-shift on the low half).
+#[inline]
+pub fn bucket_in_group(hash: u64, count: usize) -> usize {
+    (((hash & 0xffff_ffff) * count as u64) >> 32) as usize
+}
+
+fn missing_bucket() -> Error {
+    Error::broken("compact: bucket index out of range")
+}
+
+impl Group {
+    pub fn new(codec: Arc<Codec>, buckets: usize) -> Group {
+        let blocks = std::iter::repeat_with(Block::default).take(buckets).collect();
+        Group { codec, blocks, records: 0, raw_bytes: 0, stored_bytes: 0, heap_bytes: 0 }
+    }
+
+    #[inline]
+    pub fn bucket_of(&self, hash: u64) -> usize {
+        bucket_in_group(hash, self.blocks.len())
+    }
+
+    pub fn block(&self, bucket: usize) -> Result<&[u8]> {
+        self.blocks.get(bucket).map(|b| &b[..]).ok_or_else(missing_bucket)
+    }
+
+    /// Puts `new` in place of bucket `bucket`'s block, whose record count changed by
+    /// `delta`, and updates the counters.
+    pub fn install(&mut self, bucket: usize, new: Block, delta: i64) -> Result<()> {
+        let slot = self.blocks.get_mut(bucket).ok_or_else(missing_bucket)?;
+        let old = std::mem::replace(slot, new);
+        let new = &self.blocks.get(bucket).ok_or_else(missing_bucket)?[..];
+        self.raw_bytes = (self.raw_bytes + block::raw_len(new) as u64).saturating_sub(block::raw_len(&old) as u64);
+        self.stored_bytes = (self.stored_bytes + new.len() as u64).saturating_sub(old.len() as u64);
+        self.heap_bytes = (self.heap_bytes + heap_size(new.len()) as u64).saturating_sub(heap_size(old.len()) as u64);
+        self.records = self.records.saturating_add_signed(delta);
+        Ok(())
+    }
+
+    /// Applies `edits` (sorted by key, each key once) to bucket `bucket`: decodes it once,
+    /// merges, encodes once.
+    pub fn apply_edits(&mut self, bucket: usize, edits: &[Edit<'_>], scratch: &mut Scratch) -> Result<()> {
+        let Scratch { decoded, merged, frame } = scratch;
+        let raw = block::decode(&self.codec, self.block(bucket)?, decoded)?;
+        let delta = bucket::merge(raw, edits, merged)?;
+        let new = block::encode(&self.codec, merged, frame)?;
+        self.install(bucket, new, delta)
+    }
+
+    /// Memory held besides the blocks: the bucket table.
+    pub fn table_bytes(&self) -> u64 {
+        heap_size(self.blocks.capacity() * std::mem::size_of::<Block>()) as u64
+    }
+
+    /// Removes every record, keeping the bucket count.
+    pub fn clear(&mut self) {
+        for block in &mut self.blocks {
+            *block = Block::default();
+        }
+        self.records = 0;
+        self.raw_bytes = 0;
+        self.stored_bytes = 0;
+        self.heap_bytes = 0;
+    }
+}
+
+impl GroupCell {
+    pub fn new(group: Group, cache_capacity: usize) -> GroupCell {
+        GroupCell { lock: RwLock::new(group), cache: Mutex::new(DecodedCache::new(cache_capacity)) }
+    }
+
+    /// Shows the value of `key` (hash `hash`) to `visit`, under the group's read lock: a raw
+    /// bucket is scanned in place, a compressed one is taken from the cache or decoded.
+    pub fn get_with(&self, key: &[u8], hash: u64, visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        let group = self.lock.read();
+        let bucket = group.bucket_of(hash);
+        let stored = group.block(bucket)?;
+        if stored.first().is_none_or(|&flag| flag == 0) {
+            visit(bucket::find(stored.get(1..).unwrap_or_default(), key)?);
+            return Ok(());
+        }
+        let cached = {
+            let mut cache = self.cache.lock();
+            if cache.is_enabled() {
+                cache.get(bucket)
+            } else {
+                None
+            }
+        };
+        if let Some(raw) = cached {
+            visit(bucket::find(&raw, key)?);
+            return Ok(());
+        }
+        with_scratch(|scratch| {
+            let raw = block::decode(&group.codec, stored, &mut scratch.decoded)?;
+            visit(bucket::find(raw, key)?);
+            let mut cache = self.cache.lock();
+            if cache.is_enabled() {
+                cache.offer(bucket, raw);
+            }
+            Ok(())
+        })
+    }
+}

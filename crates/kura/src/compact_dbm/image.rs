@@ -1,0 +1,152 @@
+//! CompactDbm's snapshot: the memory engines' snapshot file (`memory_dbm/snapshot.rs`, class
+//! byte `z`) whose records are the layout and the encoded buckets as they are in memory, so
+//! saving copies blocks and loading decodes each bucket once, to check it. Byte by byte in
+//! docs/compact.md:
+//!
+//! ```text
+//! record 0      key: empty           value: format:u8=1 codec:u8 buckets_per_group:u32 LE
+//!                                           num_groups:u32 LE record_count:u64 LE dictionary
+//! record 1..n   key: bucket:u32 LE   value: checksum:u64 LE (xxh3-64 of the block) block
+//! ```
+//!
+//! Only non-empty buckets are written, in increasing bucket order (`bucket = group *
+//! buckets_per_group + bucket within the group`). Loading checks, besides the file's own
+//! checksum: each block's checksum before it is decoded; that it decodes to exactly its
+//! stated length; every record length within the bucket; keys sorted; each key in the bucket
+//! its hash chooses; and the record count. Any failure is BrokenData.
+
+use std::sync::Arc;
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::block::{self, Block};
+use super::bucket;
+use super::group::{bucket_in_group, Group};
+use super::options::{MAX_BUCKETS, NUM_GROUPS};
+use crate::codec::{Codec, CodecKind};
+use crate::error::{Error, Result};
+use crate::memory_dbm::backing;
+use crate::memory_dbm::key_hash::{hash_key, slot_of};
+use crate::memory_dbm::snapshot::SnapshotWriter;
+
+pub const CLASS: u8 = b'z';
+const FORMAT: u8 = 1;
+const META_LEN: usize = 1 + 1 + 4 + 4 + 8;
+
+fn broken(what: impl std::fmt::Display) -> Error {
+    Error::broken(format!("compact snapshot: {what}"))
+}
+
+/// Writes the layout record.
+pub fn write_meta(
+    writer: &mut SnapshotWriter,
+    codec: &Codec,
+    buckets_per_group: usize,
+    record_count: u64,
+) -> Result<()> {
+    let per_group = u32::try_from(buckets_per_group).map_err(|_| Error::invalid("too many buckets to save"))?;
+    let mut meta = Vec::with_capacity(META_LEN + codec.dictionary().len());
+    meta.push(FORMAT);
+    meta.push(codec.kind().id());
+    meta.extend_from_slice(&per_group.to_le_bytes());
+    meta.extend_from_slice(&(NUM_GROUPS as u32).to_le_bytes());
+    meta.extend_from_slice(&record_count.to_le_bytes());
+    meta.extend_from_slice(codec.dictionary());
+    writer.record(&[], &meta)
+}
+
+/// Writes one non-empty bucket's record.
+pub fn write_bucket(writer: &mut SnapshotWriter, bucket: u64, block: &[u8]) -> Result<()> {
+    let id = u32::try_from(bucket).map_err(|_| Error::invalid("too many buckets to save"))?;
+    let mut value = Vec::with_capacity(8 + block.len());
+    value.extend_from_slice(&xxh3_64(block).to_le_bytes());
+    value.extend_from_slice(block);
+    writer.record(&id.to_le_bytes(), &value)
+}
+
+/// A snapshot read back and checked: the codec and the groups, ready to serve.
+pub struct Loaded {
+    pub codec: Arc<Codec>,
+    pub buckets_per_group: usize,
+    pub groups: Vec<Group>,
+}
+
+struct Meta {
+    codec: Arc<Codec>,
+    buckets_per_group: usize,
+    record_count: u64,
+}
+
+fn parse_meta(value: &[u8]) -> Result<Meta> {
+    let (head, dictionary) = value.split_at_checked(META_LEN).ok_or_else(|| broken("short layout record"))?;
+    let u32_at = |at: usize| -> Result<u32> {
+        let bytes = head.get(at..at + 4).ok_or_else(|| broken("short layout record"))?;
+        Ok(u32::from_le_bytes(bytes.try_into().map_err(|_| broken("short layout record"))?))
+    };
+    if head.first() != Some(&FORMAT) {
+        return Err(broken("unsupported format"));
+    }
+    let kind = CodecKind::from_id(*head.get(1).ok_or_else(|| broken("short layout record"))?)?;
+    let buckets_per_group = u32_at(2)? as usize;
+    let num_buckets = buckets_per_group as u64 * NUM_GROUPS as u64;
+    if u32_at(6)? as usize != NUM_GROUPS || buckets_per_group == 0 || num_buckets > MAX_BUCKETS {
+        return Err(broken("impossible bucket layout"));
+    }
+    let count_bytes = head.get(10..18).ok_or_else(|| broken("short layout record"))?;
+    let record_count = u64::from_le_bytes(count_bytes.try_into().map_err(|_| broken("short layout record"))?);
+    let codec = Codec::new(kind, dictionary.to_vec()).map_err(|e| broken(format!("codec: {}", e.message())))?;
+    Ok(Meta { codec: Arc::new(codec), buckets_per_group, record_count })
+}
+
+/// Reads and checks a whole snapshot.
+pub fn load(bytes: &[u8]) -> Result<Loaded> {
+    let mut meta: Option<Meta> = None;
+    let mut groups: Vec<Group> = Vec::new();
+    let mut next_bucket = 0u64;
+    let mut scratch = Vec::new();
+    backing::load(bytes, |key, value| {
+        let Some(layout) = &meta else {
+            if !key.is_empty() {
+                return Err(broken("the layout record is not first"));
+            }
+            let parsed = parse_meta(value)?;
+            groups = (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&parsed.codec), parsed.buckets_per_group)).collect();
+            meta = Some(parsed);
+            return Ok(());
+        };
+        let id: [u8; 4] = key.try_into().map_err(|_| broken("a bucket id is not 4 bytes"))?;
+        let id = u64::from(u32::from_le_bytes(id));
+        let per_group = layout.buckets_per_group as u64;
+        if id < next_bucket || id >= per_group * NUM_GROUPS as u64 {
+            return Err(broken(format!("bucket {id} is out of order or out of range")));
+        }
+        next_bucket = id + 1;
+        let (group_index, bucket_index) = ((id / per_group) as usize, (id % per_group) as usize);
+        let (checksum, stored) = value.split_at_checked(8).ok_or_else(|| broken("short bucket record"))?;
+        let checksum = u64::from_le_bytes(checksum.try_into().map_err(|_| broken("short bucket record"))?);
+        if stored.is_empty() || xxh3_64(stored) != checksum {
+            return Err(broken(format!("bucket {id}: checksum mismatch")));
+        }
+        let raw = block::decode(&layout.codec, stored, &mut scratch)?;
+        let count = bucket::validate(raw, |key| {
+            let hash = hash_key(key);
+            let home = slot_of(hash, NUM_GROUPS) == group_index
+                && bucket_in_group(hash, layout.buckets_per_group) == bucket_index;
+            if home {
+                Ok(())
+            } else {
+                Err(broken(format!("bucket {id} holds a key of another bucket")))
+            }
+        })?;
+        if count == 0 {
+            return Err(broken(format!("bucket {id} is empty")));
+        }
+        let group = groups.get_mut(group_index).ok_or_else(|| broken("group out of range"))?;
+        group.install(bucket_index, Block::from(stored), i64::try_from(count).unwrap_or(i64::MAX))
+    })?;
+    let meta = meta.ok_or_else(|| broken("no layout record"))?;
+    if groups.iter().map(|g| g.records).sum::<u64>() != meta.record_count {
+        return Err(broken("the record count does not match the buckets"));
+    }
+    Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups })
+}

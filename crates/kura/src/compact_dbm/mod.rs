@@ -1,0 +1,299 @@
+//! CompactDbm (`.kumz`): an in-memory map that keeps its records serialized and compressed in
+//! a fixed number of buckets, so a large table takes a fraction of the memory of a hash map of
+//! records (design and formats: docs/compact.md). A get decodes one bucket; a set re-encodes
+//! one. Optionally backed by a snapshot file, like the other memory engines, whose life
+//! (`memory_dbm/backing.rs`) and file (`memory_dbm/snapshot.rs`) it shares.
+//!
+//! Its parts: `options.rs` (parameters and defaults), `bucket.rs` (a bucket's records, sorted),
+//! `block.rs` (a bucket encoded with the codec), `group.rs` (buckets behind one lock, with
+//! their counters), `cache.rs` (a group's decoded buckets), `batch.rs` (`write_batch`: each
+//! bucket encoded once per batch), `layout.rs` (rebuild and dictionary training), `cursor.rs`,
+//! `image.rs` (the snapshot's records).
+
+mod batch;
+mod block;
+mod bucket;
+mod cache;
+mod cursor;
+mod group;
+mod image;
+mod layout;
+mod options;
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::batch::WriteBatch;
+use crate::codec::Codec;
+use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
+use crate::error::{Error, ErrorKind, Result};
+use crate::memory_dbm::backing::{self, Backing};
+use crate::memory_dbm::key_hash::{hash_key, slot_of};
+use crate::memory_dbm::slotted::Padded;
+use group::{with_scratch, Group, GroupCell, Scratch};
+use layout::Layout;
+use options::{Options, NUM_GROUPS};
+
+pub use cursor::CompactCursor;
+pub use options::{DEFAULT_BUCKET_RECORDS, DEFAULT_EXPECTED_RECORDS, MAX_KEY_LEN, MAX_VALUE_LEN};
+
+/// The in-memory map of compressed buckets (`.kumz`): see docs/compact.md.
+pub struct CompactDbm {
+    groups: Box<[Padded<GroupCell>]>,
+    /// The codec and bucket count the groups have (or are being moved to by a rebuild);
+    /// held by rebuilds, dictionary training and snapshot saves, one at a time.
+    layout: Mutex<Layout>,
+    backing: Backing,
+}
+
+impl CompactDbm {
+    /// The parameters `open` takes (the registry lists them; anything else is an error).
+    pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
+    /// A database with no file. Parameters: `bucket_comp` (none, lz4, zstd, zstd-dict, ...),
+    /// `num_buckets` or `expected_records` and `bucket_records`, `cache_bytes`, `dict_size`.
+    pub fn new(params: &Params) -> Result<CompactDbm> {
+        Self::open(Path::new(""), OpenMode::Create, params)
+    }
+
+    /// Opens `path` (empty: no file), loading its snapshot as `mode` says. The codec and the
+    /// bucket count given apply to a new database; an existing snapshot keeps its own (change
+    /// them with `rebuild`). `cache_bytes` and `dict_size` always apply.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<CompactDbm> {
+        let options = Options::parse(params)?;
+        let opened = Backing::open(path.as_ref(), mode, image::CLASS)?;
+        let (codec, buckets_per_group, groups) = match &opened.snapshot {
+            Some(bytes) => {
+                let loaded = image::load(bytes)?;
+                (loaded.codec, loaded.buckets_per_group, loaded.groups)
+            }
+            None => {
+                let codec = Arc::new(Codec::new(options.codec.unwrap_or(options::DEFAULT_CODEC), Vec::new())?);
+                let per_group = options
+                    .buckets_per_group(options::DEFAULT_EXPECTED_RECORDS)
+                    .unwrap_or_else(|| options::buckets_per_group_for(options::DEFAULT_EXPECTED_RECORDS));
+                let groups = (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&codec), per_group)).collect();
+                (codec, per_group, groups)
+            }
+        };
+        let cache_bytes = options.cache_bytes.unwrap_or(options::DEFAULT_CACHE_BYTES);
+        let per_group_cache = usize::try_from(cache_bytes / NUM_GROUPS as u64).unwrap_or(usize::MAX);
+        let groups = groups.into_iter().map(|g| Padded(GroupCell::new(g, per_group_cache))).collect();
+        let dictionary_size = options::dictionary_size(&options);
+        let layout = Layout { codec, buckets_per_group, dictionary_size, cache_bytes };
+        let dbm = CompactDbm { groups, layout: Mutex::new(layout), backing: opened.backing };
+        if opened.write_now {
+            dbm.save()?;
+        }
+        Ok(dbm)
+    }
+
+    #[inline]
+    fn cell(&self, hash: u64) -> &GroupCell {
+        &self.groups.get(slot_of(hash, self.groups.len())).expect("slot_of stays below the group count").0
+    }
+
+    fn save(&self) -> Result<()> {
+        let layout = self.layout.lock();
+        self.backing.save(|writer| {
+            let guards: Vec<_> = self.groups.iter().map(|g| g.lock.read()).collect();
+            let count = guards.iter().map(|g| g.records).sum();
+            image::write_meta(writer, &layout.codec, layout.buckets_per_group, count)?;
+            let mut id = 0u64;
+            for group in &guards {
+                for block in &group.blocks {
+                    if !block.is_empty() {
+                        image::write_bucket(writer, id, block)?;
+                    }
+                    id += 1;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The memory the map holds: the blocks, the bucket tables, the caches, the groups and
+    /// the dictionary (docs/compact.md, "Memory accounting").
+    pub fn memory_bytes(&self) -> u64 {
+        let groups: u64 = self
+            .groups
+            .iter()
+            .map(|cell| {
+                let group = cell.lock.read();
+                group.heap_bytes + group.table_bytes() + cell.cache.lock().memory_bytes() as u64
+            })
+            .sum();
+        let fixed = std::mem::size_of_val(&*self.groups) + std::mem::size_of::<CompactDbm>();
+        let dictionary = self.layout.lock().codec.dictionary().len();
+        groups + (block_heap(fixed) + block_heap(dictionary)) as u64
+    }
+
+    /// Sums of the groups' counters: (records, raw bytes, stored bytes).
+    fn totals(&self) -> (u64, u64, u64) {
+        self.groups.iter().fold((0, 0, 0), |(records, raw, stored), cell| {
+            let group = cell.lock.read();
+            (records + group.records, raw + group.raw_bytes, stored + group.stored_bytes)
+        })
+    }
+
+    /// Runs the read-only path of `process`: the processor may only keep.
+    fn process_read_only(&self, key: &[u8], hash: u64, processor: Processor<'_, '_>) -> Result<()> {
+        let mut outcome = Ok(());
+        self.cell(hash).get_with(key, hash, &mut |value| {
+            if !matches!(processor(value), Action::Keep) {
+                outcome = Err(backing::read_only());
+            }
+        })?;
+        outcome
+    }
+}
+
+fn block_heap(len: usize) -> usize {
+    block::heap_size(len)
+}
+
+impl Dbm for CompactDbm {
+    fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        self.backing.check_open()?;
+        options::check_sizes(key, None)?;
+        let hash = hash_key(key);
+        if !self.backing.is_writable() {
+            return self.process_read_only(key, hash, processor);
+        }
+        let cell = self.cell(hash);
+        let mut group = cell.lock.write();
+        let bucket = group.bucket_of(hash);
+        with_scratch(|scratch| {
+            let Scratch { decoded, merged, frame } = scratch;
+            let raw = block::decode(&group.codec, group.block(bucket)?, decoded)?;
+            let old = bucket::find(raw, key)?;
+            let delta = match processor(old) {
+                Action::Keep => return Ok(()),
+                Action::Remove if old.is_none() => return Ok(()),
+                Action::Remove => bucket::merge(raw, &[(key, None)], merged)?,
+                Action::Set(value) => {
+                    options::check_sizes(key, Some(&value))?;
+                    bucket::merge(raw, &[(key, Some(&value))], merged)?
+                }
+            };
+            let new = block::encode(&group.codec, merged, frame)?;
+            group.install(bucket, new, delta)?;
+            cell.cache.lock().invalidate(bucket);
+            Ok(())
+        })
+    }
+
+    fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        self.backing.check_open()?;
+        if key.len() > MAX_KEY_LEN {
+            visit(None);
+            return Ok(());
+        }
+        let hash = hash_key(key);
+        self.cell(hash).get_with(key, hash, visit)
+    }
+
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        self.backing.check_writable()?;
+        options::check_sizes(key, Some(value))?;
+        let mut existed = false;
+        self.process(key, &mut |old| {
+            existed = old.is_some();
+            if existed && !overwrite {
+                Action::Keep
+            } else {
+                Action::Set(Cow::Borrowed(value))
+            }
+        })?;
+        if existed && !overwrite {
+            return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+        }
+        Ok(())
+    }
+
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        self.backing.check_writable()?;
+        layout::train_on_batch(self, batch)?;
+        batch::apply(&self.groups, batch)
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.backing.check_open()?;
+        Ok(self.groups.iter().map(|cell| cell.lock.read().records).sum())
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.backing.check_open()?;
+        Ok(Box::new(CompactCursor::new(self)))
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.backing.check_writable()?;
+        for cell in self.groups.iter() {
+            let mut group = cell.lock.write();
+            group.clear();
+            cell.cache.lock().clear();
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self, _hard: bool) -> Result<()> {
+        self.backing.synchronize(|| self.save())
+    }
+
+    fn rebuild(&self, params: &Params) -> Result<()> {
+        self.backing.check_writable()?;
+        layout::rebuild(self, &Options::parse(params)?)
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.backing.check_open()?;
+        Ok(layout::should_be_rebuilt(self))
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        self.backing.check_open()?;
+        Ok(self.memory_bytes())
+    }
+
+    fn inspect(&self) -> Result<Properties> {
+        self.backing.check_open()?;
+        let (count, raw_bytes, stored_bytes) = self.totals();
+        let memory = self.memory_bytes();
+        let (codec, dictionary, num_buckets, cache_bytes) = {
+            let layout = self.layout.lock();
+            let buckets = layout.buckets_per_group as u64 * NUM_GROUPS as u64;
+            (layout.codec.kind().name(), layout.codec.dictionary().len(), buckets, layout.cache_bytes)
+        };
+        let cached: usize = self.groups.iter().map(|cell| cell.cache.lock().memory_bytes()).sum();
+        let own = [
+            ("bucket_comp", codec.to_string()),
+            ("num_buckets", num_buckets.to_string()),
+            ("num_groups", NUM_GROUPS.to_string()),
+            ("compressed_bytes", stored_bytes.to_string()),
+            ("raw_bytes", raw_bytes.to_string()),
+            ("memory_bytes", memory.to_string()),
+            ("cache_bytes", cached.to_string()),
+            ("cache_capacity", cache_bytes.to_string()),
+            ("dict_size", dictionary.to_string()),
+        ];
+        Ok(self.backing.properties("CompactDbm", count, memory, own))
+    }
+
+    fn is_writable(&self) -> bool {
+        self.backing.is_writable()
+    }
+
+    fn close(&self) -> Result<()> {
+        self.backing.close(|| self.save())
+    }
+}
+
+impl Drop for CompactDbm {
+    fn drop(&mut self) {
+        self.backing.save_if_open(|| self.save());
+    }
+}
