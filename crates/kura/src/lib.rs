@@ -3,7 +3,8 @@
 //! Every engine implements [`Dbm`]; [`open`] picks one by path extension or parameters, from
 //! the one list of engines in [`registry`]. The folders mirror the architecture:
 //! - `dbm.rs`, `batch.rs`, `error.rs`: the interface every engine implements;
-//! - `registry.rs`: the engines, what each one is, and opening by extension or `engine=`;
+//! - `engine.rs`, `registry.rs`: what an engine is, and the list of them with opening by
+//!   extension or `engine=`;
 //! - `encoding/`: varints, a bounds-checked reader and header layouts, for every format;
 //! - `codec/`: record and page compression and its framing;
 //! - `file/`: mapped files, the inter-process lock, atomic replacement (the only `unsafe`
@@ -27,6 +28,7 @@ pub mod dbm;
 pub mod encoding;
 #[cfg(not(feature = "internals"))]
 mod encoding;
+mod engine;
 pub mod error;
 mod file;
 #[cfg(feature = "internals")]

@@ -14,7 +14,6 @@ use std::marker::PhantomData;
 
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 
-use super::storage::Storage;
 use crate::error::{Error, Result};
 
 /// The right to read the chain of one bucket.
@@ -94,9 +93,10 @@ pub struct WholeFile<'lock> {
 }
 
 impl<'lock> WholeFile<'lock> {
-    /// Takes `storage` whole: the mutable borrow proves no other reference to it exists now,
-    /// and the shared reference returned is the only way to it while the proof lives.
-    pub fn unshared(storage: &'lock mut Storage) -> (&'lock Storage, WholeFile<'lock>) {
+    /// Takes `storage` (a `Storage`) whole: the mutable borrow proves no other reference to it
+    /// exists now, and the shared reference returned is the only way to it while the proof
+    /// lives.
+    pub fn unshared<S>(storage: &'lock mut S) -> (&'lock S, WholeFile<'lock>) {
         (storage, WholeFile { _lock: PhantomData })
     }
 

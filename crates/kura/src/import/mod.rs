@@ -151,13 +151,13 @@ fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>
             Some(count) => count.max(1),
             None => shard_dbm::DEFAULT_NUM_SHARDS as u64,
         };
-        let inner = shard_dbm::inner_engine_of(path, &params)?;
+        let inner = shard_dbm::inner_engine_of(crate::registry::ENGINES, path, &params)?;
         let sized = (inner.import_params)(0);
         if !sized.names().all(|name| params.get(name).is_some()) {
             params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
         }
     }
-    ShardDbm::open(path, OpenMode::Create, &params).map(Target::Shards).map_err(naming(path))
+    ShardDbm::open(path, OpenMode::Create, &params, crate::registry::ENGINES).map(Target::Shards).map_err(naming(path))
 }
 
 /// Bytes the database occupies on disk after closing: its file, or its shards' files.

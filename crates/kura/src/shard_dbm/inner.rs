@@ -11,35 +11,42 @@
 use std::path::Path;
 
 use crate::dbm::{Dbm, OpenMode, Params};
+use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::registry::{self, Engine};
 
 use super::naming::shard_path;
 
 /// The registry name of the shard engine itself, which cannot be its own inner engine.
 pub const SHARD_ENGINE: &str = "shard";
+/// The engine of a new set under a base of no engine's extension: the default engine.
+const DEFAULT_INNER_ENGINE: &str = "hash";
 
 /// The engine a set's shards are made of; `existing` is the set's shard count if it exists.
-pub fn inner_engine(base: &Path, params: &Params, existing: Option<usize>) -> Result<&'static Engine> {
+pub fn inner_engine(
+    engines: &'static [Engine],
+    base: &Path,
+    params: &Params,
+    existing: Option<usize>,
+) -> Result<&'static Engine> {
     if let Some(name) = params.get("inner_engine") {
-        let engine = registry::engine(name)?;
+        let engine = engine::named(engines, name)?;
         if engine.name == SHARD_ENGINE {
             return Err(Error::invalid("inner_engine=shard: a shard of a set cannot itself be a set"));
         }
         return Ok(engine);
     }
-    if let Some(engine) = registry::engine_of_path(base).filter(|e| e.name != SHARD_ENGINE) {
+    if let Some(engine) = engine::of_path(engines, base).filter(|e| e.name != SHARD_ENGINE) {
         return Ok(engine);
     }
     match existing {
-        Some(count) => probe(&shard_path(base, 0, count)),
-        None => registry::engine("hash"),
+        Some(count) => probe(engines, &shard_path(base, 0, count)),
+        None => engine::named(engines, DEFAULT_INNER_ENGINE),
     }
 }
 
 /// The file engine that opens `path` read-only (each checks its own header magic).
-fn probe(path: &Path) -> Result<&'static Engine> {
-    for engine in registry::engines().iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {
+fn probe(engines: &'static [Engine], path: &Path) -> Result<&'static Engine> {
+    for engine in engines.iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {
         if let Ok(db) = engine.open(path, OpenMode::ReadOnly, &Params::new()) {
             db.close()?;
             return Ok(engine);

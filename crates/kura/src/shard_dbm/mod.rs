@@ -23,16 +23,17 @@ use std::path::{Path, PathBuf};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::registry::Engine;
 use crate::tree_dbm::Comparator;
 
 pub use naming::{find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
 pub use route::shard_of;
 
 /// The engine the shards of the set under `base` are (or, for a new set, will be) made of.
-pub fn inner_engine_of(base: &Path, params: &Params) -> Result<&'static Engine> {
-    inner::inner_engine(base, params, naming::find_set(base)?)
+/// `engines` is the list the inner engine is chosen from (the registry's).
+pub fn inner_engine_of(engines: &'static [Engine], base: &Path, params: &Params) -> Result<&'static Engine> {
+    inner::inner_engine(engines, base, params, naming::find_set(base)?)
 }
 
 /// The shard count of a new set when `num_shards` is not given.
@@ -59,7 +60,12 @@ impl ShardDbm {
     /// existing set's count comes from its file names (and must match `num_shards` if given),
     /// a new set gets `num_shards` or `DEFAULT_NUM_SHARDS`. An empty `base` with an in-memory
     /// inner engine makes shards with no files.
-    pub fn open(base: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<ShardDbm> {
+    pub fn open(
+        base: impl AsRef<Path>,
+        mode: OpenMode,
+        params: &Params,
+        engines: &'static [Engine],
+    ) -> Result<ShardDbm> {
         let base = base.as_ref().to_path_buf();
         if base.is_file() {
             return Err(Error::invalid(format!(
@@ -78,7 +84,7 @@ impl ShardDbm {
         } else {
             naming::find_set(&base)?
         };
-        let inner = inner::inner_engine(&base, params, existing)?;
+        let inner = inner::inner_engine(engines, &base, params, existing)?;
         let count = match (mode, existing, wanted) {
             (OpenMode::Truncate, _, wanted) => {
                 naming::remove_shards(&base)?;
@@ -375,7 +381,7 @@ impl ShardDbm {
 impl ShardDbm {
     /// Salvages every shard of the set under `source` with its engine's restore into a new
     /// set of as many shards under `dest`; returns the records copied.
-    pub fn restore_set(source: &Path, dest: &Path) -> Result<u64> {
+    pub fn restore_set(source: &Path, dest: &Path, engines: &'static [Engine]) -> Result<u64> {
         let Some(count) = naming::find_set(source)? else {
             return Err(Error::not_found(format!("{}: no shard files", source.display())));
         };
@@ -385,7 +391,7 @@ impl ShardDbm {
                 format!("{}: a database already exists there", dest.display()),
             ));
         }
-        let inner = inner::inner_engine(source, &Params::new(), Some(count))?;
+        let inner = inner::inner_engine(engines, source, &Params::new(), Some(count))?;
         let mut copied = 0u64;
         for index in 0..count {
             let from = naming::shard_path(source, index, count);

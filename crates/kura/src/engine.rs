@@ -1,0 +1,116 @@
+//! What an engine is: its names, its nature, its parameters, and how to open and restore
+//! it. The list of engines is `registry.rs`; this file is the type every entry has, with the
+//! look-ups over any list of them, so that a composite engine (ShardDbm) can be handed the
+//! list instead of importing the registry that lists it.
+
+use std::path::Path;
+
+use crate::dbm::{Dbm, OpenMode, Params};
+use crate::error::{Error, Result};
+
+/// Where an engine keeps its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// In a database file that every write updates (HashDbm, TreeDbm).
+    File,
+    /// In memory, optionally saved whole to a snapshot file by `synchronize` and `close`.
+    Memory,
+}
+
+impl Storage {
+    /// `file` or `memory`, as `kura engines` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::File => "file",
+            Storage::Memory => "memory",
+        }
+    }
+}
+
+/// What `kura restore` can do for an engine's files.
+#[derive(Clone, Copy)]
+pub enum Restore {
+    /// Copies every intact record of a (possibly damaged) file at the first path into a new
+    /// file at the second; returns the number of records copied.
+    Salvage(fn(&Path, &Path) -> Result<u64>),
+    /// The engine has no salvage, for the reason given.
+    Unsupported(&'static str),
+}
+
+/// One engine: its names, its nature, its parameters and how to open and restore it.
+pub struct Engine {
+    /// The `engine=` name: `hash`, `tree`, ...
+    pub name: &'static str,
+    /// The Rust type and the `class` property of `inspect`: `HashDbm`, ...
+    pub class: &'static str,
+    /// The file extension that selects it, without the dot.
+    pub extension: &'static str,
+    /// Whether its records live in a file or in memory.
+    pub storage: Storage,
+    /// Whether its cursor visits keys in order and it has an ordered cursor.
+    pub ordered: bool,
+    /// One line for help texts and `kura engines`.
+    pub summary: &'static str,
+    /// Every parameter `open` accepts (besides `engine`).
+    pub params: &'static [&'static str],
+    /// Parameters a benchmark or demo of `records` records passes where the user gives none:
+    /// an engine that cannot open without a parameter (CacheDbm's record cap) gets one sized
+    /// for the run, so `kura bench --engine NAME` always runs.
+    pub bench_params: fn(records: u64) -> Params,
+    /// Parameters a new database made by an import of `records` records gets where the user
+    /// gives none (HashDbm: one bucket a record, not the default million).
+    pub import_params: fn(records: u64) -> Params,
+    /// Opens (or creates) a database of this engine; call it through `Engine::open`.
+    pub(crate) open: fn(&Path, OpenMode, &Params) -> Result<Box<dyn Dbm>>,
+    /// What `kura restore` does for this engine.
+    pub restore: Restore,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Engine {
+    fn eq(&self, other: &Engine) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Engine {}
+
+impl Engine {
+    /// Opens (or creates) a database of this engine. `params` must not name `engine`.
+    pub fn open(&self, path: &Path, mode: OpenMode, params: &Params) -> Result<Box<dyn Dbm>> {
+        (self.open)(path, mode, params)
+    }
+
+    /// Whether the engine keeps its records in memory (a file is only its snapshot).
+    pub fn is_in_memory(&self) -> bool {
+        self.storage == Storage::Memory
+    }
+
+    /// Salvages `source` into the new file `dest` (see `Restore`); an engine without salvage
+    /// is an Infeasible error that says why.
+    pub fn restore(&self, source: &Path, dest: &Path) -> Result<u64> {
+        match self.restore {
+            Restore::Salvage(salvage) => salvage(source, dest),
+            Restore::Unsupported(why) => Err(Error::infeasible(format!("{} has no restore: {why}", self.class))),
+        }
+    }
+}
+
+/// The engine called `name` in `engines`.
+pub fn named(engines: &'static [Engine], name: &str) -> Result<&'static Engine> {
+    engines.iter().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<&str> = engines.iter().map(|e| e.name).collect();
+        Error::invalid(format!("unknown engine {name:?} (known: {})", names.join(" ")))
+    })
+}
+
+/// The engine of `engines` whose extension `path` has, if any.
+pub fn of_path(engines: &'static [Engine], path: &Path) -> Option<&'static Engine> {
+    let extension = path.extension().and_then(|e| e.to_str())?;
+    engines.iter().find(|e| e.extension == extension)
+}
