@@ -11,7 +11,11 @@ use crate::codec::CodecKind;
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KuraHash";
-pub const FORMAT_VERSION: u16 = 1;
+/// Version 2 added the dictionary and free-list checksums; version 1 files still open (see
+/// `Header::version`).
+pub const FORMAT_VERSION: u16 = 2;
+/// The first version, whose dictionary and free list carry no checksum.
+pub const FORMAT_VERSION_UNCHECKED: u16 = 1;
 pub const HEADER_SIZE: u64 = 128;
 /// Bytes of one bucket entry: a little-endian file offset, enough for 1 TiB files.
 pub const BUCKET_WIDTH: u64 = 5;
@@ -76,12 +80,24 @@ pub struct Header {
     /// Where the saved free-block list starts (0: none); it runs to the end of the file.
     pub free_list_offset: u64,
     pub free_list_len: u32,
+    /// XXH3-64 of the dictionary bytes; checked at open before any value is decoded.
+    pub dictionary_checksum: u64,
+    /// XXH3-64 of the saved free-block list; a list that fails it is not loaded.
+    pub free_list_checksum: u64,
+    /// The version read from the file: a version 1 file has neither checksum (both read 0
+    /// and are not checked). Encoding always writes the current version.
+    pub version: u16,
 }
 
 impl Header {
     /// Offset of bucket `index`'s entry.
     pub fn bucket_offset(index: u64) -> u64 {
         HEADER_SIZE + index * BUCKET_WIDTH
+    }
+
+    /// Whether the file stores checksums of its dictionary and free list (version 2 on).
+    pub fn has_shared_checksums(&self) -> bool {
+        self.version >= FORMAT_VERSION
     }
 
     /// Where the dictionary starts: right after the bucket array.
@@ -112,6 +128,8 @@ impl Header {
         put(b, 48, &self.dictionary_len.to_le_bytes());
         put(b, 56, &self.free_list_offset.to_le_bytes());
         put(b, 64, &self.free_list_len.to_le_bytes());
+        put(b, 68, &self.dictionary_checksum.to_le_bytes());
+        put(b, 76, &self.free_list_checksum.to_le_bytes());
         let checksum = xxh3_64(b.get(..CHECKSUM_AT).unwrap_or_default());
         put(&mut bytes, CHECKSUM_AT, &checksum.to_le_bytes());
         bytes
@@ -136,9 +154,9 @@ impl Header {
             return Err(Error::broken("the header checksum does not match: the header is corrupted"));
         }
         let version = u16::from_le_bytes(field(8, 2).try_into().unwrap_or_default());
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_UNCHECKED {
             return Err(Error::broken(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads {FORMAT_VERSION_UNCHECKED} and {FORMAT_VERSION})"
             )));
         }
         let flags = field(10, 4);
@@ -160,6 +178,9 @@ impl Header {
             dictionary_len: u32_at(48),
             free_list_offset: u64_at(56),
             free_list_len: u32_at(64),
+            dictionary_checksum: u64_at(68),
+            free_list_checksum: u64_at(76),
+            version,
         };
         header.validate(file_len)?;
         Ok(header)
@@ -211,6 +232,9 @@ mod tests {
             dictionary_len: 0,
             free_list_offset: 0,
             free_list_len: 0,
+            dictionary_checksum: 7,
+            free_list_checksum: 9,
+            version: FORMAT_VERSION,
         }
     }
 
@@ -228,6 +252,18 @@ mod tests {
             broken[i] ^= 0x10;
             assert!(Header::decode(&broken, 300).is_err(), "flip at {i} went unnoticed");
         }
+    }
+
+    #[test]
+    fn a_version_1_header_opens_without_shared_checksums() {
+        let mut bytes = sample().encode();
+        bytes[8..10].copy_from_slice(&FORMAT_VERSION_UNCHECKED.to_le_bytes());
+        bytes[68..84].fill(0);
+        let checksum = xxh3_64(&bytes[..CHECKSUM_AT]);
+        bytes[CHECKSUM_AT..].copy_from_slice(&checksum.to_le_bytes());
+        let header = Header::decode(&bytes, 300).unwrap();
+        assert!(!header.has_shared_checksums());
+        assert!(sample().has_shared_checksums());
     }
 
     #[test]

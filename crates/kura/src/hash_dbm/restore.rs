@@ -6,6 +6,10 @@
 //! header, a loop), the record area is then scanned from start to end and every intact
 //! record (checksum verified) whose key was not yet recovered is added too, so that damage
 //! loses only the records it hit.
+//!
+//! A record is copied only once its value is proven intact (checksum, and for a compressed
+//! value a dictionary that passed its own checksum); the keys whose value could not be are
+//! counted, so that the caller can say what was dropped.
 
 use std::collections::HashSet;
 
@@ -18,6 +22,8 @@ pub struct Salvage {
     pub from_chains: u64,
     pub from_scan: u64,
     pub broken_chains: u64,
+    /// Keys met with a value that could not be proven intact and not recovered otherwise.
+    pub dropped: u64,
 }
 
 /// Inserts a record known to be absent from `sink`.
@@ -37,6 +43,7 @@ fn insert(sink: &Storage, key: &[u8], hash: u64, value: &[u8]) -> Result<()> {
 pub fn salvage(source: &Storage, sink: &Storage) -> Result<Salvage> {
     let mut report = Salvage::default();
     let mut value = Vec::new();
+    let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
     for bucket in 0..source.header.num_buckets {
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
         // SAFETY: the caller has both files to itself (open at restore, under their locks).
@@ -54,6 +61,8 @@ pub fn salvage(source: &Storage, sink: &Storage) -> Result<Salvage> {
                 if source.read_value(offset, header, hash, &mut value).is_ok() {
                     insert(sink, key, hash, &value)?;
                     report.from_chains += 1;
+                } else {
+                    unreadable.insert(key.to_vec());
                 }
                 Ok(true)
             })
@@ -63,13 +72,20 @@ pub fn salvage(source: &Storage, sink: &Storage) -> Result<Salvage> {
         }
     }
     if report.broken_chains > 0 {
-        scan(source, sink, &mut report)?;
+        scan(source, sink, &mut report, &mut unreadable)?;
+    }
+    for key in &unreadable {
+        let hash = hash_key(key);
+        // SAFETY: as in `insert`.
+        if unsafe { sink.find(bucket_of(hash, sink.header.num_buckets), key, hash)? }.is_none() {
+            report.dropped += 1;
+        }
     }
     Ok(report)
 }
 
 /// Adds every intact record of the record area whose key `sink` does not have yet.
-fn scan(source: &Storage, sink: &Storage, report: &mut Salvage) -> Result<()> {
+fn scan(source: &Storage, sink: &Storage, report: &mut Salvage, unreadable: &mut HashSet<Vec<u8>>) -> Result<()> {
     let mut offset = source.header.data_start();
     let end = source.file_len();
     let mut value = Vec::new();
@@ -83,6 +99,10 @@ fn scan(source: &Storage, sink: &Storage, report: &mut Salvage) -> Result<()> {
                 let recovered = unsafe { source.key_of(offset, &header) }.ok().and_then(|key| {
                     let hash = hash_key(key);
                     let intact = unsafe { source.read_value(offset, &header, hash, &mut value) }.is_ok();
+                    if !intact && header.kind() == KIND_RECORD && source.dictionary_damaged() {
+                        // Its checksum held (the frame is whole) but its dictionary did not.
+                        unreadable.insert(key.to_vec());
+                    }
                     (intact && header.kind() == KIND_RECORD).then(|| (key.to_vec(), hash))
                 });
                 match recovered {

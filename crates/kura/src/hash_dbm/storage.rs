@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::buckets::{filter_bits, BucketCache, Entry};
-use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
+use super::header::{Header, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION, HEADER_SIZE};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
     KIND_TOMBSTONE, MAX_HEADER_SIZE,
@@ -106,6 +106,19 @@ pub struct Storage {
     pub healthy: bool,
     /// The bucket array in memory, mirroring the file's (see buckets.rs).
     buckets: BucketCache,
+    /// The stored dictionary failed its checksum (only ever true for a salvage, which opens
+    /// such a file anyway to copy the records that do not need it): every compressed
+    /// record is then refused rather than decoded with bad history.
+    dictionary_damaged: bool,
+}
+
+/// How `from_file` treats a dictionary that fails its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DamagedDictionary {
+    /// BrokenData: the normal open.
+    Refuse,
+    /// Open without it; compressed records read as BrokenData (restore).
+    Skip,
 }
 
 impl std::fmt::Debug for Storage {
@@ -138,6 +151,9 @@ impl Storage {
             dictionary_len,
             free_list_offset: 0,
             free_list_len: 0,
+            dictionary_checksum: xxh3_64(&layout.dictionary),
+            free_list_checksum: 0,
+            version: FORMAT_VERSION,
         };
         header.data_end = header.data_start();
         if header.data_end > layout.max_file_size {
@@ -156,20 +172,36 @@ impl Storage {
         let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
         let space = Space::new(header.data_end);
         let buckets = BucketCache::new(header.num_buckets)?;
-        Ok(Storage { file: mapped, _lock: lock, header, codec, space, counts: new_counts(0), healthy: true, buckets })
+        Ok(Storage {
+            file: mapped,
+            _lock: lock,
+            header,
+            codec,
+            space,
+            counts: new_counts(0),
+            healthy: true,
+            buckets,
+            dictionary_damaged: false,
+        })
     }
 
     /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
     /// The caller checks `header.closed_cleanly` and restores a crashed file.
-    pub fn open(path: &Path, writable: bool) -> Result<Storage> {
+    pub fn open(path: &Path, writable: bool, damaged_dictionary: DamagedDictionary) -> Result<Storage> {
         let file = open_regular_file(path, writable, false)?;
         let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
         let lock = FileLock::acquire(&file, path, mode)?;
-        Storage::from_file(file, lock, path, writable)
+        Storage::from_file(file, lock, path, writable, damaged_dictionary)
     }
 
     /// Reads the database in an opened, locked file.
-    pub fn from_file(file: File, lock: FileLock, path: &Path, writable: bool) -> Result<Storage> {
+    pub fn from_file(
+        file: File,
+        lock: FileLock,
+        path: &Path,
+        writable: bool,
+        damaged_dictionary: DamagedDictionary,
+    ) -> Result<Storage> {
         let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
         if file_len == 0 {
             return Err(Error::broken(format!("{} is empty: not a Kura hash database", path.display())));
@@ -178,13 +210,33 @@ impl Storage {
         let readable = usize::try_from(file_len.min(HEADER_SIZE)).unwrap_or(0);
         let head = bytes.get_mut(..readable).unwrap_or_default();
         file.read_exact_at(head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let header = Header::decode(head, file_len)
+        let mut header = Header::decode(head, file_len)
             .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
         // The header was validated against the file length, so this allocation is bounded
         // by the file's real size.
         let mut dictionary = vec![0u8; header.dictionary_len as usize];
         file.read_exact_at(&mut dictionary, header.dictionary_offset())
             .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        // Every compressed value depends on every byte of the dictionary, and the record
+        // checksums cover only the stored frames: the dictionary is checked here, before any
+        // value can be decoded with it. A version 1 file has no dictionary checksum; its
+        // dictionary is taken as it is and the checksum a writer stores from now on is its.
+        let mut dictionary_damaged = false;
+        if !header.has_shared_checksums() {
+            header.dictionary_checksum = xxh3_64(&dictionary);
+        } else if xxh3_64(&dictionary) != header.dictionary_checksum {
+            if damaged_dictionary == DamagedDictionary::Refuse {
+                return Err(Error::broken(format!(
+                    "{}: the zstd dictionary ({} bytes at offset {}) fails its checksum: the file is damaged \
+                     (kura restore salvages the records stored uncompressed)",
+                    path.display(),
+                    header.dictionary_len,
+                    header.dictionary_offset()
+                )));
+            }
+            dictionary_damaged = true;
+            dictionary.clear();
+        }
         let codec = Codec::new(header.codec, dictionary)?;
         let mapped = MappedFile::new(file, path, header.max_file_size, writable)?;
         let data_end = if header.closed_cleanly { header.data_end } else { file_len };
@@ -203,6 +255,7 @@ impl Storage {
             healthy: header.closed_cleanly,
             header,
             codec,
+            dictionary_damaged,
         };
         if storage.header.closed_cleanly {
             storage.load_free_list();
@@ -220,6 +273,7 @@ impl Storage {
         self.header.closed_cleanly = false;
         self.header.free_list_offset = 0;
         self.header.free_list_len = 0;
+        self.header.free_list_checksum = 0;
         self.write_header()?;
         self.file.sync(false)
     }
@@ -228,7 +282,13 @@ impl Storage {
         self.file.path()
     }
 
-    /// The settings this file was created with, for a copy of it.
+    /// Whether the stored dictionary failed its checksum (see `DamagedDictionary::Skip`).
+    pub fn dictionary_damaged(&self) -> bool {
+        self.dictionary_damaged
+    }
+
+    /// The settings this file was created with, for a copy of it (without a damaged
+    /// dictionary: the copy then compresses as plain zstd until its next rebuild).
     pub fn layout(&self) -> Layout {
         Layout {
             codec: self.header.codec,
@@ -336,6 +396,7 @@ impl Storage {
         }
         self.header.free_list_offset = if list.is_empty() { 0 } else { end };
         self.header.free_list_len = list.len() as u32;
+        self.header.free_list_checksum = xxh3_64(&list);
         self.header.closed_cleanly = true;
         self.write_header()?;
         self.file.sync(true)
@@ -348,6 +409,11 @@ impl Storage {
         }
         // SAFETY: called at open, before the storage is shared.
         let Ok(bytes) = (unsafe { self.file.slice(offset, len) }) else { return };
+        // A list that fails its checksum is not used at all: an entry with a wrong length
+        // would hand out live records as free space. Its blocks stay unused until a rebuild.
+        if self.header.has_shared_checksums() && xxh3_64(bytes) != self.header.free_list_checksum {
+            return;
+        }
         let (mut at, mut previous) = (0usize, 0u64);
         let data_start = self.header.data_start();
         while at < bytes.len() {
@@ -481,6 +547,9 @@ impl Storage {
         let stored = unsafe { self.file.slice(at, header.value_len)? };
         if checksum(hash, header.is_compressed(), stored) != header.checksum() {
             return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
+        }
+        if self.dictionary_damaged && header.is_compressed() {
+            return Err(Error::broken(format!("record at {offset}: compressed with the damaged dictionary")));
         }
         Ok(stored)
     }
