@@ -29,8 +29,14 @@ fn model(records: u32) -> Model {
             let value = if i % 7 == 0 {
                 format!("{i}").into_bytes()
             } else {
-                format!("{{\"id\":{i},\"name\":\"name-{}\",\"tags\":[\"a{}\",\"b{}\"],\"score\":{}}}", i * 31, i % 5, i % 3, i * 7)
-                    .into_bytes()
+                format!(
+                    "{{\"id\":{i},\"name\":\"name-{}\",\"tags\":[\"a{}\",\"b{}\"],\"score\":{}}}",
+                    i * 31,
+                    i % 5,
+                    i % 3,
+                    i * 7
+                )
+                .into_bytes()
             };
             (key, value)
         })
@@ -344,7 +350,8 @@ fn memory_snapshot_bit_flips_are_refused() {
         db.close().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
         let open = |p: &Path| engine.open(p, OpenMode::ReadOnly, &params);
-        let tally = flip_range(&path, 0..len, true, |p, at| check(&open, p, &model, &format!("{} flip at {at}", engine.name)));
+        let tally =
+            flip_range(&path, 0..len, true, |p, at| check(&open, p, &model, &format!("{} flip at {at}", engine.name)));
         println!("{} snapshot ({len} bytes): {tally:?}", engine.name);
         assert_eq!(tally.refused_at_open, tally.flips, "{}: every snapshot flip is refused at open", engine.name);
         assert_eq!(tally.wrong, 0);

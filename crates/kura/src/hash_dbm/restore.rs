@@ -2,18 +2,18 @@
 //!
 //! First every chain is walked from its bucket: after a process crash the chains are
 //! intact (see the crash contract in storage.rs), and the first record of a key in its
-//! chain is its current state. If any chain is broken (a pointer out of the file, a bad
-//! header, a loop), the record area is then scanned from start to end and every intact
-//! record (checksum verified) whose key was not yet recovered is added too, so that damage
-//! loses only the records it hit.
+//! chain is its current state. Then the record area is scanned from start to end and every
+//! intact record (checksum verified) whose key was not yet recovered is added too, so that
+//! damage, or pages lost to a power loss, lose only the records they hit.
 //!
 //! A record is copied only once its value is proven intact (checksum, and for a compressed
 //! value a dictionary that passed its own checksum); the keys whose value could not be are
 //! counted, so that the caller can say what was dropped.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use super::record::{Block, KIND_RECORD};
+use super::header::UpdateMode;
+use super::record::{Block, KIND_RECORD, KIND_TOMBSTONE};
 use super::storage::{bucket_of, hash_key, Storage};
 use crate::error::Result;
 
@@ -71,9 +71,12 @@ pub fn salvage(source: &Storage, sink: &Storage) -> Result<Salvage> {
             report.broken_chains += 1;
         }
     }
-    if report.broken_chains > 0 {
-        scan(source, sink, &mut report, &mut unreadable)?;
-    }
+    // The scan runs even when every chain walked cleanly: after a power loss a chain can be
+    // whole yet wrong (a pointer whose update was lost leads into space reused since, and
+    // the records behind it are never reached). Every intact record is either the synced
+    // version or one written since (a record freed before the last synchronize was marked
+    // dead then), so the scan adds only states the crash may have left.
+    scan(source, sink, &mut report, &mut unreadable)?;
     for key in &unreadable {
         let hash = hash_key(key);
         // SAFETY: as in `insert`.
@@ -85,7 +88,16 @@ pub fn salvage(source: &Storage, sink: &Storage) -> Result<Salvage> {
 }
 
 /// Adds every intact record of the record area whose key `sink` does not have yet.
+///
+/// In appending mode nothing written is ever overwritten, so a later block of a key is a
+/// newer version: the last intact version of each key in file order wins (a tombstone:
+/// absent). Taking the first would resurrect a value replaced long ago when a power loss
+/// broke the chain in front of the newer ones. In place, space is reused and file order
+/// says nothing about age; there only live records exist besides dead (freed) ones, and the
+/// first intact record of a key is taken.
 fn scan(source: &Storage, sink: &Storage, report: &mut Salvage, unreadable: &mut HashSet<Vec<u8>>) -> Result<()> {
+    let appending = source.header.update_mode == UpdateMode::Appending;
+    let mut latest: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut offset = source.header.data_start();
     let end = source.file_len();
     let mut value = Vec::new();
@@ -95,21 +107,26 @@ fn scan(source: &Storage, sink: &Storage, report: &mut Salvage, unreadable: &mut
             Ok(Block::Filler) => 1,
             Ok(Block::FreeSpan { len }) => len,
             Ok(Block::Record(header)) => {
+                let kind = header.kind();
                 // SAFETY: as in `salvage`.
                 let recovered = unsafe { source.key_of(offset, &header) }.ok().and_then(|key| {
                     let hash = hash_key(key);
                     let intact = unsafe { source.read_value(offset, &header, hash, &mut value) }.is_ok();
-                    if !intact && header.kind() == KIND_RECORD && source.dictionary_damaged() {
+                    if !intact && kind == KIND_RECORD && source.dictionary_damaged() {
                         // Its checksum held (the frame is whole) but its dictionary did not.
                         unreadable.insert(key.to_vec());
                     }
-                    (intact && header.kind() == KIND_RECORD).then(|| (key.to_vec(), hash))
+                    (intact && (kind == KIND_RECORD || kind == KIND_TOMBSTONE)).then(|| (key.to_vec(), hash))
                 });
                 match recovered {
+                    Some((key, _)) if appending => {
+                        latest.insert(key, (kind == KIND_RECORD).then(|| value.clone()));
+                        header.total_len()
+                    }
                     Some((key, hash)) => {
                         let bucket = bucket_of(hash, sink.header.num_buckets);
                         // SAFETY: as in `insert`.
-                        if unsafe { sink.find(bucket, &key, hash)? }.is_none() {
+                        if kind == KIND_RECORD && unsafe { sink.find(bucket, &key, hash)? }.is_none() {
                             insert(sink, &key, hash, &value)?;
                             report.from_scan += 1;
                         }
@@ -122,6 +139,15 @@ fn scan(source: &Storage, sink: &Storage, report: &mut Salvage, unreadable: &mut
             Err(_) => 1,
         };
         offset = offset.saturating_add(step.max(1));
+    }
+    for (key, value) in latest {
+        let Some(value) = value else { continue };
+        let hash = hash_key(&key);
+        // SAFETY: as in `insert`.
+        if unsafe { sink.find(bucket_of(hash, sink.header.num_buckets), &key, hash)? }.is_none() {
+            insert(sink, &key, hash, &value)?;
+            report.from_scan += 1;
+        }
     }
     Ok(())
 }
