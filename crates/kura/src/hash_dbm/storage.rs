@@ -166,6 +166,8 @@ impl Storage {
         // A zero length first discards old content; extending then yields zeroed buckets.
         file.set_len(0).map_err(|e| io("truncate", e))?;
         file.set_len(header.data_end).map_err(|e| io("resize", e))?;
+        // Allocated now so that a full disk fails here, not as a SIGBUS on a bucket write.
+        crate::file::allocate(&file, 0, header.data_end).map_err(|e| io("allocate", e))?;
         file.write_all_at(&layout.dictionary, header.dictionary_offset()).map_err(|e| io("write", e))?;
         file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
         let codec = Codec::new(layout.codec, layout.dictionary.clone())?;
@@ -390,9 +392,14 @@ impl Storage {
             previous = offset;
         }
         // SAFETY: close holds every stripe lock exclusively; nothing else reads the file.
-        unsafe {
-            self.file.set_len(end + list.len() as u64)?;
-            self.file.write(end, &list)?;
+        let saved = unsafe { self.file.set_len(end + list.len() as u64).and_then(|()| self.file.write(end, &list)) };
+        if saved.is_err() {
+            // No room for the list (a full disk): close without it rather than leave the file
+            // to be restored, which would need room for a whole copy. Its free blocks stay
+            // unused until a rebuild.
+            list.clear();
+            // SAFETY: as above; this only shrinks the file to the end of the records.
+            unsafe { self.file.set_len(end)? };
         }
         self.header.free_list_offset = if list.is_empty() { 0 } else { end };
         self.header.free_list_len = list.len() as u32;
@@ -663,7 +670,12 @@ impl Storage {
                         format!("the file would exceed max_file_size {}", self.header.max_file_size),
                     )
                 })?;
-            self.file.ensure_len(place.offset + len + place.remainder)?;
+            if let Err(e) = self.file.ensure_len(place.offset + len + place.remainder) {
+                // A full disk: the room taken at the end has no file behind it; give it back
+                // so that the record area never ends past the file.
+                self.space.give_back_end(place.offset, len);
+                return Err(e);
+            }
             if place.remainder > 0 {
                 let mut free = Vec::new();
                 encode_free(place.remainder, &mut free);
