@@ -475,3 +475,49 @@ fn paths_with_spaces_work() {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("count=0"));
 }
+
+/// Runs kura as the `nobody` user when the test runs as root (root ignores permission bits).
+fn kura_unprivileged(args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
+    command.args(args);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        command.uid(65534).gid(65534);
+    }
+    command.output().expect("the kura binary runs")
+}
+
+#[test]
+fn permission_errors_exit_3_naming_the_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    let open_dir = scratch.path("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let db = format!("{open_dir}/db.kuh");
+    ok(&["create", &db]);
+    ok(&["set", &db, "k", "v"]);
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let closed_dir = scratch.path("closed");
+    std::fs::create_dir(&closed_dir).unwrap();
+    let hidden = format!("{closed_dir}/db.kuh");
+    ok(&["create", &hidden]);
+    ok(&["set", &hidden, "k", "v"]);
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(scratch.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (args, path) in [
+        (vec!["set", &db, "k", "w"], &db),
+        (vec!["get", &hidden, "k"], &hidden),
+        (vec!["set", &hidden, "k", "w"], &hidden),
+    ] {
+        let output = kura_unprivileged(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(OTHER), "kura {args:?}: {stderr}");
+        assert!(stderr.contains(path.as_str()) && stderr.contains("Permission denied"), "kura {args:?}: {stderr}");
+    }
+    // The read-only file still reads.
+    let output = kura_unprivileged(&["get", &db, "k"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
