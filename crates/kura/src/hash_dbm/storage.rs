@@ -739,6 +739,24 @@ impl Storage {
         Ok(())
     }
 
+    /// How many zero bytes start at `offset` (filler blocks), for a scan to skip them at once.
+    ///
+    /// # Safety
+    /// The caller has the file to itself.
+    pub unsafe fn zero_run(&self, offset: u64) -> u64 {
+        const WINDOW: usize = 1 << 16;
+        let mut at = offset;
+        loop {
+            // SAFETY: forwarded to the caller.
+            let Ok(bytes) = (unsafe { self.file.slice_upto(at, WINDOW) }) else { return at - offset };
+            match bytes.iter().position(|&b| b != 0) {
+                Some(first) => return at + first as u64 - offset,
+                None if bytes.len() < WINDOW => return at + bytes.len() as u64 - offset,
+                None => at += WINDOW as u64,
+            }
+        }
+    }
+
     /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.
     ///
     /// # Safety

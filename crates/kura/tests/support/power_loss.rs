@@ -117,14 +117,11 @@ fn short(value: &[u8]) -> String {
 pub fn crash_image(synced: &[u8], current: &[u8], rng: &mut SplitMix64) -> Vec<u8> {
     let longest = synced.len().max(current.len());
     let page_count = longest.div_ceil(PAGE);
-    let page_of = |bytes: &[u8], page: usize| -> Vec<u8> {
-        let start = (page * PAGE).min(bytes.len());
-        let end = ((page + 1) * PAGE).min(bytes.len());
-        let mut out = bytes[start..end].to_vec();
-        out.resize(PAGE, 0);
-        out
+    let same = |a: &[u8], b: &[u8]| {
+        let common = a.len().min(b.len());
+        a[..common] == b[..common] && a[common..].iter().chain(&b[common..]).all(|&x| x == 0)
     };
-    let differing: Vec<usize> = (0..page_count).filter(|&p| page_of(synced, p) != page_of(current, p)).collect();
+    let differing: Vec<usize> = (0..page_count).filter(|&p| !same(page_of(synced, p), page_of(current, p))).collect();
     let mut image = synced.to_vec();
     image.resize(page_count * PAGE, 0);
     // A write-back probability per image, so that images range from almost nothing written
@@ -134,16 +131,26 @@ pub fn crash_image(synced: &[u8], current: &[u8], rng: &mut SplitMix64) -> Vec<u
     for &page in &differing {
         let new = page_of(current, page);
         let slot = &mut image[page * PAGE..(page + 1) * PAGE];
-        if Some(page) == torn {
-            let sectors = 1 + rng.below((PAGE / SECTOR - 1) as u64) as usize;
-            slot[..sectors * SECTOR].copy_from_slice(&new[..sectors * SECTOR]);
+        let take = if Some(page) == torn {
+            (1 + rng.below((PAGE / SECTOR - 1) as u64) as usize) * SECTOR
         } else if rng.unit() < keep {
-            slot.copy_from_slice(&new);
-        }
+            PAGE
+        } else {
+            0
+        };
+        let copied = take.min(new.len());
+        slot[..copied].copy_from_slice(&new[..copied]);
+        slot[copied..take].fill(0);
     }
     let length = if rng.below(2) == 0 { synced.len() } else { current.len() };
     image.truncate(length);
     image
+}
+
+/// A page of `bytes`, short or empty past its end (read as zeros).
+fn page_of(bytes: &[u8], page: usize) -> &[u8] {
+    let start = (page * PAGE).min(bytes.len());
+    &bytes[start..((page + 1) * PAGE).min(bytes.len())]
 }
 
 /// How many images a test builds in all: `KURA_POWERLOSS_IMAGES`, else `default`.
