@@ -553,3 +553,80 @@ fn bench_batch_adds_a_get_batch_phase_per_size_for_every_engine() {
     }
     fails(&["bench", "--batch", "0"], USAGE, "--batch");
 }
+
+/// Runs kura as the `nobody` user when the test runs as root (root ignores permission bits).
+fn kura_unprivileged(args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
+    command.args(args);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        command.uid(65534).gid(65534);
+    }
+    command.output().expect("the kura binary runs")
+}
+
+#[test]
+fn permission_errors_exit_3_naming_the_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    let open_dir = scratch.path("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let db = format!("{open_dir}/db.kuh");
+    ok(&["create", &db]);
+    ok(&["set", &db, "k", "v"]);
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let closed_dir = scratch.path("closed");
+    std::fs::create_dir(&closed_dir).unwrap();
+    let hidden = format!("{closed_dir}/db.kuh");
+    ok(&["create", &hidden]);
+    ok(&["set", &hidden, "k", "v"]);
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(scratch.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (args, path) in [
+        (vec!["set", &db, "k", "w"], &db),
+        (vec!["get", &hidden, "k"], &hidden),
+        (vec!["set", &hidden, "k", "w"], &hidden),
+    ] {
+        let output = kura_unprivileged(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(OTHER), "kura {args:?}: {stderr}");
+        assert!(stderr.contains(path.as_str()) && stderr.contains("Permission denied"), "kura {args:?}: {stderr}");
+    }
+    // The read-only file still reads.
+    let output = kura_unprivileged(&["get", &db, "k"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The reproduction: one bit flipped inside the stored zstd dictionary. Reads must
+/// fail (exit 3, naming the dictionary) instead of returning wrong values, and `restore`
+/// keeps only the records it can prove intact and says what it dropped.
+#[test]
+fn a_damaged_dictionary_is_refused_and_restore_says_what_it_dropped() {
+    let scratch = Scratch::new();
+    let records = sample_records(2000);
+    let tsv = scratch.path("dict.tsv");
+    write_tsv(&tsv, &records, &[]);
+    let db = scratch.path("dict.kuh");
+    ok(&["import", &db, &tsv, "--record-comp", "zstd-dict"]);
+    let mut bytes = std::fs::read(&db).unwrap();
+    let field = |at: usize, len: usize| bytes[at..at + len].iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+    let (num_buckets, dictionary_len) = (field(16, 8), field(48, 4));
+    assert!(dictionary_len > 0, "the import trained no dictionary");
+    let flip_at = (128 + 5 * num_buckets + dictionary_len / 2) as usize;
+    bytes[flip_at] ^= 0x08;
+    std::fs::write(&db, &bytes).unwrap();
+
+    fails(&["get", &db, "word00042"], OTHER, "dictionary");
+    fails(&["export", &db], OTHER, "dictionary");
+    let restored = scratch.path("restored.kuh");
+    let report = ok(&["restore", &db, &restored]);
+    assert!(report.contains("dropped:") && report.contains("dictionary"), "{report}");
+    let salvaged = parse_tsv(&ok(&["export", &restored]));
+    for (key, value) in &salvaged {
+        assert_eq!(records.get(key), Some(value), "restore kept a value that was never written");
+    }
+    assert!(salvaged.len() < records.len(), "{report}");
+}

@@ -27,12 +27,24 @@ impl Storage {
     }
 }
 
+/// What a salvage copied, and what it had to leave behind (for the user to read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// Records written to the new file.
+    pub records: u64,
+    /// Records known to be lost (their key was readable, their value not provably intact);
+    /// damaged pages or chains may hide more, which `dropped` then says.
+    pub dropped_records: u64,
+    /// One sentence per kind of damage met; empty when the source was intact.
+    pub dropped: Vec<String>,
+}
+
 /// What `kura restore` can do for an engine's files.
 #[derive(Clone, Copy)]
 pub enum Restore {
     /// Copies every intact record of a (possibly damaged) file at the first path into a new
-    /// file at the second; returns the number of records copied.
-    Salvage(fn(&Path, &Path) -> Result<u64>),
+    /// file at the second, and reports what it copied and dropped.
+    Salvage(fn(&Path, &Path) -> Result<RestoreReport>),
     /// The engine has no salvage, for the reason given.
     Unsupported(&'static str),
 }
@@ -93,7 +105,7 @@ impl Engine {
 
     /// Salvages `source` into the new file `dest` (see `Restore`); an engine without salvage
     /// is an Infeasible error that says why.
-    pub fn restore(&self, source: &Path, dest: &Path) -> Result<u64> {
+    pub fn restore(&self, source: &Path, dest: &Path) -> Result<RestoreReport> {
         match self.restore {
             Restore::Salvage(salvage) => salvage(source, dest),
             Restore::Unsupported(why) => Err(Error::infeasible(format!("{} has no restore: {why}", self.class))),

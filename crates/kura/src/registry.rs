@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::compact_dbm::CompactDbm;
-pub use crate::engine::{Engine, Restore, Storage};
+pub use crate::engine::{Engine, Restore, RestoreReport, Storage};
 
 use crate::dbm::{Dbm, OpenMode, Params};
 use crate::error::{Error, Result};
@@ -59,7 +59,7 @@ pub static ENGINES: &[Engine] = &[
         bench_params: no_params,
         import_params: hash_import_params,
         open: |path, mode, params| Ok(Box::new(HashDbm::open(path, mode, params)?)),
-        restore: Restore::Salvage(|source, dest| HashDbm::restore_file(source, dest)),
+        restore: Restore::Salvage(|source, dest| HashDbm::salvage_file(source, dest)),
     },
     Engine {
         name: "tree",
@@ -72,7 +72,7 @@ pub static ENGINES: &[Engine] = &[
         bench_params: no_params,
         import_params: no_params,
         open: |path, mode, params| Ok(Box::new(TreeDbm::open(path, mode, params)?)),
-        restore: Restore::Salvage(|source, dest| TreeDbm::restore_file(source, dest)),
+        restore: Restore::Salvage(|source, dest| TreeDbm::salvage_file(source, dest)),
     },
     Engine {
         name: "tiny",

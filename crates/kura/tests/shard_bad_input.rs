@@ -109,7 +109,7 @@ fn restore_salvages_every_shard_into_a_new_set() {
     let base = dir.path().join("db.kut");
     make_set(&base, 3, &Params::new());
     let dest = dir.path().join("new.kut");
-    assert_eq!(ShardDbm::restore_set(&base, &dest, kura::registry::ENGINES).unwrap(), 100);
+    assert_eq!(ShardDbm::restore_set(&base, &dest, kura::registry::ENGINES).unwrap().records, 100);
     let db = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
     assert_eq!(db.count().unwrap(), 100);
     assert_eq!(db.get(b"k42").unwrap(), b"v");

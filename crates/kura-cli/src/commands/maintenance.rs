@@ -55,8 +55,11 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
             engine.extension
         )));
     }
-    let records = engine.restore(path, new_path)?;
-    println!("restored records={records} path={}", new_path.display());
+    let report = engine.restore(path, new_path)?;
+    println!("restored records={} path={}", report.records, new_path.display());
+    for damage in &report.dropped {
+        println!("dropped: {damage}");
+    }
     Ok(())
 }
 

@@ -48,6 +48,12 @@ impl MappedFile {
                 format!("{} has {len} bytes, more than its maximum {max_len}", path.display()),
             ));
         }
+        if writable && len > 0 {
+            // A file made sparse (by an older version, or another tool) gets its holes
+            // filled now, while an error can still be returned (see `set_len_locked`); a
+            // file without holes needs no new block, so this succeeds on a full disk too.
+            allocate(&file, 0, len).map_err(|e| Error::io(format!("allocate {}", path.display()), e))?;
+        }
         let map = Self::reserve(&file, max_len, len, writable)
             .map_err(|e| Error::io(format!("mmap {}", path.display()), e))?;
         Ok(MappedFile { file, path: path.to_path_buf(), map, len: AtomicU64::new(len), grow: Mutex::new(()), writable })
@@ -196,7 +202,8 @@ impl MappedFile {
         }
         let margin = (current / 8).max(MIN_GROWTH);
         let target = needed.saturating_add(margin).min(self.max_len());
-        self.set_len_locked(target)
+        // On a nearly full disk the margin may not fit where the write itself does.
+        self.set_len_locked(target).or_else(|_| self.set_len_locked(needed))
     }
 
     /// Sets the file's length exactly (shrinking it on close or clear).
@@ -211,6 +218,13 @@ impl MappedFile {
     fn set_len_locked(&self, len: u64) -> Result<()> {
         if len > self.max_len() {
             return Err(Error::new(ErrorKind::Limit, format!("{} cannot hold {len} bytes", self.path.display())));
+        }
+        let current = self.len();
+        if len > current {
+            // Growing: the blocks are allocated now, so that a full disk is an error here
+            // rather than a SIGBUS later, when a store into the mapping finds no block.
+            allocate(&self.file, current, len - current)
+                .map_err(|e| Error::io(format!("grow {} to {len} bytes", self.path.display()), e))?;
         }
         self.file.set_len(len).map_err(|e| Error::io(format!("resize {}", self.path.display()), e))?;
         debug_assert!(len <= self.map.len() as u64, "invariant: the file never outgrows its mapping");
@@ -228,5 +242,28 @@ impl MappedFile {
             self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
         }
         Ok(())
+    }
+}
+
+/// Allocates `len` bytes of `file` from `offset` (extending it), with `fallocate`. A file
+/// system without it (EOPNOTSUPP) keeps the sparse growth of `set_len`.
+pub fn allocate(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    loop {
+        // SAFETY: fallocate only reads its integer arguments; the descriptor is open for
+        // as long as `file` lives.
+        let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset, len) };
+        if result == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) => return Ok(()),
+            _ => return Err(error),
+        }
     }
 }

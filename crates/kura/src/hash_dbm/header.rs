@@ -12,7 +12,11 @@ use crate::encoding::{Field, HeaderBytes};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KuraHash";
-pub const FORMAT_VERSION: u16 = 1;
+/// Version 2 added the dictionary and free-list checksums; version 1 files still open (see
+/// `Header::version`).
+pub const FORMAT_VERSION: u16 = 2;
+/// The first version, whose dictionary and free list carry no checksum.
+pub const FORMAT_VERSION_UNCHECKED: u16 = 1;
 /// Bytes of one bucket entry: a little-endian file offset, enough for 1 TiB files.
 pub const BUCKET_WIDTH: u64 = 5;
 /// The largest file a 5-byte offset can address.
@@ -34,7 +38,11 @@ const DICTIONARY_LEN_FIELD: Field = Field::after(MAX_FILE_SIZE_FIELD, 4);
 const PAD2_FIELD: Field = Field::after(DICTIONARY_LEN_FIELD, 4);
 const FREE_LIST_OFFSET_FIELD: Field = Field::after(PAD2_FIELD, 8);
 const FREE_LIST_LEN_FIELD: Field = Field::after(FREE_LIST_OFFSET_FIELD, 4);
-const RESERVED_FIELD: Field = Field::after(FREE_LIST_LEN_FIELD, 52);
+/// Version 2: xxh3 of the zstd dictionary (0 without one).
+const DICTIONARY_CHECKSUM_FIELD: Field = Field::after(FREE_LIST_LEN_FIELD, 8);
+/// Version 2: xxh3 of the saved free-block list (0 without one).
+const FREE_LIST_CHECKSUM_FIELD: Field = Field::after(DICTIONARY_CHECKSUM_FIELD, 8);
+const RESERVED_FIELD: Field = Field::after(FREE_LIST_CHECKSUM_FIELD, 36);
 /// xxh3 of every byte before it.
 const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
 const HEADER_BYTES: usize = CHECKSUM_FIELD.end();
@@ -100,12 +108,24 @@ pub struct Header {
     /// Where the saved free-block list starts (0: none); it runs to the end of the file.
     pub free_list_offset: u64,
     pub free_list_len: u32,
+    /// XXH3-64 of the dictionary bytes; checked at open before any value is decoded.
+    pub dictionary_checksum: u64,
+    /// XXH3-64 of the saved free-block list; a list that fails it is not loaded.
+    pub free_list_checksum: u64,
+    /// The version read from the file: a version 1 file has neither checksum (both read 0
+    /// and are not checked). Encoding always writes the current version.
+    pub version: u16,
 }
 
 impl Header {
     /// Offset of bucket `index`'s entry.
     pub fn bucket_offset(index: u64) -> u64 {
         HEADER_SIZE + index * BUCKET_WIDTH
+    }
+
+    /// Whether the file stores checksums of its dictionary and free list (version 2 on).
+    pub fn has_shared_checksums(&self) -> bool {
+        self.version >= FORMAT_VERSION
     }
 
     /// Where the dictionary starts: right after the bucket array.
@@ -133,6 +153,8 @@ impl Header {
         b.put_u32(DICTIONARY_LEN_FIELD, self.dictionary_len);
         b.put_u64(FREE_LIST_OFFSET_FIELD, self.free_list_offset);
         b.put_u32(FREE_LIST_LEN_FIELD, self.free_list_len);
+        b.put_u64(DICTIONARY_CHECKSUM_FIELD, self.dictionary_checksum);
+        b.put_u64(FREE_LIST_CHECKSUM_FIELD, self.free_list_checksum);
         let checksum = xxh3_64(b.before(CHECKSUM_FIELD));
         b.put_u64(CHECKSUM_FIELD, checksum);
         b.into_bytes()
@@ -154,9 +176,9 @@ impl Header {
             return Err(Error::broken("the header checksum does not match: the header is corrupted"));
         }
         let version = b.u16(VERSION_FIELD);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_UNCHECKED {
             return Err(Error::broken(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads {FORMAT_VERSION_UNCHECKED} and {FORMAT_VERSION})"
             )));
         }
         let clean = b.u8(CLOSED_CLEANLY_FIELD);
@@ -174,6 +196,9 @@ impl Header {
             dictionary_len: b.u32(DICTIONARY_LEN_FIELD),
             free_list_offset: b.u64(FREE_LIST_OFFSET_FIELD),
             free_list_len: b.u32(FREE_LIST_LEN_FIELD),
+            dictionary_checksum: b.u64(DICTIONARY_CHECKSUM_FIELD),
+            free_list_checksum: b.u64(FREE_LIST_CHECKSUM_FIELD),
+            version,
         };
         header.validate(file_len)?;
         Ok(header)
@@ -226,6 +251,9 @@ mod tests {
             dictionary_len: 0,
             free_list_offset: 0,
             free_list_len: 0,
+            dictionary_checksum: 7,
+            free_list_checksum: 9,
+            version: FORMAT_VERSION,
         }
     }
 
@@ -264,6 +292,8 @@ mod tests {
             PAD2_FIELD,
             FREE_LIST_OFFSET_FIELD,
             FREE_LIST_LEN_FIELD,
+            DICTIONARY_CHECKSUM_FIELD,
+            FREE_LIST_CHECKSUM_FIELD,
             RESERVED_FIELD,
             CHECKSUM_FIELD,
         ];
@@ -273,12 +303,12 @@ mod tests {
         // The bytes the table describes: a sample header's fields at the documented offsets.
         let bytes = sample().encode();
         assert_eq!(&bytes[..8], b"KuraHash");
-        assert_eq!(bytes[8..10], 1u16.to_le_bytes());
+        assert_eq!(bytes[8..10], FORMAT_VERSION.to_le_bytes());
         assert_eq!((bytes[10], bytes[11], bytes[12], bytes[13]), (2, 0, 1, 5));
         assert_eq!(bytes[16..24], 16u64.to_le_bytes());
         assert_eq!(bytes[24..32], 3u64.to_le_bytes());
         assert_eq!(bytes[32..40], 300u64.to_le_bytes());
-        assert!(bytes[68..120].iter().all(|&b| b == 0), "reserved bytes are zero");
+        assert!(bytes[84..120].iter().all(|&b| b == 0), "reserved bytes are zero");
         assert_eq!(bytes[120..], xxh3_64(&bytes[..120]).to_le_bytes());
     }
 
@@ -289,6 +319,18 @@ mod tests {
         for codec in crate::codec::CODECS.iter().filter(|c| c.kind != CodecKind::None) {
             assert!(frames.contains(&format!("| {} |", codec.name)), "docs/format.md has no frame for {}", codec.name);
         }
+    }
+
+    #[test]
+    fn a_version_1_header_opens_without_shared_checksums() {
+        let mut bytes = sample().encode();
+        bytes[8..10].copy_from_slice(&FORMAT_VERSION_UNCHECKED.to_le_bytes());
+        bytes[68..84].fill(0);
+        let checksum = xxh3_64(&bytes[..120]);
+        bytes[120..].copy_from_slice(&checksum.to_le_bytes());
+        let header = Header::decode(&bytes, 300).unwrap();
+        assert!(!header.has_shared_checksums());
+        assert!(sample().has_shared_checksums());
     }
 
     #[test]

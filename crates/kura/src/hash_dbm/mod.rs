@@ -36,11 +36,12 @@ use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
+use crate::registry::RestoreReport;
 use chain_lock::{Chain, ChainLock, ChainMut, WholeFile};
 use cursor::HashCursor;
 use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
-use storage::{bucket_of, hash_key, Found, Layout, Link, Storage};
+use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Link, Storage};
 
 /// Number of lock stripes. Enough that two threads rarely meet on one; each is a word.
 const STRIPES: usize = 1024;
@@ -110,7 +111,7 @@ impl HashDbm {
         let mut storage = if initialize {
             Storage::initialize(file, lock, path, &Self::layout_for_new(&options, None))?
         } else {
-            let storage = Storage::from_file(file, lock, path, writable)?;
+            let storage = Storage::from_file(file, lock, path, writable, DamagedDictionary::Refuse)?;
             Self::check_options_match(&storage, &options)?;
             storage
         };
@@ -193,12 +194,35 @@ impl HashDbm {
     /// Copies every intact record of the (possibly crashed or damaged) database at `source`
     /// into a new database at `dest`, leaving `source` as it is. Returns the record count.
     pub fn restore_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<u64> {
-        let mut source = Storage::open(source.as_ref(), false)?;
+        Self::salvage_file(source, dest).map(|report| report.records)
+    }
+
+    /// `restore_file`, saying also what could not be copied: records whose value failed its
+    /// checksum, or compressed records when the stored dictionary failed its checksum (the
+    /// copy then has no dictionary: plain zstd until its next rebuild trains one).
+    pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<RestoreReport> {
+        let mut source = Storage::open(source.as_ref(), false, DamagedDictionary::Skip)?;
         let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
-        restore::salvage(&mut source, &mut fresh)?;
-        let count = fresh.count();
+        let salvage = restore::salvage(&mut source, &mut fresh)?;
+        let records = fresh.count();
         fresh.close()?;
-        Ok(count)
+        let mut dropped = Vec::new();
+        if source.dictionary_damaged() {
+            dropped.push(format!(
+                "the zstd dictionary ({} bytes) fails its checksum: compressed records cannot be proven intact",
+                source.header.dictionary_len
+            ));
+        }
+        if salvage.broken_chains > 0 {
+            dropped.push(format!(
+                "{} bucket chains were broken; the record area was scanned for intact records",
+                salvage.broken_chains
+            ));
+        }
+        if salvage.dropped > 0 {
+            dropped.push(format!("{} records whose value could not be proven intact", salvage.dropped));
+        }
+        Ok(RestoreReport { records, dropped_records: salvage.dropped, dropped })
     }
 
     /// The path the database was opened with.

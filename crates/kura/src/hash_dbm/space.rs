@@ -205,6 +205,13 @@ impl Space {
     }
 
     /// Moves the end back over space given up at close.
+    /// Returns `len` bytes allocated at `offset`, at the end, that the file could not grow
+    /// to hold: the end moves back unless another allocation followed (then the gap stays;
+    /// once the file grows over it, it reads as zero bytes, which are filler blocks).
+    pub fn give_back_end(&self, offset: u64, len: u64) {
+        let _ = self.end.compare_exchange(offset + len, offset, Ordering::AcqRel, Ordering::Acquire);
+    }
+
     pub fn reset_end(&self, end: u64) {
         self.end.store(end, Ordering::Release);
     }

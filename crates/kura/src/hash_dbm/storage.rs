@@ -23,7 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::chain_lock::{Chain, ChainMut, WholeFile};
-use super::header::{Header, UpdateMode, BUCKET_WIDTH, HEADER_SIZE};
+use super::header::{Header, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION, HEADER_SIZE};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
     KIND_TOMBSTONE, MAX_HEADER_SIZE,
@@ -109,6 +109,19 @@ pub struct Storage {
     pub healthy: bool,
     /// The bucket array in memory, mirroring the file's (see buckets.rs).
     buckets: BucketCache,
+    /// The stored dictionary failed its checksum (only ever true for a salvage, which opens
+    /// such a file anyway to copy the records that do not need it): every compressed
+    /// record is then refused rather than decoded with bad history.
+    dictionary_damaged: bool,
+}
+
+/// How `from_file` treats a dictionary that fails its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DamagedDictionary {
+    /// BrokenData: the normal open.
+    Refuse,
+    /// Open without it; compressed records read as BrokenData (restore).
+    Skip,
 }
 
 impl std::fmt::Debug for Storage {
@@ -141,6 +154,9 @@ impl Storage {
             dictionary_len,
             free_list_offset: 0,
             free_list_len: 0,
+            dictionary_checksum: xxh3_64(&layout.dictionary),
+            free_list_checksum: 0,
+            version: FORMAT_VERSION,
         };
         header.data_end = header.data_start();
         if header.data_end > layout.max_file_size {
@@ -153,26 +169,44 @@ impl Storage {
         // A zero length first discards old content; extending then yields zeroed buckets.
         file.set_len(0).map_err(|e| io("truncate", e))?;
         file.set_len(header.data_end).map_err(|e| io("resize", e))?;
+        // Allocated now so that a full disk fails here, not as a SIGBUS on a bucket write.
+        crate::file::allocate(&file, 0, header.data_end).map_err(|e| io("allocate", e))?;
         file.write_all_at(&layout.dictionary, header.dictionary_offset()).map_err(|e| io("write", e))?;
         file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
         let codec = Codec::new(layout.codec, layout.dictionary.clone())?;
         let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
         let space = Space::new(header.data_end);
         let buckets = BucketCache::new(header.num_buckets)?;
-        Ok(Storage { file: mapped, _lock: lock, header, codec, space, counts: new_counts(0), healthy: true, buckets })
+        Ok(Storage {
+            file: mapped,
+            _lock: lock,
+            header,
+            codec,
+            space,
+            counts: new_counts(0),
+            healthy: true,
+            buckets,
+            dictionary_damaged: false,
+        })
     }
 
     /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
     /// The caller checks `header.closed_cleanly` and restores a crashed file.
-    pub fn open(path: &Path, writable: bool) -> Result<Storage> {
+    pub fn open(path: &Path, writable: bool, damaged_dictionary: DamagedDictionary) -> Result<Storage> {
         let file = open_regular_file(path, writable, false)?;
         let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
         let lock = FileLock::acquire(&file, path, mode)?;
-        Storage::from_file(file, lock, path, writable)
+        Storage::from_file(file, lock, path, writable, damaged_dictionary)
     }
 
     /// Reads the database in an opened, locked file.
-    pub fn from_file(file: File, lock: FileLock, path: &Path, writable: bool) -> Result<Storage> {
+    pub fn from_file(
+        file: File,
+        lock: FileLock,
+        path: &Path,
+        writable: bool,
+        damaged_dictionary: DamagedDictionary,
+    ) -> Result<Storage> {
         let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
         if file_len == 0 {
             return Err(Error::broken(format!("{} is empty: not a Kura hash database", path.display())));
@@ -181,13 +215,33 @@ impl Storage {
         let readable = usize::try_from(file_len.min(HEADER_SIZE)).unwrap_or(0);
         let head = bytes.get_mut(..readable).unwrap_or_default();
         file.read_exact_at(head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let header = Header::decode(head, file_len)
+        let mut header = Header::decode(head, file_len)
             .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
         // The header was validated against the file length, so this allocation is bounded
         // by the file's real size.
         let mut dictionary = vec![0u8; header.dictionary_len as usize];
         file.read_exact_at(&mut dictionary, header.dictionary_offset())
             .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        // Every compressed value depends on every byte of the dictionary, and the record
+        // checksums cover only the stored frames: the dictionary is checked here, before any
+        // value can be decoded with it. A version 1 file has no dictionary checksum; its
+        // dictionary is taken as it is and the checksum a writer stores from now on is its.
+        let mut dictionary_damaged = false;
+        if !header.has_shared_checksums() {
+            header.dictionary_checksum = xxh3_64(&dictionary);
+        } else if xxh3_64(&dictionary) != header.dictionary_checksum {
+            if damaged_dictionary == DamagedDictionary::Refuse {
+                return Err(Error::broken(format!(
+                    "{}: the zstd dictionary ({} bytes at offset {}) fails its checksum: the file is damaged \
+                     (kura restore salvages the records stored uncompressed)",
+                    path.display(),
+                    header.dictionary_len,
+                    header.dictionary_offset()
+                )));
+            }
+            dictionary_damaged = true;
+            dictionary.clear();
+        }
         let codec = Codec::new(header.codec, dictionary)?;
         let mapped = MappedFile::new(file, path, header.max_file_size, writable)?;
         let data_end = if header.closed_cleanly { header.data_end } else { file_len };
@@ -206,6 +260,7 @@ impl Storage {
             healthy: header.closed_cleanly,
             header,
             codec,
+            dictionary_damaged,
         };
         if storage.header.closed_cleanly {
             storage.load_free_list();
@@ -223,6 +278,7 @@ impl Storage {
         self.header.closed_cleanly = false;
         self.header.free_list_offset = 0;
         self.header.free_list_len = 0;
+        self.header.free_list_checksum = 0;
         self.write_header()?;
         self.file.sync(false)
     }
@@ -231,7 +287,13 @@ impl Storage {
         self.file.path()
     }
 
-    /// The settings this file was created with, for a copy of it.
+    /// Whether the stored dictionary failed its checksum (see `DamagedDictionary::Skip`).
+    pub fn dictionary_damaged(&self) -> bool {
+        self.dictionary_damaged
+    }
+
+    /// The settings this file was created with, for a copy of it (without a damaged
+    /// dictionary: the copy then compresses as plain zstd until its next rebuild).
     pub fn layout(&self) -> Layout {
         Layout {
             codec: self.header.codec,
@@ -333,12 +395,18 @@ impl Storage {
             previous = offset;
         }
         // SAFETY: close holds every stripe lock exclusively; nothing else reads the file.
-        unsafe {
-            self.file.set_len(end + list.len() as u64)?;
-            self.file.write(end, &list)?;
+        let saved = unsafe { self.file.set_len(end + list.len() as u64).and_then(|()| self.file.write(end, &list)) };
+        if saved.is_err() {
+            // No room for the list (a full disk): close without it rather than leave the file
+            // to be restored, which would need room for a whole copy. Its free blocks stay
+            // unused until a rebuild.
+            list.clear();
+            // SAFETY: as above; this only shrinks the file to the end of the records.
+            unsafe { self.file.set_len(end)? };
         }
         self.header.free_list_offset = if list.is_empty() { 0 } else { end };
         self.header.free_list_len = list.len() as u32;
+        self.header.free_list_checksum = xxh3_64(&list);
         self.header.closed_cleanly = true;
         self.write_header()?;
         self.file.sync(true)
@@ -351,6 +419,11 @@ impl Storage {
         }
         // SAFETY: called at open, before the storage is shared.
         let Ok(bytes) = (unsafe { self.file.slice(offset, len) }) else { return };
+        // A list that fails its checksum is not used at all: an entry with a wrong length
+        // would hand out live records as free space. Its blocks stay unused until a rebuild.
+        if self.header.has_shared_checksums() && xxh3_64(bytes) != self.header.free_list_checksum {
+            return;
+        }
         let (mut at, mut previous) = (0usize, 0u64);
         let data_start = self.header.data_start();
         while at < bytes.len() {
@@ -511,6 +584,9 @@ impl Storage {
         if checksum(hash, header.is_compressed(), stored) != header.checksum() {
             return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
         }
+        if self.dictionary_damaged && header.is_compressed() {
+            return Err(Error::broken(format!("record at {offset}: compressed with the damaged dictionary")));
+        }
         Ok(stored)
     }
 
@@ -614,7 +690,12 @@ impl Storage {
                         format!("the file would exceed max_file_size {}", self.header.max_file_size),
                     )
                 })?;
-            self.file.ensure_len(place.offset + len + place.remainder)?;
+            if let Err(e) = self.file.ensure_len(place.offset + len + place.remainder) {
+                // A full disk: the room taken at the end has no file behind it; give it back
+                // so that the record area never ends past the file.
+                self.space.give_back_end(place.offset, len);
+                return Err(e);
+            }
             if place.remainder > 0 {
                 let mut free = Vec::new();
                 encode_free(place.remainder, &mut free);
@@ -683,6 +764,21 @@ impl Storage {
         unsafe { self.file.write(offset, &[tag])? };
         self.space.release(offset, header.total_len(), shard_of(chain.bucket()));
         Ok(())
+    }
+
+    /// How many zero bytes start at `offset` (filler blocks), for a scan to skip them at once.
+    pub fn zero_run(&self, _whole: &WholeFile<'_>, offset: u64) -> u64 {
+        const WINDOW: usize = 1 << 16;
+        let mut at = offset;
+        loop {
+            // SAFETY: the caller has the whole file to itself.
+            let Ok(bytes) = (unsafe { self.file.slice_upto(at, WINDOW) }) else { return at - offset };
+            match bytes.iter().position(|&b| b != 0) {
+                Some(first) => return at + first as u64 - offset,
+                None if bytes.len() < WINDOW => return at + bytes.len() as u64 - offset,
+                None => at += WINDOW as u64,
+            }
+        }
     }
 
     /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.

@@ -62,6 +62,14 @@ impl Backing {
             },
             OpenMode::Truncate => (None, true),
         };
+        if mode.is_writable() && snapshot.is_some() {
+            // Snapshots replace the file by a rename, which a read-only file does not stop:
+            // a writer checks that it may write the file itself, as the file engines do.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::io(format!("open {} for writing", path.display()), e))?;
+        }
         Ok(Opened { backing, snapshot, write_now })
     }
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
-use crate::engine::Engine;
+use crate::engine::{Engine, RestoreReport};
 use crate::error::{Error, Result};
 use crate::tree_dbm::Comparator;
 
@@ -380,8 +380,9 @@ impl ShardDbm {
 
 impl ShardDbm {
     /// Salvages every shard of the set under `source` with its engine's restore into a new
-    /// set of as many shards under `dest`; returns the records copied.
-    pub fn restore_set(source: &Path, dest: &Path, engines: &'static [Engine]) -> Result<u64> {
+    /// set of as many shards under `dest`; reports the records copied and, shard by shard,
+    /// what was dropped.
+    pub fn restore_set(source: &Path, dest: &Path, engines: &'static [Engine]) -> Result<RestoreReport> {
         let Some(count) = naming::find_set(source)? else {
             return Err(Error::not_found(format!("{}: no shard files", source.display())));
         };
@@ -392,12 +393,15 @@ impl ShardDbm {
             ));
         }
         let inner = inner::inner_engine(engines, source, &Params::new(), Some(count))?;
-        let mut copied = 0u64;
+        let mut report = RestoreReport::default();
         for index in 0..count {
             let from = naming::shard_path(source, index, count);
             let to = naming::shard_path(dest, index, count);
-            copied = copied.saturating_add(inner.restore(&from, &to)?);
+            let shard = inner.restore(&from, &to)?;
+            report.records = report.records.saturating_add(shard.records);
+            report.dropped_records = report.dropped_records.saturating_add(shard.dropped_records);
+            report.dropped.extend(shard.dropped.into_iter().map(|why| format!("shard {index}: {why}")));
         }
-        Ok(copied)
+        Ok(report)
     }
 }

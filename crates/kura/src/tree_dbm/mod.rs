@@ -127,8 +127,19 @@ impl TreeDbm {
     /// Copies every readable record of a damaged (or sound) tree file `source` into a new
     /// file `dest`; returns the number of records copied.
     pub fn restore_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<u64> {
+        Self::salvage_file(source, dest).map(|report| report.records)
+    }
+
+    /// `restore_file`, saying also how many damaged pages were skipped (their records are
+    /// lost; a page's records cannot be counted once it fails its checksum).
+    pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::registry::RestoreReport> {
         let source = Pager::open(source.as_ref(), false, DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
-        recovery::restore_to(&source, dest.as_ref())
+        let (records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;
+        let mut dropped = Vec::new();
+        if skipped_pages > 0 {
+            dropped.push(format!("{skipped_pages} damaged pages (and the records under them) were skipped"));
+        }
+        Ok(crate::registry::RestoreReport { records, dropped_records: 0, dropped })
     }
 
     /// The path the database was opened with.

@@ -80,6 +80,7 @@ impl Pager {
         let io = |what: &str, e| Error::io(format!("{what} {}", path.display()), e);
         file.set_len(0).map_err(|e| io("truncate", e))?;
         file.set_len(DATA_START).map_err(|e| io("resize", e))?;
+        crate::file::allocate(&file, 0, DATA_START).map_err(|e| io("allocate", e))?;
         file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
         file.write_all_at(&header.encode(), HEADER_SIZE as u64).map_err(|e| io("write", e))?;
         let codec = Codec::new(options.codec, Vec::new())?;

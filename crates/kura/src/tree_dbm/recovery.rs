@@ -94,7 +94,8 @@ pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) 
 }
 
 /// Copies the readable records of `source` into a new file at `dest` with the same settings.
-pub fn restore_to(source: &Pager, dest: &Path) -> Result<u64> {
+/// Returns the records copied and the damaged pages skipped.
+pub fn restore_to(source: &Pager, dest: &Path) -> Result<(u64, u64)> {
     let header = source.header();
     let options = PagerOptions {
         codec: header.codec,
@@ -105,21 +106,23 @@ pub fn restore_to(source: &Pager, dest: &Path) -> Result<u64> {
         max_file_size: super::options::DEFAULT_MAX_FILE_SIZE,
     };
     let mut tree = BTree::new(Pager::create(dest, &options)?, SALVAGE_DIRTY_PAGES);
-    fill(&mut tree, source)?;
+    let skipped = fill(&mut tree, source)?;
     let count = tree.count();
     tree.pager.close(true)?;
-    Ok(count)
+    Ok((count, skipped))
 }
 
-fn fill(tree: &mut BTree, source: &Pager) -> Result<()> {
-    salvage(source, |key, value| {
+/// Copies the readable records; returns the damaged pages skipped.
+fn fill(tree: &mut BTree, source: &Pager) -> Result<u64> {
+    let skipped = salvage(source, |key, value| {
         tree.process(key, &mut |_| Action::Set(std::borrow::Cow::Borrowed(value)))?;
         if tree.wants_commit() {
             tree.commit(false)?;
         }
         Ok(())
     })?;
-    tree.commit(true)
+    tree.commit(true)?;
+    Ok(skipped)
 }
 
 /// Replaces the damaged file of `pager` by a salvaged copy; returns the pager of the copy.

@@ -1,0 +1,376 @@
+//! No silent wrong values: flips bits of every region a decoded value depends on (file
+//! headers, bucket arrays, zstd dictionaries, saved free lists, the first pages of records,
+//! memory-engine snapshots) and checks that every read then gives the right value, a typed
+//! BrokenData error, or no record, never a value that was not written; and that `restore`
+//! of such a file copies only values it can prove intact and says what it dropped.
+//!
+//! Every bit of the file headers, bucket array, dictionaries and free list is flipped; the
+//! record pages and snapshots get one flip per byte (a rotating bit) in CI, every bit (and
+//! more records) with `KURA_FLIP_ALL_BITS=1`. The figures are printed (run with
+//! `--nocapture` to see them).
+
+#![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
+#![expect(clippy::indexing_slicing, reason = "offsets into files the test wrote itself")]
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use kura::{Dbm, DbmExt, ErrorKind, HashDbm, OpenMode, Params, TreeDbm};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Compressible values of varied shape, so that a trained dictionary helps and some values
+/// are stored raw (short ones) while others are compressed.
+fn model(records: u32) -> Model {
+    (0..records)
+        .map(|i| {
+            let key = format!("user:{i:05}").into_bytes();
+            let value = if i % 7 == 0 {
+                format!("{i}").into_bytes()
+            } else {
+                format!(
+                    "{{\"id\":{i},\"name\":\"name-{}\",\"tags\":[\"a{}\",\"b{}\"],\"score\":{}}}",
+                    i * 31,
+                    i % 5,
+                    i % 3,
+                    i * 7
+                )
+                .into_bytes()
+            };
+            (key, value)
+        })
+        .collect()
+}
+
+fn flip_all_bits() -> bool {
+    std::env::var("KURA_FLIP_ALL_BITS").is_ok_and(|v| v == "1")
+}
+
+/// Records of the flipped databases: each flip reads them all, so CI keeps them few.
+fn records() -> u32 {
+    if flip_all_bits() {
+        600
+    } else {
+        200
+    }
+}
+
+/// What one damaged image gave.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    flips: u64,
+    refused_at_open: u64,
+    right: u64,
+    broken: u64,
+    missing: u64,
+    /// Values returned that were never written: must stay 0.
+    wrong: u64,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.flips += other.flips;
+        self.refused_at_open += other.refused_at_open;
+        self.right += other.right;
+        self.broken += other.broken;
+        self.missing += other.missing;
+        self.wrong += other.wrong;
+    }
+}
+
+/// Opens the damaged file read-only and reads every record of `model` and every record the
+/// cursor shows; counts a value that differs from the model (the wrong value this test
+/// exists to rule out: the callers assert there is none) and panics on an error that is not
+/// typed as damage.
+fn check(open: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>, path: &Path, model: &Model, what: &str) -> Tally {
+    let mut tally = Tally { flips: 1, ..Tally::default() };
+    let db = match open(path) {
+        Ok(db) => db,
+        Err(e) => {
+            assert_eq!(e.kind(), ErrorKind::BrokenData, "{what}: open failed with an untyped error: {e}");
+            tally.refused_at_open = 1;
+            return tally;
+        }
+    };
+    for (key, value) in model {
+        match db.get(key) {
+            Ok(got) => {
+                if &got == value {
+                    tally.right += 1;
+                } else {
+                    tally.wrong += 1;
+                    eprintln!("{what}: WRONG VALUE for {}", String::from_utf8_lossy(key));
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::BrokenData => tally.broken += 1,
+            Err(e) if e.kind() == ErrorKind::NotFound => tally.missing += 1,
+            Err(e) => panic!("{what}: get failed with an untyped error: {e}"),
+        }
+    }
+    if let Ok(records) = db.records() {
+        for record in records {
+            match record {
+                Ok((key, value)) => {
+                    if model.get(&key) != Some(&value) {
+                        tally.wrong += 1;
+                        eprintln!("{what}: the cursor shows a record never written");
+                    }
+                }
+                Err(e) => {
+                    assert!(matches!(e.kind(), ErrorKind::BrokenData | ErrorKind::NotFound), "{what}: {e}");
+                    break;
+                }
+            }
+        }
+    }
+    tally
+}
+
+/// Flips bits of `range` in the file one at a time (restoring each before the next) and
+/// checks each image.
+fn flip_range(
+    path: &Path,
+    range: std::ops::Range<u64>,
+    every_bit: bool,
+    mut each: impl FnMut(&Path, u64) -> Tally,
+) -> Tally {
+    let file = OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let mut total = Tally::default();
+    for offset in range {
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, offset).unwrap();
+        let masks: Vec<u8> = if every_bit { (0..8).map(|b| 1u8 << b).collect() } else { vec![1u8 << (offset % 8)] };
+        for mask in masks {
+            file.write_all_at(&[byte[0] ^ mask], offset).unwrap();
+            total.add(each(path, offset));
+            file.write_all_at(&byte, offset).unwrap();
+        }
+    }
+    total
+}
+
+fn read_u32(file: &File, at: u64) -> u32 {
+    let mut bytes = [0u8; 4];
+    file.read_exact_at(&mut bytes, at).unwrap();
+    u32::from_le_bytes(bytes)
+}
+
+fn read_u64(file: &File, at: u64) -> u64 {
+    let mut bytes = [0u8; 8];
+    file.read_exact_at(&mut bytes, at).unwrap();
+    u64::from_le_bytes(bytes)
+}
+
+/// A closed zstd-dict hash database with a trained dictionary and a saved free list.
+fn make_hash(path: &Path, model: &Model) {
+    let params = Params::new().with("record_comp", "zstd-dict").with("num_buckets", 64).with("dict_size", 2048);
+    let db = HashDbm::open(path, OpenMode::Truncate, &params).unwrap();
+    let (last_key, last_value) = model.last_key_value().unwrap();
+    for (key, value) in model.range(..last_key.clone()) {
+        db.set(key, value, true).unwrap();
+    }
+    db.rebuild(&Params::new().with("num_buckets", 64)).unwrap();
+    // Removed records leave free blocks, saved as the free list at close (the last record
+    // keeps them off the end of the file, which would be truncated instead).
+    for i in 0..40 {
+        db.set(format!("gone:{i}").as_bytes(), &[b'x'; 300], true).unwrap();
+    }
+    db.set(last_key, last_value, true).unwrap();
+    for i in 0..40 {
+        db.remove(format!("gone:{i}").as_bytes()).unwrap();
+    }
+    let properties = db.inspect().unwrap();
+    let dictionary: usize = properties.iter().find(|(n, _)| n == "dictionary_size").unwrap().1.parse().unwrap();
+    assert!(dictionary > 0, "the rebuild trained no dictionary");
+    db.close().unwrap();
+}
+
+fn open_hash(path: &Path) -> kura::Result<Box<dyn Dbm>> {
+    Ok(Box::new(HashDbm::open(path, OpenMode::ReadOnly, &Params::new())?))
+}
+
+/// Regions of a hash file from its header: (name, byte range).
+fn hash_regions(path: &Path) -> Vec<(&'static str, std::ops::Range<u64>)> {
+    let file = File::open(path).unwrap();
+    // A rebuild chooses its own bucket count: read it from the header.
+    let buckets_end = 128 + read_u64(&file, 16) * 5;
+    let dictionary_len = u64::from(read_u32(&file, 48));
+    let data_start = buckets_end + dictionary_len;
+    let free_list = read_u64(&file, 56);
+    let free_list_len = u64::from(read_u32(&file, 64));
+    assert!(free_list_len > 0, "the test database has no saved free list");
+    vec![
+        ("header", 0..128),
+        ("bucket array", 128..buckets_end),
+        ("dictionary", buckets_end..data_start),
+        ("free list", free_list..free_list + free_list_len),
+        ("first record page", data_start..data_start + 4096),
+    ]
+}
+
+#[test]
+fn hash_bit_flips_never_give_a_wrong_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flips.kuh");
+    let model = model(records());
+    make_hash(&path, &model);
+    let mut all = Tally::default();
+    for (name, range) in hash_regions(&path) {
+        let every_bit = name != "first record page" || flip_all_bits();
+        let tally = flip_range(&path, range.clone(), every_bit, |p, at| {
+            let what = format!("hash {name} flip at {at}");
+            let mut tally = check(&open_hash, p, &model, &what);
+            if name == "free list" {
+                // A list that is used must not hand out live records as free space: write
+                // through it, then read everything back.
+                tally.add(write_through_free_list(p, &model, &what));
+            }
+            tally
+        });
+        println!("hash {name} ({} bytes): {tally:?}", range.end - range.start);
+        if name == "dictionary" || name == "header" {
+            assert_eq!(tally.refused_at_open, tally.flips, "every {name} flip is refused at open");
+        }
+        all.add(tally);
+    }
+    println!("hash total: {all:?}");
+    assert_eq!(all.wrong, 0, "wrong values returned (see the lines above)");
+}
+
+/// Opens the (free-list-damaged) file for writing, writes records into free space, and checks
+/// that every old record is still right.
+fn write_through_free_list(path: &Path, model: &Model, what: &str) -> Tally {
+    let copy = path.with_extension("write.kuh");
+    std::fs::copy(path, &copy).unwrap();
+    let mut tally = Tally::default();
+    match HashDbm::open(&copy, OpenMode::Write, &Params::new()) {
+        Ok(db) => {
+            for i in 0..40 {
+                db.set(format!("new:{i}").as_bytes(), &[b'n'; 200], true).unwrap();
+            }
+            for (key, value) in model {
+                let got = db.get(key).unwrap();
+                if &got != value {
+                    tally.wrong += 1;
+                    eprintln!("{what}: a write through the free list damaged a record");
+                }
+            }
+            db.close().unwrap();
+        }
+        Err(e) => {
+            assert_eq!(e.kind(), ErrorKind::BrokenData, "{what}: {e}");
+            tally.refused_at_open += 1;
+        }
+    }
+    std::fs::remove_file(&copy).unwrap();
+    tally
+}
+
+#[test]
+fn hash_restore_of_a_damaged_dictionary_keeps_only_proven_values_and_says_what_it_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dict.kuh");
+    let model = model(records());
+    make_hash(&path, &model);
+    let (_, dictionary) = hash_regions(&path).into_iter().find(|(n, _)| *n == "dictionary").unwrap();
+    let step = ((dictionary.end - dictionary.start) / 16).max(1);
+    for at in (dictionary.start..dictionary.end).step_by(step as usize) {
+        let original = std::fs::read(&path).unwrap();
+        let mut damaged = original.clone();
+        damaged[at as usize] ^= 0x20;
+        let broken = dir.path().join("broken.kuh");
+        std::fs::write(&broken, &damaged).unwrap();
+        let error = HashDbm::open(&broken, OpenMode::ReadOnly, &Params::new()).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::BrokenData);
+        assert!(error.message().contains("dictionary"), "{error}");
+        let restored = dir.path().join("restored.kuh");
+        let report = HashDbm::salvage_file(&broken, &restored).unwrap();
+        assert!(report.dropped.iter().any(|d| d.contains("dictionary")), "{report:?}");
+        assert!(report.dropped_records > 0 && report.records > 0, "{report:?}");
+        assert_eq!(report.records + report.dropped_records, model.len() as u64, "{report:?}");
+        let db = HashDbm::open(&restored, OpenMode::Write, &Params::new()).unwrap();
+        assert_eq!(db.count().unwrap(), report.records);
+        for record in db.records().unwrap() {
+            let (key, value) = record.unwrap();
+            assert_eq!(model.get(&key), Some(&value), "restore copied a value that was never written");
+        }
+        // The copy works on: it compresses without the lost dictionary.
+        db.set(b"after", b"restore", true).unwrap();
+        db.close().unwrap();
+        std::fs::remove_file(&restored).unwrap();
+    }
+}
+
+/// A closed zstd-dict tree database with a trained dictionary, small pages so that the first
+/// pages hold records.
+fn make_tree(path: &Path, model: &Model) {
+    let params = Params::new().with("record_comp", "zstd-dict").with("dict_size", 2048).with("max_page_size", 1024);
+    let db = TreeDbm::open(path, OpenMode::Truncate, &params).unwrap();
+    for (key, value) in model {
+        db.set(key, value, true).unwrap();
+    }
+    db.rebuild(&Params::new()).unwrap();
+    let properties = db.inspect().unwrap();
+    let dictionary: usize = properties.iter().find(|(n, _)| n == "dictionary_size").unwrap().1.parse().unwrap();
+    assert!(dictionary > 0, "the rebuild trained no dictionary");
+    db.close().unwrap();
+}
+
+fn open_tree(path: &Path) -> kura::Result<Box<dyn Dbm>> {
+    Ok(Box::new(TreeDbm::open(path, OpenMode::ReadOnly, &Params::new())?))
+}
+
+#[test]
+fn tree_bit_flips_never_give_a_wrong_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flips.kut");
+    let model = model(records());
+    make_tree(&path, &model);
+    let file = File::open(&path).unwrap();
+    // Header 2 (offset 128) of a file closed after one commit may be older; both are flipped.
+    let dictionary_slot = read_u64(&file, 56).max(read_u64(&file, 128 + 56));
+    assert!(dictionary_slot >= 256, "the tree has no dictionary slot");
+    // The slot header: flags, 3 zero bytes, stored length (u32), slot length (u64), checksum.
+    let dictionary_end = dictionary_slot + read_u64(&file, dictionary_slot + 8);
+    let file_len = file.metadata().unwrap().len();
+    let headers_and_dictionary = 0..dictionary_end;
+    let page_bytes = if flip_all_bits() { 8192 } else { 4096 };
+    let first_pages = dictionary_end..(dictionary_end + page_bytes).min(file_len);
+    let mut all = Tally::default();
+    for (name, range, every_bit) in
+        [("headers and dictionary", headers_and_dictionary, true), ("first pages", first_pages, flip_all_bits())]
+    {
+        let tally = flip_range(&path, range.clone(), every_bit, |p, at| {
+            check(&open_tree, p, &model, &format!("tree {name} flip at {at}"))
+        });
+        println!("tree {name} ({} bytes): {tally:?}", range.end - range.start);
+        all.add(tally);
+    }
+    println!("tree total: {all:?}");
+    assert_eq!(all.wrong, 0, "wrong values returned (see the lines above)");
+}
+
+#[test]
+fn memory_snapshot_bit_flips_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model(60);
+    for engine in kura::engines().iter().filter(|e| e.is_in_memory()) {
+        let path = dir.path().join(format!("flips.{}", engine.extension));
+        let params = (engine.bench_params)(model.len() as u64);
+        let db = engine.open(&path, OpenMode::Truncate, &params).unwrap();
+        for (key, value) in &model {
+            db.set(key, value, true).unwrap();
+        }
+        db.close().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let open = |p: &Path| engine.open(p, OpenMode::ReadOnly, &params);
+        let tally = flip_range(&path, 0..len, flip_all_bits(), |p, at| {
+            check(&open, p, &model, &format!("{} flip at {at}", engine.name))
+        });
+        println!("{} snapshot ({len} bytes): {tally:?}", engine.name);
+        assert_eq!(tally.refused_at_open, tally.flips, "{}: every snapshot flip is refused at open", engine.name);
+        assert_eq!(tally.wrong, 0);
+    }
+}
