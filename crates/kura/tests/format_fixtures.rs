@@ -29,6 +29,9 @@ const FIXTURES: &[(&str, &str)] = &[
     ("hash-snappy.kuh", "num_buckets=64,record_comp=snappy"),
     ("hash-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
     ("hash-appending.kuh", "num_buckets=64,update_mode=appending,record_comp=lz4"),
+    // Format version 2 (dictionary and free-list checksums); the files above are version 1.
+    ("hash-v2-none.kuh", "num_buckets=64"),
+    ("hash-v2-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
     ("tree-none.kut", "max_page_size=1024"),
     ("tree-zstd.kut", "max_page_size=1024,record_comp=zstd"),
     ("tree-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
