@@ -64,7 +64,11 @@ pub fn decode(stored: &[u8]) -> Result<(Header, &[u8])> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "a test fails loudly on the first broken expectation")]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
 
     #[test]

@@ -1,6 +1,10 @@
 //! Hostile clients: random bytes, endless lines, huge declared lengths, more connections than
 //! allowed, a client that never reads. After each, the server must still answer a fresh client.
-#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 mod support;
 
@@ -28,7 +32,11 @@ fn random_bytes_get_errors_or_a_close_and_never_stop_the_server() {
         let bytes: Vec<u8> = (0..length)
             .map(|_| {
                 let byte = random.next_u64() as u8;
-                if round % 2 == 0 { b" \r\nsetgad0123456789"[usize::from(byte) % 19] } else { byte }
+                if round % 2 == 0 {
+                    b" \r\nsetgad0123456789"[usize::from(byte) % 19]
+                } else {
+                    byte
+                }
             })
             .collect();
         let _ = stream.write_all(&bytes);
@@ -66,7 +74,8 @@ fn an_endless_line_closes_that_connection_only() {
 fn a_huge_declared_length_is_refused_and_its_data_skipped_without_buffering() {
     let server = start_default();
     // Refused as too large: the rest of this connection's bytes are its (skipped) data.
-    Client::connect(server.address).roundtrip(b"set h 0 0 2147483645\r\n", b"SERVER_ERROR object too large for cache\r\n");
+    Client::connect(server.address)
+        .roundtrip(b"set h 0 0 2147483645\r\n", b"SERVER_ERROR object too large for cache\r\n");
     let mut client = Client::connect(server.address);
     client.roundtrip(b"set h 0 0 2147483646\r\n", b"CLIENT_ERROR bad command line format\r\n");
     client.roundtrip(b"set h 0 0 99999999999\r\n", b"CLIENT_ERROR bad command line format\r\n");

@@ -2,7 +2,11 @@
 //! checked byte for byte (the expected bytes are memcached 1.6.18's, except where the case
 //! says it is Kura's documented difference), plus pipelining, noreply, CAS races, expiry,
 //! binary values, key and item size limits and commands split at every byte.
-#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 mod support;
 
@@ -284,7 +288,8 @@ fn cas_races_between_two_connections_let_exactly_one_win() {
 fn stats_count_what_happened() {
     let server = start_default();
     let mut client = Client::connect(server.address);
-    client.roundtrip(b"set a 0 0 1\r\nx\r\nget a b\r\ndelete a\r\n", b"STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\nDELETED\r\n");
+    client
+        .roundtrip(b"set a 0 0 1\r\nx\r\nget a b\r\ndelete a\r\n", b"STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\nDELETED\r\n");
     client.send(b"stats\r\n");
     let mut stats = std::collections::HashMap::new();
     loop {
@@ -297,10 +302,32 @@ fn stats_count_what_happened() {
         stats.insert(words.next().unwrap().to_string(), words.next().unwrap().to_string());
     }
     for name in [
-        "pid", "uptime", "time", "version", "curr_connections", "total_connections", "rejected_connections", "cmd_get",
-        "cmd_set", "get_hits", "get_misses", "delete_hits", "delete_misses", "incr_hits", "incr_misses", "cas_hits",
-        "cas_misses", "cas_badval", "touch_hits", "touch_misses", "evictions", "curr_items", "total_items", "bytes",
-        "limit_maxbytes", "threads",
+        "pid",
+        "uptime",
+        "time",
+        "version",
+        "curr_connections",
+        "total_connections",
+        "rejected_connections",
+        "cmd_get",
+        "cmd_set",
+        "get_hits",
+        "get_misses",
+        "delete_hits",
+        "delete_misses",
+        "incr_hits",
+        "incr_misses",
+        "cas_hits",
+        "cas_misses",
+        "cas_badval",
+        "touch_hits",
+        "touch_misses",
+        "evictions",
+        "curr_items",
+        "total_items",
+        "bytes",
+        "limit_maxbytes",
+        "threads",
     ] {
         assert!(stats.contains_key(name), "stats lacks {name}");
     }
@@ -340,23 +367,34 @@ fn a_model_of_random_commands_agrees_with_a_map() {
             }
             1 => {
                 client.send(format!("add {key} {flags} 0 {}\r\n", value.len()).as_bytes());
-                client.roundtrip(&[&value[..], b"\r\n"].concat(), if present { b"NOT_STORED\r\n" } else { b"STORED\r\n" });
+                client.roundtrip(
+                    &[&value[..], b"\r\n"].concat(),
+                    if present { b"NOT_STORED\r\n" } else { b"STORED\r\n" },
+                );
                 model.entry(key).or_insert((flags, value));
             }
             2 => {
                 client.send(format!("append {key} {flags} 0 {}\r\n", value.len()).as_bytes());
-                client.roundtrip(&[&value[..], b"\r\n"].concat(), if present { b"STORED\r\n" } else { b"NOT_STORED\r\n" });
+                client.roundtrip(
+                    &[&value[..], b"\r\n"].concat(),
+                    if present { b"STORED\r\n" } else { b"NOT_STORED\r\n" },
+                );
                 if let Some((_, old)) = model.get_mut(&key) {
                     old.extend_from_slice(&value);
                 }
             }
             3 => {
-                client.roundtrip(format!("delete {key}\r\n").as_bytes(), if present { b"DELETED\r\n" } else { b"NOT_FOUND\r\n" });
+                client.roundtrip(
+                    format!("delete {key}\r\n").as_bytes(),
+                    if present { b"DELETED\r\n" } else { b"NOT_FOUND\r\n" },
+                );
                 model.remove(&key);
             }
             _ => {
                 let expected = match model.get(&key) {
-                    Some((flags, value)) => [format!("VALUE {key} {flags} {}\r\n", value.len()).as_bytes(), value, b"\r\nEND\r\n"].concat(),
+                    Some((flags, value)) => {
+                        [format!("VALUE {key} {flags} {}\r\n", value.len()).as_bytes(), value, b"\r\nEND\r\n"].concat()
+                    }
                     None => b"END\r\n".to_vec(),
                 };
                 client.roundtrip(format!("get {key}\r\n").as_bytes(), &expected);

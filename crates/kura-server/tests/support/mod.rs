@@ -31,7 +31,12 @@ impl Drop for Running {
 /// A small in-memory cache, as `kura serve` serves by default.
 pub fn cache() -> Arc<dyn Dbm> {
     let params = Params::new().with("cap_rec_num", 100_000).with("cap_mem_bytes", 64 << 20);
-    Arc::from(kura::registry::engine("cache").unwrap().open(std::path::Path::new(""), kura::OpenMode::Create, &params).unwrap())
+    Arc::from(
+        kura::registry::engine("cache")
+            .unwrap()
+            .open(std::path::Path::new(""), kura::OpenMode::Create, &params)
+            .unwrap(),
+    )
 }
 
 pub fn start(config: Config, db: Arc<dyn Dbm>) -> Running {
