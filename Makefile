@@ -15,9 +15,10 @@ VENV := .venv
 DICTIONARY := bench/data/dictionary.tsv
 
 # Debian packages: Tkrzw (the benchmark's reference and its C++ headers), the dictionary
-# data set's sources, and the C toolchain the codec crates build with.
+# data set's sources, the C toolchain the codec crates build with, and memccapable
+# (libmemcached-tools) with memcached, which test and compare `kura serve`.
 DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base edict pkg-config g++ \
-	python3-venv ca-certificates curl
+	python3-venv ca-certificates curl libmemcached-tools memcached
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
