@@ -103,6 +103,9 @@ const SCRIPT: &[(&[u8], &[u8])] = &[
     (b"flush_all -1\r\n", b"OK\r\n"),
     (b"get b\r\n", b"END\r\n"),
     (b"mn\r\n", b"MN\r\n"),
+    (b"cache_memlimit 50\r\n", b"OK\r\n"),
+    (b"cache_memlimit abc\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"stats cachedump 1 1\r\n", b"END\r\n"),
 ];
 
 #[test]

@@ -42,7 +42,7 @@ pub enum StatsGroup {
     General,
     Settings,
     Reset,
-    /// `items`, `slabs`, `sizes`, `conns`: memcached's slab-allocator details, which have
+    /// `items`, `slabs`, `sizes`, `conns`, `cachedump`: memcached's slab-allocator details, which have
     /// no counterpart here; answered with an empty list.
     Empty,
 }
@@ -155,9 +155,18 @@ pub fn parse(line: &[u8], limits: Limits) -> Request<'_> {
             None => StatsGroup::General,
             Some(b"settings") => StatsGroup::Settings,
             Some(b"reset") => StatsGroup::Reset,
-            Some(b"items" | b"slabs" | b"sizes" | b"conns") => StatsGroup::Empty,
+            Some(b"items" | b"slabs" | b"sizes" | b"conns" | b"cachedump") => StatsGroup::Empty,
             Some(_) => return error(reply::ERROR),
         }),
+        // memcached resizes its slab memory; the engine's cap is fixed when it opens, so
+        // the request is checked and acknowledged but changes nothing (docs/server.md).
+        b"cache_memlimit" => match args.len() {
+            1 | 2 => match args.first().and_then(|w| parse_u32(w)) {
+                Some(_) => Request::Reply { bytes: reply::OK, noreply },
+                None => Request::Reply { bytes: reply::BAD_FORMAT, noreply },
+            },
+            _ => error(reply::ERROR),
+        },
         b"version" => Request::Version,
         b"quit" => Request::Quit,
         b"verbosity" => match args.len() {
