@@ -14,6 +14,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::meta_command::{self, MetaReturn};
 use crate::protocol::reply;
 use crate::protocol::text::{self, Limits, Request, StoreRequest};
 use crate::server::Shared;
@@ -27,8 +28,8 @@ const READ_CHUNK: usize = 16 << 10;
 enum Pending {
     /// A request line.
     Line,
-    /// The data block of a storage command.
-    Data(StoreRequest),
+    /// The data block of a storage command (`ms` too, with what its reply echoes).
+    Data(StoreRequest, Option<MetaReturn>),
     /// Bytes to skip: the data block of a refused storage command.
     Swallow(usize),
 }
@@ -178,15 +179,17 @@ async fn process(
                 }
                 *pending = Pending::Line;
             }
-            Pending::Data(request) => {
+            Pending::Data(request, meta) => {
                 let Some(block) = available.get(..request.length + 2) else {
                     break Next::Read;
                 };
                 let (data, end) = block.split_at(request.length);
-                if end == b"\r\n" {
-                    store(shared, request, data, output);
-                } else {
+                if end != b"\r\n" {
                     output.reply(request.noreply, reply::BAD_DATA_CHUNK);
+                } else if let Some(meta) = meta {
+                    meta_command::set_data(&shared.store, request, meta, data, &mut output.buffer);
+                } else {
+                    store(shared, request, data, output);
                 }
                 consumed += request.length + 2;
                 *pending = Pending::Line;
@@ -204,7 +207,20 @@ async fn process(
                 consumed += newline + 1;
                 let limits = Limits { max_item_size: shared.config.max_item_size };
                 match text::parse(line, limits) {
-                    Request::Store(request) => *pending = Pending::Data(request),
+                    Request::Store(request) => *pending = Pending::Data(request, None),
+                    Request::Meta { command: b's', words } => {
+                        match meta_command::set(&words, shared.config.max_item_size) {
+                            meta_command::MetaSet::Store(request, meta) => {
+                                *pending = Pending::Data(request, Some(meta))
+                            }
+                            meta_command::MetaSet::Refused(bytes, swallow) => {
+                                output.push(bytes);
+                                if let Some(bytes) = swallow {
+                                    *pending = Pending::Swallow(bytes);
+                                }
+                            }
+                        }
+                    }
                     Request::RefusedStore { reply, noreply, swallow, drop_key } => {
                         output.reply(noreply, reply);
                         if reply == reply::TOO_LARGE {
@@ -306,7 +322,7 @@ fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
             output.reply(noreply, bytes);
         }
         Request::Arithmetic { key, delta, incr, noreply } => match store.arithmetic(key, delta, incr) {
-            Ok(ArithmeticOutcome::Value(value)) => output.reply(noreply, format!("{value}\r\n").as_bytes()),
+            Ok(ArithmeticOutcome::Value(value, _)) => output.reply(noreply, format!("{value}\r\n").as_bytes()),
             Ok(ArithmeticOutcome::NotFound) => output.reply(noreply, reply::NOT_FOUND),
             Ok(ArithmeticOutcome::NonNumeric) => output.reply(noreply, reply::NON_NUMERIC),
             Err(_) => output.reply(noreply, reply::SERVER_FAILURE),
@@ -333,8 +349,18 @@ fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
         }
         Request::Version => output.push(format!("VERSION {}\r\n", reply::VERSION).as_bytes()),
         Request::Verbosity { noreply } => output.reply(noreply, reply::OK),
-        Request::Meta { command: b'n', .. } => output.push(b"MN\r\n"),
-        Request::Meta { .. } => output.push(reply::ERROR),
+        Request::Meta { command, words } => {
+            bump(&counters.cmd_meta);
+            let out = &mut output.buffer;
+            match command {
+                b'n' => out.extend_from_slice(b"MN\r\n"),
+                b'g' => meta_command::get(store, &words, out),
+                b'd' => meta_command::delete(store, &words, out),
+                b'a' => meta_command::arithmetic(store, &words, out),
+                b'e' => meta_command::debug(store, &words, out),
+                _ => out.extend_from_slice(reply::ERROR),
+            }
+        }
         Request::Reply { bytes, noreply } => output.reply(noreply, bytes),
         // Handled by `process` before it gets here.
         Request::Store(_) | Request::RefusedStore { .. } | Request::Get { .. } | Request::Quit | Request::Close => {}

@@ -4,6 +4,7 @@
 //! - `item.rs`: how flags, expiry and CAS are kept with the data inside a Kura value;
 //! - `clock.rs`: memcached's expiry rules (relative, absolute, negative);
 //! - `store.rs`: each command as one atomic operation on the database;
+//! - `meta_command.rs`: the meta commands (`mg ms md ma me`);
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
 //! - `stats.rs`, `config.rs`: counters and settings.
@@ -15,6 +16,7 @@ pub mod clock;
 pub mod config;
 mod connection;
 pub mod item;
+mod meta_command;
 pub mod protocol;
 pub mod server;
 pub mod stats;

@@ -28,8 +28,8 @@ pub enum StoreOutcome {
 /// What `incr`/`decr` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArithmeticOutcome {
-    /// The new value, as the reply writes it.
-    Value(u64),
+    /// The new value, as the reply writes it, and the item's header after the change.
+    Value(u64, Header),
     NotFound,
     NonNumeric,
 }
@@ -90,6 +90,11 @@ impl Store {
 
     /// Carries out a storage command with its data.
     pub fn store(&self, request: &StoreRequest, data: &[u8]) -> Result<StoreOutcome> {
+        self.store_with_cas(request, data).map(|(outcome, _)| outcome)
+    }
+
+    /// `store`, also returning the CAS unique of the item when stored (meta `ms c`).
+    pub fn store_with_cas(&self, request: &StoreRequest, data: &[u8]) -> Result<(StoreOutcome, u64)> {
         let now = clock::now();
         let expiry = clock::expiry_of(request.exptime, now);
         let cas = self.take_cas();
@@ -136,7 +141,7 @@ impl Store {
         if outcome == StoreOutcome::Stored {
             bump(&counters.total_items);
         }
-        Ok(outcome)
+        Ok((outcome, cas))
     }
 
     /// Shows the live item of `key` to `visit` (None when absent or expired), without copying.
@@ -171,6 +176,25 @@ impl Store {
         })
     }
 
+    /// Removes `key`'s item if its CAS unique is `cas` (any, with None): Stored when
+    /// removed, NotFound when absent, Exists when the CAS differs (meta `md C`).
+    pub fn delete_if(&self, key: &[u8], cas: Option<u64>) -> Result<StoreOutcome> {
+        let now = clock::now();
+        let mut outcome = StoreOutcome::NotFound;
+        self.db.process(key, &mut |old| match live(old, now) {
+            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
+                outcome = StoreOutcome::Exists;
+                Action::Keep
+            }
+            Some(_) => {
+                outcome = StoreOutcome::Stored;
+                Action::Remove
+            }
+            None => clean(old),
+        })?;
+        Ok(outcome)
+    }
+
     /// Removes `key`'s item: true if a live one was there.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let now = clock::now();
@@ -185,11 +209,28 @@ impl Store {
     /// `incr` (wrapping at 2^64) or `decr` (stopping at 0). As memcached, a shorter result
     /// is padded with spaces to the old length (memcached rewrites the number in place).
     pub fn arithmetic(&self, key: &[u8], delta: u64, incr: bool) -> Result<ArithmeticOutcome> {
+        self.arithmetic_or_create(key, delta, incr, None)
+    }
+
+    /// `arithmetic`; with `create` (exptime, initial value), a missing item is created with
+    /// that value instead (meta `ma N J`), and the value is not changed by `delta`.
+    pub fn arithmetic_or_create(
+        &self,
+        key: &[u8],
+        delta: u64,
+        incr: bool,
+        create: Option<(i64, u64)>,
+    ) -> Result<ArithmeticOutcome> {
         let now = clock::now();
         let cas = self.take_cas();
         let mut outcome = ArithmeticOutcome::NotFound;
         self.db.process(key, &mut |old| {
             let Some(found) = live(old, now) else {
+                if let Some((exptime, initial)) = create {
+                    let header = Header { flags: 0, expiry: clock::expiry_of(exptime, now), cas };
+                    outcome = ArithmeticOutcome::Value(initial, header);
+                    return Action::Set(Cow::Owned(item::encode(header, &[initial.to_string().as_bytes()])));
+                }
                 outcome = ArithmeticOutcome::NotFound;
                 return clean(old);
             };
@@ -202,15 +243,16 @@ impl Store {
             if text.len() < found.data.len() {
                 text.resize(found.data.len(), b' ');
             }
-            outcome = ArithmeticOutcome::Value(next);
-            Action::Set(Cow::Owned(item::encode(Header { cas, ..found.header }, &[&text])))
+            let header = Header { cas, ..found.header };
+            outcome = ArithmeticOutcome::Value(next, header);
+            Action::Set(Cow::Owned(item::encode(header, &[&text])))
         })?;
         let counters = &self.counters;
         match (&outcome, incr) {
             (ArithmeticOutcome::NotFound, true) => bump(&counters.incr_misses),
             (ArithmeticOutcome::NotFound, false) => bump(&counters.decr_misses),
-            (ArithmeticOutcome::Value(_), true) => bump(&counters.incr_hits),
-            (ArithmeticOutcome::Value(_), false) => bump(&counters.decr_hits),
+            (ArithmeticOutcome::Value(..), true) => bump(&counters.incr_hits),
+            (ArithmeticOutcome::Value(..), false) => bump(&counters.decr_hits),
             (ArithmeticOutcome::NonNumeric, _) => {}
         }
         Ok(outcome)

@@ -2,6 +2,7 @@
 //! numbers it carries (`numbers.rs`), and the exact reply lines (`reply.rs`). Nothing here
 //! touches a socket or the database: the connection (`connection.rs`) drives it.
 
+pub mod meta;
 pub mod numbers;
 pub mod reply;
 pub mod text;
