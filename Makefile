@@ -3,6 +3,7 @@
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
+#   make scaleout  3 `kura serve` behind pymemcache's HashClient and twemproxy (docs/server.md)
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py).
 
 SHELL := /bin/bash
@@ -16,13 +17,13 @@ DICTIONARY := bench/data/dictionary.tsv
 
 # Debian packages: Tkrzw (the benchmark's reference and its C++ headers), the dictionary
 # data set's sources, the C toolchain the codec crates build with, and memccapable
-# (libmemcached-tools) with memcached, which test and compare `kura serve`.
+# (libmemcached-tools), memcached and twemproxy (nutcracker), which test and compare `kura serve`.
 DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base edict pkg-config g++ \
-	python3-venv ca-certificates curl libmemcached-tools memcached
+	python3-venv ca-certificates curl libmemcached-tools memcached nutcracker
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build python demo test test-only test-python lint bench scale venv dictionary clean distclean
+.PHONY: deps rust build python demo test test-only test-python lint bench scale scaleout venv dictionary clean distclean
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -94,6 +95,10 @@ bench: build venv dictionary python
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
 scale: build venv
 	$(VENV)/bin/python bench/scale.py
+
+## scaleout: 3 `kura serve` behind pymemcache's HashClient and twemproxy, 100k keys (docs/server.md)
+scaleout: build python
+	$(VENV)/bin/python tools/scaleout.py --keys 100000 --kura target/release/kura
 
 clean:
 	$(CARGO) clean
