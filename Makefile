@@ -91,6 +91,7 @@ bench: build venv dictionary python
 	$(VENV)/bin/python bench/run.py
 	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
+	$(VENV)/bin/python bench/server.py  # kura serve vs memcached; small: BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
 scale: build venv
