@@ -144,3 +144,13 @@ fn a_client_that_never_reads_stalls_only_itself() {
     drop(lazy);
     still_serves(server.address);
 }
+
+#[test]
+fn an_idle_connection_is_closed_after_the_idle_timeout_and_others_are_served() {
+    let config = Config { idle_timeout: Some(Duration::from_millis(200)), ..Config::default() };
+    let server = start(config, cache());
+    let mut idle = Client::connect(server.address);
+    idle.roundtrip(b"version\r\n", b"VERSION 1.6.18-kura\r\n");
+    assert!(idle.closed(), "the server closes a connection that stays silent");
+    still_serves(server.address);
+}
