@@ -6,6 +6,7 @@
 //! `output_flush_bytes` of replies, whatever the client sends. A client that stops reading
 //! stalls only its own connection (its task waits on the socket), never the server.
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -276,12 +277,12 @@ fn retrieve(shared: &Shared, key: &[u8], with_cas: bool, touch: Option<i64>, out
         buffer.extend_from_slice(b"VALUE ");
         buffer.extend_from_slice(key);
         let header = found.header;
-        let line = if with_cas {
-            format!(" {} {} {}\r\n", header.flags, found.data.len(), header.cas)
+        // Written in place: no intermediate String per value of a multi-get.
+        let _ = if with_cas {
+            write!(buffer, " {} {} {}\r\n", header.flags, found.data.len(), header.cas)
         } else {
-            format!(" {} {}\r\n", header.flags, found.data.len())
+            write!(buffer, " {} {}\r\n", header.flags, found.data.len())
         };
-        buffer.extend_from_slice(line.as_bytes());
         buffer.extend_from_slice(found.data);
         buffer.extend_from_slice(b"\r\n");
     };
