@@ -4,10 +4,12 @@
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
 #   make fuzz    each cargo-fuzz target for FUZZ_SECONDS (nightly); make soak: the kill -9 soak
+#   make scaleout  3 `kura serve` behind pymemcache's HashClient and twemproxy (docs/server.md)
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py);
 # the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py),
-# bench/shard.py with SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000, and
-# CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py).
+# bench/shard.py with SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000,
+# CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), and the
+# server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1.
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
 
 SHELL := /bin/bash
@@ -20,17 +22,21 @@ VENV := .venv
 DICTIONARY := bench/data/dictionary.tsv
 
 # Debian packages: Tkrzw (the benchmark's reference and its C++ headers), the dictionary
-# data set's sources, and the C toolchain the codec crates build with.
+# data set's sources, the C toolchain the codec crates build with, and memccapable
+# (libmemcached-tools), memcached and twemproxy (nutcracker), which test and compare `kura serve`.
 DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base edict pkg-config g++ \
 	python3-venv ca-certificates curl
 # The Ruby binding: Ruby 3.1 and its headers, minitest and rake for its tests, libclang for
 # rb-sys' bindgen; Ruby's DBM and LevelDB for its benchmark (bench/ruby.py).
 DEB_PACKAGES += ruby ruby-dev ruby-minitest rake libclang-dev ruby-dbm libleveldb-dev
+# kura serve: memcached and its tools (memccapable, memcaslap) and twemproxy, for its tests,
+# the scale-out check and the benchmark.
+DEB_PACKAGES += libmemcached-tools memcached nutcracker
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
-.PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale venv dictionary \
-	clean distclean fuzz fuzz-smoke soak loom
+.PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
+	dictionary clean distclean fuzz fuzz-smoke soak loom
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -145,10 +151,15 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 	$(VENV)/bin/python bench/shard.py measure && $(VENV)/bin/python bench/shard.py report
 	$(VENV)/bin/python bench/compact.py all
+	$(VENV)/bin/python bench/server.py
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
 scale: build venv
 	$(VENV)/bin/python bench/scale.py
+
+## scaleout: 3 `kura serve` behind pymemcache's HashClient and twemproxy, 100k keys (docs/server.md)
+scaleout: build python
+	$(VENV)/bin/python tools/scaleout.py --keys 100000 --kura target/release/kura
 
 clean:
 	$(CARGO) clean

@@ -21,6 +21,8 @@ if [ ! -f "$venv/.kura-python-tools" ]; then
 	"$venv/bin/python" -m pip install --quiet "maturin>=1.7,<2" pytest hypothesis
 	touch "$venv/.kura-python-tools"
 fi
+# pymemcache: its own integration tests run against `kura serve` (python/tests/test_serve_pymemcache.py).
+"$venv/bin/python" -c "import pymemcache" 2>/dev/null || "$venv/bin/python" -m pip install --quiet pymemcache
 
 # A wheel built into target/ and installed over any previous one: the package lands in
 # site-packages like any other, with nothing built left inside python/.

@@ -138,6 +138,8 @@ enum Command {
     Inspect { path: PathBuf },
     /// Measures throughput, like `tkrzw_dbm_perf sequence`.
     Bench(bench::BenchArgs),
+    /// Serves a database over memcached's text protocol until SIGTERM or SIGINT.
+    Serve(commands::serve::ServeArgs),
     /// Lists the engines: name, extension, file or memory, ordered or not, what it is.
     Engines {
         /// One JSON object per engine (with its parameters), for tools.
@@ -212,6 +214,7 @@ fn run(cli: Cli) -> kura::Result<()> {
         }
         Command::Inspect { path } => commands::maintenance::inspect(&path, &options::plain_params(global)?),
         Command::Bench(args) => bench::run(&args, &options::plain_params(global)?),
+        Command::Serve(args) => commands::serve::run(&args, &options::plain_params(global)?),
         Command::Engines { json } => commands::engines::list(json),
         Command::Codecs { json } => commands::engines::codecs(json),
     }

@@ -1,9 +1,11 @@
-//! The subcommands other than `bench`, grouped by what they do to a database.
+//! The subcommands other than `bench`, grouped by what they do to a database (and `serve`,
+//! which puts one behind the memcached protocol).
 
 pub mod engines;
 pub mod import;
 pub mod maintenance;
 pub mod records;
+pub mod serve;
 pub mod transfer;
 
 use std::path::Path;

@@ -1,0 +1,53 @@
+//! What `kura serve` can be told: address, limits, timeouts. The defaults are memcached's
+//! where memcached has one (port 11211, 1024 connections, 1 MiB items, 64 MiB of memory).
+
+use std::time::Duration;
+
+/// memcached's default memory limit (`-m 64`).
+pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to bind, `127.0.0.1` unless told otherwise.
+    pub host: String,
+    /// TCP port; 0 picks a free one (the tests do).
+    pub port: u16,
+    /// The largest data block a storage command may carry, in bytes. Unlike memcached's
+    /// `-I`, it counts the value alone, not the key and item header.
+    pub max_item_size: usize,
+    /// Open connections allowed at once; one more is told `ERROR Too many open connections`.
+    pub max_connections: usize,
+    /// Close a connection that sends nothing (or reads nothing we send) for this long.
+    pub idle_timeout: Option<Duration>,
+    /// Force the database to the device this often (`synchronize(hard)`), for a served file.
+    pub sync_every: Option<Duration>,
+    /// The bound of a request line other than a retrieval (memcached's 2048).
+    pub max_line: usize,
+    /// The bound of a `get`/`gets`/`gat`/`gats` line, which may carry many keys.
+    pub max_get_line: usize,
+    /// Replies are written out whenever this many bytes are waiting: the bound on what one
+    /// connection holds for a huge multi-get or pipeline.
+    pub output_flush_bytes: usize,
+    /// Worker threads of the runtime; 0 means one per CPU.
+    pub threads: usize,
+    /// Reported as `limit_maxbytes` (the engine enforces it, e.g. CacheDbm's cap_mem_bytes).
+    pub memory_limit: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            host: "127.0.0.1".to_string(),
+            port: 11211,
+            max_item_size: 1 << 20,
+            max_connections: 1024,
+            idle_timeout: None,
+            sync_every: None,
+            max_line: 2048,
+            max_get_line: 64 << 10,
+            output_flush_bytes: 64 << 10,
+            threads: 0,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! One client connection: reads requests, carries them out in order, writes the replies.
+//!
+//! Pipelined requests already received are all carried out before one write of their
+//! replies; a reply bigger than `output_flush_bytes` (a huge multi-get) is written out as it
+//! is built, so a connection holds at most about a request line, one data block and
+//! `output_flush_bytes` of replies, whatever the client sends. A client that stops reading
+//! stalls only its own connection (its task waits on the socket), never the server.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::meta_command::{self, MetaReturn};
+use crate::protocol::reply;
+use crate::protocol::text::{self, Limits, Request, StoreRequest};
+use crate::server::Shared;
+use crate::stats::{add, bump};
+use crate::item::Header;
+use crate::store::{ArithmeticOutcome, Found, StoreOutcome};
+
+/// Bytes read from the socket at once.
+const READ_CHUNK: usize = 16 << 10;
+
+/// What the connection is waiting for.
+enum Pending {
+    /// A request line.
+    Line,
+    /// The data block of a storage command (`ms` too, with what its reply echoes).
+    Data(StoreRequest, Option<MetaReturn>),
+    /// Bytes to skip: the data block of a refused storage command.
+    Swallow(usize),
+}
+
+/// How processing the buffered input ended.
+enum Next {
+    /// Read more.
+    Read,
+    /// Write what is pending, then close (`quit`).
+    Quit,
+    /// Close at once (an oversized line, an HTTP request).
+    Close,
+}
+
+/// Why the connection ends early: the socket failed or timed out.
+type Ended = std::io::Error;
+
+struct Output {
+    writer: OwnedWriteHalf,
+    buffer: Vec<u8>,
+    flush_bytes: usize,
+    idle_timeout: Option<Duration>,
+    shared: Arc<Shared>,
+}
+
+impl Output {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// A reply unless the request said `noreply`: then nothing at all, errors included.
+    fn reply(&mut self, noreply: bool, bytes: &[u8]) {
+        if !noreply {
+            self.push(bytes);
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), Ended> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let write = self.writer.write_all(&self.buffer);
+        match self.idle_timeout {
+            Some(limit) => tokio::time::timeout(limit, write)
+                .await
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads nothing"))??,
+            None => write.await?,
+        }
+        add(&self.shared.store.counters.bytes_written, self.buffer.len() as u64);
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes out when enough replies are waiting (the streaming bound).
+    async fn flush_if_full(&mut self) -> Result<(), Ended> {
+        if self.buffer.len() >= self.flush_bytes {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Serves one client until it quits, fails, idles out or the server stops.
+pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = stream.into_split();
+    let config = &shared.config;
+    let mut output = Output {
+        writer,
+        buffer: Vec::with_capacity(READ_CHUNK),
+        flush_bytes: config.output_flush_bytes,
+        idle_timeout: config.idle_timeout,
+        shared: Arc::clone(&shared),
+    };
+    let mut input = Vec::with_capacity(READ_CHUNK);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut pending = Pending::Line;
+    loop {
+        let next = match process(&shared, &mut input, &mut pending, &mut output).await {
+            Ok(next) => next,
+            Err(_) => return,
+        };
+        match next {
+            Next::Read => {}
+            Next::Quit => {
+                let _ = output.flush().await;
+                return;
+            }
+            Next::Close => return,
+        }
+        if output.flush().await.is_err() || *stopping.borrow() {
+            return;
+        }
+        match read(&mut reader, &mut chunk, config.idle_timeout, &mut stopping).await {
+            Some(read) => {
+                add(&shared.store.counters.bytes_read, read as u64);
+                input.extend_from_slice(chunk.get(..read).unwrap_or_default());
+            }
+            None => return,
+        }
+    }
+}
+
+/// Reads some bytes; None at the end of the stream, on an error, an idle timeout or a stop.
+async fn read(
+    reader: &mut OwnedReadHalf,
+    chunk: &mut [u8],
+    idle_timeout: Option<Duration>,
+    stopping: &mut watch::Receiver<bool>,
+) -> Option<usize> {
+    let receive = async {
+        match idle_timeout {
+            Some(limit) => tokio::time::timeout(limit, reader.read(chunk)).await.ok()?.ok(),
+            None => reader.read(chunk).await.ok(),
+        }
+    };
+    tokio::select! {
+        read = receive => read.filter(|n| *n > 0),
+        _ = stopping.changed() => None,
+    }
+}
+
+/// Whether a line (still without its newline) is a retrieval, which may be long.
+fn is_retrieval(line: &[u8]) -> bool {
+    let start = line.iter().position(|b| *b != b' ').unwrap_or(line.len());
+    let line = line.get(start..).unwrap_or_default();
+    [&b"get "[..], b"gets ", b"gat ", b"gats "].iter().any(|p| line.starts_with(p))
+}
+
+/// Carries out every complete request in `input`, leaving the incomplete rest there.
+async fn process(
+    shared: &Arc<Shared>,
+    input: &mut Vec<u8>,
+    pending: &mut Pending,
+    output: &mut Output,
+) -> Result<Next, Ended> {
+    let mut consumed = 0;
+    let next = loop {
+        let available = input.get(consumed..).unwrap_or_default();
+        match pending {
+            Pending::Swallow(remaining) => {
+                let skipped = (*remaining).min(available.len());
+                consumed += skipped;
+                *remaining -= skipped;
+                if *remaining > 0 {
+                    break Next::Read;
+                }
+                *pending = Pending::Line;
+            }
+            Pending::Data(request, meta) => {
+                let Some(block) = available.get(..request.length + 2) else {
+                    break Next::Read;
+                };
+                let (data, end) = block.split_at(request.length);
+                if end != b"\r\n" {
+                    output.reply(request.noreply, reply::BAD_DATA_CHUNK);
+                } else if let Some(meta) = meta {
+                    meta_command::set_data(&shared.store, request, meta, data, &mut output.buffer);
+                } else {
+                    store(shared, request, data, output);
+                }
+                consumed += request.length + 2;
+                *pending = Pending::Line;
+                output.flush_if_full().await?;
+            }
+            Pending::Line => {
+                let Some(newline) = available.iter().position(|b| *b == b'\n') else {
+                    let limit =
+                        if is_retrieval(available) { shared.config.max_get_line } else { shared.config.max_line };
+                    // memcached closes a connection whose line outgrows its buffer, too.
+                    break if available.len() > limit { Next::Close } else { Next::Read };
+                };
+                let line = available.get(..newline).unwrap_or_default();
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                consumed += newline + 1;
+                let limits = Limits { max_item_size: shared.config.max_item_size };
+                match text::parse(line, limits) {
+                    Request::Store(request) => *pending = Pending::Data(request, None),
+                    Request::Meta { command: b's', words } => {
+                        match meta_command::set(&words, shared.config.max_item_size) {
+                            meta_command::MetaSet::Store(request, meta) => {
+                                *pending = Pending::Data(request, Some(meta))
+                            }
+                            meta_command::MetaSet::Refused(bytes, swallow) => {
+                                output.push(bytes);
+                                if let Some(bytes) = swallow {
+                                    *pending = Pending::Swallow(bytes);
+                                }
+                            }
+                        }
+                    }
+                    Request::RefusedStore { reply, noreply, swallow, drop_key } => {
+                        output.reply(noreply, reply);
+                        if reply == reply::TOO_LARGE {
+                            bump(&shared.store.counters.store_too_large);
+                        }
+                        if let Some(key) = drop_key {
+                            if shared.store.delete(&key).is_err() {
+                                output.reply(noreply, reply::SERVER_FAILURE);
+                            }
+                        }
+                        if let Some(bytes) = swallow {
+                            *pending = Pending::Swallow(bytes);
+                        }
+                    }
+                    Request::Get { keys, with_cas, touch: None } if keys.len() > 1 => {
+                        for chunk in keys.chunks(MULTI_GET_CHUNK) {
+                            retrieve_many(shared, chunk, with_cas, output);
+                            output.flush_if_full().await?;
+                        }
+                        output.push(reply::END);
+                    }
+                    Request::Get { keys, with_cas, touch } => {
+                        for key in keys {
+                            retrieve(shared, key, with_cas, touch, output);
+                            output.flush_if_full().await?;
+                        }
+                        output.push(reply::END);
+                    }
+                    Request::Quit => break Next::Quit,
+                    Request::Close => break Next::Close,
+                    other => execute(shared, other, output),
+                }
+                output.flush_if_full().await?;
+            }
+        }
+    };
+    input.drain(..consumed);
+    Ok(next)
+}
+
+fn store(shared: &Shared, request: &StoreRequest, data: &[u8], output: &mut Output) {
+    let bytes = match shared.store.store(request, data) {
+        Ok(StoreOutcome::Stored) => reply::STORED,
+        Ok(StoreOutcome::NotStored) => reply::NOT_STORED,
+        Ok(StoreOutcome::Exists) => reply::EXISTS,
+        Ok(StoreOutcome::NotFound) => reply::NOT_FOUND,
+        Err(_) => reply::SERVER_FAILURE,
+    };
+    output.reply(request.noreply, bytes);
+}
+
+/// Keys of a multi-key `get` looked up in one batched read; the replies of a chunk are
+/// buffered before they are written in the request's order, so this bounds that buffer too.
+const MULTI_GET_CHUNK: usize = 64;
+
+/// Writes the `VALUE` lines of `keys` (a chunk of a multi-key get) in their order, looked up
+/// with one batched read.
+fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut Output) {
+    let counters = &shared.store.counters;
+    let mut items: Vec<Option<(Header, Vec<u8>)>> = vec![None; keys.len()];
+    let looked_up = shared.store.get_many(keys, &mut |index, found| {
+        if let (Some(slot), Some(found)) = (items.get_mut(index), found) {
+            *slot = Some((found.header, found.data.to_vec()));
+        }
+    });
+    if looked_up.is_err() {
+        // The engine failed: every key of the chunk is reported as a miss.
+        items.iter_mut().for_each(|item| *item = None);
+    }
+    for (key, item) in keys.iter().zip(&items) {
+        bump(&counters.cmd_get);
+        let Some((header, data)) = item else {
+            bump(&counters.get_misses);
+            continue;
+        };
+        bump(&counters.get_hits);
+        write_value(output, key, Found { header: *header, data }, with_cas);
+    }
+}
+
+/// Appends `VALUE key flags length [cas]\r\ndata\r\n`.
+fn write_value(output: &mut Output, key: &[u8], found: Found<'_>, with_cas: bool) {
+    let buffer = &mut output.buffer;
+    buffer.extend_from_slice(b"VALUE ");
+    buffer.extend_from_slice(key);
+    let header = found.header;
+    // Written in place: no intermediate String per value of a multi-get.
+    let _ = if with_cas {
+        write!(buffer, " {} {} {}\r\n", header.flags, found.data.len(), header.cas)
+    } else {
+        write!(buffer, " {} {}\r\n", header.flags, found.data.len())
+    };
+    buffer.extend_from_slice(found.data);
+    buffer.extend_from_slice(b"\r\n");
+}
+
+/// Writes `VALUE key flags length [cas]\r\ndata\r\n` for one key of a retrieval, if live.
+fn retrieve(shared: &Shared, key: &[u8], with_cas: bool, touch: Option<i64>, output: &mut Output) {
+    let counters = &shared.store.counters;
+    let mut hit = false;
+    let mut write = |found: Option<Found<'_>>| {
+        let Some(found) = found else { return };
+        hit = true;
+        write_value(output, key, found, with_cas);
+    };
+    let done = match touch {
+        Some(exptime) => shared.store.touch(key, exptime, &mut write),
+        None => shared.store.get(key, &mut write),
+    };
+    if done.is_err() {
+        // The engine failed for this key: reported as a miss (the reply stays well-formed).
+        hit = false;
+    }
+    match (touch.is_some(), hit) {
+        (true, true) => bump(&counters.touch_hits),
+        (true, false) => bump(&counters.touch_misses),
+        (false, true) => bump(&counters.get_hits),
+        (false, false) => bump(&counters.get_misses),
+    }
+    bump(if touch.is_some() { &counters.cmd_touch } else { &counters.cmd_get });
+}
+
+/// The requests that need no data block and no streaming.
+fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
+    let store = &shared.store;
+    let counters = &store.counters;
+    match request {
+        Request::Delete { key, noreply } => {
+            let bytes = match store.delete(key) {
+                Ok(true) => {
+                    bump(&counters.delete_hits);
+                    reply::DELETED
+                }
+                Ok(false) => {
+                    bump(&counters.delete_misses);
+                    reply::NOT_FOUND
+                }
+                Err(_) => reply::SERVER_FAILURE,
+            };
+            output.reply(noreply, bytes);
+        }
+        Request::Arithmetic { key, delta, incr, noreply } => match store.arithmetic(key, delta, incr) {
+            Ok(ArithmeticOutcome::Value(value, _)) => output.reply(noreply, format!("{value}\r\n").as_bytes()),
+            Ok(ArithmeticOutcome::NotFound) => output.reply(noreply, reply::NOT_FOUND),
+            Ok(ArithmeticOutcome::NonNumeric) => output.reply(noreply, reply::NON_NUMERIC),
+            Err(_) => output.reply(noreply, reply::SERVER_FAILURE),
+        },
+        Request::Touch { key, exptime, noreply } => {
+            let mut touched = false;
+            let bytes = match store.touch(key, exptime, &mut |found| touched = found.is_some()) {
+                Ok(()) if touched => reply::TOUCHED,
+                Ok(()) => reply::NOT_FOUND,
+                Err(_) => reply::SERVER_FAILURE,
+            };
+            bump(&counters.cmd_touch);
+            bump(if touched { &counters.touch_hits } else { &counters.touch_misses });
+            output.reply(noreply, bytes);
+        }
+        Request::FlushAll { delay, noreply } => {
+            bump(&counters.cmd_flush);
+            let bytes = if shared.flush_all(delay).is_ok() { reply::OK } else { reply::SERVER_FAILURE };
+            output.reply(noreply, bytes);
+        }
+        Request::Stats(group) => {
+            let text = shared.stats(group);
+            output.push(text.as_bytes());
+        }
+        Request::Version => output.push(format!("VERSION {}\r\n", reply::VERSION).as_bytes()),
+        Request::Verbosity { noreply } => output.reply(noreply, reply::OK),
+        Request::Meta { command, words } => {
+            bump(&counters.cmd_meta);
+            let out = &mut output.buffer;
+            match command {
+                b'n' => out.extend_from_slice(b"MN\r\n"),
+                b'g' => meta_command::get(store, &words, out),
+                b'd' => meta_command::delete(store, &words, out),
+                b'a' => meta_command::arithmetic(store, &words, out),
+                b'e' => meta_command::debug(store, &words, out),
+                _ => out.extend_from_slice(reply::ERROR),
+            }
+        }
+        Request::Reply { bytes, noreply } => output.reply(noreply, bytes),
+        // Handled by `process` before it gets here.
+        Request::Store(_) | Request::RefusedStore { .. } | Request::Get { .. } | Request::Quit | Request::Close => {}
+    }
+}

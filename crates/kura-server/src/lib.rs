@@ -1,0 +1,26 @@
+//! `kura serve`: memcached's text protocol over any Kura engine.
+//!
+//! - `protocol/`: request lines parsed into typed requests, numbers, the exact reply bytes;
+//! - `item.rs`: how flags, expiry and CAS are kept with the data inside a Kura value;
+//! - `clock.rs`: memcached's expiry rules (relative, absolute, negative);
+//! - `store.rs`: each command as one atomic operation on the database;
+//! - `meta_command.rs`: the meta commands (`mg ms md ma me`);
+//! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
+//! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
+//! - `stats.rs`, `config.rs`: counters and settings.
+//!
+//! docs/server.md describes the design, the item format byte by byte, and where this server
+//! differs from memcached.
+
+pub mod clock;
+pub mod config;
+mod connection;
+pub mod item;
+mod meta_command;
+pub mod protocol;
+pub mod server;
+pub mod stats;
+pub mod store;
+
+pub use config::Config;
+pub use server::{run_until_signal, Server};

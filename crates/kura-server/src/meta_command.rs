@@ -1,0 +1,276 @@
+//! The meta commands carried out: `mg ms md ma me` (`mn` is answered by the connection).
+//!
+//! Replies follow memcached 1.6: `HD`/`VA`/`EN`/`NF`/`NS`/`EX` and the return flags in the
+//! order asked; `q` hides the common answer (`EN` of `mg`, `HD` of `ms md ma`), never an error.
+//! Not supported (answered `CLIENT_ERROR invalid flag`): `N` of `mg` (vivify-on-miss, which
+//! needs win/stale tokens kept in the item), `I` (invalidate), `E`, `R`, `h`, `l`, `u`.
+
+use crate::clock;
+use crate::protocol::meta::{decode_key, MetaFlags, BAD_FORMAT};
+use crate::protocol::reply;
+use crate::protocol::text::{StoreMode, StoreRequest};
+use crate::store::{ArithmeticOutcome, Found, Store, StoreOutcome};
+
+/// What an `ms` needs once its data has arrived, to write its reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaReturn {
+    pub echo: Vec<u8>,
+    pub want_cas: bool,
+    pub quiet: bool,
+}
+
+/// An `ms` line: a store to carry out when its data arrives, or a refusal.
+pub enum MetaSet {
+    Store(StoreRequest, MetaReturn),
+    /// The reply, and how many bytes of data to skip (None: the length was unreadable).
+    Refused(&'static [u8], Option<usize>),
+}
+
+fn ttl_left(expiry: u32) -> i64 {
+    if expiry == clock::NEVER {
+        -1
+    } else {
+        i64::from(expiry).saturating_sub(i64::try_from(clock::now()).unwrap_or(i64::MAX)).max(0)
+    }
+}
+
+/// `mg <key> <flags>*`.
+pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
+    let Some((&key_word, rest)) = words.split_first() else {
+        out.extend_from_slice(reply::ERROR);
+        return;
+    };
+    let result = (|| -> Result<(), &'static [u8]> {
+        let flags = MetaFlags::parse(rest, b"bcfkOqstvT")?;
+        let key = decode_key(key_word, flags.has(b'b'))?;
+        let touch = flags.ttl(b'T')?;
+        let mut hit = false;
+        let mut write = |found: Option<Found<'_>>| {
+            let Some(found) = found else { return };
+            hit = true;
+            let value = flags.has(b'v');
+            if value {
+                out.extend_from_slice(format!("VA {}", found.data.len()).as_bytes());
+            } else {
+                out.extend_from_slice(b"HD");
+            }
+            for (letter, _) in &flags.flags {
+                let text = match letter {
+                    b'c' => format!(" c{}", found.header.cas),
+                    b'f' => format!(" f{}", found.header.flags),
+                    b's' => format!(" s{}", found.data.len()),
+                    b't' => format!(" t{}", ttl_left(found.header.expiry)),
+                    _ => continue,
+                };
+                out.extend_from_slice(text.as_bytes());
+            }
+            out.extend_from_slice(&flags.echo(key_word));
+            out.extend_from_slice(b"\r\n");
+            if value {
+                out.extend_from_slice(found.data);
+                out.extend_from_slice(b"\r\n");
+            }
+        };
+        let done = match touch {
+            Some(exptime) => store.touch(&key, exptime, &mut write),
+            None => store.get(&key, &mut write),
+        };
+        if done.is_err() {
+            return Err(reply::SERVER_FAILURE);
+        }
+        if !hit && !flags.has(b'q') {
+            out.extend_from_slice(b"EN\r\n");
+        }
+        Ok(())
+    })();
+    if let Err(error) = result {
+        out.extend_from_slice(error);
+    }
+}
+
+/// `ms <key> <datalen> <flags>*`: parsed here, carried out by `set_data` with the data.
+pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
+    let (Some(&key_word), Some(&length_word)) = (words.first(), words.get(1)) else {
+        return MetaSet::Refused(BAD_FORMAT, None);
+    };
+    let Some(length) = crate::protocol::numbers::parse_u32(length_word).and_then(|l| usize::try_from(l).ok()) else {
+        return MetaSet::Refused(BAD_FORMAT, None);
+    };
+    let swallow = Some(length + 2);
+    let parsed = (|| -> Result<(StoreRequest, MetaReturn), &'static [u8]> {
+        let flags = MetaFlags::parse(words.get(2..).unwrap_or_default(), b"bcCFkOqTM")?;
+        let key = decode_key(key_word, flags.has(b'b'))?;
+        let compare = flags.unsigned(b'C')?;
+        let mode = match (flags.mode(), compare) {
+            (None | Some(b'S' | b's'), Some(_)) => StoreMode::Cas,
+            (None | Some(b'S' | b's'), None) => StoreMode::Set,
+            (Some(b'E' | b'e'), _) => StoreMode::Add,
+            (Some(b'A' | b'a'), _) => StoreMode::Append,
+            (Some(b'P' | b'p'), _) => StoreMode::Prepend,
+            (Some(b'R' | b'r'), _) => StoreMode::Replace,
+            (Some(_), _) => return Err(INVALID_MODE),
+        };
+        let request = StoreRequest {
+            mode,
+            key,
+            flags: flags.flags32(b'F')?.unwrap_or(0),
+            exptime: flags.ttl(b'T')?.unwrap_or(0),
+            length,
+            cas: compare.unwrap_or(0),
+            noreply: false,
+        };
+        let meta = MetaReturn { echo: flags.echo(key_word), want_cas: flags.has(b'c'), quiet: flags.has(b'q') };
+        Ok((request, meta))
+    })();
+    match parsed {
+        Ok(_) if length > max_item_size => MetaSet::Refused(reply::TOO_LARGE, swallow),
+        Ok((request, meta)) => MetaSet::Store(request, meta),
+        Err(error) => MetaSet::Refused(error, swallow),
+    }
+}
+
+const INVALID_MODE: &[u8] = b"CLIENT_ERROR invalid mode for ms M token\r\n";
+
+/// Carries out an `ms` with its data.
+pub fn set_data(store: &Store, request: &StoreRequest, meta: &MetaReturn, data: &[u8], out: &mut Vec<u8>) {
+    let (code, cas) = match store.store_with_cas(request, data) {
+        Ok((StoreOutcome::Stored, cas)) => (&b"HD"[..], Some(cas)),
+        Ok((StoreOutcome::NotStored, _)) => (&b"NS"[..], None),
+        Ok((StoreOutcome::Exists, _)) => (&b"EX"[..], None),
+        Ok((StoreOutcome::NotFound, _)) => (&b"NF"[..], None),
+        Err(_) => {
+            out.extend_from_slice(reply::SERVER_FAILURE);
+            return;
+        }
+    };
+    if meta.quiet && code == b"HD" {
+        return;
+    }
+    out.extend_from_slice(code);
+    if let (true, Some(cas)) = (meta.want_cas, cas) {
+        out.extend_from_slice(format!(" c{cas}").as_bytes());
+    }
+    out.extend_from_slice(&meta.echo);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `md <key> <flags>*`.
+pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
+    let Some((&key_word, rest)) = words.split_first() else {
+        out.extend_from_slice(reply::ERROR);
+        return;
+    };
+    let result = (|| -> Result<(), &'static [u8]> {
+        let flags = MetaFlags::parse(rest, b"bCkOq")?;
+        let key = decode_key(key_word, flags.has(b'b'))?;
+        let code: &[u8] = match store.delete_if(&key, flags.unsigned(b'C')?) {
+            Ok(StoreOutcome::Stored) => b"HD",
+            Ok(StoreOutcome::Exists) => b"EX",
+            Ok(_) => b"NF",
+            Err(_) => return Err(reply::SERVER_FAILURE),
+        };
+        if !(flags.has(b'q') && code == b"HD") {
+            out.extend_from_slice(code);
+            out.extend_from_slice(&flags.echo(key_word));
+            out.extend_from_slice(b"\r\n");
+        }
+        Ok(())
+    })();
+    if let Err(error) = result {
+        out.extend_from_slice(error);
+    }
+}
+
+/// `ma <key> <flags>*`.
+pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
+    let Some((&key_word, rest)) = words.split_first() else {
+        out.extend_from_slice(reply::ERROR);
+        return;
+    };
+    let result = (|| -> Result<(), &'static [u8]> {
+        let flags = MetaFlags::parse(rest, b"bcDJkMNOqtv")?;
+        let key = decode_key(key_word, flags.has(b'b'))?;
+        let incr = match flags.mode() {
+            None | Some(b'I' | b'i' | b'+') => true,
+            Some(b'D' | b'd' | b'-') => false,
+            Some(_) => return Err(b"CLIENT_ERROR invalid mode for ma M token\r\n"),
+        };
+        let delta = flags.unsigned(b'D')?.unwrap_or(1);
+        let create = match flags.ttl(b'N')? {
+            Some(exptime) => Some((exptime, flags.unsigned(b'J')?.unwrap_or(0))),
+            None => None,
+        };
+        match store.arithmetic_or_create(&key, delta, incr, create) {
+            Ok(ArithmeticOutcome::Value(value, header)) => {
+                let value_text = value.to_string();
+                let shows_value = flags.has(b'v');
+                if flags.has(b'q') && !shows_value {
+                    return Ok(());
+                }
+                let head = if shows_value { format!("VA {}", value_text.len()) } else { "HD".to_string() };
+                out.extend_from_slice(head.as_bytes());
+                for (letter, _) in &flags.flags {
+                    let text = match letter {
+                        b't' => format!(" t{}", ttl_left(header.expiry)),
+                        b'c' => format!(" c{}", header.cas),
+                        _ => continue,
+                    };
+                    out.extend_from_slice(text.as_bytes());
+                }
+                out.extend_from_slice(&flags.echo(key_word));
+                out.extend_from_slice(b"\r\n");
+                if shows_value {
+                    out.extend_from_slice(value_text.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+                Ok(())
+            }
+            Ok(ArithmeticOutcome::NotFound) => {
+                out.extend_from_slice(b"NF");
+                out.extend_from_slice(&flags.echo(key_word));
+                out.extend_from_slice(b"\r\n");
+                Ok(())
+            }
+            Ok(ArithmeticOutcome::NonNumeric) => Err(reply::NON_NUMERIC),
+            Err(_) => Err(reply::SERVER_FAILURE),
+        }
+    })();
+    if let Err(error) = result {
+        out.extend_from_slice(error);
+    }
+}
+
+/// `me <key>`: memcached's debug line, with the fields that mean something here.
+pub fn debug(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
+    let Some(&key_word) = words.first() else {
+        out.extend_from_slice(reply::ERROR);
+        return;
+    };
+    let key = match decode_key(key_word, words.get(1).is_some_and(|w| *w == b"b")) {
+        Ok(key) => key,
+        Err(error) => {
+            out.extend_from_slice(error);
+            return;
+        }
+    };
+    let mut line = None;
+    let found = store.get(&key, &mut |found| {
+        line = found.map(|found| {
+            format!(
+                " exp={} la=0 cas={} fetch=no cls=1 size={}\r\n",
+                ttl_left(found.header.expiry),
+                found.header.cas,
+                key.len() + crate::item::HEADER_LEN + found.data.len()
+            )
+        });
+    });
+    match (found, line) {
+        (Ok(()), Some(line)) => {
+            out.extend_from_slice(b"ME ");
+            out.extend_from_slice(key_word);
+            out.extend_from_slice(line.as_bytes());
+        }
+        (Ok(()), None) => out.extend_from_slice(b"EN\r\n"),
+        (Err(_), _) => out.extend_from_slice(reply::SERVER_FAILURE),
+    }
+}

@@ -1,0 +1,280 @@
+//! memcached's commands carried out on a Kura database: each is one atomic `process` (or
+//! `get_with`) on the record of its key, deciding from the decoded item (`item.rs`).
+//!
+//! An expired item is treated as absent everywhere, and removed when a write meets it.
+//! A stored value this server did not write (wrong format) is also treated as absent.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use kura::{Action, Dbm, Result};
+
+use crate::clock;
+use crate::item::{self, Header};
+use crate::protocol::numbers::parse_counter;
+use crate::protocol::text::{StoreMode, StoreRequest};
+use crate::stats::{add, bump, Counters};
+
+/// What a storage command did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOutcome {
+    Stored,
+    NotStored,
+    Exists,
+    NotFound,
+}
+
+/// What `incr`/`decr` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArithmeticOutcome {
+    /// The new value, as the reply writes it, and the item's header after the change.
+    Value(u64, Header),
+    NotFound,
+    NonNumeric,
+}
+
+/// A live (unexpired) item found for a key.
+pub struct Found<'v> {
+    pub header: Header,
+    pub data: &'v [u8],
+}
+
+/// The database, the CAS counter and the statistics every connection shares.
+pub struct Store {
+    db: Arc<dyn Dbm>,
+    next_cas: AtomicU64,
+    max_item_size: usize,
+    pub counters: Counters,
+}
+
+/// The live item in `stored` at `now`, if any.
+fn live(stored: Option<&[u8]>, now: u64) -> Option<Found<'_>> {
+    let (header, data) = item::decode(stored?).ok()?;
+    (!clock::is_expired(header.expiry, now)).then_some(Found { header, data })
+}
+
+/// Remove what is there (an expired or foreign record) or leave the absence as it is.
+fn clean(old: Option<&[u8]>) -> Action<'static> {
+    if old.is_some() {
+        Action::Remove
+    } else {
+        Action::Keep
+    }
+}
+
+impl Store {
+    /// `first_cas` is the first CAS unique handed out: 1 for a new store, above any value a
+    /// served file may already hold otherwise (see `Store::first_cas_for`).
+    pub fn new(db: Arc<dyn Dbm>, max_item_size: usize, first_cas: u64) -> Store {
+        Store { db, next_cas: AtomicU64::new(first_cas.max(1)), max_item_size, counters: Counters::default() }
+    }
+
+    /// The first CAS unique for a database that may hold items already: the current second
+    /// shifted left by 24 bits, above anything a previous run issued at under 16M writes a
+    /// second. An empty database starts at 1, as memcached does.
+    pub fn first_cas_for(db: &dyn Dbm) -> u64 {
+        match db.count() {
+            Ok(0) => 1,
+            _ => clock::now() << 24,
+        }
+    }
+
+    pub fn db(&self) -> &Arc<dyn Dbm> {
+        &self.db
+    }
+
+    fn take_cas(&self) -> u64 {
+        self.next_cas.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Carries out a storage command with its data.
+    pub fn store(&self, request: &StoreRequest, data: &[u8]) -> Result<StoreOutcome> {
+        self.store_with_cas(request, data).map(|(outcome, _)| outcome)
+    }
+
+    /// `store`, also returning the CAS unique of the item when stored (meta `ms c`).
+    pub fn store_with_cas(&self, request: &StoreRequest, data: &[u8]) -> Result<(StoreOutcome, u64)> {
+        let now = clock::now();
+        let expiry = clock::expiry_of(request.exptime, now);
+        let cas = self.take_cas();
+        let fresh = Header { flags: request.flags, expiry, cas };
+        let max = self.max_item_size;
+        let mut outcome = StoreOutcome::NotStored;
+        self.db.process(&request.key, &mut |old| {
+            let found = live(old, now);
+            let stored = || (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(fresh, &[data]))));
+            let (result, action) = match (request.mode, found) {
+                (StoreMode::Set, _) | (StoreMode::Add, None) | (StoreMode::Replace, Some(_)) => stored(),
+                (StoreMode::Add, Some(_)) => (StoreOutcome::NotStored, Action::Keep),
+                (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => {
+                    (StoreOutcome::NotStored, clean(old))
+                }
+                (StoreMode::Append | StoreMode::Prepend, Some(found)) => {
+                    if found.data.len().saturating_add(data.len()) > max {
+                        // memcached cannot allocate the joined item and answers NOT_STORED.
+                        (StoreOutcome::NotStored, Action::Keep)
+                    } else {
+                        let header = Header { cas, ..found.header };
+                        let parts: [&[u8]; 2] =
+                            if request.mode == StoreMode::Append { [found.data, data] } else { [data, found.data] };
+                        (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &parts))))
+                    }
+                }
+                (StoreMode::Cas, None) => (StoreOutcome::NotFound, clean(old)),
+                (StoreMode::Cas, Some(found)) if found.header.cas != request.cas => {
+                    (StoreOutcome::Exists, Action::Keep)
+                }
+                (StoreMode::Cas, Some(_)) => stored(),
+            };
+            outcome = result;
+            action
+        })?;
+        let counters = &self.counters;
+        bump(&counters.cmd_set);
+        match (request.mode, outcome) {
+            (StoreMode::Cas, StoreOutcome::Stored) => bump(&counters.cas_hits),
+            (StoreMode::Cas, StoreOutcome::Exists) => bump(&counters.cas_badval),
+            (StoreMode::Cas, StoreOutcome::NotFound) => bump(&counters.cas_misses),
+            _ => {}
+        }
+        if outcome == StoreOutcome::Stored {
+            bump(&counters.total_items);
+        }
+        Ok((outcome, cas))
+    }
+
+    /// Shows the live item of `key` to `visit` (None when absent or expired), without copying.
+    pub fn get(&self, key: &[u8], visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
+        let now = clock::now();
+        let mut expired = false;
+        self.db.get_with(key, &mut |stored| {
+            let found = live(stored, now);
+            expired = stored.is_some() && found.is_none();
+            visit(found);
+        })?;
+        if expired {
+            bump(&self.counters.get_expired);
+        }
+        Ok(())
+    }
+
+    /// Shows the live item of each of `keys` to `visit(index, item)` (None when absent or
+    /// expired), once per key and in any order: the engine's batched lookup, which overlaps
+    /// the memory misses of the keys instead of paying them one after the other.
+    pub fn get_many(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<Found<'_>>)) -> Result<()> {
+        let now = clock::now();
+        let mut expired = 0u64;
+        self.db.get_many_with(keys, &mut |index, stored| {
+            let found = live(stored, now);
+            expired += u64::from(stored.is_some() && found.is_none());
+            visit(index, found);
+        })?;
+        add(&self.counters.get_expired, expired);
+        Ok(())
+    }
+
+    /// Sets the expiry of `key`'s live item and shows it to `visit` (gat, touch).
+    pub fn touch(&self, key: &[u8], exptime: i64, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
+        let now = clock::now();
+        let expiry = clock::expiry_of(exptime, now);
+        self.db.process(key, &mut |old| match live(old, now) {
+            Some(found) => {
+                let header = Header { expiry, ..found.header };
+                visit(Some(Found { header, data: found.data }));
+                Action::Set(Cow::Owned(item::encode(header, &[found.data])))
+            }
+            None => {
+                visit(None);
+                clean(old)
+            }
+        })
+    }
+
+    /// Removes `key`'s item if its CAS unique is `cas` (any, with None): Stored when
+    /// removed, NotFound when absent, Exists when the CAS differs (meta `md C`).
+    pub fn delete_if(&self, key: &[u8], cas: Option<u64>) -> Result<StoreOutcome> {
+        let now = clock::now();
+        let mut outcome = StoreOutcome::NotFound;
+        self.db.process(key, &mut |old| match live(old, now) {
+            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
+                outcome = StoreOutcome::Exists;
+                Action::Keep
+            }
+            Some(_) => {
+                outcome = StoreOutcome::Stored;
+                Action::Remove
+            }
+            None => clean(old),
+        })?;
+        Ok(outcome)
+    }
+
+    /// Removes `key`'s item: true if a live one was there.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        let now = clock::now();
+        let mut deleted = false;
+        self.db.process(key, &mut |old| {
+            deleted = live(old, now).is_some();
+            clean(old)
+        })?;
+        Ok(deleted)
+    }
+
+    /// `incr` (wrapping at 2^64) or `decr` (stopping at 0). As memcached, a shorter result
+    /// is padded with spaces to the old length (memcached rewrites the number in place).
+    pub fn arithmetic(&self, key: &[u8], delta: u64, incr: bool) -> Result<ArithmeticOutcome> {
+        self.arithmetic_or_create(key, delta, incr, None)
+    }
+
+    /// `arithmetic`; with `create` (exptime, initial value), a missing item is created with
+    /// that value instead (meta `ma N J`), and the value is not changed by `delta`.
+    pub fn arithmetic_or_create(
+        &self,
+        key: &[u8],
+        delta: u64,
+        incr: bool,
+        create: Option<(i64, u64)>,
+    ) -> Result<ArithmeticOutcome> {
+        let now = clock::now();
+        let cas = self.take_cas();
+        let mut outcome = ArithmeticOutcome::NotFound;
+        self.db.process(key, &mut |old| {
+            let Some(found) = live(old, now) else {
+                if let Some((exptime, initial)) = create {
+                    let header = Header { flags: 0, expiry: clock::expiry_of(exptime, now), cas };
+                    outcome = ArithmeticOutcome::Value(initial, header);
+                    return Action::Set(Cow::Owned(item::encode(header, &[initial.to_string().as_bytes()])));
+                }
+                outcome = ArithmeticOutcome::NotFound;
+                return clean(old);
+            };
+            let Some(current) = parse_counter(found.data) else {
+                outcome = ArithmeticOutcome::NonNumeric;
+                return Action::Keep;
+            };
+            let next = if incr { current.wrapping_add(delta) } else { current.saturating_sub(delta) };
+            let mut text = next.to_string().into_bytes();
+            if text.len() < found.data.len() {
+                text.resize(found.data.len(), b' ');
+            }
+            let header = Header { cas, ..found.header };
+            outcome = ArithmeticOutcome::Value(next, header);
+            Action::Set(Cow::Owned(item::encode(header, &[&text])))
+        })?;
+        let counters = &self.counters;
+        match (&outcome, incr) {
+            (ArithmeticOutcome::NotFound, true) => bump(&counters.incr_misses),
+            (ArithmeticOutcome::NotFound, false) => bump(&counters.decr_misses),
+            (ArithmeticOutcome::Value(..), true) => bump(&counters.incr_hits),
+            (ArithmeticOutcome::Value(..), false) => bump(&counters.decr_hits),
+            (ArithmeticOutcome::NonNumeric, _) => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Removes every item now.
+    pub fn flush(&self) -> Result<()> {
+        self.db.clear()
+    }
+}

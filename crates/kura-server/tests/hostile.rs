@@ -1,0 +1,156 @@
+//! Hostile clients: random bytes, endless lines, huge declared lengths, more connections than
+//! allowed, a client that never reads. After each, the server must still answer a fresh client.
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use kura::split_mix::SplitMix64;
+use kura_server::Config;
+use support::{cache, start, start_default, Client};
+
+fn still_serves(address: std::net::SocketAddr) {
+    let mut client = Client::connect(address);
+    client.roundtrip(b"set alive 0 0 2\r\nok\r\nget alive\r\n", b"STORED\r\nVALUE alive 0 2\r\nok\r\nEND\r\n");
+}
+
+#[test]
+fn random_bytes_get_errors_or_a_close_and_never_stop_the_server() {
+    let server = start_default();
+    let mut random = SplitMix64::new(99);
+    for round in 0..40 {
+        let mut stream = std::net::TcpStream::connect(server.address).unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let length = 1 + usize::try_from(random.below(20_000)).unwrap();
+        // Some rounds are printable words and newlines, which reach the parser more often.
+        let bytes: Vec<u8> = (0..length)
+            .map(|_| {
+                let byte = random.next_u64() as u8;
+                if round % 2 == 0 {
+                    b" \r\nsetgad0123456789"[usize::from(byte) % 19]
+                } else {
+                    byte
+                }
+            })
+            .collect();
+        let _ = stream.write_all(&bytes);
+        let mut sink = [0u8; 65536];
+        let _ = stream.read(&mut sink);
+    }
+    still_serves(server.address);
+}
+
+#[test]
+fn an_endless_line_closes_that_connection_only() {
+    let server = start_default();
+    let mut endless = Client::connect(server.address);
+    let chunk = vec![b'a'; 64 << 10];
+    let mut sent = 0;
+    for _ in 0..200 {
+        if endless.stream.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    assert!(sent < 200 * chunk.len(), "the server kept reading an endless line");
+    still_serves(server.address);
+    let mut endless_get = Client::connect(server.address);
+    let mut line = b"get".to_vec();
+    for i in 0..20_000 {
+        line.extend_from_slice(format!(" key{i}").as_bytes());
+    }
+    let _ = endless_get.stream.write_all(&line);
+    assert!(endless_get.closed(), "a get line beyond the bound closes the connection");
+    still_serves(server.address);
+}
+
+#[test]
+fn a_huge_declared_length_is_refused_and_its_data_skipped_without_buffering() {
+    let server = start_default();
+    // Refused as too large: the rest of this connection's bytes are its (skipped) data.
+    Client::connect(server.address)
+        .roundtrip(b"set h 0 0 2147483645\r\n", b"SERVER_ERROR object too large for cache\r\n");
+    let mut client = Client::connect(server.address);
+    client.roundtrip(b"set h 0 0 2147483646\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    client.roundtrip(b"set h 0 0 99999999999\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    // The skipped data of a too-large item is streamed away: 8 MiB in, nothing kept.
+    let mut swallowing = Client::connect(server.address);
+    swallowing.roundtrip(b"set h 0 0 8388608\r\n", b"SERVER_ERROR object too large for cache\r\n");
+    let chunk = vec![b'z'; 1 << 20];
+    for _ in 0..8 {
+        swallowing.send(&chunk);
+    }
+    swallowing.roundtrip(b"\r\nget h\r\n", b"END\r\n");
+    still_serves(server.address);
+}
+
+#[test]
+fn connections_beyond_the_limit_are_told_and_closed_and_the_rest_are_served() {
+    let limit = 50;
+    let server = start(Config { max_connections: limit, ..Config::default() }, cache());
+    let mut held: Vec<Client> = (0..limit).map(|_| Client::connect(server.address)).collect();
+    for client in &mut held {
+        client.roundtrip(b"version\r\n", b"VERSION 1.6.18-kura\r\n");
+    }
+    let mut rejected = 0;
+    let extra: Vec<Client> = (0..300).map(|_| Client::connect(server.address)).collect();
+    for mut client in extra {
+        let mut reply = Vec::new();
+        let _ = client.stream.read_to_end(&mut reply);
+        assert_eq!(reply, b"ERROR Too many open connections\r\n");
+        rejected += 1;
+    }
+    assert_eq!(rejected, 300);
+    for client in &mut held {
+        client.roundtrip(b"get x\r\n", b"END\r\n");
+    }
+    drop(held);
+    // Closed connections free their places (the server notices the close asynchronously).
+    let mut served = None;
+    for _ in 0..500 {
+        let mut client = Client::connect(server.address);
+        client.send(b"version\r\n");
+        let mut reply = [0u8; 21];
+        if client.stream.read_exact(&mut reply).is_ok() && &reply == b"VERSION 1.6.18-kura\r\n" {
+            served = Some(client);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(served.is_some(), "a place frees up once clients leave");
+}
+
+#[test]
+fn a_client_that_never_reads_stalls_only_itself() {
+    let server = start_default();
+    let mut setup = Client::connect(server.address);
+    let value = vec![b'v'; 100_000];
+    setup.send(format!("set big 0 0 {}\r\n", value.len()).as_bytes());
+    setup.roundtrip(&[&value[..], b"\r\n"].concat(), b"STORED\r\n");
+    // Ask for ~100 MB of replies and never read them.
+    let mut lazy = std::net::TcpStream::connect(server.address).unwrap();
+    lazy.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+    let request = b"get big big big big big big big big big big\r\n".repeat(100);
+    let _ = lazy.write_all(&request);
+    for _ in 0..5 {
+        still_serves(server.address);
+    }
+    drop(lazy);
+    still_serves(server.address);
+}
+
+#[test]
+fn an_idle_connection_is_closed_after_the_idle_timeout_and_others_are_served() {
+    let config = Config { idle_timeout: Some(Duration::from_millis(200)), ..Config::default() };
+    let server = start(config, cache());
+    let mut idle = Client::connect(server.address);
+    idle.roundtrip(b"version\r\n", b"VERSION 1.6.18-kura\r\n");
+    assert!(idle.closed(), "the server closes a connection that stays silent");
+    still_serves(server.address);
+}
