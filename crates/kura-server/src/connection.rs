@@ -15,12 +15,12 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::item::Header;
 use crate::meta_command::{self, MetaReturn};
 use crate::protocol::reply;
 use crate::protocol::text::{self, Limits, Request, StoreRequest};
 use crate::server::Shared;
 use crate::stats::{add, bump};
-use crate::item::Header;
 use crate::store::{ArithmeticOutcome, Found, StoreOutcome};
 
 /// Bytes read from the socket at once.

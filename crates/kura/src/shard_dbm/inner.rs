@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::dbm::{Dbm, OpenMode, Params};
 use crate::engine::{self, Engine};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 use super::naming::shard_path;
 
@@ -47,9 +47,14 @@ pub fn inner_engine(
 /// The file engine that opens `path` read-only (each checks its own header magic).
 fn probe(engines: &'static [Engine], path: &Path) -> Result<&'static Engine> {
     for engine in engines.iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {
-        if let Ok(db) = engine.open(path, OpenMode::ReadOnly, &Params::new()) {
-            db.close()?;
-            return Ok(engine);
+        match engine.open(path, OpenMode::ReadOnly, &Params::new()) {
+            Ok(db) => {
+                db.close()?;
+                return Ok(engine);
+            }
+            // Held by a writer of another process: the set is locked, whatever its engine.
+            Err(e) if e.kind() == ErrorKind::Locked => return Err(e),
+            Err(_) => {}
         }
     }
     Err(Error::broken(format!(

@@ -68,11 +68,18 @@ impl ShardDbm {
     ) -> Result<ShardDbm> {
         let base = base.as_ref().to_path_buf();
         if base.is_file() {
-            return Err(Error::invalid(format!(
-                "{} is a single database, not the base of a shard set ({}-00000-of-NNNNN ...)",
+            // Under the set's own extension a file there is damage (a set has no file of its
+            // own); under another engine's extension the caller named a single database.
+            let own_extension = engines
+                .iter()
+                .find(|e| e.name == inner::SHARD_ENGINE)
+                .is_some_and(|e| base.extension().is_some_and(|x| x == e.extension));
+            let message = format!(
+                "{} is a single file, not the base of a shard set ({}-00000-of-NNNNN ...)",
                 base.display(),
                 base.display()
-            )));
+            );
+            return Err(if own_extension { Error::broken(message) } else { Error::invalid(message) });
         }
         let wanted = match params.get_u64("num_shards")? {
             Some(count) => Some(naming::check_count(usize::try_from(count).unwrap_or(usize::MAX))?),
@@ -99,11 +106,13 @@ impl ShardDbm {
             (_, Some(found), _) => found,
             (OpenMode::Create, None, wanted) => wanted.unwrap_or(DEFAULT_NUM_SHARDS),
             (_, None, _) => {
-                return Err(Error::not_found(format!(
-                    "{}: no shard files ({}-NNNNN-of-NNNNN)",
-                    base.display(),
-                    base.display()
-                )))
+                // The files are missing as a single database's file would be: the same OS
+                // error, so that bindings report it as a missing file.
+                let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "the shard files are missing");
+                return Err(Error::io(
+                    format!("{}: no {}-NNNNN-of-NNNNN files", base.display(), base.display()),
+                    missing,
+                ));
             }
         };
         let inner_params = params.without("num_shards").without("inner_engine");
