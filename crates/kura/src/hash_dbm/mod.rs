@@ -36,7 +36,7 @@ use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
-use crate::registry::RestoreReport;
+use crate::engine::RestoreReport;
 use chain_lock::{Chain, ChainLock, ChainMut, WholeFile};
 use cursor::HashCursor;
 use prefetch::BucketPrefetcher;

@@ -132,14 +132,14 @@ impl TreeDbm {
 
     /// `restore_file`, saying also how many damaged pages were skipped (their records are
     /// lost; a page's records cannot be counted once it fails its checksum).
-    pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::registry::RestoreReport> {
+    pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::engine::RestoreReport> {
         let source = Pager::open(source.as_ref(), false, DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
         let (records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;
         let mut dropped = Vec::new();
         if skipped_pages > 0 {
             dropped.push(format!("{skipped_pages} damaged pages (and the records under them) were skipped"));
         }
-        Ok(crate::registry::RestoreReport { records, dropped_records: 0, dropped })
+        Ok(crate::engine::RestoreReport { records, dropped_records: 0, dropped })
     }
 
     /// The path the database was opened with.
