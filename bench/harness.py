@@ -2,6 +2,7 @@
 binaries are, the BENCH_* environment switches, logging, and running a program so that a
 failure stops the run with the program's output."""
 
+import glob
 import os
 import shutil
 import subprocess
@@ -40,12 +41,28 @@ def run(command, **kwargs):
     return result.stdout
 
 
+def database_files(path):
+    """The files of the database at `path`: the file itself, or a shard set's members
+    (`PATH-00000-of-00004` ..., Tkrzw's and Kura's naming), which exist without `path`."""
+    members = glob.glob(glob.escape(path) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]")
+    return ([path] if os.path.exists(path) else []) + sorted(members)
+
+
+def database_bytes(path):
+    """Bytes on disk of the database at `path`, every shard of a set counted."""
+    files = database_files(path)
+    if not files:
+        raise FileNotFoundError(f"no database at {path}")
+    return sum(os.path.getsize(f) for f in files)
+
+
 def remove_files(*paths):
     for path in paths:
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
-        elif os.path.exists(path):
-            os.remove(path)
+            continue
+        for member in database_files(path):
+            os.remove(member)
 
 
 def env_int(name, default):

@@ -20,7 +20,8 @@ BENCH_HIT_OPS (requests of the hit-ratio trace, default 5000000), BENCH_SEQUENCE
 of each sequence configuration per side, default 3); BENCH_SKIP_SEQUENCE=1,
 BENCH_SKIP_DICTIONARY=1, BENCH_SKIP_HITRATIO=1, BENCH_SKIP_FLOOR=1, BENCH_SKIP_TKRZW=1,
 BENCH_SKIP_MEMORY=1 (every in-memory engine) and BENCH_SKIP_<ENGINE>=1 (BENCH_SKIP_HASH, ...)
-skip parts; BENCH_REPEAT (default 3) sets how many times each dictionary get and
+skip parts; BENCH_RESUME=1 reuses the sequence part a failed run left in
+bench/results/bench.sequences.json; BENCH_REPEAT (default 3) sets how many times each dictionary get and
 thread-scaling measurement runs, the best one counting (a run longer than BENCH_REPEAT_MAX_S
 seconds, default 8, is not repeated). CARGO_TARGET_DIR or KURA_BIN say where `kura` is.
 """
@@ -87,6 +88,31 @@ def measure_sequences(wanted, settings, with_tkrzw):
     return measured
 
 
+def checkpoint_path():
+    return os.path.join(harness.RESULTS, "bench.sequences.json")
+
+
+def save_checkpoint(measured, settings):
+    """The sequence part (the longest) kept on disk as soon as it is measured, so that a later
+    workload that fails does not cost it: BENCH_RESUME=1 starts from it."""
+    os.makedirs(harness.RESULTS, exist_ok=True)
+    with open(checkpoint_path(), "w") as f:
+        json.dump({"settings": settings, "measured": measured}, f)
+
+
+def resumed_sequences(settings):
+    """With BENCH_RESUME=1, the checkpoint's sequences if it was taken with these settings."""
+    if not os.environ.get("BENCH_RESUME", "").strip() or not os.path.exists(checkpoint_path()):
+        return None
+    with open(checkpoint_path()) as f:
+        saved = json.load(f)
+    if saved["settings"] != settings:
+        harness.log("bench: BENCH_RESUME: the checkpoint has other settings; measuring again")
+        return None
+    harness.log("bench: BENCH_RESUME: sequences, thread scaling and floor from the checkpoint")
+    return saved["measured"]
+
+
 def measure(demo):
     """Every workload of the run as the dict that bench.json holds."""
     registry = engines.registry()
@@ -100,7 +126,8 @@ def measure(demo):
     began = time.monotonic()
     measured = {"sequence": {}, "thread_scaling": {}, "memory_latency": None}
     if not demo and not harness.skipped("SEQUENCE"):
-        measured = measure_sequences(wanted, settings, with_tkrzw)
+        measured = resumed_sequences(settings) or measure_sequences(wanted, settings, with_tkrzw)
+        save_checkpoint(measured, settings)
     # The demo loads the registry's first file engine; a benchmark every file engine.
     file_engines = [engine for engine in wanted if not engines.in_memory(engine)]
     if demo:
@@ -113,6 +140,8 @@ def measure(demo):
     if not demo and not harness.skipped("HITRATIO"):
         measured["hit_ratio"] = hit_ratio.hit_ratio_workload()
     harness.remove_files(harness.WORK)
+    if os.path.exists(checkpoint_path()):
+        os.remove(checkpoint_path())
     settings["elapsed_s"] = time.monotonic() - began
     harness.log(f"bench: measured in {settings['elapsed_s'] / 60:.1f} min")
     return {"schema": SCHEMA,

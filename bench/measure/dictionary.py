@@ -95,7 +95,7 @@ def kura_side(engine, tsv, codec, rebuild):
     if rebuild:
         harness.run([harness.KURA, "rebuild", db])
     side["build_s"] = time.monotonic() - started
-    side["file_size"] = os.path.getsize(db)
+    side["file_size"] = harness.database_bytes(db)
     store_gets(side, kura_get(engine, db, tsv, 1), kura_get(engine, db, tsv, 2))
     harness.remove_files(db)
     return side
@@ -113,7 +113,7 @@ def tkrzw_side(engine, peer, tsv, codec):
     if peer.get("rebuild_after_import"):
         harness.run(["tkrzw_dbm_util", "rebuild", db])
     side["build_s"] = time.monotonic() - started
-    side["file_size"] = os.path.getsize(db)
+    side["file_size"] = harness.database_bytes(db)
     store_gets(side, tkrzw_get(engine, db, tsv, 1), tkrzw_get(engine, db, tsv, 2))
     harness.remove_files(db)
     return side
