@@ -74,6 +74,82 @@ pub fn open_file(data: &[u8]) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Selector bits of `import_lines`: JSON lines (else TSV), skip malformed lines (else stop
+/// at the first), two writer lanes (else one); bits 3-4 are the batch size minus one.
+const IMPORT_JSONL: u8 = 0x01;
+const IMPORT_SKIP_BAD: u8 = 0x02;
+const IMPORT_TWO_LANES: u8 = 0x04;
+const IMPORT_BATCH_SHIFT: u8 = 3;
+/// The generated keys' prefix in `import_lines`: fixed, so that the model can predict them.
+const IMPORT_KEYLESS_PREFIX: &str = "keyless-";
+
+/// Imports `data[1..]` (TSV or JSON lines, as `data[0]` selects) through the import pipeline
+/// (reader, parsers, writer lanes, batches) into a TinyDbm, and checks the outcome against a
+/// model that parses the same lines one by one: the same records, the last line of a key
+/// winning, nothing after the first malformed line unless malformed lines are skipped, the
+/// same counts. Any typed error from the pipeline is a fine outcome only where the model
+/// found a malformed line.
+pub fn import_lines(data: &[u8]) {
+    use std::collections::BTreeMap;
+
+    use crate::import::chunks::ChunkReader;
+    use crate::import::parse::{parse_line, Format, Row};
+    use crate::import::pipeline::{run, Settings};
+
+    let Some((&selector, input)) = data.split_first() else { return };
+    let format = if selector & IMPORT_JSONL != 0 { Format::Jsonl } else { Format::Tsv };
+    let skip_bad = selector & IMPORT_SKIP_BAD != 0;
+    let lanes = if selector & IMPORT_TWO_LANES != 0 { 2 } else { 1 };
+    let batch = usize::from((selector >> IMPORT_BATCH_SHIFT) & 0x03) + 1;
+    let settings = Settings {
+        format,
+        batch,
+        skip_bad,
+        parsers: 1,
+        writing: lanes,
+        keyless_prefix: IMPORT_KEYLESS_PREFIX.to_string(),
+    };
+    let Ok(db) = crate::memory_dbm::TinyDbm::new(&Params::new()) else { return };
+    let mut reader = ChunkReader::new(input, "fuzz input".to_string());
+    let outcome = run(&mut reader, &[&db], lanes, &settings, &|_| {});
+
+    // The model: every line of the input in order (inputs here are one chunk).
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let (mut stored, mut skipped, mut keyless, mut bad_line) = (0u64, 0u64, 0u64, None);
+    if !input.is_empty() {
+        let body = input.strip_suffix(b"\n").unwrap_or(input);
+        for (line, number) in body.split(|&b| b == b'\n').zip(1u64..) {
+            match parse_line(format, line) {
+                Ok(Row::Keyed { key, value }) => {
+                    model.insert(key.into_owned(), value.into_owned());
+                }
+                Ok(Row::Keyless { value }) => {
+                    keyless += 1;
+                    let key = format!("{IMPORT_KEYLESS_PREFIX}{number:012}").into_bytes();
+                    model.insert(key, value.into_owned());
+                }
+                Err(_) if skip_bad => {
+                    skipped += 1;
+                    continue;
+                }
+                Err(_) => {
+                    bad_line = Some(number);
+                    break;
+                }
+            }
+            stored += 1;
+        }
+    }
+    let outcome = outcome.expect("an in-memory import of a small input fails only on a bad line, which it reports");
+    assert_eq!(outcome.bad_line.as_ref().map(|bad| bad.line), bad_line, "the first malformed line");
+    assert_eq!((outcome.stored, outcome.skipped, outcome.keyless), (stored, skipped, keyless), "the counts");
+    let mut imported: Vec<(Vec<u8>, Vec<u8>)> =
+        db.records().expect("a TinyDbm cursor").map(|record| record.expect("a TinyDbm record")).collect();
+    imported.sort();
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
+    assert!(imported == expected, "the imported records differ from the lines' records");
+}
+
 fn read_everything(engine: &Engine, path: &std::path::Path, mode: OpenMode) {
     let Ok(db) = engine.open(path, mode, &small_params(engine)) else { return };
     let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();

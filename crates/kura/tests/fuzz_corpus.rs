@@ -17,7 +17,11 @@ use kura::{OpenMode, Params};
 type Target = (&'static str, fn(&[u8]));
 
 /// Each fuzz target (`fuzz/fuzz_targets/<name>.rs`).
-const TARGETS: &[Target] = &[("open_file", kura::fuzz::open_file), ("codec_decode", kura::fuzz::codec_decode)];
+const TARGETS: &[Target] = &[
+    ("open_file", kura::fuzz::open_file),
+    ("codec_decode", kura::fuzz::codec_decode),
+    ("import_lines", kura::fuzz::import_lines),
+];
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)
@@ -133,6 +137,36 @@ fn codec_decode_seeds() {
     }
 }
 
+/// Import inputs in both formats (selector bits in docs/fuzzing.md): plain records, repeated
+/// keys, keyless and null-keyed JSON rows, non-string JSON values, CRLF line ends, and
+/// malformed lines with and without `skip_bad`.
+fn import_lines_seeds() {
+    let tsv: String = (0..40).map(|i| format!("key{}\t{}\n", i % 29, value_of(i))).collect();
+    let jsonl: String = (0..40)
+        .map(|i| match i % 5 {
+            0 => format!("{{\"value\": \"{}\"}}\n", value_of(i)),
+            1 => format!("{{\"key\": null, \"value\": {i}}}\n"),
+            2 => format!("{{\"key\": {i}, \"value\": {{\"n\": [{i}, true, null]}}}}\n"),
+            _ => format!("{{\"key\": \"k{}\", \"value\": \"{}\"}}\n", i % 7, value_of(i)),
+        })
+        .collect();
+    let bad_tsv = format!("{}no tab here\n{}", &tsv[..60], &tsv[60..]);
+    let bad_jsonl = format!("{}{{\"key\": \"cut\n{}", &jsonl[..90], &jsonl[90..]);
+    let seeds: [(&str, u8, Vec<u8>); 8] = [
+        ("tsv", 0x00, tsv.clone().into_bytes()),
+        ("tsv-two-lanes-batch-4", 0x04 | 0x18, tsv.replace('\n', "\r\n").into_bytes()),
+        ("tsv-bad-line", 0x08, bad_tsv.clone().into_bytes()),
+        ("tsv-bad-line-skipped", 0x02 | 0x04, bad_tsv.into_bytes()),
+        ("jsonl", 0x01, jsonl.clone().into_bytes()),
+        ("jsonl-two-lanes-batch-2", 0x01 | 0x04 | 0x08, jsonl.into_bytes()),
+        ("jsonl-bad-line", 0x01 | 0x10, bad_jsonl.clone().into_bytes()),
+        ("jsonl-bad-line-skipped", 0x01 | 0x02, bad_jsonl.into_bytes()),
+    ];
+    for (name, selector, seed) in seeds {
+        write_seed("import_lines", name, selector, &seed);
+    }
+}
+
 #[test]
 #[ignore = "rewrites the committed seed corpus; run by hand after a format change"]
 fn regenerate_seed_corpus() {
@@ -141,4 +175,12 @@ fn regenerate_seed_corpus() {
     }
     open_file_seeds();
     codec_decode_seeds();
+    import_lines_seeds();
+}
+
+#[test]
+#[ignore = "writes the import_lines seeds alone (the other targets' seeds stay as committed)"]
+fn regenerate_import_lines_seeds() {
+    std::fs::create_dir_all(corpus_dir("import_lines")).unwrap();
+    import_lines_seeds();
 }

@@ -10,9 +10,10 @@
 //! and for compressing alike, however many shards there are. `kura import`
 //! and Python's `kura.import_file` are this function with a progress bar or without.
 
-mod chunks;
-mod parse;
-mod pipeline;
+// Crate-visible for `crate::fuzz::import_lines`, which drives the pipeline on arbitrary input.
+pub(crate) mod chunks;
+pub(crate) mod parse;
+pub(crate) mod pipeline;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};

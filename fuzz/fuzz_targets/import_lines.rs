@@ -1,0 +1,5 @@
+//! Fuzz target: TSV and JSON-lines import through the parallel pipeline, checked against a
+//! line-by-line model (`kura::fuzz::import_lines`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kura::fuzz::import_lines(data));
