@@ -14,10 +14,14 @@
    formatting included), close. BENCH_RUBY_REPEAT rounds (default 3), the stores taking turns
    in a rotating order; each keeps its best write and its best read (DBM, 60x slower, runs in
    the first round only).
-2. (Measured first, while the machine is coolest.) Reads of a zstd-compressed database (1 KiB text values, BENCH_RUBY_ZSTD_RECORDS records,
-   default 1,000,000) from one Ruby thread, then from two: Kura releases the GVL while it
-   decompresses. HashDbm (each read decompresses its record: the target) and TreeDbm (pages
+2. (Measured first, while the machine is coolest.) Reads of a zstd-compressed database (text
+   values of each size in BENCH_RUBY_ZSTD_VALUE_BYTES, default 1024,16384;
+   BENCH_RUBY_ZSTD_RECORDS records of 1 KiB, default 1,000,000, and as many bytes at other
+   sizes) from one Ruby thread, then from two: Kura releases the GVL while it decompresses. HashDbm (each read decompresses its record: the target) and TreeDbm (pages
    compressed, recently read ones cached). Best of the rounds for each.
+
+BENCH_RUBY_PARTS (default zstd,seed) measures only the parts named and keeps the others from
+the existing ruby.json.
 
 `report` reads only the JSON and checks the targets below (data, not code).
 """
@@ -62,8 +66,10 @@ TARGETS = [
      ("seed", "leveldb-c++", "total_s"), ("seed", "kura-tree", "total_s"), 1.0),
     ("TreeDbm from Ruby vs Ruby DBM, writes",
      ("seed", "dbm", "write_s"), ("seed", "kura-tree", "write_s"), 5.0),
-    ("zstd HashDbm reads, 2 Ruby threads vs 1",
+    ("zstd HashDbm reads, 2 Ruby threads vs 1 (1 KiB values)",
      ("zstd", "hash", "one_thread_s"), ("zstd", "hash", "two_threads_s"), 1.6),
+    ("zstd HashDbm reads, 2 Ruby threads vs 1 (16 KiB values)",
+     ("zstd", "hash-16384", "one_thread_s"), ("zstd", "hash-16384", "two_threads_s"), 1.6),
 ]
 
 
@@ -84,6 +90,18 @@ def build_leveldb_driver():
     subprocess.run(["g++", "-O2", "-o", LEVELDB_BINARY, LEVELDB_SOURCE, "-lleveldb"], check=True)
 
 
+def zstd_name(engine, value_bytes):
+    """The JSON name of a zstd-read row: the engine, and the value size unless 1 KiB."""
+    return engine if value_bytes == 1024 else f"{engine}-{value_bytes}"
+
+
+def amdahl_bound(row):
+    """The most two threads can gain when the Ruby part of each read (ruby_only_s, GVL held)
+    cannot overlap and the rest splits perfectly."""
+    held = min(row["ruby_only_s"], row["one_thread_s"])
+    return row["one_thread_s"] / (held + (row["one_thread_s"] - held) / 2)
+
+
 def seed_command(store, records, directory):
     if store == "leveldb-c++":
         return [LEVELDB_BINARY, str(records), directory]
@@ -95,23 +113,34 @@ def measure():
     zstd_records = int(os.environ.get("BENCH_RUBY_ZSTD_RECORDS", "1000000"))
     repeat = int(os.environ.get("BENCH_RUBY_REPEAT", "3"))
     build_leveldb_driver()
-    zstd = {}
-    for round_index in range(repeat):
+    parts = [p for p in os.environ.get("BENCH_RUBY_PARTS", "zstd,seed").split(",") if p]
+    previous = {}
+    if set(parts) != {"zstd", "seed"} and os.path.exists(JSON_PATH):
+        with open(JSON_PATH) as f:
+            previous = json.load(f)
+    value_sizes = [int(v) for v in os.environ.get("BENCH_RUBY_ZSTD_VALUE_BYTES", "1024,16384").split(",") if v]
+    zstd = {} if "zstd" in parts else previous.get("zstd", {})
+    for round_index in range(repeat if "zstd" in parts else 0):
         for engine in ZSTD_ENGINES:
-            directory = tempfile.mkdtemp(dir=WORK)
-            try:
-                figures = run_json(["ruby", "-I", RUBY_LIB, SEED_SCRIPT, "zstd-threads", engine, str(zstd_records),
-                                    directory])
-            finally:
-                shutil.rmtree(directory, ignore_errors=True)
-            log(f"round {round_index + 1}/{repeat} zstd {engine} reads: 1 thread {figures['one_thread_s']:.3f} s, "
-                f"2 threads {figures['two_threads_s']:.3f} s")
-            kept = zstd.setdefault(engine, {"records": zstd_records, "one_thread_s": float("inf"),
-                                            "two_threads_s": float("inf")})
-            kept["one_thread_s"] = min(kept["one_thread_s"], figures["one_thread_s"])
-            kept["two_threads_s"] = min(kept["two_threads_s"], figures["two_threads_s"])
-    best = {}
-    for round_index in range(repeat):
+            for value_bytes in value_sizes:
+                # The same bytes in all: fewer records of larger values.
+                count = max(10_000, zstd_records * 1024 // value_bytes)
+                name = zstd_name(engine, value_bytes)
+                directory = tempfile.mkdtemp(dir=WORK)
+                try:
+                    figures = run_json(["ruby", "-I", RUBY_LIB, SEED_SCRIPT, "zstd-threads", engine, str(count),
+                                        directory, str(value_bytes)])
+                finally:
+                    shutil.rmtree(directory, ignore_errors=True)
+                log(f"round {round_index + 1}/{repeat} zstd {name} reads: 1 thread {figures['one_thread_s']:.3f} s, "
+                    f"2 threads {figures['two_threads_s']:.3f} s, Ruby alone {figures['ruby_only_s']:.3f} s")
+                kept = zstd.setdefault(name, {"engine": engine, "records": count, "value_bytes": value_bytes,
+                                              "one_thread_s": float("inf"), "two_threads_s": float("inf"),
+                                              "ruby_only_s": float("inf")})
+                for field in ("one_thread_s", "two_threads_s", "ruby_only_s"):
+                    kept[field] = min(kept[field], figures[field])
+    best = {} if "seed" in parts else previous.get("seed", {})
+    for round_index in range(repeat if "seed" in parts else 0):
         shift = round_index % len(STORES)
         for store in STORES[shift:] + STORES[:shift]:
             if round_index > 0 and store in FIRST_ROUND_ONLY:
@@ -175,14 +204,23 @@ def report():
             f"{ratio} |")
     lines += [
         "",
-        "Reads of a zstd-compressed database (1 KiB text values, every key once) from Ruby threads:",
+        "Reads of a zstd-compressed database (English-like text values, every key once) from Ruby "
+        "threads. *Ruby alone* is the same one-thread loop with the database call replaced by what "
+        "Ruby itself spends per read with the GVL held (the key formatted, a new String of the "
+        "value's size); the *bound* is what two threads could reach if nothing but that part "
+        "were serialised (Amdahl).",
         "",
-        "| engine | records | 1 thread s | 2 threads s | 2 threads / 1 thread |",
-        "|---|---:|---:|---:|---:|",
+        "| engine | value bytes | records | 1 thread s | 2 threads s | 2 threads / 1 thread | Ruby alone s "
+        "| GVL-held share | bound |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for engine, row in document["zstd"].items():
-        lines.append(f"| {engine} | {row['records']:,} | {row['one_thread_s']:.3f} | {row['two_threads_s']:.3f} | "
-                     f"{row['one_thread_s'] / row['two_threads_s']:.2f}x |")
+    for row in document["zstd"].values():
+        if "ruby_only_s" not in row:
+            continue
+        lines.append(f"| {row['engine']} | {row['value_bytes']:,} | {row['records']:,} | {row['one_thread_s']:.3f} | "
+                     f"{row['two_threads_s']:.3f} | {row['one_thread_s'] / row['two_threads_s']:.2f}x | "
+                     f"{row['ruby_only_s']:.3f} | {row['ruby_only_s'] / row['one_thread_s']:.0%} | "
+                     f"{amdahl_bound(row):.2f}x |")
     lines += [
         "",
         "## Targets",
@@ -224,7 +262,7 @@ def plot(document):
     records = seed[stores[0]]["records"] if stores else 0
     left.set_title(f'{records:,} keys "%016d", write then read')
     left.legend()
-    engines = list(document["zstd"])
+    engines = [name for name, row in document["zstd"].items() if "ruby_only_s" in row]
     for offset, (field, label, color) in enumerate([("one_thread_s", "1 thread", "tab:gray"),
                                                     ("two_threads_s", "2 threads", "tab:green")]):
         rows = [document["zstd"][engine] for engine in engines]

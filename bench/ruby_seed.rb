@@ -5,7 +5,7 @@
 # or the two-thread read of a zstd-compressed database. Prints one JSON object.
 #
 #   ruby -Iruby/lib bench/ruby_seed.rb seed STORE RECORDS DIR    STORE: kura-tree kura-hash dbm hash
-#   ruby -Iruby/lib bench/ruby_seed.rb zstd-threads ENGINE RECORDS DIR      ENGINE: hash tree
+#   ruby -Iruby/lib bench/ruby_seed.rb zstd-threads ENGINE RECORDS DIR [VALUE_BYTES]   ENGINE: hash tree
 #
 # The timed spans are the whole Ruby program's: opening, every key formatted and every
 # call made, and closing (which flushes), as in bench/leveldb_seed.cc.
@@ -68,16 +68,39 @@ def seed(store, records, dir)
 end
 
 # Reads every record of a zstd database from 1 thread, then from 2 threads (each half of
-# the keys): values of 1 KiB of text. HashDbm compresses each record, so every read
-# decompresses one (most of a read's time, spent with the GVL released); TreeDbm compresses
-# pages and keeps recently read ones in its cache.
-def zstd_threads(engine, records, dir)
+# the keys): values of VALUE_BYTES of English-like text (words drawn at random per record).
+# HashDbm compresses each record, so every read decompresses one (the part of a read spent
+# with the GVL released); TreeDbm compresses pages and keeps recently read ones in its cache.
+#
+# Also timed, on one thread: the same loop with the database call replaced by what a read
+# costs Ruby itself with the GVL held (formatting the key, a method call, a new String of
+# the value's bytes). Two threads cannot beat one by more than Amdahl's bound
+# one / (ruby_only + (one - ruby_only) / 2), whatever the binding does.
+WORDS = %w[the of and to in is that for it as was with be by on not he this are or his from at
+           which but have an they you were her she there been one all we their has would when
+           database record value key thread lock page bucket compress dictionary]
+def text_value(i, bytes)
+  random = Random.new(i)
+  text = +""
+  text << WORDS[random.rand(WORDS.size)] << " " while text.bytesize < bytes
+  text.byteslice(0, bytes).b
+end
+
+def zstd_threads(engine, records, dir, value_bytes)
   require "kura"
   extension = Kura.engines.find { |e| e[:name] == engine }[:extension]
   path = File.join(dir, "zstd.#{extension}")
   params = Kura.sized_params(engine, records).merge(record_comp: "zstd")
-  value_of = ->(i) { ("record #{i}: the quick brown fox jumps over the lazy dog. " * 18).b }
-  Kura.open(path, "n", **params) { |db| records.times { |i| db[format("%016d", i)] = value_of.(i) } }
+  Kura.open(path, "n", **params) { |db| records.times { |i| db[format("%016d", i)] = text_value(i, value_bytes) } }
+  sample = text_value(0, value_bytes)
+  ruby_only_s = timed do
+    i = 0
+    while i < records
+      String.new(sample)
+      format("%016d", i)
+      i += 1
+    end
+  end
   Kura.open(path, "r", **params) do |db|
     read_range = lambda do |first, step|
       i = first
@@ -94,12 +117,13 @@ def zstd_threads(engine, records, dir)
       threads = Array.new(2) { |t| Thread.new { read_range.(t, 2) } }
       raise "missing records" unless threads.sum(&:value) == records
     end
-    { engine: engine, records: records, one_thread_s: one_s, two_threads_s: two_s, releases_gvl: db.release_gvl? }
+    { engine: engine, records: records, value_bytes: value_bytes, one_thread_s: one_s, two_threads_s: two_s,
+      ruby_only_s: ruby_only_s, releases_gvl: db.release_gvl? }
   end
 end
 
 case ARGV[0]
 when "seed" then puts JSON.generate(seed(ARGV[1], Integer(ARGV[2]), ARGV[3]))
-when "zstd-threads" then puts JSON.generate(zstd_threads(ARGV[1], Integer(ARGV[2]), ARGV[3]))
-else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR"
+when "zstd-threads" then puts JSON.generate(zstd_threads(ARGV[1], Integer(ARGV[2]), ARGV[3], Integer(ARGV[4] || 1024)))
+else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR [VALUE_BYTES]"
 end
