@@ -18,9 +18,10 @@ use kura_server::Config;
 const DEFAULT_ENGINE: &str = "cache";
 
 /// Bytes per record assumed when sizing a record cap from a memory limit: memcached's
-/// smallest slab chunk (96 bytes) bounds its item count the same way. The record cap's
-/// bucket arrays are allocated up front, so a smaller figure costs RSS on an empty server
-/// (64 gave 2.5x memcached's RSS at 200k items under a 1 GiB limit).
+/// smallest slab chunk (96 bytes) bounds its item count the same way. CacheDbm's bucket
+/// arrays grow with the records (up to one bucket per record of the cap), so the cap costs
+/// no memory up front (at their largest, 4 bytes per record of the cap, they must fit in the
+/// limit, which opening checks: see docs/memory.md).
 const BYTES_PER_RECORD_CAP: u64 = 96;
 
 #[derive(Args, Debug)]
