@@ -12,7 +12,7 @@ use crate::clock;
 use crate::protocol::meta::{decode_key, MetaFlags, BAD_FORMAT};
 use crate::protocol::reply;
 use crate::protocol::text::{StoreMode, StoreRequest};
-use crate::store::{ArithmeticOutcome, Found, MetaGetChange, Store, StoreOutcome, Verdict};
+use crate::store::{ArithmeticOutcome, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict};
 
 /// What an `ms` needs once its data has arrived, to write its reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         };
         let changes = change.touch.is_some() || change.vivify.is_some() || change.recache.is_some();
         let mut hit = false;
-        let mut write = |found: Option<(Found<'_>, Verdict)>| {
+        let mut write = |found: MetaFound<'_>| {
             let Some((found, verdict)) = found else { return };
             hit = true;
             let value = flags.has(b'v');

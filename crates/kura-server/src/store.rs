@@ -56,6 +56,9 @@ pub struct Verdict {
     pub stale: bool,
 }
 
+/// What a meta get shows its reply writer: the live item and its verdict, or None.
+pub type MetaFound<'v> = Option<(Found<'v>, Verdict)>;
+
 /// A live (unexpired) item found for a key.
 pub struct Found<'v> {
     pub header: Header,
@@ -225,12 +228,7 @@ impl Store {
     /// wins; `recache` (seconds) wins if the item expires sooner than that. A stale item
     /// wins too. A win is handed out once per item: later gets see `Z` instead (`win_sent`).
     /// Shows the item and the verdict to `visit`, as the get's reply needs them.
-    pub fn meta_get(
-        &self,
-        key: &[u8],
-        change: MetaGetChange,
-        visit: &mut dyn FnMut(Option<(Found<'_>, Verdict)>),
-    ) -> Result<()> {
+    pub fn meta_get(&self, key: &[u8], change: MetaGetChange, visit: &mut dyn FnMut(MetaFound<'_>)) -> Result<()> {
         let now = clock::now();
         let mut vivified = false;
         self.db.process(key, &mut |old| {
