@@ -113,6 +113,15 @@ impl Store {
         self.next_cas.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Returns `cas`, taken for a write that did not happen, if no one took a later one
+    /// since: a single client then sees the CAS values memcached would give (a failed
+    /// write consumes none there). Under concurrent writers it may stay consumed, which
+    /// only leaves a gap; uniqueness holds either way (the counter never goes back past a
+    /// value handed out).
+    fn give_back_cas(&self, cas: u64) {
+        let _ = self.next_cas.compare_exchange(cas.wrapping_add(1), cas, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// Carries out a storage command with its data.
     pub fn store(&self, request: &StoreRequest, data: &[u8]) -> Result<StoreOutcome> {
         self.store_with_cas(request, data).map(|(outcome, _)| outcome)
@@ -162,6 +171,9 @@ impl Store {
             outcome = result;
             action
         })?;
+        if outcome != StoreOutcome::Stored {
+            self.give_back_cas(cas);
+        }
         let counters = &self.counters;
         bump(&counters.cmd_set);
         match (request.mode, outcome) {
@@ -293,6 +305,9 @@ impl Store {
             }
             None => clean(old),
         })?;
+        if outcome != StoreOutcome::Stored {
+            self.give_back_cas(fresh_cas);
+        }
         Ok(outcome)
     }
 
@@ -367,6 +382,9 @@ impl Store {
             outcome = ArithmeticOutcome::Value(next, header);
             Action::Set(Cow::Owned(item::encode(header, &[&text])))
         })?;
+        if !matches!(outcome, ArithmeticOutcome::Value(..)) {
+            self.give_back_cas(cas);
+        }
         let counters = &self.counters;
         match (&outcome, incr) {
             (ArithmeticOutcome::NotFound, true) => bump(&counters.incr_misses),

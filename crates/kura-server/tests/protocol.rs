@@ -532,3 +532,17 @@ fn meta_commands_reply_as_memcached_does() {
     big.extend_from_slice(b"\r\nmn\r\n");
     client.roundtrip(&big, b"SERVER_ERROR object too large for cache\r\nMN\r\n");
 }
+
+#[test]
+fn a_write_that_fails_consumes_no_cas_unique_as_in_memcached() {
+    let server = start_default();
+    let mut client = Client::connect(server.address);
+    client.roundtrip(b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    let first = client.cas_of("a");
+    client.roundtrip(b"cas a 0 0 1 999999\r\ny\r\n", b"EXISTS\r\n");
+    client.roundtrip(b"add a 0 0 1\r\ny\r\n", b"NOT_STORED\r\n");
+    client.roundtrip(b"incr missing 1\r\n", b"NOT_FOUND\r\n");
+    client.roundtrip(b"md missing I\r\n", b"NF\r\n");
+    client.roundtrip(b"set b 0 0 1\r\nx\r\n", b"STORED\r\n");
+    assert_eq!(client.cas_of("b"), first + 1);
+}
