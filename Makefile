@@ -9,7 +9,8 @@
 # the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py),
 # bench/shard.py with SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000,
 # CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), and the
-# server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1.
+# server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1
+# BENCH_SERVER_LATENCY_SECONDS=2.
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
 
 SHELL := /bin/bash
@@ -151,6 +152,7 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 	$(VENV)/bin/python bench/shard.py measure && $(VENV)/bin/python bench/shard.py report
 	$(VENV)/bin/python bench/compact.py all
+	$(CARGO) build --release -p kura-server --example latency_client
 	$(VENV)/bin/python bench/server.py
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)

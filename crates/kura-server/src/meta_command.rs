@@ -2,14 +2,17 @@
 //!
 //! Replies follow memcached 1.6: `HD`/`VA`/`EN`/`NF`/`NS`/`EX` and the return flags in the
 //! order asked; `q` hides the common answer (`EN` of `mg`, `HD` of `ms md ma`), never an error.
-//! Not supported (answered `CLIENT_ERROR invalid flag`): `N` of `mg` (vivify-on-miss, which
-//! needs win/stale tokens kept in the item), `I` (invalidate), `E`, `R`, `h`, `l`, `u`.
+//! Stale items and win tokens (`mg N R`, `md I`, `ms I`; the `W X Z` flags of `mg`) are kept
+//! in two bits of the item header (`item.rs`). Not supported (answered `CLIENT_ERROR invalid
+//! flag`): `h`, `l` and `u` of `mg` (they need the item's fetched flag and last access time
+//! updated on every read, which would turn every get into a write), and `E` (which
+//! memcached 1.6.18 refuses too).
 
 use crate::clock;
 use crate::protocol::meta::{decode_key, MetaFlags, BAD_FORMAT};
 use crate::protocol::reply;
 use crate::protocol::text::{StoreMode, StoreRequest};
-use crate::store::{ArithmeticOutcome, Found, Store, StoreOutcome};
+use crate::store::{ArithmeticOutcome, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict};
 
 /// What an `ms` needs once its data has arrived, to write its reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,12 +44,17 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
-        let flags = MetaFlags::parse(rest, b"bcfkOqstvT")?;
+        let flags = MetaFlags::parse(rest, b"bcfkNOqRstvT")?;
         let key = decode_key(key_word, flags.has(b'b'))?;
-        let touch = flags.ttl(b'T')?;
+        let change = MetaGetChange {
+            touch: flags.ttl(b'T')?,
+            vivify: flags.ttl(b'N')?,
+            recache: flags.unsigned(b'R')?.map(|seconds| u32::try_from(seconds).unwrap_or(u32::MAX)),
+        };
+        let changes = change.touch.is_some() || change.vivify.is_some() || change.recache.is_some();
         let mut hit = false;
-        let mut write = |found: Option<Found<'_>>| {
-            let Some(found) = found else { return };
+        let mut write = |found: MetaFound<'_>| {
+            let Some((found, verdict)) = found else { return };
             hit = true;
             let value = flags.has(b'v');
             if value {
@@ -54,26 +62,56 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             } else {
                 out.extend_from_slice(b"HD");
             }
-            for (letter, _) in &flags.flags {
+            // Return flags in the order asked, `k` and `O` among them (as memcached 1.6.18).
+            for (letter, argument) in &flags.flags {
                 let text = match letter {
                     b'c' => format!(" c{}", found.header.cas),
                     b'f' => format!(" f{}", found.header.flags),
                     b's' => format!(" s{}", found.data.len()),
                     b't' => format!(" t{}", ttl_left(found.header.expiry)),
+                    b'k' | b'O' => {
+                        // Echoed as received (bytes, not text).
+                        out.extend_from_slice(&[b' ', *letter]);
+                        out.extend_from_slice(if *letter == b'k' { key_word } else { argument });
+                        continue;
+                    }
                     _ => continue,
                 };
                 out.extend_from_slice(text.as_bytes());
             }
-            out.extend_from_slice(&flags.echo(key_word));
+            if flags.has(b'b') && flags.has(b'k') {
+                out.extend_from_slice(b" b");
+            }
+            for (shown, text) in [(verdict.already_won, " Z"), (verdict.stale, " X"), (verdict.win, " W")] {
+                if shown {
+                    out.extend_from_slice(text.as_bytes());
+                }
+            }
             out.extend_from_slice(b"\r\n");
             if value {
                 out.extend_from_slice(found.data);
                 out.extend_from_slice(b"\r\n");
             }
         };
-        let done = match touch {
-            Some(exptime) => store.touch(&key, exptime, &mut write),
-            None => store.get(&key, &mut write),
+        let done = if changes {
+            store.meta_get(&key, change, &mut write)
+        } else {
+            // The read path, unless the item is stale with its win not handed out yet: then
+            // the get must record the win, which takes the writing path.
+            let mut must_win = false;
+            let read = store.get(&key, &mut |found| match found {
+                Some(found) if found.header.stale && !found.header.win_sent => must_win = true,
+                Some(found) => {
+                    let verdict = Verdict { win: false, already_won: found.header.win_sent, stale: found.header.stale };
+                    write(Some((found, verdict)));
+                }
+                None => {}
+            });
+            if read.is_ok() && must_win {
+                store.meta_get(&key, change, &mut write)
+            } else {
+                read
+            }
         };
         if done.is_err() {
             return Err(reply::SERVER_FAILURE);
@@ -98,7 +136,7 @@ pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
     };
     let swallow = Some(length + 2);
     let parsed = (|| -> Result<(StoreRequest, MetaReturn), &'static [u8]> {
-        let flags = MetaFlags::parse(words.get(2..).unwrap_or_default(), b"bcCFkOqTM")?;
+        let flags = MetaFlags::parse(words.get(2..).unwrap_or_default(), b"bcCFIkOqTM")?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let compare = flags.unsigned(b'C')?;
         let mode = match (flags.mode(), compare) {
@@ -118,6 +156,7 @@ pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
             length,
             cas: compare.unwrap_or(0),
             noreply: false,
+            invalidate: flags.has(b'I'),
         };
         let meta = MetaReturn { echo: flags.echo(key_word), want_cas: flags.has(b'c'), quiet: flags.has(b'q') };
         Ok((request, meta))
@@ -161,9 +200,15 @@ pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
-        let flags = MetaFlags::parse(rest, b"bCkOq")?;
+        let flags = MetaFlags::parse(rest, b"bCIkOqT")?;
         let key = decode_key(key_word, flags.has(b'b'))?;
-        let code: &[u8] = match store.delete_if(&key, flags.unsigned(b'C')?) {
+        let compare = flags.unsigned(b'C')?;
+        let outcome = if flags.has(b'I') {
+            store.invalidate(&key, compare, flags.ttl(b'T')?)
+        } else {
+            store.delete_if(&key, compare)
+        };
+        let code: &[u8] = match outcome {
             Ok(StoreOutcome::Stored) => b"HD",
             Ok(StoreOutcome::Exists) => b"EX",
             Ok(_) => b"NF",

@@ -34,6 +34,31 @@ pub enum ArithmeticOutcome {
     NonNumeric,
 }
 
+/// What a meta get may change (`Store::meta_get`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MetaGetChange {
+    /// `T`: the new exptime.
+    pub touch: Option<i64>,
+    /// `N`: on a miss, create an empty item with this exptime.
+    pub vivify: Option<i64>,
+    /// `R`: win if the item's remaining time is below this many seconds.
+    pub recache: Option<u32>,
+}
+
+/// The flags a meta get adds after the ones asked for: `Z`, `X`, `W`, in that order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// `W`: this client won the right to recompute the item.
+    pub win: bool,
+    /// `Z`: another client already won it.
+    pub already_won: bool,
+    /// `X`: the item is stale.
+    pub stale: bool,
+}
+
+/// What a meta get shows its reply writer: the live item and its verdict, or None.
+pub type MetaFound<'v> = Option<(Found<'v>, Verdict)>;
+
 /// A live (unexpired) item found for a key.
 pub struct Found<'v> {
     pub header: Header,
@@ -88,6 +113,15 @@ impl Store {
         self.next_cas.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Returns `cas`, taken for a write that did not happen, if no one took a later one
+    /// since: a single client then sees the CAS values memcached would give (a failed
+    /// write consumes none there). Under concurrent writers it may stay consumed, which
+    /// only leaves a gap; uniqueness holds either way (the counter never goes back past a
+    /// value handed out).
+    fn give_back_cas(&self, cas: u64) {
+        let _ = self.next_cas.compare_exchange(cas.wrapping_add(1), cas, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// Carries out a storage command with its data.
     pub fn store(&self, request: &StoreRequest, data: &[u8]) -> Result<StoreOutcome> {
         self.store_with_cas(request, data).map(|(outcome, _)| outcome)
@@ -98,7 +132,7 @@ impl Store {
         let now = clock::now();
         let expiry = clock::expiry_of(request.exptime, now);
         let cas = self.take_cas();
-        let fresh = Header { flags: request.flags, expiry, cas };
+        let fresh = Header { flags: request.flags, expiry, cas, ..Header::default() };
         let max = self.max_item_size;
         let mut outcome = StoreOutcome::NotStored;
         self.db.process(&request.key, &mut |old| {
@@ -115,13 +149,20 @@ impl Store {
                         // memcached cannot allocate the joined item and answers NOT_STORED.
                         (StoreOutcome::NotStored, Action::Keep)
                     } else {
-                        let header = Header { cas, ..found.header };
+                        let header =
+                            Header { cas, flags: found.header.flags, expiry: found.header.expiry, ..Header::default() };
                         let parts: [&[u8]; 2] =
                             if request.mode == StoreMode::Append { [found.data, data] } else { [data, found.data] };
                         (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &parts))))
                     }
                 }
                 (StoreMode::Cas, None) => (StoreOutcome::NotFound, clean(old)),
+                // `ms I`: a writer holding an older CAS still stores, and the item is stale;
+                // it keeps the old item's expiry (as memcached 1.6.18 answers `t` after it).
+                (StoreMode::Cas, Some(found)) if request.invalidate && request.cas < found.header.cas => {
+                    let header = Header { stale: true, expiry: found.header.expiry, ..fresh };
+                    (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &[data]))))
+                }
                 (StoreMode::Cas, Some(found)) if found.header.cas != request.cas => {
                     (StoreOutcome::Exists, Action::Keep)
                 }
@@ -130,6 +171,9 @@ impl Store {
             outcome = result;
             action
         })?;
+        if outcome != StoreOutcome::Stored {
+            self.give_back_cas(cas);
+        }
         let counters = &self.counters;
         bump(&counters.cmd_set);
         match (request.mode, outcome) {
@@ -191,6 +235,82 @@ impl Store {
         })
     }
 
+    /// A meta get that may change the item (`mg` with `N`, `R` or `T`, or on a stale item):
+    /// `touch` sets the expiry; on a miss, `vivify` (an exptime) creates an empty item and
+    /// wins; `recache` (seconds) wins if the item expires sooner than that. A stale item
+    /// wins too. A win is handed out once per item: later gets see `Z` instead (`win_sent`).
+    /// Shows the item and the verdict to `visit`, as the get's reply needs them.
+    pub fn meta_get(&self, key: &[u8], change: MetaGetChange, visit: &mut dyn FnMut(MetaFound<'_>)) -> Result<()> {
+        let now = clock::now();
+        let mut vivified = false;
+        self.db.process(key, &mut |old| {
+            let Some(found) = live(old, now) else {
+                let Some(exptime) = change.vivify else {
+                    visit(None);
+                    return clean(old);
+                };
+                let header = Header {
+                    expiry: clock::expiry_of(exptime, now),
+                    cas: self.take_cas(),
+                    win_sent: true,
+                    ..Header::default()
+                };
+                vivified = true;
+                visit(Some((Found { header, data: b"" }, Verdict { win: true, ..Verdict::default() })));
+                return Action::Set(Cow::Owned(item::encode(header, &[])));
+            };
+            let mut header = found.header;
+            if let Some(exptime) = change.touch {
+                header.expiry = clock::expiry_of(exptime, now);
+            }
+            let expires_soon = change.recache.is_some_and(|seconds| {
+                header.expiry != clock::NEVER && i64::from(header.expiry) - (now as i64) < i64::from(seconds)
+            });
+            let verdict = Verdict {
+                win: !header.win_sent && (header.stale || expires_soon),
+                already_won: header.win_sent,
+                stale: header.stale,
+            };
+            header.win_sent |= verdict.win;
+            visit(Some((Found { header, data: found.data }, verdict)));
+            if header == found.header {
+                Action::Keep
+            } else {
+                Action::Set(Cow::Owned(item::encode(header, &[found.data])))
+            }
+        })?;
+        if vivified {
+            bump(&self.counters.total_items);
+        }
+        Ok(())
+    }
+
+    /// `md I`: marks `key`'s live item stale with a new CAS unique (and `exptime`, if
+    /// given), so that the next meta get wins the right to recompute it; Stored when
+    /// marked, NotFound when absent, Exists when `cas` is given and differs.
+    pub fn invalidate(&self, key: &[u8], cas: Option<u64>, exptime: Option<i64>) -> Result<StoreOutcome> {
+        let now = clock::now();
+        let fresh_cas = self.take_cas();
+        let mut outcome = StoreOutcome::NotFound;
+        self.db.process(key, &mut |old| match live(old, now) {
+            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
+                outcome = StoreOutcome::Exists;
+                Action::Keep
+            }
+            Some(found) => {
+                outcome = StoreOutcome::Stored;
+                let expiry = exptime.map_or(found.header.expiry, |exptime| clock::expiry_of(exptime, now));
+                let header = Header { expiry, cas: fresh_cas, stale: true, win_sent: false, ..found.header };
+                Action::Set(Cow::Owned(item::encode(header, &[found.data])))
+            }
+            None => clean(old),
+        })?;
+        if outcome != StoreOutcome::Stored {
+            self.give_back_cas(fresh_cas);
+        }
+        Ok(outcome)
+    }
+
     /// Removes `key`'s item if its CAS unique is `cas` (any, with None): Stored when
     /// removed, NotFound when absent, Exists when the CAS differs (meta `md C`).
     pub fn delete_if(&self, key: &[u8], cas: Option<u64>) -> Result<StoreOutcome> {
@@ -242,7 +362,7 @@ impl Store {
         self.db.process(key, &mut |old| {
             let Some(found) = live(old, now) else {
                 if let Some((exptime, initial)) = create {
-                    let header = Header { flags: 0, expiry: clock::expiry_of(exptime, now), cas };
+                    let header = Header { expiry: clock::expiry_of(exptime, now), cas, ..Header::default() };
                     outcome = ArithmeticOutcome::Value(initial, header);
                     return Action::Set(Cow::Owned(item::encode(header, &[initial.to_string().as_bytes()])));
                 }
@@ -258,10 +378,13 @@ impl Store {
             if text.len() < found.data.len() {
                 text.resize(found.data.len(), b' ');
             }
-            let header = Header { cas, ..found.header };
+            let header = Header { cas, flags: found.header.flags, expiry: found.header.expiry, ..Header::default() };
             outcome = ArithmeticOutcome::Value(next, header);
             Action::Set(Cow::Owned(item::encode(header, &[&text])))
         })?;
+        if !matches!(outcome, ArithmeticOutcome::Value(..)) {
+            self.give_back_cas(cas);
+        }
         let counters = &self.counters;
         match (&outcome, incr) {
             (ArithmeticOutcome::NotFound, true) => bump(&counters.incr_misses),

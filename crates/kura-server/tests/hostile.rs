@@ -1,5 +1,5 @@
 //! Hostile clients: random bytes, endless lines, huge declared lengths, more connections than
-//! allowed, a client that never reads. After each, the server must still answer a fresh client.
+//! allowed, 2,000 connections at once, a client that never reads. After each, the server must still answer a fresh client.
 #![expect(
     clippy::unwrap_used,
     clippy::indexing_slicing,
@@ -124,6 +124,69 @@ fn connections_beyond_the_limit_are_told_and_closed_and_the_rest_are_served() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(served.is_some(), "a place frees up once clients leave");
+}
+
+/// Connections the 2,000-at-once test opens: both ends live in this process (the server
+/// runs in-process), so it needs two descriptors per connection plus some slack.
+const AT_ONCE: usize = 2_000;
+const DESCRIPTORS_PER_CONNECTION: u64 = 2;
+const SPARE_DESCRIPTORS: u64 = 200;
+
+/// Raises the soft RLIMIT_NOFILE to the hard one and returns the soft limit then in force.
+fn raise_descriptor_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the rlimit we own; RLIMIT_NOFILE is a valid resource.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+    // SAFETY: setrlimit reads the rlimit we own; a soft limit up to the hard one is allowed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        raised.rlim_cur
+    } else {
+        limit.rlim_cur
+    }
+}
+
+#[test]
+fn two_thousand_connections_at_once_are_all_served() {
+    let descriptors = raise_descriptor_limit();
+    let allowed = (descriptors.saturating_sub(SPARE_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION) as usize;
+    let count = AT_ONCE.min(allowed);
+    if count < AT_ONCE {
+        // Said, not hidden: the hard limit of this machine does not leave room for 2,000.
+        eprintln!("RLIMIT_NOFILE hard limit {descriptors}: opening {count} connections, not {AT_ONCE}");
+    }
+    let server = start(Config { max_connections: AT_ONCE + 10, ..Config::default() }, cache());
+    // Every connection is opened before any is used, so all are open at once.
+    let mut clients: Vec<Client> = (0..count).map(|_| Client::connect(server.address)).collect();
+    for (index, client) in clients.iter_mut().enumerate() {
+        let key = format!("k{index}");
+        client.send(format!("set {key} 0 0 1\r\nx\r\n").as_bytes());
+    }
+    for client in &mut clients {
+        client.expect(b"STORED\r\n");
+    }
+    for (index, client) in clients.iter_mut().enumerate() {
+        let key = format!("k{index}");
+        client.roundtrip(format!("get {key}\r\n").as_bytes(), format!("VALUE {key} 0 1\r\nx\r\nEND\r\n").as_bytes());
+    }
+    let mut probe = Client::connect(server.address);
+    probe.send(b"stats\r\n");
+    let mut current = None;
+    loop {
+        let line = String::from_utf8(probe.line()).unwrap();
+        if line == "END\r\n" {
+            break;
+        }
+        if let Some(n) = line.strip_prefix("STAT curr_connections ") {
+            current = Some(n.trim().parse::<usize>().unwrap());
+        }
+    }
+    let current = current.unwrap();
+    assert!(current > count, "curr_connections {current} counts the {count} held and the probe");
+    drop(clients);
+    still_serves(server.address);
 }
 
 #[test]

@@ -444,6 +444,72 @@ const META_SCRIPT: &[(&[u8], &[u8])] = &[
     (b"ma s\r\n", b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"),
 ];
 
+/// Stale items and win tokens (`mg N R`, `md I`, `ms I`, the `W X Z` flags), each reply
+/// checked against memcached 1.6.18 on loopback (no `c` or `t` but `t-1`: CAS values and
+/// remaining seconds depend on what ran before and on the clock).
+const STALE_SCRIPT: &[(&[u8], &[u8])] = &[
+    // Vivify on miss: an empty item, the first client wins, the next ones see Z.
+    (b"mg nk v N30\r\n", b"VA 0 W\r\n\r\n"),
+    (b"mg nk v N30\r\n", b"VA 0 Z\r\n\r\n"),
+    (b"mg nk v s f\r\n", b"VA 0 s0 f0 Z\r\n\r\n"),
+    (b"mg vv k O5 N30 v q\r\n", b"VA 0 kvv O5 W\r\n\r\n"),
+    (b"mg vv k O5 N30 v q\r\n", b"VA 0 kvv O5 Z\r\n\r\n"),
+    // A set replaces the vivified item: no flags any more.
+    (b"ms nk 2 T60\r\nhi\r\n", b"HD\r\n"),
+    (b"mg nk v\r\n", b"VA 2\r\nhi\r\n"),
+    // Invalidate: the item stays, stale; one client wins, the others see Z X.
+    (b"md nk I T30\r\n", b"HD\r\n"),
+    (b"mg nk v\r\n", b"VA 2 X W\r\nhi\r\n"),
+    (b"mg nk v\r\n", b"VA 2 Z X\r\nhi\r\n"),
+    (b"mg nk k O7 s\r\n", b"HD knk O7 s2 Z X\r\n"),
+    (b"ms nk 3 I\r\nnew\r\n", b"HD\r\n"),
+    (b"mg nk v\r\n", b"VA 3\r\nnew\r\n"),
+    (b"ms nk 3 C999999 I\r\nold\r\n", b"EX\r\n"),
+    (b"mg nk v\r\n", b"VA 3\r\nnew\r\n"),
+    (b"md vv I T0\r\n", b"HD\r\n"),
+    (b"mg vv v t\r\n", b"VA 0 t-1 X W\r\n\r\n"),
+    (b"md gone I\r\n", b"NF\r\n"),
+    (b"md gone I q\r\n", b"NF\r\n"),
+    // Recache: an item expiring sooner than R seconds wins once.
+    (b"ms rk 2 T10\r\nhi\r\n", b"HD\r\n"),
+    (b"mg rk R30 v\r\n", b"VA 2 W\r\nhi\r\n"),
+    (b"mg rk R30 v\r\n", b"VA 2 Z\r\nhi\r\n"),
+    (b"ms rk 2 T0\r\nhi\r\n", b"HD\r\n"),
+    (b"mg rk R30 v t\r\n", b"VA 2 t-1\r\nhi\r\n"),
+    (b"mg rk2 N30 R10 v\r\n", b"VA 0 W\r\n\r\n"),
+    (b"mg rk2 N30 R10 v\r\n", b"VA 0 Z\r\n\r\n"),
+    // Return flags in the order asked, k and O among them.
+    (b"mg rk k v O77 s\r\n", b"VA 2 krk O77 s2\r\nhi\r\n"),
+];
+
+#[test]
+fn stale_items_and_win_tokens_reply_as_memcached_does() {
+    let server = start_default();
+    let mut client = Client::connect(server.address);
+    for (request, reply) in STALE_SCRIPT {
+        client.roundtrip(request, reply);
+    }
+    // `ms I` with an older CAS stores, marked stale; `md I` with a wrong CAS is EX.
+    let cas = client.cas_of("rk");
+    client.roundtrip(b"ms rk 3\r\nnew\r\n", b"HD\r\n");
+    client.roundtrip(format!("ms rk 3 C{cas} I\r\nold\r\n").as_bytes(), b"HD\r\n");
+    client.roundtrip(b"mg rk v\r\n", b"VA 3 X W\r\nold\r\n");
+    client.roundtrip(format!("md rk C{cas} I\r\n").as_bytes(), b"EX\r\n");
+    // Two clients race for the win of one stale item: exactly one gets W.
+    client.roundtrip(b"md rk I\r\n", b"HD\r\n");
+    let mut other = Client::connect(server.address);
+    client.send(b"mg rk\r\n");
+    other.send(b"mg rk\r\n");
+    let replies = [client.line(), other.line()];
+    let wins = replies.iter().filter(|r| r.as_slice() == b"HD X W\r\n").count();
+    let losses = replies.iter().filter(|r| r.as_slice() == b"HD Z X\r\n").count();
+    assert_eq!((wins, losses), (1, 1), "{replies:?}");
+    // Flags that need the last access time stay refused (see docs/server.md).
+    for flag in ["h", "l", "u", "E5"] {
+        client.roundtrip(format!("mg rk {flag}\r\n").as_bytes(), b"CLIENT_ERROR invalid flag\r\n");
+    }
+}
+
 #[test]
 fn meta_commands_reply_as_memcached_does() {
     let server = start_default();
@@ -465,4 +531,18 @@ fn meta_commands_reply_as_memcached_does() {
     big.extend_from_slice(&vec![b'x'; 1_048_577]);
     big.extend_from_slice(b"\r\nmn\r\n");
     client.roundtrip(&big, b"SERVER_ERROR object too large for cache\r\nMN\r\n");
+}
+
+#[test]
+fn a_write_that_fails_consumes_no_cas_unique_as_in_memcached() {
+    let server = start_default();
+    let mut client = Client::connect(server.address);
+    client.roundtrip(b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    let first = client.cas_of("a");
+    client.roundtrip(b"cas a 0 0 1 999999\r\ny\r\n", b"EXISTS\r\n");
+    client.roundtrip(b"add a 0 0 1\r\ny\r\n", b"NOT_STORED\r\n");
+    client.roundtrip(b"incr missing 1\r\n", b"NOT_FOUND\r\n");
+    client.roundtrip(b"md missing I\r\n", b"NF\r\n");
+    client.roundtrip(b"set b 0 0 1\r\nx\r\n", b"STORED\r\n");
+    assert_eq!(client.cas_of("b"), first + 1);
 }

@@ -240,3 +240,39 @@ fn parameters_are_checked() {
     let dbm = CacheDbm::new(&Params::parse("cap_rec_num=10,cap_mem_bytes=2K").unwrap()).unwrap();
     assert_eq!(dbm.set(b"big", &[0u8; 4096], true).unwrap_err().kind(), ErrorKind::Limit);
 }
+
+#[test]
+fn memory_follows_the_records_and_the_cap_holds_while_buckets_grow() {
+    // A large record cap (the server derives one from its memory limit): the bucket arrays
+    // start small and grow as records arrive, and the memory cap holds through every growth.
+    let cap = 3_000_000u64;
+    let dbm =
+        CacheDbm::new(&Params::parse(&format!("cap_rec_num=500000,num_slots=2,cap_mem_bytes={cap}")).unwrap()).unwrap();
+    let empty = dbm.mem_usage();
+    assert!(empty < 10_000, "an empty cache accounts {empty} bytes, not its cap's bucket arrays");
+    let mut rng = kura::split_mix::SplitMix64::new(17);
+    let mut latest: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+    let mut grew_with_records = false;
+    for step in 0..60_000u64 {
+        let draw = rng.next_u64();
+        let key = (draw % 40_000).to_be_bytes().to_vec();
+        let value = vec![step as u8; (draw >> 32) as usize % 120];
+        dbm.set(&key, &value, true).unwrap();
+        latest.insert(key, value);
+        let usage = dbm.mem_usage();
+        assert!(usage <= cap, "step {step}: {usage} > {cap}");
+        if step == 5_000 {
+            grew_with_records = usage > empty + 5_000 * 4;
+        }
+    }
+    assert!(grew_with_records);
+    assert!(dbm.evictions() > 0, "the memory cap was reached");
+    let mut present = 0;
+    for (key, value) in &latest {
+        if let Ok(stored) = dbm.get(key) {
+            assert_eq!(&stored, value);
+            present += 1;
+        }
+    }
+    assert_eq!(present, dbm.count().unwrap());
+}

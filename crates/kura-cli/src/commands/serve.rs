@@ -18,9 +18,10 @@ use kura_server::Config;
 const DEFAULT_ENGINE: &str = "cache";
 
 /// Bytes per record assumed when sizing a record cap from a memory limit: memcached's
-/// smallest slab chunk (96 bytes) bounds its item count the same way. The record cap's
-/// bucket arrays are allocated up front, so a smaller figure costs RSS on an empty server
-/// (64 gave 2.5x memcached's RSS at 200k items under a 1 GiB limit).
+/// smallest slab chunk (96 bytes) bounds its item count the same way. CacheDbm's bucket
+/// arrays grow with the records (up to one bucket per record of the cap), so the cap costs
+/// no memory up front (at their largest, 4 bytes per record of the cap, they must fit in the
+/// limit, which opening checks: see docs/memory.md).
 const BYTES_PER_RECORD_CAP: u64 = 96;
 
 #[derive(Args, Debug)]
@@ -73,6 +74,7 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
         memory_limit,
         ..Config::default()
     };
+    raise_descriptor_limit(args.max_connections);
     let db: Arc<dyn Dbm> = Arc::from(open(args.path.as_ref(), params, memory_limit)?);
     let class = db.inspect()?.into_iter().find(|(n, _)| n == "class").map(|(_, v)| v).unwrap_or_default();
     let shown = args.path.as_ref().map_or_else(|| "memory".to_string(), |p| p.display().to_string());
@@ -83,6 +85,28 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
     })?;
     println!("kura serve: stopped, database closed");
     Ok(())
+}
+
+/// Descriptors kept beyond one per connection: the listener, the database's files, stdio.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// Raises the soft RLIMIT_NOFILE towards `max_connections` plus spare descriptors, as far as
+/// the hard limit allows (memcached does the same for its -c): with the usual soft limit of
+/// 1,024, the default 1,024 connections would otherwise run out of descriptors first.
+/// Best effort: if the limit cannot be raised, `accept` failures are waited out and the
+/// server keeps serving the connections it has.
+fn raise_descriptor_limit(max_connections: usize) {
+    let wanted = (max_connections as u64).saturating_add(SPARE_DESCRIPTORS);
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the rlimit we own; RLIMIT_NOFILE is a valid resource.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur >= wanted {
+        return;
+    }
+    let raised = libc::rlimit { rlim_cur: wanted.min(limit.rlim_max), rlim_max: limit.rlim_max };
+    // SAFETY: setrlimit reads the rlimit we own; a soft limit up to the hard one is allowed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        eprintln!("kura serve: could not raise the descriptor limit to {wanted}");
+    }
 }
 
 /// Opens the served database: the path's, or an in-memory one; memory-bounded engines get

@@ -34,6 +34,9 @@ pub struct StoreRequest {
     /// The CAS unique a `cas` command compares with (0 otherwise).
     pub cas: u64,
     pub noreply: bool,
+    /// Meta `ms I`: a compare against an item with a newer CAS unique still stores, but
+    /// marks the item stale (as memcached 1.6 does).
+    pub invalidate: bool,
 }
 
 /// `stats` and its groups.
@@ -243,7 +246,16 @@ fn parse_store<'l>(mode: StoreMode, args: &[&'l [u8]], noreply: bool, limits: Li
             drop_key: (mode == StoreMode::Set).then(|| key.to_vec()),
         };
     }
-    Request::Store(StoreRequest { mode, key: key.to_vec(), flags, exptime: i64::from(exptime), length, cas, noreply })
+    Request::Store(StoreRequest {
+        mode,
+        key: key.to_vec(),
+        flags,
+        exptime: i64::from(exptime),
+        length,
+        cas,
+        noreply,
+        invalidate: false,
+    })
 }
 
 fn parse_delete<'l>(args: &[&'l [u8]], noreply: bool) -> Request<'l> {

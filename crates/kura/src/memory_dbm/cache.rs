@@ -14,7 +14,7 @@
 //! protected segment (`Admission`), and stores a new key that would evict only if it has been
 //! requested more often lately than the record that would go (TinyLFU admission).
 //!
-//! Accounted memory of a slot = its bucket array + its frequency sketch (tinylfu only) + for
+//! Accounted memory of a slot = its bucket array (as grown so far) + its frequency sketch (tinylfu only) + for
 //! each record `record_cost` (slab entry, key, value, allocator overhead if spilled) + the LRU
 //! links (twice under tinylfu: the protected list has its own). See docs/memory.md.
 
@@ -195,9 +195,17 @@ impl Slot {
         self.lru.oldest_first().chain(self.admission.iter().flat_map(|a| a.protected.oldest_first()))
     }
 
-    /// A Limit error if a record of `cost` accounted bytes cannot fit even in the empty slot.
+    /// `fixed_bytes` once the bucket array has grown to the record cap: the most the slot's
+    /// fixed part can reach.
+    fn largest_fixed_bytes(&self) -> usize {
+        self.table.max_buckets() * BUCKET_BYTES + self.admission.as_ref().map_or(0, |a| a.sketch.bytes())
+    }
+
+    /// A Limit error if a record of `cost` accounted bytes cannot fit even in the empty slot
+    /// (with the bucket array at its largest, so that growing it later never leaves a record
+    /// that alone overshoots the memory share).
     fn check_fits(&self, cost: usize) -> Result<()> {
-        if self.fixed_bytes().saturating_add(cost) > self.cap_bytes {
+        if self.largest_fixed_bytes().saturating_add(cost) > self.cap_bytes {
             return Err(Error::new(
                 ErrorKind::Limit,
                 format!(
@@ -404,7 +412,7 @@ impl CacheDbm {
         let mut slots = Vec::with_capacity(num_slots);
         for index in 0..num_slots {
             let cap_records = share(cap_rec_num, num_slots, index);
-            // Buckets: one per record of the cap (load factor <= 1). Slab and LRU links are
+            // Buckets: growing up to one per record of the cap (load factor <= 1). Slab and LRU links are
             // reserved for the cap, up to a bound that keeps a huge cap from asking for more
             // address space than the machine will grant.
             let reserve = cap_records.min(MAX_RESERVED_RECORDS);
@@ -417,7 +425,7 @@ impl CacheDbm {
                 protected: LruList::with_capacity(reserve),
                 protected_len: 0,
             });
-            let fixed = table.num_buckets() * BUCKET_BYTES + admission.as_ref().map_or(0, |a| a.sketch.bytes());
+            let fixed = table.max_buckets() * BUCKET_BYTES + admission.as_ref().map_or(0, |a| a.sketch.bytes());
             if fixed >= cap_bytes {
                 return Err(Error::invalid(format!(
                     "cap_mem_bytes is too small: the bucket arrays{} for cap_rec_num={cap_rec_num} alone take about {} bytes",

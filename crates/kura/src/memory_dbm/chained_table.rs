@@ -1,5 +1,6 @@
 //! The hash table of one CacheDbm slot: records in a slab (a `Vec` whose indices never move),
-//! chained from a bucket array of 4-byte links sized once from the slot's record cap.
+//! chained from a bucket array of 4-byte links that grows (by rehashing) with the records, up
+//! to one bucket per record of the slot's cap.
 //!
 //! Why not `HashMap<Box<[u8]>, Box<[u8]>>`: that costs two heap blocks per record and leaves
 //! no stable handle for the LRU list. Here a record costs one 32-byte slab entry plus its
@@ -66,9 +67,15 @@ fn cost_of(record: &RecordBytes) -> usize {
     record_cost(record.key().len(), record.value().len())
 }
 
+/// Buckets a table starts with when its cap allows more: small enough that an empty cache
+/// with a large cap costs almost nothing, large enough that small caches never rehash.
+pub const INITIAL_BUCKETS: usize = 1024;
+
 pub struct SlotTable {
     entries: Vec<Entry>,
     buckets: Vec<Link>,
+    /// The most buckets the table grows to (its record cap: load factor <= 1 at the cap).
+    max_buckets: usize,
     free: Link,
     len: usize,
     /// Sum of `record_cost` over the live records.
@@ -76,17 +83,22 @@ pub struct SlotTable {
 }
 
 impl SlotTable {
-    /// A table with `num_buckets` buckets (at least 1, at most 2^31) and room reserved for
-    /// `reserve` records. Any bucket count works (no power of two): sizing the array to the
-    /// record cap exactly, rather than rounding up, saves up to half of it, and the whole
-    /// array is resident once records are spread over it. The reserved slab is address space
-    /// only (the allocator maps large blocks lazily): reserving it once spares the slab the
-    /// copies of growing by doubling, and the heap the freed blocks those leave behind.
-    pub fn new(num_buckets: usize, reserve: usize) -> SlotTable {
-        let num_buckets = num_buckets.clamp(1, 1 << 31);
+    /// A table that grows to at most `max_buckets` buckets (at least 1, at most 2^31),
+    /// starting with `INITIAL_BUCKETS` (or `max_buckets` if fewer), with room reserved for
+    /// `reserve` records. Any bucket count works (no power of two): the cap's array is sized
+    /// to the record cap exactly, rather than rounded up, which saves up to half of it. The
+    /// array starts small and doubles (rehashing the chains) whenever the records outnumber
+    /// the buckets, so its memory follows what the table holds, not what it could hold: a
+    /// whole array sized to the cap would be resident as soon as records spread over it. The
+    /// reserved slab is address space only (the allocator maps large blocks lazily):
+    /// reserving it once spares the slab the copies of growing by doubling, and the heap the
+    /// freed blocks those leave behind.
+    pub fn new(max_buckets: usize, reserve: usize) -> SlotTable {
+        let max_buckets = max_buckets.clamp(1, 1 << 31);
         SlotTable {
             entries: Vec::with_capacity(reserve),
-            buckets: vec![None; num_buckets],
+            buckets: vec![None; max_buckets.min(INITIAL_BUCKETS)],
+            max_buckets,
             free: None,
             len: 0,
             record_bytes: 0,
@@ -95,6 +107,34 @@ impl SlotTable {
 
     pub fn num_buckets(&self) -> usize {
         self.buckets.len()
+    }
+
+    /// The bucket count the table may grow to (its record cap).
+    pub fn max_buckets(&self) -> usize {
+        self.max_buckets
+    }
+
+    /// Doubles the bucket array (up to `max_buckets`) once the records outnumber the buckets,
+    /// relinking every live entry into its new bucket. Amortized: each record is relinked
+    /// O(1) times on average; lookups never see the old array (the slot's lock is held).
+    fn grow_if_loaded(&mut self) {
+        let current = self.buckets.len();
+        if self.len <= current || current >= self.max_buckets {
+            return;
+        }
+        let grown = current.saturating_mul(2).min(self.max_buckets);
+        self.buckets = vec![None; grown];
+        for index in 0..self.entries.len() {
+            let Some(entry) = self.entries.get(index) else { break };
+            if entry.record.is_none() {
+                // Vacant: its chain is the free list's, left as it is.
+                continue;
+            }
+            let bucket = self.bucket_of(entry.hash);
+            let Some(head) = self.buckets.get_mut(bucket) else { continue };
+            let previous_head = head.replace(link(index as u32).expect("slab indices stay below u32::MAX"));
+            self.entry_mut(index as u32).chain = previous_head;
+        }
     }
 
     /// Accounted bytes of the records (see `record_cost`), without the bucket array.
@@ -194,6 +234,7 @@ impl SlotTable {
         }
         self.len += 1;
         self.record_bytes += cost;
+        self.grow_if_loaded();
         Ok(index)
     }
 
@@ -277,6 +318,37 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
+    fn buckets_grow_with_the_records_and_keep_every_key_findable() {
+        let mut table = SlotTable::new(100_000, 0);
+        assert_eq!(table.num_buckets(), INITIAL_BUCKETS);
+        for i in 0..5000u32 {
+            let key = i.to_le_bytes();
+            table.insert(RecordBytes::new(&key, b"value of some length").unwrap(), hash_key(&key)).unwrap();
+            assert!(table.len() <= table.num_buckets());
+        }
+        assert_eq!(table.num_buckets(), 8192);
+        for i in (0..5000u32).step_by(5) {
+            let key = i.to_le_bytes();
+            let index = table.find(&key, hash_key(&key)).unwrap();
+            table.remove(index).unwrap();
+        }
+        for i in 0..5000u32 {
+            let key = i.to_le_bytes();
+            assert_eq!(table.find(&key, hash_key(&key)).is_some(), i % 5 != 0, "key {i}");
+        }
+        // Chains relinked by the rehashes unlink and free correctly: reinserting reuses the
+        // vacant entries.
+        let end = table.index_end();
+        for i in (0..5000u32).step_by(5) {
+            let key = i.to_le_bytes();
+            table.insert(RecordBytes::new(&key, b"again").unwrap(), hash_key(&key)).unwrap();
+        }
+        assert_eq!(table.index_end(), end);
+        assert_eq!(table.len(), 5000);
+        assert_eq!(table.num_buckets(), 8192);
+    }
+
+    #[test]
     fn insert_find_remove() {
         let mut table = SlotTable::new(700, 0);
         let mut model = HashMap::new();
@@ -285,7 +357,9 @@ mod tests {
             let index = table.insert(RecordBytes::new(&key, &[i as u8; 30]).unwrap(), hash_key(&key)).unwrap();
             model.insert(key, index);
         }
+        // A cap below INITIAL_BUCKETS starts at the cap and never grows past it.
         assert_eq!(table.num_buckets(), 700);
+        assert_eq!(table.max_buckets(), 700);
         for i in (0..2000u32).step_by(3) {
             let key = i.to_be_bytes();
             let index = table.find(&key, hash_key(&key)).unwrap();
