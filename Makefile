@@ -108,7 +108,7 @@ lint:
 
 ## fuzz: each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, new inputs kept in fuzz/work/
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := open_file codec_decode import_lines
+FUZZ_TARGETS := open_file codec_decode import_lines memcached_session
 FUZZ_FLAGS := -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=20 -max_len=65536 -print_final_stats=1
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz

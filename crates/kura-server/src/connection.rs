@@ -50,7 +50,8 @@ enum Next {
 type Ended = std::io::Error;
 
 struct Output {
-    writer: OwnedWriteHalf,
+    /// The client's socket; None when replaying input with the replies discarded (`replay`).
+    writer: Option<OwnedWriteHalf>,
     buffer: Vec<u8>,
     flush_bytes: usize,
     idle_timeout: Option<Duration>,
@@ -73,12 +74,14 @@ impl Output {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let write = self.writer.write_all(&self.buffer);
-        match self.idle_timeout {
-            Some(limit) => tokio::time::timeout(limit, write)
-                .await
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads nothing"))??,
-            None => write.await?,
+        if let Some(writer) = &mut self.writer {
+            let write = writer.write_all(&self.buffer);
+            match self.idle_timeout {
+                Some(limit) => tokio::time::timeout(limit, write)
+                    .await
+                    .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads nothing"))??,
+                None => write.await?,
+            }
         }
         add(&self.shared.store.counters.bytes_written, self.buffer.len() as u64);
         self.buffer.clear();
@@ -100,7 +103,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut stopping: watch::
     let (mut reader, writer) = stream.into_split();
     let config = &shared.config;
     let mut output = Output {
-        writer,
+        writer: Some(writer),
         buffer: Vec::with_capacity(READ_CHUNK),
         flush_bytes: config.output_flush_bytes,
         idle_timeout: config.idle_timeout,
@@ -133,6 +136,37 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut stopping: watch::
             None => return,
         }
     }
+}
+
+/// Carries out `input` as if it arrived in pieces of `piece` bytes, with the replies
+/// discarded, and returns the bytes of replies; what `crate::fuzz::session` drives. Checks on
+/// the way the bounds the file header promises: the replies waiting never exceed
+/// `output_flush_bytes` by more than one reply, and the input waiting never exceeds a
+/// request line or one data block.
+pub(crate) async fn replay(shared: &Arc<Shared>, input: &[u8], piece: usize) -> u64 {
+    let config = &shared.config;
+    let mut output = Output {
+        writer: None,
+        buffer: Vec::new(),
+        flush_bytes: config.output_flush_bytes,
+        idle_timeout: None,
+        shared: Arc::clone(shared),
+    };
+    let most_input = config.max_line.max(config.max_get_line).max(config.max_item_size) + piece + 2;
+    let most_output = config.output_flush_bytes + config.max_item_size + config.max_get_line + 1024;
+    let (mut pending_input, mut pending, mut replied) = (Vec::new(), Pending::Line, 0u64);
+    for arrived in input.chunks(piece.max(1)) {
+        pending_input.extend_from_slice(arrived);
+        let next = process(shared, &mut pending_input, &mut pending, &mut output).await;
+        assert!(output.buffer.len() <= most_output, "{} bytes of replies wait unwritten", output.buffer.len());
+        replied += output.buffer.len() as u64;
+        output.buffer.clear();
+        if !matches!(next, Ok(Next::Read)) {
+            break;
+        }
+        assert!(pending_input.len() <= most_input, "{} bytes of input wait unparsed", pending_input.len());
+    }
+    replied
 }
 
 /// Reads some bytes; None at the end of the stream, on an error, an idle timeout or a stop.
@@ -238,8 +272,11 @@ async fn process(
                         }
                     }
                     Request::Get { keys, with_cas, touch: None } if keys.len() > 1 => {
-                        for chunk in keys.chunks(MULTI_GET_CHUNK) {
-                            retrieve_many(shared, chunk, with_cas, output);
+                        let mut rest = &keys[..];
+                        while !rest.is_empty() {
+                            let chunk = rest.get(..rest.len().min(MULTI_GET_CHUNK)).unwrap_or(rest);
+                            let answered = retrieve_many(shared, chunk, with_cas, output);
+                            rest = rest.get(answered..).unwrap_or_default();
                             output.flush_if_full().await?;
                         }
                         output.push(reply::END);
@@ -274,33 +311,71 @@ fn store(shared: &Shared, request: &StoreRequest, data: &[u8], output: &mut Outp
     output.reply(request.noreply, bytes);
 }
 
-/// Keys of a multi-key `get` looked up in one batched read; the replies of a chunk are
-/// buffered before they are written in the request's order, so this bounds that buffer too.
+/// Keys of a multi-key `get` looked up in one batched read.
 const MULTI_GET_CHUNK: usize = 64;
 
-/// Writes the `VALUE` lines of `keys` (a chunk of a multi-key get) in their order, looked up
-/// with one batched read.
-fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut Output) {
+/// Writes the `VALUE` lines of the first keys of `keys` (a chunk of a multi-key get), in
+/// their order, looked up with one batched read, and returns how many keys it answered (at
+/// least one): it stops answering once `output_flush_bytes` of replies wait, so that the
+/// caller writes them out before asking for the rest. A value the engine shows in the keys'
+/// order is written straight from the engine's memory; one shown early (an ordered engine
+/// visits in key order) is copied aside until its turn, at most `output_flush_bytes` of
+/// them (the others are looked up again). So a connection never holds more than about
+/// twice `output_flush_bytes` and one value, whatever the keys' values weigh.
+fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut Output) -> usize {
     let counters = &shared.store.counters;
-    let mut items: Vec<Option<(Header, Vec<u8>)>> = vec![None; keys.len()];
-    let looked_up = shared.store.get_many(keys, &mut |index, found| {
-        if let (Some(slot), Some(found)) = (items.get_mut(index), found) {
-            *slot = Some((found.header, found.data.to_vec()));
+    let answer = |output: &mut Output, key: &[u8], found: Option<Found<'_>>| {
+        bump(&counters.cmd_get);
+        match found {
+            Some(found) => {
+                bump(&counters.get_hits);
+                write_value(output, key, found, with_cas);
+            }
+            None => bump(&counters.get_misses),
         }
+    };
+    // Early values by index: None not seen (or not kept), Some(None) a miss.
+    let mut early: Vec<Option<Option<(Header, Vec<u8>)>>> = Vec::new();
+    let (mut answered, mut early_bytes, mut full) = (0usize, 0usize, false);
+    let looked_up = shared.store.get_many(keys, &mut |index, found| {
+        if full {
+            return;
+        }
+        if index != answered {
+            let weight = found.as_ref().map_or(0, |f| f.data.len());
+            if index > answered && early_bytes + weight <= output.flush_bytes {
+                early.resize_with(early.len().max(index + 1), || None);
+                if let Some(slot) = early.get_mut(index) {
+                    *slot = Some(found.map(|f| (f.header, f.data.to_vec())));
+                    early_bytes += weight;
+                }
+            }
+            return;
+        }
+        answer(output, keys.get(index).copied().unwrap_or_default(), found);
+        answered += 1;
+        while let Some(kept) = early.get_mut(answered).and_then(Option::take) {
+            let found = kept.as_ref().map(|(header, data)| Found { header: *header, data });
+            answer(output, keys.get(answered).copied().unwrap_or_default(), found);
+            answered += 1;
+        }
+        full = output.buffer.len() >= output.flush_bytes;
     });
     if looked_up.is_err() {
-        // The engine failed: every key of the chunk is reported as a miss.
-        items.iter_mut().for_each(|item| *item = None);
+        // The engine failed: every key not answered yet is reported as a miss.
+        for key in keys.get(answered..).unwrap_or_default() {
+            answer(output, key, None);
+        }
+        return keys.len();
     }
-    for (key, item) in keys.iter().zip(&items) {
-        bump(&counters.cmd_get);
-        let Some((header, data)) = item else {
-            bump(&counters.get_misses);
-            continue;
-        };
-        bump(&counters.get_hits);
-        write_value(output, key, Found { header: *header, data }, with_cas);
+    debug_assert!(answered > 0 || keys.is_empty(), "get_many visits every index, the first one included");
+    if answered == 0 {
+        if let Some(key) = keys.first() {
+            retrieve(shared, key, with_cas, None, output);
+            return 1;
+        }
     }
+    answered
 }
 
 /// Appends `VALUE key flags length [cas]\r\ndata\r\n`.

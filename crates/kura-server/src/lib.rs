@@ -7,7 +7,8 @@
 //! - `meta_command.rs`: the meta commands (`mg ms md ma me`);
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
-//! - `stats.rs`, `config.rs`: counters and settings.
+//! - `stats.rs`, `config.rs`: counters and settings;
+//! - `fuzz.rs`: a whole conversation from arbitrary bytes, for the fuzz target.
 //!
 //! docs/server.md describes the design, the item format byte by byte, and where this server
 //! differs from memcached.
@@ -15,6 +16,7 @@
 pub mod clock;
 pub mod config;
 mod connection;
+pub mod fuzz;
 pub mod item;
 mod meta_command;
 pub mod protocol;

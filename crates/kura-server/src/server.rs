@@ -39,6 +39,21 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The state every connection of a server on `port` shares, over `db`.
+    pub(crate) fn new(config: Config, db: Arc<dyn Dbm>, port: u16, threads: usize) -> Arc<Shared> {
+        let first_cas = Store::first_cas_for(db.as_ref());
+        let store = Store::new(db, config.max_item_size, first_cas);
+        Arc::new(Shared {
+            store,
+            config,
+            connections: Connections::default(),
+            started: Instant::now(),
+            port,
+            threads,
+            flush_generation: AtomicU64::new(0),
+        })
+    }
+
     /// `flush_all [delay]`: now, or after `delay` (memcached's exptime rules, so more than 30
     /// days is an absolute time). A later `flush_all` replaces a pending one.
     pub fn flush_all(self: &Arc<Shared>, delay: i64) -> Result<()> {
@@ -132,17 +147,7 @@ impl Server {
         let address = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&address).await.map_err(|e| Error::io(format!("binding {address}"), e))?;
         let port = listener.local_addr().map_err(|e| Error::io("local address", e))?.port();
-        let first_cas = Store::first_cas_for(db.as_ref());
-        let store = Store::new(db, config.max_item_size, first_cas);
-        let shared = Arc::new(Shared {
-            store,
-            config,
-            connections: Connections::default(),
-            started: Instant::now(),
-            port,
-            threads,
-            flush_generation: AtomicU64::new(0),
-        });
+        let shared = Shared::new(config, db, port, threads);
         Ok(Server { listener, shared })
     }
 

@@ -546,3 +546,45 @@ fn a_write_that_fails_consumes_no_cas_unique_as_in_memcached() {
     client.roundtrip(b"set b 0 0 1\r\nx\r\n", b"STORED\r\n");
     assert_eq!(client.cas_of("b"), first + 1);
 }
+
+/// A multi-get whose values outweigh the reply buffer many times over, on an engine that
+/// shows values in the keys' order (the cache) and on one that shows them in sorted order
+/// (TreeDbm), with repeated and missing keys: the replies come whole and in the request's
+/// order, however the server cuts the batch to keep its buffer bounded.
+#[test]
+fn a_multi_get_heavier_than_the_reply_buffer_answers_every_key_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree: std::sync::Arc<dyn kura::Dbm> = std::sync::Arc::from(
+        kura::registry::engine("tree")
+            .unwrap()
+            .open(&dir.path().join("served.kut"), kura::OpenMode::Create, &kura::Params::new())
+            .unwrap(),
+    );
+    for db in [support::cache(), tree] {
+        let config = kura_server::Config { output_flush_bytes: 4096, ..kura_server::Config::default() };
+        let server = support::start(config, db);
+        let mut client = Client::connect(server.address);
+        let mut random = SplitMix64::new(77);
+        let mut values = std::collections::HashMap::new();
+        for i in 0..150u64 {
+            let key = format!("k{:03}", (i * 37) % 150);
+            let value = vec![b'a' + (i % 26) as u8; 1 + random.below(3000) as usize];
+            let mut request = format!("set {key} {i} 0 {}\r\n", value.len()).into_bytes();
+            request.extend_from_slice(&value);
+            request.extend_from_slice(b"\r\n");
+            client.roundtrip(&request, b"STORED\r\n");
+            values.insert(key, (i, value));
+        }
+        let keys: Vec<String> = (0..200u64).map(|_| format!("k{:03}", random.below(170))).collect();
+        let mut expected = Vec::new();
+        for key in &keys {
+            if let Some((flags, value)) = values.get(key) {
+                expected.extend_from_slice(format!("VALUE {key} {flags} {}\r\n", value.len()).as_bytes());
+                expected.extend_from_slice(value);
+                expected.extend_from_slice(b"\r\n");
+            }
+        }
+        expected.extend_from_slice(b"END\r\n");
+        client.roundtrip(format!("get {}\r\n", keys.join(" ")).as_bytes(), &expected);
+    }
+}
