@@ -210,6 +210,9 @@ pub fn import_file(
             (shards, per_shard)
         }
     };
+    // One writer per database that takes the whole input as one batch: two writers would
+    // each encode every bucket once.
+    let writers_per_db = if dbs.iter().all(|db| db.prefers_whole_batches()) { 1 } else { writers_per_db };
     let settings = pipeline::Settings {
         format,
         batch: options.batch.unwrap_or(DEFAULT_BATCH),
