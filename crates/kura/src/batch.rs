@@ -71,6 +71,12 @@ impl WriteBatch {
         self.bytes
     }
 
+    /// Moves the operations of `later` to the end of this batch (they apply after these).
+    pub fn append(&mut self, mut later: WriteBatch) {
+        self.bytes += later.bytes;
+        self.ops.append(&mut later.ops);
+    }
+
     /// Empties the batch, keeping its memory for reuse.
     pub fn clear(&mut self) {
         self.ops.clear();

@@ -237,6 +237,13 @@ pub trait Dbm: Send + Sync + std::any::Any {
         Ok(())
     }
 
+    /// True when the engine encodes its storage units once per `write_batch` (CompactDbm
+    /// encodes each bucket once per batch), so that a bulk load should hand it the whole input
+    /// as one batch from one writer: `kura import` then gathers everything before writing.
+    fn prefers_whole_batches(&self) -> bool {
+        false
+    }
+
     /// Number of records.
     fn count(&self) -> Result<u64>;
 

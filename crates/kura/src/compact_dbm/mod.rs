@@ -20,7 +20,6 @@ mod image;
 mod layout;
 mod options;
 
-use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -29,7 +28,7 @@ use parking_lot::Mutex;
 use crate::batch::WriteBatch;
 use crate::codec::Codec;
 use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
@@ -196,28 +195,14 @@ impl Dbm for CompactDbm {
         self.cell(hash).get_with(key, hash, visit)
     }
 
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
-        self.backing.check_writable()?;
-        options::check_sizes(key, Some(value))?;
-        let mut existed = false;
-        self.process(key, &mut |old| {
-            existed = old.is_some();
-            if existed && !overwrite {
-                Action::Keep
-            } else {
-                Action::Set(Cow::Borrowed(value))
-            }
-        })?;
-        if existed && !overwrite {
-            return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
-        }
-        Ok(())
-    }
-
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         self.backing.check_writable()?;
         layout::train_on_batch(self, batch)?;
         batch::apply(&self.groups, batch)
+    }
+
+    fn prefers_whole_batches(&self) -> bool {
+        true
     }
 
     fn count(&self) -> Result<u64> {

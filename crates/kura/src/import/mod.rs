@@ -211,6 +211,10 @@ pub fn import_file(
             (shards, per_shard)
         }
     };
+    // One writer per database that takes the whole input as one batch: two writers would
+    // each encode every bucket once.
+    let whole_batches = dbs.iter().all(|db| db.prefers_whole_batches());
+    let writers_per_db = if whole_batches { 1 } else { writers_per_db };
     let settings = pipeline::Settings {
         format,
         batch: options.batch.unwrap_or(DEFAULT_BATCH),
@@ -262,6 +266,11 @@ pub fn import_file(
             Target::Single(_) => 0,
             Target::Shards(set) => set.num_shards(),
         },
-        batch: settings.batch,
+        // A database given its whole input at once got one batch per shard.
+        batch: if whole_batches {
+            usize::try_from(outcome.stored.div_ceil(dbs.len() as u64)).unwrap_or(usize::MAX)
+        } else {
+            settings.batch
+        },
     })
 }

@@ -9,6 +9,10 @@
 //! reader stays at most `2 * parsers + 2` chunks ahead of the slowest writer, which bounds
 //! memory when writing is the bottleneck.
 //!
+//! A database that prefers whole batches (`Dbm::prefers_whole_batches`, CompactDbm) gets one
+//! writer, which gathers every batch of the input and writes them as one batch at the end, so
+//! each of its buckets is encoded once.
+//!
 //! A malformed line (without `skip_bad`) stops the import at that line: the records of the
 //! lines before it are written, none after it, so the database holds exactly a prefix of the
 //! input.
@@ -299,12 +303,20 @@ fn write_lane(lane: usize, db: Option<&dyn Dbm>, parsed: Receiver<Parsed>, share
         let mut waiting: BTreeMap<u64, Vec<WriteBatch>> = BTreeMap::new();
         let mut next_seq = 0u64;
         let mut stored = 0u64;
+        // An engine that encodes each bucket once per batch gets the lane's whole input as one
+        // batch, written at the end (the chunks gathered are all before any bad line: a bad
+        // line's chunk is known before the writer reaches any later chunk).
+        let mut gathered = db.prefers_whole_batches().then(WriteBatch::new);
         for message in parsed {
             waiting.insert(message.seq, message.batches);
             while let Some(batches) = waiting.remove(&next_seq) {
                 let wanted =
                     next_seq <= shared.bad_seq.load(Ordering::Acquire) && !shared.aborted.load(Ordering::Acquire);
-                if wanted {
+                if let (true, Some(whole)) = (wanted, gathered.as_mut()) {
+                    for batch in batches {
+                        whole.append(batch);
+                    }
+                } else if wanted {
                     stored += shared.with_permit(|| -> Result<u64> {
                         let mut written = 0;
                         for batch in &batches {
@@ -317,6 +329,10 @@ fn write_lane(lane: usize, db: Option<&dyn Dbm>, parsed: Receiver<Parsed>, share
                 next_seq += 1;
                 shared.mark_applied(lane, next_seq);
             }
+        }
+        if let Some(whole) = gathered.filter(|whole| !whole.is_empty() && !shared.aborted.load(Ordering::Acquire)) {
+            shared.with_permit(|| db.write_batch(&whole))?;
+            stored += whole.len() as u64;
         }
         Ok(stored)
     })();
