@@ -21,7 +21,8 @@ of each sequence configuration per side, default 3); BENCH_SKIP_SEQUENCE=1,
 BENCH_SKIP_DICTIONARY=1, BENCH_SKIP_HITRATIO=1, BENCH_SKIP_FLOOR=1, BENCH_SKIP_TKRZW=1,
 BENCH_SKIP_MEMORY=1 (every in-memory engine) and BENCH_SKIP_<ENGINE>=1 (BENCH_SKIP_HASH, ...)
 skip parts; BENCH_RESUME=1 reuses the sequence part a failed run left in
-bench/results/bench.sequences.json; BENCH_REPEAT (default 3) sets how many times each dictionary get and
+bench/results/bench.sequences.json; BENCH_MERGE=1 writes what this run measured into the
+existing bench.json (the engines measured replace theirs; `merged_at` records it); BENCH_REPEAT (default 3) sets how many times each dictionary get and
 thread-scaling measurement runs, the best one counting (a run longer than BENCH_REPEAT_MAX_S
 seconds, default 8, is not repeated). CARGO_TARGET_DIR or KURA_BIN say where `kura` is.
 """
@@ -160,6 +161,20 @@ def print_demo(bench):
         print(tables.dictionary_table(rows, False))
 
 
+def merged(previous, bench):
+    """BENCH_MERGE=1: the engines (and parts) measured now replace theirs in the previous run,
+    the rest of the previous run stays; `merged_at` lists what was measured when."""
+    for section in ("sequence", "thread_scaling", "dictionary"):
+        previous.setdefault(section, {}).update(bench.get(section) or {})
+    for section in ("memory_latency", "hit_ratio"):
+        if bench.get(section):
+            previous[section] = bench[section]
+    measured = sorted(set(bench.get("sequence") or {}) | set(bench.get("dictionary") or {}))
+    previous.setdefault("merged_at", []).append({"date": bench["date"], "engines": measured,
+                                                 "settings": bench["settings"]})
+    return previous
+
+
 def main():
     parser = argparse.ArgumentParser(description="Kura benchmarks against Tkrzw")
     parser.add_argument("--demo", action="store_true",
@@ -173,6 +188,9 @@ def main():
         return
     os.makedirs(harness.RESULTS, exist_ok=True)
     path = os.path.join(harness.RESULTS, "bench.json")
+    if os.environ.get("BENCH_MERGE", "").strip() and os.path.exists(path):
+        with open(path) as previous:
+            bench = merged(json.load(previous), bench)
     with open(path, "w") as out:
         json.dump(bench, out, indent=1)
     harness.log(f"bench: wrote {os.path.relpath(path, harness.ROOT)}")

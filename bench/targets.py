@@ -13,6 +13,7 @@ GROUPS = [
     ("tree", "Targets: TreeDbm (issue #3)"),
     ("memory", "Targets: in-memory engines (issue #4)"),
     ("floor", "Targets: single gets against the memory floor (issue #20)"),
+    ("batch", "Targets: batched gets, get_many in batches of 64 (issue #20)"),
 ]
 
 VERSUS = "{metric:qps} vs {peer:qps} ({ratio})"
@@ -92,6 +93,22 @@ def floor(engine, loads):
                    for keys in "sr" for threads in (1, 2)]
 
 
+def batched(engine, keys_list, with_tkrzw):
+    """`get_many` in batches of 64 against the engine's own single get (>= 2x) and, where
+    Tkrzw times gets on its peer, Tkrzw's single get (>= 3x), one thread."""
+    rows = []
+    for keys in keys_list:
+        config = f"1{keys}"
+        metric = f"sequence/{engine}/{config}/kura/get_batch64/qps"
+        rows.append(row("batch", f"{engine}, {KEYS[keys]} keys: get_many(64) >= 2x own get",
+                        metric, f"sequence/{engine}/{config}/kura/get/qps", ">=", 2, VERSUS))
+        if with_tkrzw:
+            rows.append(row("batch", f"{engine}, {KEYS[keys]} keys: get_many(64) >= 3x Tkrzw get",
+                            metric, f"sequence/{engine}/{config}/tkrzw/get/qps", ">=", 3,
+                            VERSUS))
+    return rows
+
+
 TARGETS = [
     # Issue #2: HashDbm.
     *(versus_tkrzw("hash", f"1M records, 1 thread: {phase} >= 2x Tkrzw", "hash", "1s", phase, 2)
@@ -133,6 +150,11 @@ TARGETS = [
     *floor("hash", 2.0),
     *floor("tiny", 1.3),
     *floor("cache", 1.3),
+    # Issue #20: batched gets (Tkrzw's CacheDBM is timed on set only: no peer row for cache).
+    *batched("hash", "sr", True),
+    *batched("tiny", "sr", True),
+    *batched("cache", "sr", False),
+    *batched("tree", "r", False),
 ]
 
 

@@ -10,7 +10,8 @@ import harness
 def json_phases(output):
     """Phase -> figures from the JSON lines that `kura bench --json` and bench/tkrzw_get print."""
     records = (json.loads(line) for line in output.splitlines() if line.startswith("{"))
-    return {record["phase"]: record for record in records}
+    # Batched gets (`kura bench --batch 16,64`) print one `get_batch` phase per batch size.
+    return {record["phase"] + str(record.get("batch", "")): record for record in records}
 
 
 def best_phases(runs):

@@ -1,6 +1,7 @@
 """The sequence workload: `tkrzw_dbm_perf sequence` against `kura bench`, the same keys and
 8-byte values, 1 and 2 threads, sequential and random keys; QPS of set, get, iterate and
-remove, the file size or the RSS, and on ordered engines Kura's full and range scans."""
+remove, the file size or the RSS, Kura's batched gets (`get_many`, batches of GET_BATCHES
+keys; Tkrzw has no batched get), and on ordered engines Kura's full and range scans."""
 
 import os
 
@@ -13,6 +14,8 @@ from measure import repeats, tkrzw_output
 CONFIGURATIONS = [(1, False), (2, False), (1, True), (2, True)]
 # The range-scan length of the ordered engines' scan phases.
 RANGE_SPAN = 100
+# Batch sizes of Kura's batched get phases (`get_many`), beside its single gets.
+GET_BATCHES = [16, 64]
 
 
 def label(threads, random_key):
@@ -44,7 +47,8 @@ def tkrzw_sequence(engine, iterations, threads, random_key, extra=()):
 def kura_sequence_command(engine, iterations, threads, random_key, scans=True):
     """`kura bench` for a sequence run, and the file it writes (None in memory)."""
     command = [harness.KURA, "bench", "--engine", engine["name"], "--iter", str(iterations),
-               "--size", "8", "--threads", str(threads), "--json"]
+               "--size", "8", "--threads", str(threads), "--json",
+               "--batch", ",".join(str(b) for b in GET_BATCHES)]
     path = None
     if not engines.in_memory(engine):
         path = os.path.join(harness.WORK, f"perf.{engine['extension']}")

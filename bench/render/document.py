@@ -136,6 +136,10 @@ def markdown(bench, chart_file=None):
         "beside them.",
         "",
     ]
+    for merge in bench.get("merged_at", []):
+        parts += [f"Re-measured {merge['date']} and merged in (BENCH_MERGE): "
+                  f"{', '.join(merge['engines']) or 'the floor'}; every ratio still compares two "
+                  "figures of the same run.", ""]
     figures = metrics.named_figures(bench)
     for group_title, table in verdicts.group_tables(targets.TARGETS, targets.GROUPS, figures):
         parts += [f"## {group_title}", "", table, ""]

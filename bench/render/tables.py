@@ -5,7 +5,7 @@ the single gets against the memory floor."""
 from render.figures import mb, qps, ratio
 from render.metrics import ns_per_get
 
-PHASES = ["set", "get", "iterate", "remove"]
+PHASES = ["set", "get", "get_batch16", "get_batch64", "iterate", "remove"]
 SCAN_PHASES = ["scan", "scan_back", "range"]
 
 
@@ -16,7 +16,8 @@ def sequence_table(results, in_memory, range_span):
     lines = ["| workload | phase | Tkrzw | Kura | Kura/Tkrzw |",
              "| --- | --- | ---: | ---: | ---: |"]
     names = {"scan": "full scan, forward", "scan_back": "full scan, backward",
-             "range": f"{range_span}-key range scans"}
+             "range": f"{range_span}-key range scans", "get_batch16": "get_many, batches of 16",
+             "get_batch64": "get_many, batches of 64"}
     for run in results:
         for phase in PHASES + SCAN_PHASES:
             if phase not in run["kura"] and phase not in run["tkrzw"]:
