@@ -314,6 +314,9 @@ fn store(shared: &Shared, request: &StoreRequest, data: &[u8], output: &mut Outp
 /// Keys of a multi-key `get` looked up in one batched read.
 const MULTI_GET_CHUNK: usize = 64;
 
+/// A value an ordered engine showed before its turn in a multi-get (None: a miss).
+type EarlyValue = Option<(Header, Vec<u8>)>;
+
 /// Writes the `VALUE` lines of the first keys of `keys` (a chunk of a multi-key get), in
 /// their order, looked up with one batched read, and returns how many keys it answered (at
 /// least one): it stops answering once `output_flush_bytes` of replies wait, so that the
@@ -335,7 +338,7 @@ fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut O
         }
     };
     // Early values by index: None not seen (or not kept), Some(None) a miss.
-    let mut early: Vec<Option<Option<(Header, Vec<u8>)>>> = Vec::new();
+    let mut early: Vec<Option<EarlyValue>> = Vec::new();
     let (mut answered, mut early_bytes, mut full) = (0usize, 0usize, false);
     let looked_up = shared.store.get_many(keys, &mut |index, found| {
         if full {
