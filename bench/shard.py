@@ -24,7 +24,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run as bench  # noqa: E402  (helpers: run, log, dictionary data set, machine info)
+import harness as bench  # noqa: E402  (paths, run, log, env_int, remove_files)
+from measure import dictionary, machine, tkrzw_output  # noqa: E402
+from render.figures import qps, ratio  # noqa: E402
 
 # The targets, as data: a metric computed from the JSON (see `metrics`), a
 # comparison and a threshold.
@@ -137,12 +139,7 @@ def tkrzw_shard(iterations, threads):
                         "--params", shard_params(iterations, threads), "--iter", str(iterations),
                         "--size", "8", "--threads", str(threads), "--random_key"])
     clean(path)
-    phases = {}
-    for line in output.splitlines():
-        done = bench.DONE_LINE.match(line)
-        if done:
-            phases[bench.TKRZW_PHASE[done.group(1)]] = float(done.group(4))
-    return phases
+    return {phase: figures["qps"] for phase, figures in tkrzw_output.perf_phases(output).items()}
 
 
 def kura_shard(iterations, threads):
@@ -177,20 +174,20 @@ def measure():
     lines = bench.env_int("SHARD_LINES", 10_000_000)
     dict_limit = bench.env_int("SHARD_DICT_LIMIT", 0)
     iterations = bench.env_int("SHARD_ITER", 1_000_000)
-    dictionary = bench.dictionary_tsv(dict_limit)
+    dictionary_path = dictionary.dictionary_tsv(dict_limit)
     generated = generated_tsv(lines)
     data = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-            "machine": bench.machine_info(), "repeat": repeat(), "iterations": iterations,
+            "machine": machine.machine_info(), "repeat": repeat(), "iterations": iterations,
             "num_shards_sequence": NUM_SHARDS_SEQUENCE,
-            "datasets": {"dictionary": {"path": os.path.relpath(dictionary, bench.ROOT),
-                                        "lines": bench.count_records(dictionary)[0]},
+            "datasets": {"dictionary": {"path": os.path.relpath(dictionary_path, bench.ROOT),
+                                        "lines": dictionary.count_records(dictionary_path)[0]},
                          "generated": {"path": os.path.relpath(generated, bench.ROOT), "lines": lines}}}
     bench.log("shard: import grid, dictionary")
-    data["grid_dictionary"] = import_grid(dictionary)
+    data["grid_dictionary"] = import_grid(dictionary_path)
     bench.log("shard: import grid, generated")
     data["grid_generated"] = import_grid(generated)
     bench.log("shard: codecs, dictionary")
-    data["codecs"] = codec_runs(dictionary)
+    data["codecs"] = codec_runs(dictionary_path)
     bench.log("shard: ShardDbm set/get vs Tkrzw ShardDBM")
     data["sequence"] = sequence_runs(iterations)
     data["elapsed_s"] = time.monotonic() - began
@@ -244,7 +241,7 @@ def sequence_table(seq):
     for threads, sides in seq.items():
         for phase in ("set", "get"):
             tk, ku = sides["tkrzw"].get(phase, 0), sides["kura"].get(phase, 0)
-            rows.append(f"| {threads} | {phase} | {bench.qps(tk)} | {bench.qps(ku)} | {bench.ratio(ku, tk)} |")
+            rows.append(f"| {threads} | {phase} | {qps(tk)} | {qps(ku)} | {ratio(ku, tk)} |")
     return "\n".join(rows)
 
 
