@@ -152,7 +152,7 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 	$(VENV)/bin/python bench/shard.py measure && $(VENV)/bin/python bench/shard.py report
 	$(VENV)/bin/python bench/compact.py all
-	$(CARGO) build --release -p kura-server --example latency_client
+	$(CARGO) build --release -p kura-server --example load_client
 	$(VENV)/bin/python bench/server.py
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
