@@ -12,6 +12,10 @@ pub trait Algorithm: Send + Sync {
     /// Decompresses `body` into `out` (empty, with capacity for `raw_len`), producing at most
     /// `raw_len` bytes; the caller checks that exactly `raw_len` came out.
     fn decompress(&self, body: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()>;
+
+    /// Frees the compression contexts kept for the next `compress`; the next one makes a
+    /// context anew. Algorithms without costly contexts keep nothing.
+    fn release_compressors(&self) {}
 }
 
 /// The BrokenData error of a frame that `kind` cannot decode.

@@ -31,4 +31,9 @@ impl<T> Pool<T> {
         self.free.lock().push(context);
         Ok(result)
     }
+
+    /// Drops the pooled contexts (one in use now is put back and kept).
+    pub fn clear(&self) {
+        self.free.lock().clear();
+    }
 }

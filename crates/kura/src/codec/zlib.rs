@@ -33,6 +33,10 @@ impl Algorithm for Zlib {
         })?
     }
 
+    fn release_compressors(&self) {
+        self.compressors.clear();
+    }
+
     fn decompress(&self, body: &[u8], _raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
         self.decompressors.with(
             || Ok(flate2::Decompress::new(false)),

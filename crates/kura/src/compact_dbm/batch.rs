@@ -13,6 +13,10 @@ use crate::error::Result;
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
 
+/// A batch at least this long is a bulk load (`kura import` hands over thousands of records
+/// at a time): after it, the codec's pooled compression contexts are freed.
+pub const BULK_RECORDS: usize = 4096;
+
 /// One operation of the batch: its hash and where it is in the batch.
 struct Placed {
     group: usize,

@@ -90,7 +90,11 @@ pub fn rebuild(dbm: &CompactDbm, options: &Options) -> Result<()> {
     let dictionary =
         if kind == CodecKind::ZstdDict { train_on_records(&dbm.groups, layout.dictionary_size)? } else { Vec::new() };
     layout.codec = Arc::new(Codec::new(kind, dictionary)?);
-    move_groups(&dbm.groups, &layout)
+    move_groups(&dbm.groups, &layout)?;
+    // Every bucket was encoded just now: the contexts that did it are not needed until the
+    // next write, which makes one again.
+    layout.codec.release_compressors();
+    Ok(())
 }
 
 /// A dictionary trained on a sample of every group's records.

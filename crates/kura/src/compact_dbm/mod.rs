@@ -198,7 +198,14 @@ impl Dbm for CompactDbm {
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         self.backing.check_writable()?;
         layout::train_on_batch(self, batch)?;
-        batch::apply(&self.groups, batch)
+        batch::apply(&self.groups, batch)?;
+        if batch.len() >= batch::BULK_RECORDS {
+            // A bulk load is over or pausing: the pooled compression contexts (about 5 MiB
+            // each for `zstd-dict` at its level) would outweigh many buckets' worth of the
+            // map, and small writes make one again when they need it.
+            self.layout.lock().codec.release_compressors();
+        }
+        Ok(())
     }
 
     fn prefers_whole_batches(&self) -> bool {
