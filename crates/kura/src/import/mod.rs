@@ -237,10 +237,14 @@ pub fn import_file(
 
     // A database whose codec needs a trained dictionary (zstd-dict) or whose buckets became
     // too few asks for a rebuild; doing it now leaves the file in its best shape. Each shard
-    // of a set rebuilds (and trains its dictionary) on its own, in parallel.
+    // of a set rebuilds (and trains its dictionary) on its own, in parallel, on no more
+    // threads than the import was given.
     let rebuilt = outcome.bad_line.is_none() && db.should_be_rebuilt()?;
     if rebuilt {
-        db.rebuild(&Params::new())?;
+        match &target {
+            Target::Single(single) => single.rebuild(&Params::new())?,
+            Target::Shards(set) => set.rebuild_on(&Params::new(), threads)?,
+        }
     }
     let count = db.count()?;
     db.close()?;

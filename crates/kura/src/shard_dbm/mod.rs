@@ -166,6 +166,12 @@ impl ShardDbm {
         &self.shards
     }
 
+    /// `Dbm::rebuild` on at most `max_threads` threads (`rebuild` uses every core): for a
+    /// caller given a thread budget, such as `kura import --threads`.
+    pub fn rebuild_on(&self, params: &Params, max_threads: usize) -> Result<()> {
+        self.each_shard_on(max_threads, |shard| shard.rebuild(params)).map(drop)
+    }
+
     fn shard(&self, key: &[u8]) -> &dyn Dbm {
         let index = self.shard_index(key);
         match self.shards.get(index) {
@@ -189,7 +195,15 @@ impl ShardDbm {
     }
 
     fn each_shard<T: Send>(&self, work: impl Fn(&dyn Dbm) -> Result<T> + Sync) -> Result<Vec<T>> {
-        parallel::each_shard(self.shards.len(), |index| match self.shards.get(index) {
+        self.each_shard_on(parallel::cores(), work)
+    }
+
+    fn each_shard_on<T: Send>(
+        &self,
+        max_threads: usize,
+        work: impl Fn(&dyn Dbm) -> Result<T> + Sync,
+    ) -> Result<Vec<T>> {
+        parallel::each_shard(self.shards.len(), max_threads, |index| match self.shards.get(index) {
             Some(shard) => work(shard.as_ref()),
             None => unreachable_shard(),
         })
@@ -259,9 +273,11 @@ impl Dbm for ShardDbm {
             }
             return Ok(());
         }
-        parallel::each_shard(self.shards.len(), |index| match (self.shards.get(index), parts.get(index)) {
-            (Some(shard), Some(part)) if !part.is_empty() => shard.write_batch(part),
-            _ => Ok(()),
+        parallel::each_shard(self.shards.len(), parallel::cores(), |index| {
+            match (self.shards.get(index), parts.get(index)) {
+                (Some(shard), Some(part)) if !part.is_empty() => shard.write_batch(part),
+                _ => Ok(()),
+            }
         })
         .map(drop)
     }

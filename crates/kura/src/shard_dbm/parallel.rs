@@ -1,4 +1,5 @@
-//! Runs one piece of work per shard on as many threads as the machine has cores.
+//! Runs one piece of work per shard on as many threads as the machine has cores (or fewer,
+//! when the caller was given a thread budget, as `kura import --threads` is).
 //!
 //! Rebuilding, a hard synchronize and a large write batch touch every shard independently,
 //! so they run side by side; a pool no wider than the core count keeps a set of many shards
@@ -8,10 +9,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 
-/// Runs `work(i)` for every `i` in `0..count`, in parallel, and returns the results in order;
-/// the first error (by shard index) wins, after every started piece has finished.
-pub fn each_shard<T: Send>(count: usize, work: impl Fn(usize) -> Result<T> + Sync) -> Result<Vec<T>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(count);
+/// The machine's core count: the default thread budget.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `work(i)` for every `i` in `0..count` on at most `max_threads` threads, and returns
+/// the results in order; the first error (by shard index) wins, after every started piece
+/// has finished.
+pub fn each_shard<T: Send>(
+    count: usize,
+    max_threads: usize,
+    work: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let threads = max_threads.min(count);
     if threads <= 1 {
         return (0..count).map(work).collect();
     }
