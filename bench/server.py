@@ -9,9 +9,9 @@ side's turns, p50/p99 latency the lowest. Every reply is parsed; a run with one 
 fails the benchmark. (memcaslap was used before and is not: its keys begin with control
 bytes that kura serve refuses, and it counts the error replies as transactions; see
 docs/server.md, "The load generator".) Then a load check: 64 connections, 100,000 keys,
-BENCH_SERVER_LOAD_REQUESTS requests of the 90/10 mix, no wrong reply allowed; then each
-server's RSS after BENCH_SERVER_ITEMS items of 100 bytes, with `stats curr_items` checked
-so that neither side evicted. Writes bench/results/server.json.
+BENCH_SERVER_LOAD_REQUESTS requests (default 64 x 100k) of the 90/10 mix, one turn each,
+no wrong reply allowed; then each server's RSS after BENCH_SERVER_ITEMS items of 100
+bytes, with `stats curr_items` checked so that neither side evicted. Writes bench/results/server.json.
 report: reads only that JSON; writes bench/results/server.md (kura/memcached ratios, the
 targets below checked) and bench/results/server.png.
 
@@ -45,7 +45,8 @@ TARGETS = [
 SECONDS = float(os.environ.get("BENCH_SERVER_SECONDS", "10"))
 ITEMS = int(os.environ.get("BENCH_SERVER_ITEMS", "1000000"))
 REPEAT = int(os.environ.get("BENCH_SERVER_REPEAT", "3"))
-LOAD_REQUESTS = int(os.environ.get("BENCH_SERVER_LOAD_REQUESTS", "1000000"))
+# The load check of issue 17: 64 connections x 100k operations each.
+LOAD_REQUESTS = int(os.environ.get("BENCH_SERVER_LOAD_REQUESTS", str(64 * 100_000)))
 CONNECTIONS = 50
 VALUE_BYTES = 100
 
@@ -130,10 +131,10 @@ def rss_after_loading(port, pid):
     return kilobytes * 1024
 
 
-def take_turns(kura, work):
-    """Runs `work(port)` on a fresh server of each side, REPEAT rounds; {side: [result, ...]}."""
+def take_turns(kura, work, rounds=REPEAT):
+    """Runs `work(port)` on a fresh server of each side, `rounds` times; {side: [result, ...]}."""
     results = {"memcached": [], "kura": []}
-    for _ in range(REPEAT):
+    for _ in range(rounds):
         for side in ("memcached", "kura"):
             port = free_port()
             process = start(side, port, kura)
@@ -163,7 +164,7 @@ def measure(kura, client):
                     side: min(r[quantile] for r in side_runs) for side, side_runs in runs.items()}
         print(f"{workload}: {metrics[workload]}", flush=True)
     runs = take_turns(kura, lambda port: load_client(
-        client, port, LOAD_CONNECTIONS, 3600, 0.9, LOAD_KEYS, 1, LOAD_REQUESTS))
+        client, port, LOAD_CONNECTIONS, 3600, 0.9, LOAD_KEYS, 1, LOAD_REQUESTS), rounds=1)
     metrics[f"load_{LOAD_CONNECTIONS}_connections_ops"] = {
         side: round(max(r["requests"] / r["seconds"] for r in side_runs)) for side, side_runs in runs.items()}
     print(f"load check: {runs}", flush=True)
