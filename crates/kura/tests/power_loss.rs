@@ -10,7 +10,7 @@
 //! torn temporary snapshot left beside them.
 //!
 //! `KURA_POWERLOSS_IMAGES` sets the images per configuration (default 1,000; TreeDbm's two
-//! configurations 1,500 each, about 25 s in a debug build).
+//! configurations 1,500 each, under a minute in a debug build).
 
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 #![expect(clippy::indexing_slicing, reason = "offsets into buffers the test sized itself")]
@@ -132,7 +132,7 @@ fn simulate(engine: &kura::Engine, params: &Params, seed: u64, images: usize, le
 
 /// Images per configuration in a plain `cargo test`.
 const DEFAULT_IMAGES: usize = 1000;
-/// TreeDbm's two configurations build more: about 25 s in a debug build.
+/// TreeDbm's two configurations build more: 3,000 images, under a minute in a debug build.
 const DEFAULT_TREE_IMAGES: usize = 1500;
 
 /// Runs every configuration of `engine_name` in `configurations` (name, params), `default`

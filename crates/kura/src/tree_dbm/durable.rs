@@ -15,7 +15,7 @@
 //! that were written since the durable commit, so that an open after a crash can tell whether
 //! every one of them reached the disk (`verify.rs`), and otherwise fall back to the durable
 //! header in the other copy. The held-back slots cost room: at most the size of the durable
-//! tree, until the next durable commit (or the next open, after a close).
+//! tree, until the next durable commit (a close makes one when it holds slots back).
 
 use super::cache::IdMap;
 use super::format::SinceBase;
@@ -55,6 +55,11 @@ impl Durability {
     /// Whether anything was written or freed since the durable commit.
     pub fn is_clean(&self) -> bool {
         self.written.is_empty() && self.held.is_empty()
+    }
+
+    /// Whether slots of the durable tree were freed since it was committed.
+    pub fn holds_slots(&self) -> bool {
+        !self.held.is_empty()
     }
 
     /// A page was written into the slot at `offset`.

@@ -515,11 +515,13 @@ impl Pager {
     /// The pages reach the device before the header (a clean header is trusted at open);
     /// with `hard`, the header too.
     pub fn close(&mut self, hard: bool) -> Result<()> {
-        // The held slots are free for the next writer, which makes this state durable first.
-        for (offset, len) in self.durability.made_durable(self.header.sequence) {
-            self.space.release_keeping_end(offset, len);
+        if self.durability.holds_slots() {
+            // Slots of the durable tree were freed: a durable commit makes them free space
+            // (a free tail shortens the file) before the free list is saved after the end.
+            let header = self.header.clone();
+            self.publish(header, Publish::Durable, &[])?;
         }
-        self.durability = Durability::new(self.durability.sequence());
+        debug_assert!(!self.durability.holds_slots(), "the saved free list would miss held slots");
         let list = self.space.encode();
         let mut header = self.header.clone();
         // The list goes after everything else, so that dropping it at the next open is a

@@ -77,19 +77,7 @@ impl Space {
     }
 
     /// Returns a slot to the free space, merging it with free neighbours.
-    pub fn release(&mut self, offset: u64, len: u64) {
-        self.free(offset, len, true);
-    }
-
-    /// `release`, but a free tail stays free space below `end` instead of shortening the
-    /// used area (for slots freed at close, so that the free list saved after `end` does not
-    /// land on them).
-    pub fn release_keeping_end(&mut self, offset: u64, len: u64) {
-        self.free(offset, len, false);
-    }
-
-    fn free(&mut self, mut offset: u64, mut len: u64, shorten: bool) {
-        debug_assert!(shorten || offset + len <= self.end, "a slot kept free beyond the used area");
+    pub fn release(&mut self, mut offset: u64, mut len: u64) {
         if let Some((&before, &before_len)) = self.by_offset.range(..offset).next_back() {
             if before + before_len == offset {
                 self.take(before, before_len);
@@ -101,7 +89,7 @@ impl Space {
             self.take(offset + len, after_len);
             len += after_len;
         }
-        if shorten && offset + len >= self.end {
+        if offset + len >= self.end {
             self.end = offset;
         } else {
             self.insert(offset, len);
