@@ -15,7 +15,7 @@
 //! that were written since the durable commit, so that an open after a crash can tell whether
 //! every one of them reached the disk (`verify.rs`), and otherwise fall back to the durable
 //! header in the other copy. The held-back slots cost room: at most the size of the durable
-//! tree, until the next durable commit (a close makes one when it holds slots back).
+//! tree, until the next durable commit (a close makes one).
 
 use super::cache::IdMap;
 use super::format::SinceBase;

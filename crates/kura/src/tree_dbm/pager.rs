@@ -515,9 +515,10 @@ impl Pager {
     /// The pages reach the device before the header (a clean header is trusted at open);
     /// with `hard`, the header too.
     pub fn close(&mut self, hard: bool) -> Result<()> {
-        if self.durability.holds_slots() {
-            // Slots of the durable tree were freed: a durable commit makes them free space
-            // (a free tail shortens the file) before the free list is saved after the end.
+        if !self.is_durable() {
+            // A durable commit of the tree first: held slots become free space (a free tail
+            // shortens the file) before the free list is saved after the end, and a torn
+            // clean header falls back to this same tree.
             let header = self.header.clone();
             self.publish(header, Publish::Durable, &[])?;
         }
