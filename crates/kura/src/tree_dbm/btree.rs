@@ -17,7 +17,7 @@ use super::comparator::Comparator;
 use super::finger::Finger;
 use super::format::MAX_HEIGHT;
 use super::page::{Branch, Leaf, Page, MAX_RECORD_SIZE};
-use super::pager::Pager;
+use super::pager::{Pager, Publish};
 
 /// Marks an in-memory id of a page modified since the last commit; file offsets never have it.
 pub const TEMP_BIT: u64 = 1 << 63;
@@ -383,7 +383,12 @@ impl BTree {
     pub fn commit(&mut self, hard: bool) -> Result<()> {
         if !self.has_changes() {
             if hard {
-                self.pager.sync(true)?;
+                if self.pager.is_durable() {
+                    self.pager.sync(true)?;
+                } else {
+                    // Commits since the durable one were written without fsync.
+                    self.pager.make_durable()?;
+                }
             }
             return Ok(());
         }
@@ -403,12 +408,13 @@ impl BTree {
         header.root = root;
         header.height = self.height;
         header.count = self.count;
-        self.pager.publish(header, hard)?;
+        let replaced = std::mem::take(&mut self.replaced);
+        let published = self.pager.publish(header, Publish::hard(hard), &replaced);
+        self.replaced = replaced;
+        published?;
         self.root = root;
         self.dirty.clear();
-        for offset in std::mem::take(&mut self.replaced) {
-            self.pager.release(offset)?;
-        }
+        self.replaced.clear();
         Ok(())
     }
 
@@ -435,6 +441,7 @@ impl BTree {
 
     /// Drops every change since the last published commit.
     pub fn rollback(&mut self) {
+        self.pager.abandon_unpublished();
         self.structure += 1;
         let header = self.pager.header().clone();
         self.root = header.root;

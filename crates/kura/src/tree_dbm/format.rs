@@ -37,7 +37,11 @@ const FREE_LIST_FIELD: Field = Field::after(COUNT_FIELD, 8);
 const END_FIELD: Field = Field::after(FREE_LIST_FIELD, 8);
 const DICTIONARY_FIELD: Field = Field::after(END_FIELD, 8);
 const SEQUENCE_FIELD: Field = Field::after(DICTIONARY_FIELD, 8);
-const RESERVED_FIELD: Field = Field::after(SEQUENCE_FIELD, 48);
+const BASE_FIELD: Field = Field::after(SEQUENCE_FIELD, 8);
+const DIGEST_FIELD: Field = Field::after(BASE_FIELD, 8);
+const NEW_PAGES_FIELD: Field = Field::after(DIGEST_FIELD, 8);
+const FLAGS_FIELD: Field = Field::after(NEW_PAGES_FIELD, 4);
+const RESERVED_FIELD: Field = Field::after(FLAGS_FIELD, 20);
 /// xxh3 of every byte before it.
 const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
 pub const HEADER_SIZE: usize = CHECKSUM_FIELD.end();
@@ -46,6 +50,9 @@ const _: () = assert!(HEADER_SIZE == 128, "docs/tree.md specifies 128-byte heade
 pub const DATA_START: u64 = 2 * HEADER_SIZE as u64;
 /// Slots start and end on this alignment.
 pub const SLOT_ALIGN: u64 = 16;
+/// Header flag: the base, digest and new-page fields are set (written by a writer that keeps
+/// the durable commit whole; files of earlier writers have zero there).
+const FLAG_TRACKS_BASE: u32 = 1;
 
 // A slot header's fields (the table at `SlotHeader`).
 const SLOT_FLAGS_FIELD: Field = Field::first(1);
@@ -171,7 +178,12 @@ pub fn broken_slot(offset: u64, what: &str) -> Error {
 /// 48  u64 end of the used area (the file may be longer while open)
 /// 56  u64 dictionary blob offset (0: none)
 /// 64  u64 commit sequence number (the copy with the larger valid one is current)
-/// 72  [48] zero
+/// 72  u64 base: sequence of the last durable commit when this header was written (its own
+///         sequence when its pages reached the device before it; see durable.rs)
+/// 80  u64 digest of the pages of this tree written since the base (see verify.rs)
+/// 88  u64 how many pages of this tree were written since the base
+/// 96  u32 flags: bit 0 the three fields above are set
+/// 100 [20] zero
 /// 120 u64 xxh3 of bytes 0..120
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,9 +199,29 @@ pub struct FileHeader {
     pub end: u64,
     pub dictionary: u64,
     pub sequence: u64,
+    /// Durability fields (`None` in a header of a writer that did not set them).
+    pub since_base: Option<SinceBase>,
+}
+
+/// What a header says about the commits since the last durable one (see durable.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SinceBase {
+    /// The sequence number of the last durable commit; the header's own when its pages were
+    /// on the device before it was written.
+    pub base: u64,
+    /// Sum of the digest terms of the pages of this tree written since the base.
+    pub digest: u64,
+    /// How many pages of this tree were written since the base.
+    pub new_pages: u64,
 }
 
 impl FileHeader {
+    /// Whether an open after a crash must check that this header's new pages reached the disk
+    /// before using it: it was written without fsync, and says what to check against.
+    pub fn needs_verification(&self) -> bool {
+        !self.closed_cleanly && self.since_base.is_some_and(|since| since.base != self.sequence)
+    }
+
     /// Which of the two copies this header goes to.
     pub fn copy_offset(&self) -> u64 {
         (self.sequence % 2) * HEADER_SIZE as u64
@@ -210,6 +242,12 @@ impl FileHeader {
         out.put_u64(END_FIELD, self.end);
         out.put_u64(DICTIONARY_FIELD, self.dictionary);
         out.put_u64(SEQUENCE_FIELD, self.sequence);
+        if let Some(since) = self.since_base {
+            out.put_u64(BASE_FIELD, since.base);
+            out.put_u64(DIGEST_FIELD, since.digest);
+            out.put_u64(NEW_PAGES_FIELD, since.new_pages);
+            out.put_u32(FLAGS_FIELD, FLAG_TRACKS_BASE);
+        }
         let checksum = xxh3_64(out.before(CHECKSUM_FIELD));
         out.put_u64(CHECKSUM_FIELD, checksum);
         out.into_bytes()
@@ -243,7 +281,15 @@ impl FileHeader {
             end: bytes.u64(END_FIELD),
             dictionary: bytes.u64(DICTIONARY_FIELD),
             sequence: bytes.u64(SEQUENCE_FIELD),
+            since_base: (bytes.u32(FLAGS_FIELD) & FLAG_TRACKS_BASE != 0).then(|| SinceBase {
+                base: bytes.u64(BASE_FIELD),
+                digest: bytes.u64(DIGEST_FIELD),
+                new_pages: bytes.u64(NEW_PAGES_FIELD),
+            }),
         };
+        if header.since_base.is_some_and(|since| since.base > header.sequence) {
+            return Err(Error::broken("tree file header: a base newer than the header"));
+        }
         if header.height > MAX_HEIGHT || (header.root == 0) != (header.height == 0) {
             return Err(Error::broken(format!("tree file header: impossible height {}", header.height)));
         }
@@ -260,12 +306,17 @@ impl FileHeader {
 
     /// The current header of a file: the valid copy with the larger sequence number.
     pub fn read_current(file_start: &[u8]) -> Result<FileHeader> {
+        FileHeader::read_both(file_start).map(|(newest, _)| newest)
+    }
+
+    /// Both valid copies: the current one (larger sequence number), and the other if valid.
+    pub fn read_both(file_start: &[u8]) -> Result<(FileHeader, Option<FileHeader>)> {
         let first = FileHeader::decode(file_start);
         let second = FileHeader::decode(file_start.get(HEADER_SIZE..).unwrap_or_default());
         match (first, second) {
-            (Ok(a), Ok(b)) => Ok(if b.sequence > a.sequence { b } else { a }),
-            (Ok(a), Err(_)) => Ok(a),
-            (Err(_), Ok(b)) => Ok(b),
+            (Ok(a), Ok(b)) => Ok(if b.sequence > a.sequence { (b, Some(a)) } else { (a, Some(b)) }),
+            (Ok(a), Err(_)) => Ok((a, None)),
+            (Err(_), Ok(b)) => Ok((b, None)),
             (Err(e), Err(_)) => Err(e),
         }
     }
@@ -290,6 +341,7 @@ mod tests {
             end: 1 << 20,
             dictionary: 0,
             sequence: 9,
+            since_base: Some(SinceBase { base: 7, digest: 0xABCD, new_pages: 3 }),
         }
     }
 
@@ -324,6 +376,10 @@ mod tests {
             END_FIELD,
             DICTIONARY_FIELD,
             SEQUENCE_FIELD,
+            BASE_FIELD,
+            DIGEST_FIELD,
+            NEW_PAGES_FIELD,
+            FLAGS_FIELD,
             RESERVED_FIELD,
             CHECKSUM_FIELD,
         ];
@@ -339,7 +395,14 @@ mod tests {
         assert_eq!(bytes[16..20], 8192u32.to_le_bytes());
         assert_eq!(bytes[24..32], 4096u64.to_le_bytes());
         assert_eq!(bytes[64..72], 9u64.to_le_bytes());
-        assert!(bytes[72..120].iter().all(|&b| b == 0), "reserved bytes are zero");
+        assert_eq!(bytes[72..80], 7u64.to_le_bytes());
+        assert_eq!(bytes[80..88], 0xABCDu64.to_le_bytes());
+        assert_eq!(bytes[88..96], 3u64.to_le_bytes());
+        assert_eq!(bytes[96..100], 1u32.to_le_bytes());
+        assert!(bytes[100..120].iter().all(|&b| b == 0), "reserved bytes are zero");
+        let older = FileHeader { since_base: None, ..sample() }.encode();
+        assert!(older[72..120].iter().all(|&b| b == 0), "a header without the fields leaves them zero");
+        assert_eq!(FileHeader::decode(&older).unwrap().since_base, None);
         assert_eq!(bytes[120..], xxh3_64(&bytes[..120]).to_le_bytes());
     }
 

@@ -16,6 +16,7 @@ mod btree;
 mod cache;
 mod comparator;
 mod cursor;
+mod durable;
 mod finger;
 #[cfg(feature = "internals")]
 pub mod forge;
@@ -32,6 +33,7 @@ mod rebuild;
 mod recovery;
 mod seek;
 mod space;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -16,6 +16,7 @@ use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
 
 use super::cache::PageCache;
 use super::comparator::Comparator;
+use super::durable::Durability;
 use super::format::{
     broken_slot, FileHeader, SlotHeader, SlotKind, DATA_START, HEADER_SIZE, SLOT_ALIGN, SLOT_HEADER_SIZE,
 };
@@ -57,6 +58,32 @@ pub struct Pager {
     /// Reused buffers for serializing and compressing pages.
     raw_buffer: Vec<u8>,
     stored_buffer: Vec<u8>,
+    /// The durable commit and what was written and freed since (durable.rs).
+    durability: Durability,
+    /// The largest sequence number in either header copy: the next commit's is larger.
+    highest_sequence: u64,
+}
+
+/// How a header is published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publish {
+    /// Written without fsync: a power loss may keep any of its pages and the header.
+    Soft,
+    /// The pages are fsynced before the header is written (a close): the header needs no
+    /// check after a crash, though it may itself be lost.
+    PagesDurable,
+    /// The pages are fsynced, then the header is written and fsynced: the new durable commit.
+    Durable,
+}
+
+impl Publish {
+    pub fn hard(hard: bool) -> Publish {
+        if hard {
+            Publish::Durable
+        } else {
+            Publish::Soft
+        }
+    }
 }
 
 impl Pager {
@@ -76,6 +103,7 @@ impl Pager {
             end: DATA_START,
             dictionary: 0,
             sequence: 0,
+            since_base: Some(super::format::SinceBase { base: 0, digest: 0, new_pages: 0 }),
         };
         let io = |what: &str, e| Error::io(format!("{what} {}", path.display()), e);
         file.set_len(0).map_err(|e| io("truncate", e))?;
@@ -106,18 +134,22 @@ impl Pager {
             _lock: lock,
             path: path.to_path_buf(),
             codec,
-            header,
             space,
             cache: PageCache::new(cache_bytes),
             pins: PinnedPages::default(),
             raw_buffer: Vec::new(),
             stored_buffer: Vec::new(),
+            durability: Durability::new(header.sequence),
+            highest_sequence: header.sequence,
+            header,
         }
     }
 
     /// Opens an existing tree file: a writer takes the exclusive lock, a reader the shared one.
     /// The free space is loaded when the file was closed cleanly; otherwise the caller
-    /// recovers it (see `recovery.rs`) before writing.
+    /// recovers it (see `recovery.rs`) before writing. A current header written without
+    /// fsync is used only if every page it added since the durable header in the other copy
+    /// is found whole (verify.rs); otherwise the durable one is.
     pub fn open(path: &Path, writable: bool, cache_bytes: usize, max_file_size: u64) -> Result<Pager> {
         let file = open_regular_file(path, writable, false)?;
         let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
@@ -128,22 +160,32 @@ impl Pager {
             return Err(Error::broken(format!("{} is too short to be a Kura tree file", path.display())));
         }
         file.read_exact_at(&mut head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let header = FileHeader::read_current(&head)
+        let (newest, other) = FileHeader::read_both(&head)
             .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
-        if header.end > file_len {
-            return Err(Error::broken(format!(
-                "{}: the file is truncated ({file_len} bytes, {} expected)",
-                path.display(),
-                header.end
-            )));
+        let highest_sequence = other.as_ref().map_or(newest.sequence, |o| o.sequence.max(newest.sequence));
+        // The durable header this one was written after, when it is to be checked.
+        let base =
+            other.filter(|o| newest.needs_verification() && newest.since_base.map(|s| s.base) == Some(o.sequence));
+        if base.is_none() {
+            check_length(path, &newest, file_len)?;
         }
         let mapped = MappedFile::new(file, path, max_file_size.max(file_len), writable)?;
-        let codec = Codec::new(header.codec, Vec::new())?;
-        let mut pager = Pager::assemble(mapped, lock, path, codec, header.clone(), Space::new(header.end), cache_bytes);
-        if header.dictionary != 0 {
-            let dictionary = pager.read_blob(header.dictionary)?;
-            pager.codec = Codec::new(header.codec, dictionary)?;
+        let codec = Codec::new(newest.codec, Vec::new())?;
+        let mut pager = Pager::assemble(mapped, lock, path, codec, newest.clone(), Space::new(newest.end), cache_bytes);
+        pager.highest_sequence = highest_sequence;
+        match base {
+            None => pager.load_dictionary()?,
+            Some(base) => {
+                let whole = newest.end <= file_len
+                    && pager.load_dictionary().is_ok()
+                    && super::verify::new_pages_are_whole(&pager, &base).is_ok();
+                if !whole {
+                    check_length(path, &base, file_len)?;
+                    pager.adopt(base)?;
+                }
+            }
         }
+        let header = pager.header.clone();
         if header.closed_cleanly && header.free_list != 0 {
             // A bad list is not fatal: the caller recovers free space from the tree instead.
             if let Ok(space) = pager.read_blob(header.free_list).and_then(|b| Space::decode(&b, header.free_list)) {
@@ -154,6 +196,29 @@ impl Pager {
             }
         }
         Ok(pager)
+    }
+
+    /// Sets the codec with the dictionary of the current header, if it has one.
+    fn load_dictionary(&mut self) -> Result<()> {
+        self.codec = Codec::new(self.header.codec, Vec::new())?;
+        if self.header.dictionary != 0 {
+            let dictionary = self.read_blob(self.header.dictionary)?;
+            self.codec = Codec::new(self.header.codec, dictionary)?;
+        }
+        Ok(())
+    }
+
+    /// Falls back to the durable header `base` after the current one failed its check. Its
+    /// saved free list, if any, is not trusted (a close may have written another over it).
+    fn adopt(&mut self, mut base: FileHeader) -> Result<()> {
+        self.cache.clear();
+        self.pins.clear();
+        base.closed_cleanly = false;
+        base.free_list = 0;
+        self.space = Space::new(base.end);
+        self.durability = Durability::new(base.sequence);
+        self.header = base;
+        self.load_dictionary()
     }
 
     pub fn path(&self) -> &Path {
@@ -296,7 +361,7 @@ impl Pager {
 
     /// Writes `raw` into a new slot; returns its offset. The slot comes from space freed by an
     /// earlier, published commit, or from the end of the file.
-    fn write_slot(&mut self, kind: SlotKind, raw: &[u8], compress: bool, at_end: bool) -> Result<u64> {
+    fn write_slot(&mut self, kind: SlotKind, raw: &[u8], compress: bool, at_end: bool) -> Result<(u64, u64)> {
         let mut stored = std::mem::take(&mut self.stored_buffer);
         let compressed = if compress { self.codec.encode(raw, &mut stored)? } else { false };
         let body: &[u8] = if compressed { &stored } else { raw };
@@ -319,7 +384,7 @@ impl Pager {
             self.space.release(offset, slot_len);
             return Err(e);
         }
-        Ok(offset)
+        Ok((offset, slot.checksum))
     }
 
     /// Serializes, compresses and writes a page; caches it under its new offset.
@@ -337,7 +402,8 @@ impl Pager {
         };
         let written = self.write_slot(kind, &raw, true, false);
         self.raw_buffer = raw;
-        let offset = written?;
+        let (offset, checksum) = written?;
+        self.durability.wrote(offset, checksum);
         self.pins.offer(offset, &page);
         self.cache.insert(offset, page);
         Ok(offset)
@@ -345,34 +411,90 @@ impl Pager {
 
     /// Writes an uncompressed blob; `at_end` puts it after everything else.
     pub fn write_blob(&mut self, bytes: &[u8], at_end: bool) -> Result<u64> {
-        self.write_slot(SlotKind::Blob, bytes, false, at_end)
+        self.write_slot(SlotKind::Blob, bytes, false, at_end).map(|(offset, _)| offset)
     }
 
     /// Frees the slot at `offset`. Only for slots of no committed tree: the caller frees a
-    /// commit's replaced pages after publishing it.
-    pub fn release(&mut self, offset: u64) -> Result<()> {
+    /// commit's replaced pages after publishing it. A slot of the durable tree is held back
+    /// until the next durable commit (durable.rs).
+    fn release(&mut self, offset: u64) -> Result<()> {
         self.forget(offset);
         let slot = self.slot_header(offset)?;
-        self.space.release(offset, slot.slot_len);
+        if self.durability.freed(offset, slot.slot_len) {
+            self.space.release(offset, slot.slot_len);
+        }
         Ok(())
     }
 
-    /// Publishes `header` as the new current state: writes it to the copy the current header
-    /// does not occupy. With `hard`, pages reach the device before the header does.
-    pub fn publish(&mut self, mut header: FileHeader, hard: bool) -> Result<()> {
-        header.sequence = self.header.sequence + 1;
+    /// Publishes `header` as the new current state, then frees the slots of the pages it
+    /// `replaced`.
+    pub fn publish(&mut self, mut header: FileHeader, mode: Publish, replaced: &[u64]) -> Result<()> {
+        header.since_base = Some(self.durability.since_base(replaced));
+        self.write_header(header, mode)?;
+        for &offset in replaced {
+            self.release(offset)?;
+        }
+        if mode == Publish::Durable {
+            self.durable_now();
+        }
+        Ok(())
+    }
+
+    /// Writes `header` (with the digest fields of a soft one set) to the copy the durable
+    /// header does not occupy (its sequence number has the other parity), so that the
+    /// durable header survives until this one is durable too.
+    fn write_header(&mut self, mut header: FileHeader, mode: Publish) -> Result<()> {
+        let mut sequence = self.highest_sequence + 1;
+        if sequence % 2 == self.durability.sequence() % 2 {
+            sequence += 1;
+        }
+        header.sequence = sequence;
         header.end = self.space.end();
         header.codec = self.codec.kind();
-        if hard {
+        if mode != Publish::Soft {
+            header.since_base = Some(super::format::SinceBase { base: sequence, digest: 0, new_pages: 0 });
             self.file.sync(true)?;
         }
+        debug_assert_ne!(header.copy_offset(), self.durability.sequence() % 2 * HEADER_SIZE as u64);
         // SAFETY: `&mut self` excludes readers; readers never read the header through the map.
         unsafe { self.file.write(header.copy_offset(), &header.encode()) }?;
-        if hard {
+        // The header is in the file now: it is the current state even if the fsync fails.
+        self.highest_sequence = sequence;
+        self.header = header;
+        self.durability.published();
+        if mode == Publish::Durable {
             self.file.sync(true)?;
         }
-        self.header = header;
         Ok(())
+    }
+
+    /// The current header is durable: the slots held back are free from now on.
+    fn durable_now(&mut self) {
+        for (offset, len) in self.durability.made_durable(self.header.sequence) {
+            self.space.release(offset, len);
+        }
+    }
+
+    /// Whether the current header is the durable one, with nothing written since.
+    pub fn is_durable(&self) -> bool {
+        self.durability.sequence() == self.header.sequence && self.durability.is_clean()
+    }
+
+    /// Publishes the current header again as a durable commit (after commits without fsync,
+    /// when `synchronize(true)` finds nothing new to write).
+    pub fn make_durable(&mut self) -> Result<()> {
+        let header = self.header.clone();
+        self.publish(header, Publish::Durable, &[])
+    }
+
+    /// Frees the slots written since the last publish (a commit that failed midway).
+    pub fn abandon_unpublished(&mut self) {
+        for offset in self.durability.abandon() {
+            self.forget(offset);
+            if let Ok(slot) = self.slot_header(offset) {
+                self.space.release(offset, slot.slot_len);
+            }
+        }
     }
 
     /// Stores a zstd dictionary in the file and compresses with it from now on. Only for a
@@ -386,11 +508,21 @@ impl Pager {
         self.codec = codec;
         let mut header = self.header.clone();
         header.dictionary = offset;
-        self.publish(header, false)
+        self.publish(header, Publish::Durable, &[])
     }
 
     /// Saves the free list, marks the file closed cleanly and trims it to its used length.
+    /// The pages reach the device before the header (a clean header is trusted at open);
+    /// with `hard`, the header too.
     pub fn close(&mut self, hard: bool) -> Result<()> {
+        if !self.is_durable() {
+            // A durable commit of the tree first: held slots become free space (a free tail
+            // shortens the file) before the free list is saved after the end, and a torn
+            // clean header falls back to this same tree.
+            let header = self.header.clone();
+            self.publish(header, Publish::Durable, &[])?;
+        }
+        debug_assert!(!self.durability.holds_slots(), "the saved free list would miss held slots");
         let list = self.space.encode();
         let mut header = self.header.clone();
         // The list goes after everything else, so that dropping it at the next open is a
@@ -398,21 +530,27 @@ impl Pager {
         let offset = self.write_blob(&list, true)?;
         header.free_list = offset;
         header.closed_cleanly = true;
-        self.publish(header, hard)?;
+        self.publish(header, if hard { Publish::Durable } else { Publish::PagesDurable }, &[])?;
         // SAFETY: `&mut self` excludes readers; nothing beyond the used length is referenced.
         unsafe { self.file.set_len(self.space.end()) }
     }
 
-    /// Marks an opened file as being written: from now on a crash is detected at open.
+    /// Marks an opened file as being written: from now on a crash is detected at open. The
+    /// state found is fsynced first and is the durable commit from then on.
     pub fn mark_open(&mut self) -> Result<()> {
+        self.file.sync(true)?;
+        self.durability = Durability::new(self.header.sequence);
         let mut header = self.header.clone();
         if header.free_list != 0 {
-            // The saved list lies at the end: give its slot back.
-            self.release(header.free_list)?;
+            // The saved list lies at the end, beyond the free space's end: give its slot
+            // back. (Falling back to this header after a crash ignores its free list.)
+            self.forget(header.free_list);
+            let slot = self.slot_header(header.free_list)?;
+            self.space.release(header.free_list, slot.slot_len);
         }
         header.free_list = 0;
         header.closed_cleanly = false;
-        self.publish(header, false)
+        self.publish(header, Publish::Soft, &[])
     }
 
     /// Replaces the free space (recovered after a crash).
@@ -435,6 +573,9 @@ impl Pager {
         self.cache.clear();
         self.pins.clear();
         self.space = Space::new(DATA_START);
+        // Nothing of the old tree is kept: the empty one is made durable before the file is
+        // shortened under it.
+        self.durability = Durability::new(self.durability.sequence());
         let mut header = self.header.clone();
         header.root = 0;
         header.height = 0;
@@ -442,7 +583,7 @@ impl Pager {
         header.free_list = 0;
         let had_dictionary = header.dictionary != 0;
         header.dictionary = 0;
-        self.publish(header, false)?;
+        self.publish(header, Publish::Durable, &[])?;
         // SAFETY: `&mut self` excludes readers; nothing references the dropped area any more.
         unsafe { self.file.set_len(DATA_START) }?;
         if had_dictionary {
@@ -451,4 +592,16 @@ impl Pager {
         }
         Ok(())
     }
+}
+
+/// Refuses a header whose used area is longer than the file.
+fn check_length(path: &Path, header: &FileHeader, file_len: u64) -> Result<()> {
+    if header.end > file_len {
+        return Err(Error::broken(format!(
+            "{}: the file is truncated ({file_len} bytes, {} expected)",
+            path.display(),
+            header.end
+        )));
+    }
+    Ok(())
 }

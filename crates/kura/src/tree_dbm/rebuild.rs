@@ -134,7 +134,7 @@ impl BulkLoader {
         header.root = root;
         header.height = u32::try_from(height).map_err(|_| Error::broken("bulk load height"))?;
         header.count = self.count;
-        self.pager.publish(header, hard)?;
+        self.pager.publish(header, super::pager::Publish::hard(hard), &[])?;
         Ok(self.pager)
     }
 }
