@@ -3,14 +3,18 @@
 //! SIGKILL. Used by `hash_crash.rs`, `tree_crash.rs` and `kill_soak.rs`, so the three tests
 //! kill and observe children the same way.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The word a child's progress lines start with.
 const PROGRESS: &str = "progress ";
+
+/// The most of a child's standard error kept for the parent's failure message (its end).
+const STDERR_KEPT: usize = 8192;
 
 /// How long a parent waits for the next progress line before it calls the child stuck.
 pub const STUCK_AFTER: Duration = Duration::from_secs(60);
@@ -22,6 +26,8 @@ pub struct KilledChild {
     progress: Receiver<u64>,
     reader: Option<JoinHandle<()>>,
     last: Option<u64>,
+    /// The end of what the child wrote to its standard error: why it died, if it did.
+    stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl KilledChild {
@@ -31,12 +37,27 @@ impl KilledChild {
         command
             .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(Stdio::piped());
         for (name, value) in env {
             command.env(name, value);
         }
         let mut child = command.spawn().expect("the test binary starts again as a child");
         let stdout = child.stdout.take().expect("the child's stdout is piped");
+        let mut child_stderr = child.stderr.take().expect("the child's stderr is piped");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(read) = child_stderr.read(&mut chunk) {
+                if read == 0 {
+                    break;
+                }
+                let mut kept = kept.lock().expect("the stderr buffer is not poisoned");
+                kept.extend_from_slice(chunk.get(..read).unwrap_or_default());
+                let excess = kept.len().saturating_sub(STDERR_KEPT);
+                kept.drain(..excess);
+            }
+        });
         let (sender, progress) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -49,7 +70,7 @@ impl KilledChild {
                 }
             }
         });
-        KilledChild { child, progress, reader: Some(reader), last: None }
+        KilledChild { child, progress, reader: Some(reader), last: None, stderr }
     }
 
     /// Waits until the child reports progress of at least `wanted` (progress counts up from
@@ -59,7 +80,13 @@ impl KilledChild {
             match self.progress.recv_timeout(STUCK_AFTER) {
                 Ok(number) => self.last = Some(number),
                 Err(RecvTimeoutError::Timeout) => panic!("the child stopped reporting progress"),
-                Err(RecvTimeoutError::Disconnected) => panic!("the child exited before progress {wanted}"),
+                Err(RecvTimeoutError::Disconnected) => {
+                    let _ = self.child.wait();
+                    std::thread::sleep(Duration::from_millis(100));
+                    let stderr =
+                        self.stderr.lock().map(|s| String::from_utf8_lossy(&s).into_owned()).unwrap_or_default();
+                    panic!("the child exited before progress {wanted}; the end of its stderr:\n{stderr}")
+                }
             }
         }
         self.last
