@@ -25,6 +25,11 @@ pub fn merge_adjacent(blocks: &mut [(u64, u64, usize)]) -> Vec<Run> {
     blocks.sort_unstable_by_key(|&(offset, _, _)| offset);
     let mut runs: Vec<Run> = Vec::with_capacity(blocks.len());
     for &(offset, len, shard) in blocks.iter() {
+        debug_assert!(
+            runs.last().is_none_or(|run| run.offset + run.len <= offset),
+            "free block at {offset} ({len} bytes) overlaps {:?}",
+            runs.last()
+        );
         match runs.last_mut() {
             Some(run) if run.offset + run.len == offset => {
                 run.len += len;

@@ -45,6 +45,13 @@ fn check_layout(db: &HashDbm) {
             })
             .unwrap();
         }
+        for held in s.held_blocks() {
+            match s.scan_block(&whole, held.offset).unwrap() {
+                Block::Record(header) if header.total_len() == held.len => {}
+                other => panic!("held record at {} ({} bytes) is {other:?} on disk", held.offset, held.len),
+            }
+            assert!(starts.contains(&held.offset), "held record at {} lies inside another block", held.offset);
+        }
         for (offset, len) in s.space.blocks() {
             assert!(starts.contains(&offset), "free block at {offset} lies inside another block");
             let on_disk = match s.scan_block(&whole, offset).unwrap() {
@@ -63,35 +70,40 @@ fn check_layout(db: &HashDbm) {
 fn free_tags_match_the_pool_through_overwrites_and_syncs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("layout.kuh");
-    let params = Params::new().with("num_buckets", 16);
+    let params = Params::new().with("num_buckets", 64).with("record_comp", "lz4");
     let mut db = HashDbm::create(&path, &params).unwrap();
     let mut rng = SplitMix64::new(19);
-    for step in 0..3000u64 {
-        let key = format!("key{}", rng.below(60));
-        let len = match rng.below(8) {
-            0 => 1000 + rng.below(3000),
-            1..=2 => 100 + rng.below(400),
-            _ => 1 + rng.below(60),
+    for _ in 0..4000u64 {
+        let key = format!("key{}", rng.below(200));
+        let len = match rng.below(10) {
+            0 => 1500 + rng.below(2500),
+            1..=2 => 200 + rng.below(800),
+            _ => 1 + rng.below(120),
         } as usize;
+        // Values that compress to varying sizes, as in tests/power_loss.rs.
+        let stamp = format!("{key}:{:x}:", rng.next_u64());
+        let value: Vec<u8> = stamp.bytes().cycle().take(len.max(20)).collect();
         match rng.below(10) {
-            0..=2 => {
+            0..=1 => {
                 let _ = db.remove(key.as_bytes());
             }
-            _ => db.set(key.as_bytes(), &vec![b'v'; len], true).unwrap(),
+            2 => {
+                let mut grown = db.get(key.as_bytes()).unwrap_or_default();
+                grown.extend_from_slice(&value[..value.len().min(300)]);
+                db.set(key.as_bytes(), &grown, true).unwrap();
+            }
+            _ => db.set(key.as_bytes(), &value, true).unwrap(),
         }
-        match rng.below(50) {
-            0 => db.synchronize(true).unwrap(),
-            1 => {
+        match rng.below(60) {
+            0..=1 => db.synchronize(true).unwrap(),
+            2 => {
                 db.close().unwrap();
                 db = HashDbm::open(&path, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
             }
             _ => {}
         }
-        if step % 7 == 0 {
-            check_layout(&db);
-        }
+        check_layout(&db);
     }
-    check_layout(&db);
 }
 
 /// The scan of a restore walks past a dead record by its length. It used to step into it

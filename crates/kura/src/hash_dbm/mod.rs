@@ -370,24 +370,30 @@ impl HashDbm {
         let bucket = chain.bucket();
         match value {
             Some(value) => {
+                if let Some(old) = live.filter(|_| in_place) {
+                    // The new version takes the old one's place in the chain: one pointer
+                    // write, in the one page of the pointer, replaces it, so that whichever
+                    // pages a power loss keeps, the chain holds the old version or the new.
+                    let new = s.write_record(chain, key, hash, Some(value), old.header.next)?;
+                    if s.link_fits(old.link, new) {
+                        s.set_link(chain, old.link, new)?;
+                    } else {
+                        // Too far for the pointer (the file grew 128 times since it was
+                        // written): link the new version at the head, then unlink the old.
+                        let header = s.read_header(chain.read(), new)?;
+                        let head = s.head(chain.read())?;
+                        s.set_link(chain, Link::Next { at: header.next_at, width: header.next_width }, head)?;
+                        s.link_new_head(chain, new, hash)?;
+                        s.set_link(chain, old.link, old.header.next)?;
+                    }
+                    s.free_record(chain, old.offset, &old.header)?;
+                    return Ok(());
+                }
                 let head = s.head(chain.read())?;
                 let new = s.write_record(chain, key, hash, Some(value), head)?;
                 s.link_new_head(chain, new, hash)?;
-                match live {
-                    Some(old) if in_place => {
-                        // The old version now sits behind the new one; unlink and free it.
-                        let link = match old.link {
-                            Link::Bucket(_) => {
-                                let header = s.read_header(chain.read(), new)?;
-                                Link::Next { at: header.next_at, width: header.next_width }
-                            }
-                            other => other,
-                        };
-                        s.set_link(chain, link, old.header.next)?;
-                        s.free_record(chain, old.offset, &old.header)?;
-                    }
-                    Some(_) => {}
-                    None => s.add_count(bucket, 1),
+                if live.is_none() {
+                    s.add_count(bucket, 1);
                 }
             }
             None => {

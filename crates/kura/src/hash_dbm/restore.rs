@@ -114,6 +114,23 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     Ok(report)
 }
 
+/// Whether `at` can start a block: the end of the area, a zero byte, a free-span tag, or a
+/// record or dead record whose checksum matches.
+fn starts_block(source: &Storage, whole: &WholeFile<'_>, at: u64, end: u64) -> bool {
+    if at >= end {
+        return at == end;
+    }
+    match source.scan_block(whole, at) {
+        Ok(Block::Filler | Block::FreeSpan { .. }) => true,
+        Ok(Block::Record(header)) => source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
+            let hash = hash_key(key);
+            let flags: &[bool] = if header.kind() == KIND_FREE { &[false, true] } else { &[header.is_compressed()] };
+            flags.iter().any(|&compressed| source.checksum_matches(whole, at, &header, hash, compressed))
+        }),
+        Err(_) => false,
+    }
+}
+
 /// Adds every intact record of the record area whose key `sink` does not have yet.
 ///
 /// In appending mode nothing written is ever overwritten, so a later block of a key is a
@@ -153,7 +170,11 @@ fn scan(
                 let run = source.zero_run(whole, offset).max(1);
                 (run, aligned && run == 1)
             }
-            Ok(Block::FreeSpan { len }) if aligned => (len, true),
+            // A span's length has no checksum: believed only if a block starts where it ends
+            // (a power loss can tear the tag from its length at a sector boundary).
+            Ok(Block::FreeSpan { len }) if aligned && starts_block(source, whole, offset.saturating_add(len), end) => {
+                (len, true)
+            }
             Ok(Block::Record(header)) => {
                 let kind = header.kind();
                 // The record belongs to some chain (or none): the whole file is ours either way.

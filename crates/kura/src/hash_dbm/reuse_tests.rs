@@ -2,7 +2,7 @@
 //! is held until the next hard synchronization (freed.rs): overwriting the same keys again
 //! and again must not grow the file without bound, with or without synchronizations.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use super::HashDbm;
 use crate::dbm::{Dbm, Params};

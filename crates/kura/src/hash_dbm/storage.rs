@@ -10,8 +10,10 @@
 //!
 //! Crash contract: a record is written completely before anything links to it, and a link
 //! is a single pointer write, so a process killed at any moment leaves every chain either
-//! before or after each update. Replacing a record links the new version at the chain head
-//! before unlinking the old one, so a crash in between shows the new value first.
+//! before or after each update. In place, a replace is one pointer write too: the new
+//! version takes the old one's place in the chain (`HashDbm::apply`). A record unlinked in
+//! place is held, untouched, until the next hard synchronization (freed.rs), so that after
+//! a power loss every record of the last synchronized state is still in the file.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -414,6 +416,14 @@ impl Storage {
         })
     }
 
+    /// The records held until the next hard synchronization (for tests).
+    #[cfg(test)]
+    pub fn held_blocks(&self) -> Vec<FreedBlock> {
+        let held = self.freed.take_all();
+        self.freed.put_back(held.clone());
+        held
+    }
+
     /// Whether the held records are due a hard synchronization (freed.rs): the writer that
     /// sees this synchronizes once it has released its lock.
     #[inline]
@@ -788,6 +798,15 @@ impl Storage {
             };
             Ok(place.offset)
         })
+    }
+
+    /// Whether `link` can point at `target` (a chain pointer has the width it was written
+    /// with; a bucket holds any offset of the file).
+    pub fn link_fits(&self, link: Link, target: u64) -> bool {
+        match link {
+            Link::Bucket(_) => true,
+            Link::Next { width, .. } => crate::encoding::varint_len(target) <= usize::from(width),
+        }
     }
 
     /// Points `link`, a pointer of `chain`, at `target`.
