@@ -11,13 +11,19 @@
 
 mod buckets;
 mod chain_lock;
+mod coalesce;
 mod cursor;
+mod freed;
 mod get_many;
 mod header;
+#[cfg(test)]
+mod layout_tests;
 mod options;
 mod prefetch;
 mod record;
 mod restore;
+#[cfg(test)]
+mod reuse_tests;
 mod space;
 mod storage;
 
@@ -327,8 +333,31 @@ impl HashDbm {
     }
 
     /// Applies a write to `chain`: `value` Some stores it, None removes; `found` is the
-    /// key's current first record in the chain, if any.
+    /// key's current first record in the chain, if any. Returns whether the records freed
+    /// since the last hard synchronization are due one (`settle_if_due`).
     fn apply(
+        s: &Storage,
+        chain: &ChainMut<'_>,
+        key: &[u8],
+        hash: u64,
+        value: Option<&[u8]>,
+        found: Option<Found>,
+    ) -> Result<bool> {
+        Self::apply_write(s, chain, key, hash, value, found)?;
+        Ok(s.settle_due())
+    }
+
+    /// After a write that returned `due` from `apply`, with the stripe lock released: a hard
+    /// synchronization, so that the space of the records freed since the last one can be
+    /// reused (hash_dbm/freed.rs) and the file does not grow without bound.
+    fn settle_if_due(&self, due: bool) -> Result<()> {
+        if due {
+            self.synchronize(true)?;
+        }
+        Ok(())
+    }
+
+    fn apply_write(
         s: &Storage,
         chain: &ChainMut<'_>,
         key: &[u8],
@@ -341,24 +370,30 @@ impl HashDbm {
         let bucket = chain.bucket();
         match value {
             Some(value) => {
+                if let Some(old) = live.filter(|_| in_place) {
+                    // The new version takes the old one's place in the chain: one pointer
+                    // write, in the one page of the pointer, replaces it, so that whichever
+                    // pages a power loss keeps, the chain holds the old version or the new.
+                    let new = s.write_record(chain, key, hash, Some(value), old.header.next)?;
+                    if s.link_fits(old.link, new) {
+                        s.set_link(chain, old.link, new)?;
+                    } else {
+                        // Too far for the pointer (the file grew 128 times since it was
+                        // written): link the new version at the head, then unlink the old.
+                        let header = s.read_header(chain.read(), new)?;
+                        let head = s.head(chain.read())?;
+                        s.set_link(chain, Link::Next { at: header.next_at, width: header.next_width }, head)?;
+                        s.link_new_head(chain, new, hash)?;
+                        s.set_link(chain, old.link, old.header.next)?;
+                    }
+                    s.free_record(chain, old.offset, &old.header)?;
+                    return Ok(());
+                }
                 let head = s.head(chain.read())?;
                 let new = s.write_record(chain, key, hash, Some(value), head)?;
                 s.link_new_head(chain, new, hash)?;
-                match live {
-                    Some(old) if in_place => {
-                        // The old version now sits behind the new one; unlink and free it.
-                        let link = match old.link {
-                            Link::Bucket(_) => {
-                                let header = s.read_header(chain.read(), new)?;
-                                Link::Next { at: header.next_at, width: header.next_width }
-                            }
-                            other => other,
-                        };
-                        s.set_link(chain, link, old.header.next)?;
-                        s.free_record(chain, old.offset, &old.header)?;
-                    }
-                    Some(_) => {}
-                    None => s.add_count(bucket, 1),
+                if live.is_none() {
+                    s.add_count(bucket, 1);
                 }
             }
             None => {
@@ -444,7 +479,7 @@ impl Dbm for HashDbm {
         let hash = hash_key(key);
         // A writable handle locks the stripe exclusively, a read-only one shared: then only
         // `Action::Keep` can apply, and `lock.write()` refuses the rest.
-        self.with_bucket(hash, self.writable, |s, lock| {
+        let due = self.with_bucket(hash, self.writable, |s, lock| {
             let found = s.find(lock.read(), key, hash)?;
             let live = found.filter(is_live);
             let mut old = Vec::new();
@@ -452,7 +487,7 @@ impl Dbm for HashDbm {
                 s.read_value(lock.read(), f.offset, &f.header, hash, &mut old)?;
             }
             match processor(live.map(|_| old.as_slice())) {
-                Action::Keep => Ok(()),
+                Action::Keep => Ok(false),
                 Action::Set(value) => {
                     self.check_writable()?;
                     Self::apply(s, lock.write()?, key, hash, Some(&value), found)
@@ -462,7 +497,8 @@ impl Dbm for HashDbm {
                     Self::apply(s, lock.write()?, key, hash, None, found)
                 }
             }
-        })
+        })?;
+        self.settle_if_due(due)
     }
 
     fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
@@ -494,25 +530,27 @@ impl Dbm for HashDbm {
         self.check_writable()?;
         check_key(key)?;
         let hash = hash_key(key);
-        self.with_bucket(hash, true, |s, lock| {
+        let due = self.with_bucket(hash, true, |s, lock| {
             let found = s.find(lock.read(), key, hash)?;
             if !overwrite && found.is_some_and(|f| is_live(&f)) {
                 return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
             }
             Self::apply(s, lock.write()?, key, hash, Some(value), found)
-        })
+        })?;
+        self.settle_if_due(due)
     }
 
     fn remove(&self, key: &[u8]) -> Result<()> {
         self.check_writable()?;
         let hash = hash_key(key);
-        self.with_bucket(hash, true, |s, lock| {
+        let due = self.with_bucket(hash, true, |s, lock| {
             let found = s.find(lock.read(), key, hash)?;
             if !found.is_some_and(|f| is_live(&f)) {
                 return Err(Error::not_found("no record for the key"));
             }
             Self::apply(s, lock.write()?, key, hash, None, found)
-        })
+        })?;
+        self.settle_if_due(due)
     }
 
     fn count(&self) -> Result<u64> {

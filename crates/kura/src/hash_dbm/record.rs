@@ -40,15 +40,21 @@ pub const MAX_HEADER_SIZE: usize = 1 + 6 + 4 + 5 + 1;
 /// The smallest free span (tag + one-byte length); smaller leftovers become filler bytes.
 pub const MIN_SPAN: u64 = 2;
 
-/// Width of a chain pointer written when the record area ends at `data_end`. A chain only
-/// ever links to records that existed when its predecessor was written (new records go to
-/// the head), so their offsets are below `data_end` and always fit in this width; a record
-/// ending its chain keeps next = 0 forever and needs one byte.
+/// The widest chain pointer: 6 varint bytes hold any offset below 2^42, past the largest file.
+pub const MAX_NEXT_WIDTH: usize = 6;
+
+/// Width of a chain pointer written when the record area ends at `data_end`: one byte more
+/// than `max(next, data_end)` needs. A pointer is later rewritten to the record's successor's
+/// successor (an unlink), which existed when it was written and fits, or to the new version
+/// of its successor (a replace in place, `HashDbm::apply`), which can be newer: the spare
+/// byte lets it point anywhere below 128 times that data end, and a replace whose new
+/// version does not fit takes the slower way. A record ending its chain keeps next = 0
+/// forever (nothing is ever linked behind it) and needs one byte.
 pub fn next_width(next: u64, data_end: u64) -> usize {
     if next == 0 {
         1
     } else {
-        varint_len(next.max(data_end))
+        (varint_len(next.max(data_end)) + 1).min(MAX_NEXT_WIDTH)
     }
 }
 
@@ -151,7 +157,7 @@ impl RecordHeader {
         if key_len.0 > MAX_KEY_SIZE as u64 {
             return Err(broken("key size out of range"));
         }
-        if value_len.0 > MAX_VALUE_SIZE as u64 || next.1 > 6 {
+        if value_len.0 > MAX_VALUE_SIZE as u64 || next.1 > MAX_NEXT_WIDTH {
             return Err(broken("size out of range"));
         }
         Ok(Self::assemble(tag, offset, Fields { next, key_len, value_len, check_lo }))

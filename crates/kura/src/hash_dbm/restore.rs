@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::chain_lock::WholeFile;
 use super::header::UpdateMode;
-use super::record::{Block, KIND_RECORD, KIND_TOMBSTONE};
+use super::record::{Block, KIND_FREE, KIND_RECORD};
 use super::storage::{bucket_of, hash_key, Storage};
 use crate::error::Result;
 
@@ -25,6 +25,9 @@ pub struct Salvage {
     pub from_chains: u64,
     pub from_scan: u64,
     pub broken_chains: u64,
+    /// Chains that walked to their end past a record that failed its checksum (or, in
+    /// place, a tombstone): they may have lost the rest of their records.
+    pub suspect_chains: u64,
     /// Keys met with a value that could not be proven intact and not recovered otherwise.
     pub dropped: u64,
 }
@@ -57,14 +60,20 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     let mut report = Salvage::default();
     let mut value = Vec::new();
     let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
+    let in_place = from.header.update_mode == UpdateMode::InPlace;
     for bucket in 0..from.header.num_buckets {
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
+        // A chain that walks to its end can still have lost records: after a power loss a
+        // pointer can lead to bytes that were never written there (see below).
+        let mut suspect = false;
         let chain = whole.chain(bucket);
         let walked = from.walk(chain, |offset, header, _, key| {
             if !decided.insert(key.to_vec()) {
                 return Ok(true);
             }
             if header.kind() != KIND_RECORD {
+                // In place, no tombstone is ever written: one here is bytes read as one.
+                suspect |= in_place;
                 return Ok(true);
             }
             let hash = hash_key(key);
@@ -75,20 +84,26 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
                 report.from_chains += 1;
             } else {
                 unreadable.insert(key.to_vec());
+                suspect = true;
             }
             Ok(true)
         });
         if walked.is_err() {
             report.broken_chains += 1;
+        } else if suspect {
+            report.suspect_chains += 1;
         }
     }
     // In appending mode the scan runs even when every chain walked cleanly: after a power
     // loss a chain can be whole yet short (a head pointer whose update was lost), and as
     // nothing is ever overwritten there, the newest intact version of a key in file order is
-    // its state. In place, file order says nothing and the record area can hold stale
-    // records behind free-span tags (docs/durability.md, "Known gaps"): the scan runs only
-    // when a chain is broken.
-    if report.broken_chains > 0 || from.header.update_mode == UpdateMode::Appending {
+    // its state. In place the scan runs when a chain is broken or holds a record that fails
+    // its checksum: after a power loss, a pointer can reach the disk before the record it
+    // points to, and the bytes found there (a free block, or a torn record whose `next` may
+    // read as anything, even 0) cut the chain short. Every record of the last synchronized
+    // state is still intact in the record area (records freed since were not reused nor
+    // marked dead: freed.rs), so the scan finds those the chains lost.
+    if report.broken_chains > 0 || report.suspect_chains > 0 || !in_place {
         scan(&source, &sink, &mut report, &mut unreadable)?;
     }
     for key in &unreadable {
@@ -99,6 +114,23 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     Ok(report)
 }
 
+/// Whether `at` can start a block: the end of the area, a zero byte, a free-span tag, or a
+/// record or dead record whose checksum matches.
+fn starts_block(source: &Storage, whole: &WholeFile<'_>, at: u64, end: u64) -> bool {
+    if at >= end {
+        return at == end;
+    }
+    match source.scan_block(whole, at) {
+        Ok(Block::Filler | Block::FreeSpan { .. }) => true,
+        Ok(Block::Record(header)) => source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
+            let hash = hash_key(key);
+            let flags: &[bool] = if header.kind() == KIND_FREE { &[false, true] } else { &[header.is_compressed()] };
+            flags.iter().any(|&compressed| source.checksum_matches(whole, at, &header, hash, compressed))
+        }),
+        Err(_) => false,
+    }
+}
+
 /// Adds every intact record of the record area whose key `sink` does not have yet.
 ///
 /// In appending mode nothing written is ever overwritten, so a later block of a key is a
@@ -107,6 +139,16 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
 /// broke the chain in front of the newer ones. In place, space is reused and file order
 /// says nothing about age; there only live records exist besides dead (freed) ones, and the
 /// first intact record of a key is taken.
+///
+/// The walk steps from block to block by their lengths while it is sure to stand at the
+/// start of a block: at the start of the area, and after an intact record or dead record
+/// (its checksum matched), a free span or a single filler byte. Elsewhere (after a block
+/// that failed its checksum or did not parse, or a run of zeros, which a power loss leaves
+/// where pages were not written) it may stand inside a block, and then only an intact record
+/// or dead record resynchronizes it: it moves one byte at a time, and a free-span tag or a
+/// dead tag that fails its checksum is not believed. (A byte 0xE0 inside a value read as a
+/// free span used to skip the live records after it.) Zero bytes are skipped in one step:
+/// no block starts with one but a filler byte.
 fn scan(
     (source, whole): &Whole<'_>,
     sink: &Whole<'_>,
@@ -118,43 +160,64 @@ fn scan(
     let mut offset = source.header.data_start();
     let end = source.file_len();
     let mut value = Vec::new();
+    // Whether `offset` is known to start a block.
+    let mut aligned = true;
     while offset < end {
-        let step = match source.scan_block(whole, offset) {
+        let (step, at_block) = match source.scan_block(whole, offset) {
             // Filler bytes are zeros, and a crashed file often ends in a long run of them (its
             // growth margin): skip the run at once.
-            Ok(Block::Filler) => source.zero_run(whole, offset).max(1),
-            Ok(Block::FreeSpan { len }) => len,
+            Ok(Block::Filler) => {
+                let run = source.zero_run(whole, offset).max(1);
+                (run, aligned && run == 1)
+            }
+            // A span's length has no checksum: believed only if a block starts where it ends
+            // (a power loss can tear the tag from its length at a sector boundary).
+            Ok(Block::FreeSpan { len }) if aligned && starts_block(source, whole, offset.saturating_add(len), end) => {
+                (len, true)
+            }
             Ok(Block::Record(header)) => {
                 let kind = header.kind();
                 // The record belongs to some chain (or none): the whole file is ours either way.
                 let chain = whole.chain(0);
-                let recovered = source.key_of(chain, offset, &header).ok().and_then(|key| {
-                    let hash = hash_key(key);
-                    let intact = source.read_value(chain, offset, &header, hash, &mut value).is_ok();
-                    if !intact && kind == KIND_RECORD && source.dictionary_damaged() {
-                        // Its checksum held (the frame is whole) but its dictionary did not.
+                let Ok(key) = source.key_of(chain, offset, &header) else {
+                    offset = offset.saturating_add(1);
+                    aligned = false;
+                    continue;
+                };
+                let hash = hash_key(key);
+                let whole_block = (header.total_len(), true);
+                if kind == KIND_FREE {
+                    let intact = [false, true]
+                        .into_iter()
+                        .any(|compressed| source.checksum_matches(whole, offset, &header, hash, compressed));
+                    if intact {
+                        whole_block
+                    } else {
+                        (1, false)
+                    }
+                } else if source.read_value(chain, offset, &header, hash, &mut value).is_ok() {
+                    let key = key.to_vec();
+                    if appending {
+                        latest.insert(key, (kind == KIND_RECORD).then(|| value.clone()));
+                    } else if kind == KIND_RECORD && !has(sink, &key, hash)? {
+                        insert(sink, &key, hash, &value)?;
+                        report.from_scan += 1;
+                    }
+                    whole_block
+                } else if source.checksum_matches(whole, offset, &header, hash, header.is_compressed()) {
+                    // Whole, but its dictionary failed its own checksum.
+                    if kind == KIND_RECORD && source.dictionary_damaged() {
                         unreadable.insert(key.to_vec());
                     }
-                    (intact && (kind == KIND_RECORD || kind == KIND_TOMBSTONE)).then(|| (key.to_vec(), hash))
-                });
-                match recovered {
-                    Some((key, _)) if appending => {
-                        latest.insert(key, (kind == KIND_RECORD).then(|| value.clone()));
-                        header.total_len()
-                    }
-                    Some((key, hash)) => {
-                        if kind == KIND_RECORD && !has(sink, &key, hash)? {
-                            insert(sink, &key, hash, &value)?;
-                            report.from_scan += 1;
-                        }
-                        header.total_len()
-                    }
-                    // Not an intact record: resynchronize one byte further.
-                    None => 1,
+                    whole_block
+                } else {
+                    (1, false)
                 }
             }
-            Err(_) => 1,
+            // Not a block start that can be trusted: resynchronize one byte further.
+            Ok(Block::FreeSpan { .. }) | Err(_) => (1, false),
         };
+        aligned = at_block;
         offset = offset.saturating_add(step.max(1));
     }
     for (key, value) in latest {

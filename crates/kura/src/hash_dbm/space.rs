@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
+use super::coalesce::{merge_adjacent, Run};
+
 /// Most blocks the pool remembers; beyond that the smallest are forgotten (a rebuild
 /// recovers them), so the pool's memory stays bounded.
 const MAX_FREE_BLOCKS: usize = 1 << 20;
@@ -101,6 +103,15 @@ impl Pool {
         }
     }
 
+    /// The length of the largest block, 0 for none.
+    fn largest(&self) -> u64 {
+        if let Some((&len, _)) = self.large.iter().next_back() {
+            return len;
+        }
+        let top = self.small_nonempty.iter().enumerate().rev().find(|(_, &word)| word != 0);
+        top.map_or(0, |(index, word)| (index * 64 + 63 - word.leading_zeros() as usize) as u64)
+    }
+
     /// Drops the smallest block, to make room for a larger one.
     fn drop_smallest(&mut self) -> Option<u64> {
         let (offset, len) = self.take(0)?;
@@ -128,6 +139,25 @@ struct Shard {
     pool: Mutex<Pool>,
     /// Number of blocks in the pool, readable without the lock so that appends skip it.
     pooled: AtomicUsize,
+    /// Length of its largest block, readable without the lock, so that a writer whose own
+    /// shard has no block large enough finds one that has.
+    largest: AtomicU64,
+}
+
+impl Shard {
+    /// Publishes the pool's counts after a change, under its lock.
+    fn publish(&self, pool: &Pool) {
+        self.pooled.store(pool.blocks, Ordering::Relaxed);
+        self.largest.store(pool.largest(), Ordering::Relaxed);
+    }
+
+    /// The best-fitting block of at least `len` bytes, if the pool has one.
+    fn take(&self, len: u64) -> Option<Allocation> {
+        let mut pool = self.pool.lock();
+        let taken = pool.take(len);
+        self.publish(&pool);
+        taken.map(|(offset, size)| Allocation { offset, remainder: size - len })
+    }
 }
 
 #[derive(Debug)]
@@ -135,11 +165,55 @@ pub struct Space {
     /// The end of the record area. Invariant: every byte below it belongs to a block.
     end: AtomicU64,
     shards: Box<[Shard]>,
+    /// Blocks in the pool right after it was last merged as a whole (coalesce.rs).
+    merged_pool: AtomicUsize,
 }
 
 impl Space {
     pub fn new(end: u64) -> Space {
-        Space { end: AtomicU64::new(end), shards: (0..SHARDS).map(|_| Shard::default()).collect() }
+        Space {
+            end: AtomicU64::new(end),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            merged_pool: AtomicUsize::new(0),
+        }
+    }
+
+    /// Puts `settled` blocks (offset, len, shard), each marked free on disk, into the pool,
+    /// merged with each other where adjacent and, whenever the pool has doubled since it was
+    /// last merged, with every pooled block too (coalesce.rs). `mark_span(offset, len)` writes
+    /// the free-span tag of a merged block: the caller owns the settled blocks, and the
+    /// pooled ones are taken out of the pool, under all its locks, while they are merged.
+    pub fn settle(
+        &self,
+        mut settled: Vec<(u64, u64, usize)>,
+        mut mark_span: impl FnMut(u64, u64) -> crate::error::Result<()>,
+    ) -> crate::error::Result<()> {
+        let whole_pool = self.free_blocks() + settled.len() >= 2 * self.merged_pool.load(Ordering::Relaxed);
+        if !whole_pool {
+            let runs = merge_adjacent(&mut settled);
+            let marked = runs.iter().filter(|r| r.merged).try_for_each(|r| mark_span(r.offset, r.len));
+            for run in runs {
+                self.release(run.offset, run.len, run.shard);
+            }
+            return marked;
+        }
+        let mut pools: Vec<_> = self.shards.iter().map(|s| s.pool.lock()).collect();
+        for (index, pool) in pools.iter_mut().enumerate() {
+            settled.extend(pool.all().into_iter().map(|(offset, len)| (offset, len, index)));
+            **pool = Pool::default();
+        }
+        let runs: Vec<Run> = merge_adjacent(&mut settled);
+        let marked = runs.iter().filter(|r| r.merged).try_for_each(|r| mark_span(r.offset, r.len));
+        self.merged_pool.store(runs.len(), Ordering::Relaxed);
+        for run in runs {
+            if let Some(pool) = pools.get_mut(run.shard % SHARDS) {
+                pool.push(run.offset, run.len);
+            }
+        }
+        for (shard, pool) in self.shards.iter().zip(&pools) {
+            shard.publish(pool);
+        }
+        marked
     }
 
     pub fn end(&self) -> u64 {
@@ -159,16 +233,20 @@ impl Space {
         self.shards.iter().map(|s| s.pooled.load(Ordering::Relaxed)).sum()
     }
 
-    /// Finds room for `len` bytes: the best-fitting free block of `shard` when `reuse` is
-    /// allowed, otherwise (or failing that) the end of the record area, if that stays within
-    /// `limit`.
+    /// Finds room for `len` bytes: when `reuse` is allowed, the best-fitting free block of
+    /// `shard`, else of the first other shard whose largest block fits (blocks made of
+    /// several freed records land in one shard: freed.rs); otherwise (or failing that) the
+    /// end of the record area, if that stays within `limit`.
     pub fn allocate(&self, len: u64, reuse: bool, limit: u64, shard: usize) -> Option<Allocation> {
-        if let Some(shard) = self.shard(shard).filter(|s| reuse && s.pooled.load(Ordering::Relaxed) > 0) {
-            let mut pool = shard.pool.lock();
-            let taken = pool.take(len);
-            shard.pooled.store(pool.blocks, Ordering::Relaxed);
-            if let Some((offset, size)) = taken {
-                return Some(Allocation { offset, remainder: size - len });
+        if reuse {
+            let fits = |s: &&Shard| s.largest.load(Ordering::Relaxed) >= len;
+            if let Some(taken) = self.shard(shard).filter(fits).and_then(|s| s.take(len)) {
+                return Some(taken);
+            }
+            for other in (1..SHARDS).filter_map(|i| self.shard(shard + i)) {
+                if let Some(taken) = Some(other).filter(fits).and_then(|s| s.take(len)) {
+                    return Some(taken);
+                }
             }
         }
         let grown = self.end.fetch_update(Ordering::AcqRel, Ordering::Acquire, |end| {
@@ -192,14 +270,15 @@ impl Space {
             }
         }
         pool.push(offset, len);
-        shard.pooled.store(pool.blocks, Ordering::Relaxed);
+        shard.publish(&pool);
     }
 
     /// Forgets every free block and moves the end (used by clear).
     pub fn reset(&self, end: u64) {
         for shard in self.shards.iter() {
-            *shard.pool.lock() = Pool::default();
-            shard.pooled.store(0, Ordering::Relaxed);
+            let mut pool = shard.pool.lock();
+            *pool = Pool::default();
+            shard.publish(&pool);
         }
         self.end.store(end, Ordering::Release);
     }

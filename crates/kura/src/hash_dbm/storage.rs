@@ -10,8 +10,10 @@
 //!
 //! Crash contract: a record is written completely before anything links to it, and a link
 //! is a single pointer write, so a process killed at any moment leaves every chain either
-//! before or after each update. Replacing a record links the new version at the chain head
-//! before unlinking the old one, so a crash in between shows the new value first.
+//! before or after each update. In place, a replace is one pointer write too: the new
+//! version takes the old one's place in the chain (`HashDbm::apply`). A record unlinked in
+//! place is held, untouched, until the next hard synchronization (freed.rs), so that after
+//! a power loss every record of the last synchronized state is still in the file.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -23,6 +25,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::chain_lock::{Chain, ChainMut, WholeFile};
+use super::freed::{Freed, FreedBlock};
 use super::header::{Header, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION, HEADER_SIZE};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
@@ -102,6 +105,8 @@ pub struct Storage {
     pub header: Header,
     pub codec: Codec,
     pub space: Space,
+    /// Records freed since the last hard synchronization, not yet in the pool (freed.rs).
+    freed: Freed,
     /// Record count, split like the free pool so that writers on different stripes do not
     /// share a counter's cache line; the sum is the count.
     counts: Box<[ShardCount]>,
@@ -183,6 +188,7 @@ impl Storage {
             header,
             codec,
             space,
+            freed: Freed::default(),
             counts: new_counts(0),
             healthy: true,
             buckets,
@@ -257,6 +263,7 @@ impl Storage {
             _lock: lock,
             counts: new_counts(header.record_count),
             space: Space::new(data_end),
+            freed: Freed::default(),
             healthy: header.closed_cleanly,
             header,
             codec,
@@ -358,19 +365,83 @@ impl Storage {
         unsafe { self.file.write(0, &header.encode()) }
     }
 
-    /// Writes the header with the current counters and flushes the mapping.
+    /// Writes the header with the current counters and flushes the mapping. A hard
+    /// synchronization also settles the records freed since the last one (freed.rs).
     pub fn synchronize(&self, hard: bool) -> Result<()> {
         if !self.is_writable() {
             return Ok(());
         }
         self.write_header()?;
-        self.file.sync(hard)
+        if !hard {
+            return self.file.sync(false);
+        }
+        let held = self.freed.take_all();
+        self.sync_holding(&held)?;
+        if held.is_empty() {
+            return Ok(());
+        }
+        self.settle_held(&held)?;
+        self.file.sync(true)
+    }
+
+    /// A hard sync of the mapping, which makes durable every pointer that unlinked the
+    /// records `held`, taken before it: each was unlinked before it was held. On failure they
+    /// stay held.
+    fn sync_holding(&self, held: &[FreedBlock]) -> Result<()> {
+        let synced = self.file.sync(true);
+        if synced.is_err() {
+            self.freed.put_back(held.to_vec());
+        }
+        synced
+    }
+
+    /// Rewrites the tag of each held record as dead (the layout and checksum bits stay) and
+    /// hands them to the free pool, merged with adjacent free blocks under one free-span tag
+    /// (coalesce.rs). Each record of a merged block keeps its dead tag (but the first, under
+    /// the span's), so that a restore scan that meets the block other than at its start
+    /// still knows its records for dead ones. The caller makes the tags durable.
+    fn settle_held(&self, held: &[FreedBlock]) -> Result<()> {
+        for block in held {
+            // SAFETY: a held record belongs to no chain (it was unlinked) and not to the pool
+            // (it is not released yet): only the caller, which took it, can reach it.
+            unsafe { self.file.write(block.offset, &[block.dead_tag])? };
+        }
+        let blocks = held.iter().map(|b| (b.offset, b.len, b.shard)).collect();
+        let mut span = Vec::new();
+        self.space.settle(blocks, |offset, len| {
+            encode_free(len, &mut span);
+            // SAFETY: the merged block is made of held records, owned as above, and of blocks
+            // taken out of the pool for the merge: no other thread can reach it.
+            unsafe { self.file.write(offset, &span) }
+        })
+    }
+
+    /// The records held until the next hard synchronization (for tests).
+    #[cfg(test)]
+    pub fn held_blocks(&self) -> Vec<FreedBlock> {
+        let held = self.freed.take_all();
+        self.freed.put_back(held.clone());
+        held
+    }
+
+    /// Whether the held records are due a hard synchronization (freed.rs): the writer that
+    /// sees this synchronizes once it has released its lock.
+    #[inline]
+    pub fn settle_due(&self) -> bool {
+        self.freed.settle_due()
     }
 
     /// Saves the free list after the records, marks the file closed cleanly and flushes it.
     pub fn close(&mut self) -> Result<()> {
         if !self.is_writable() {
             return Ok(());
+        }
+        // The held records join the pool, to be saved with it; their dead tags reach the
+        // disk with the final sync below, after the pointers that unlinked them.
+        let held = self.freed.take_all();
+        if !held.is_empty() {
+            self.sync_holding(&held)?;
+            self.settle_held(&held)?;
         }
         // Free blocks that reach the end of the record area are given back to the file
         // system instead of being saved: removing records shrinks the file.
@@ -729,6 +800,15 @@ impl Storage {
         })
     }
 
+    /// Whether `link` can point at `target` (a chain pointer has the width it was written
+    /// with; a bucket holds any offset of the file).
+    pub fn link_fits(&self, link: Link, target: u64) -> bool {
+        match link {
+            Link::Bucket(_) => true,
+            Link::Next { width, .. } => crate::encoding::varint_len(target) <= usize::from(width),
+        }
+    }
+
     /// Points `link`, a pointer of `chain`, at `target`.
     pub fn set_link(&self, chain: &ChainMut<'_>, link: Link, target: u64) -> Result<()> {
         match link {
@@ -751,18 +831,17 @@ impl Storage {
         }
     }
 
-    /// Marks a record just unlinked from `chain` (still held exclusively) as free and returns
-    /// its space.
+    /// Holds a record just unlinked from `chain` (still held exclusively) until the next hard
+    /// synchronization marks it free and returns its space (freed.rs).
     pub fn free_record(&self, chain: &ChainMut<'_>, offset: u64, header: &RecordHeader) -> Result<()> {
         if self.header.update_mode == UpdateMode::Appending {
             return Ok(());
         }
-        // The tag's low bits keep the checksum; only the kind changes, in one byte.
-        let tag = (header.tag & !record::KIND_MASK & !record::COMPRESSED_BIT) | KIND_FREE;
-        // SAFETY: no chain links to the record any more, and `chain`, which did, is held
-        // exclusively: no thread can reach these bytes.
-        unsafe { self.file.write(offset, &[tag])? };
-        self.space.release(offset, header.total_len(), shard_of(chain.bucket()));
+        // The tag's low bits keep the checksum; only the kind changes, in one byte, at the
+        // next hard synchronization. Until then the record stays as it is (freed.rs).
+        let dead_tag = (header.tag & !record::KIND_MASK & !record::COMPRESSED_BIT) | KIND_FREE;
+        let block = FreedBlock { offset, len: header.total_len(), dead_tag, shard: shard_of(chain.bucket()) };
+        self.freed.hold(block, self.space.end().saturating_sub(self.header.data_start()));
         Ok(())
     }
 
@@ -779,6 +858,23 @@ impl Storage {
                 None => at += WINDOW as u64,
             }
         }
+    }
+
+    /// Whether the stored value of the record at `offset` matches its checksum, during a
+    /// sequential scan (restore), for a record stored `compressed` or not. A dead record's tag
+    /// no longer says whether it was compressed: the scan tries both.
+    pub fn checksum_matches(
+        &self,
+        _whole: &WholeFile<'_>,
+        offset: u64,
+        header: &RecordHeader,
+        hash: u64,
+        compressed: bool,
+    ) -> bool {
+        let at = offset.saturating_add((header.header_len + header.key_len) as u64);
+        // SAFETY: the caller has the whole file to itself.
+        let Ok(stored) = (unsafe { self.file.slice(at, header.value_len) }) else { return false };
+        checksum(hash, compressed, stored) == header.checksum()
     }
 
     /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.
@@ -801,6 +897,7 @@ impl Storage {
         }
         self.buckets.reset();
         self.space.reset(data_start);
+        self.freed.clear();
         self.set_count(0);
         self.write_header()
     }

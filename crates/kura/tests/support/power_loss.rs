@@ -100,7 +100,14 @@ impl Tracker {
         let mut seen = 0;
         for record in db.records().expect("cursor") {
             let (key, value) = record.unwrap_or_else(|e| panic!("{what}: iteration failed: {e}"));
-            assert!(allowed(&key).contains(&Some(value)), "{what}: the cursor shows a record never written");
+            assert!(
+                allowed(&key).contains(&Some(value.clone())),
+                "{what}: the cursor shows a record never written: {} = {:?} (synced {:?}; modified since: {})",
+                String::from_utf8_lossy(&key),
+                short(&value),
+                self.synced.get(&key).map(|v| short(v)),
+                self.since.contains_key(&key),
+            );
             seen += 1;
         }
         seen
