@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Old binary against new, taking turns on the same machine: `kura bench` of a few engines
 and key orders, best run per phase of each side. Usage: OLD_KURA=... NEW_KURA=... python3
-tools/ab_binaries.py (docs/bench.md, the registry refactor section)."""
+tools/ab_binaries.py (docs/bench.md, the registry refactor section). AB_CONFS picks the
+runs, e.g. `hash:sequential,hash:random,tree:random` (default: tree both orders, baby, hash,
+tiny random)."""
 import collections
 import json
 import os
 import subprocess
 bins={"old": os.environ["OLD_KURA"], "new": os.environ["NEW_KURA"]}
 confs=[("tree",False),("tree",True),("baby",False),("hash",False),("tiny",True)]
+if os.environ.get("AB_CONFS"):
+    confs=[(c.split(":")[0], c.split(":")[1]=="random") for c in os.environ["AB_CONFS"].split(",")]
 best=collections.defaultdict(dict)
 for rnd in range(3):
     for eng,rk in confs:
@@ -23,7 +27,7 @@ for rnd in range(3):
                 if ph not in("set","get","iterate","remove"): continue
                 k=(eng,"random" if rk else "sequential",ph)
                 best[k][side]=max(best[k].get(side,0),r["qps"])
-print("| engine | keys | phase | old (efa1d55) | new (this session's lead) | new/old |")
+print(f"| engine | keys | phase | old ({bins['old']}) | new ({bins['new']}) | new/old |")
 print("|---|---|---|---:|---:|---:|")
 for k,v in best.items():
     print(f"| {k[0]} | {k[1]} | {k[2]} | {v['old']/1e6:.2f}M | {v['new']/1e6:.2f}M | {v['new']/v['old']:.2f} |")

@@ -23,6 +23,7 @@ use super::format::{
 use super::page::{Branch, Leaf, Page};
 use super::pins::PinnedPages;
 use super::space::{aligned, Space};
+use super::verify::{self, PageSource};
 
 thread_local! {
     /// Reused for decompressing pages, see `Pager::with_slot`.
@@ -178,7 +179,7 @@ impl Pager {
             Some(base) => {
                 let whole = newest.end <= file_len
                     && pager.load_dictionary().is_ok()
-                    && super::verify::new_pages_are_whole(&pager, &base).is_ok();
+                    && verify::new_pages_are_whole(&pager, &base).is_ok();
                 if !whole {
                     check_length(path, &base, file_len)?;
                     pager.adopt(base)?;
@@ -604,4 +605,18 @@ fn check_length(path: &Path, header: &FileHeader, file_len: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+impl PageSource for Pager {
+    fn header(&self) -> &FileHeader {
+        Pager::header(self)
+    }
+
+    fn slot_header(&self, offset: u64) -> Result<SlotHeader> {
+        Pager::slot_header(self, offset)
+    }
+
+    fn decode_page(&self, offset: u64) -> Result<Page> {
+        Pager::decode_page(self, offset)
+    }
 }

@@ -16,14 +16,24 @@
 use std::collections::HashSet;
 
 use super::durable::digest_term;
-use super::format::{FileHeader, MAX_HEIGHT};
+use super::format::{FileHeader, SlotHeader, MAX_HEIGHT};
 use super::page::Page;
-use super::pager::Pager;
 use crate::error::{Error, Result};
+
+/// What the check reads of a file: its current header and its pages. The pager implements
+/// it; the check stays apart from the pager that runs it while opening.
+pub trait PageSource {
+    /// The header being checked.
+    fn header(&self) -> &FileHeader;
+    /// The slot header (kind, length, checksum) of the page at `offset`.
+    fn slot_header(&self, offset: u64) -> Result<SlotHeader>;
+    /// The page at `offset`, decoded and its checksum verified, read past any cache.
+    fn decode_page(&self, offset: u64) -> Result<Page>;
+}
 
 /// Checks the tree of the pager's current header against the durable header `base` in the
 /// other copy; an error says what is missing.
-pub fn new_pages_are_whole(pager: &Pager, base: &FileHeader) -> Result<()> {
+pub fn new_pages_are_whole(pager: &impl PageSource, base: &FileHeader) -> Result<()> {
     let newest = pager.header();
     let since = newest.since_base.ok_or_else(|| Error::broken("the tree header has no digest to check"))?;
     if newest.dictionary != base.dictionary || newest.codec != base.codec || newest.comparator != base.comparator {
@@ -68,7 +78,7 @@ pub fn new_pages_are_whole(pager: &Pager, base: &FileHeader) -> Result<()> {
 }
 
 /// The slots of the tree of `base` (the durable header): its branches are read, its leaves not.
-fn durable_pages(pager: &Pager, base: &FileHeader) -> Result<HashSet<u64>> {
+fn durable_pages(pager: &impl PageSource, base: &FileHeader) -> Result<HashSet<u64>> {
     let mut pages = HashSet::new();
     let mut stack = Vec::new();
     if base.root != 0 {
