@@ -180,8 +180,8 @@ fn hash_in_place_keeps_unmodified_records_through_power_loss() {
 
 /// The full promise for in-place HashDbm: a modified record is old or new, never lost.
 ///
-/// Both in-place tests pass with their default budget; with `KURA_POWERLOSS_IMAGES=10000`
-/// they fail at round 125 (a removed record comes back): docs/durability.md, "Known gaps".
+/// Both in-place tests also pass with `KURA_POWERLOSS_IMAGES=10000` (release build); that run
+/// once found a removed record come back at round 125 (restore.rs, `shadows_dead_record`).
 #[test]
 fn hash_in_place_modified_records_are_old_or_new_after_power_loss() {
     run_engine("hash", &[in_place_params()], false, IN_PLACE_IMAGES);

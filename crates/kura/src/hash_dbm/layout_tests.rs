@@ -1,4 +1,4 @@
-//! Tests of the record area's block structure in place: the tags on disk must always
+//! Tests of the record area's block structure (mostly in place): the tags on disk must always
 //! describe the blocks the chains and the free pool use, since a restore after a crash
 //! walks the area by those tags.
 
@@ -137,4 +137,75 @@ fn restore_scan_skips_dead_records_whole() {
         assert_eq!(restored.get(key).unwrap(), b"live", "{}", String::from_utf8_lossy(key));
     }
     assert!(restored.get(b"a").is_err(), "a removed record came back");
+}
+
+/// A dead tag has its top bit set: read from the byte before it, it is the first byte of a
+/// longer `next` field, and the dead record's key, value and check byte follow. When that
+/// byte (here the last value byte of the record before) equals the dead record's tag when it
+/// was live, the scan, stepping byte by byte after a damaged block, read an intact live
+/// record there: the removed record came back (the 10,000-image power-loss run, round 125).
+#[test]
+fn restore_scan_does_not_revive_a_dead_record_read_from_the_byte_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shadow.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    let removed = b"removed value".to_vec();
+    let check = super::record::checksum(super::storage::hash_key(b"a"), false, &removed);
+    let live_tag = super::record::KIND_RECORD | (check >> 8) as u8;
+    let mut before = vec![1u8; 24];
+    *before.last_mut().unwrap() = live_tag;
+    db.set(b"p", &before, true).unwrap();
+    db.set(b"a", &removed, true).unwrap();
+    db.set(b"b", b"live", true).unwrap();
+    db.remove(b"a").unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    // Damages a value byte of "p", so that the scan resynchronizes byte by byte through it.
+    let at = image.windows(before.len()).position(|w| w == before.as_slice()).unwrap();
+    image[at] ^= 0x02;
+    // Breaks the only chain, as above, so that the restore scans the record area.
+    let bucket = super::header::Header::bucket_offset(0) as usize;
+    image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
+    let crashed = dir.path().join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    assert!(restored.get(b"a").is_err(), "a removed record came back");
+    assert_eq!(restored.get(b"b").unwrap(), b"live");
+}
+
+/// A tombstone's value is empty. The last bytes of a padded `next` field (a continuation
+/// byte `10 0 sssss`, then 0) read as a tombstone whose key, value and check byte are the
+/// record's own: a scan resynchronizing there took it, and in appending mode removed the
+/// key (the 10,000-image power-loss run, round 198). Here such bytes sit in another value.
+#[test]
+fn restore_scan_takes_no_tombstone_with_a_value() {
+    use super::record::{checksum, encode_record_header, KIND_TOMBSTONE, MAX_HEADER_SIZE};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tombstone.kuh");
+    let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
+    let db = HashDbm::create(&path, &params).unwrap();
+    let value = b"kept value".to_vec();
+    let check = checksum(super::storage::hash_key(b"a"), false, &value);
+    let mut fake = [0u8; MAX_HEADER_SIZE];
+    let len = encode_record_header(&mut fake, KIND_TOMBSTONE, false, check, 0, 1, 1, value.len());
+    let mut carrier = vec![1u8; 8];
+    carrier.extend_from_slice(&fake[..len]);
+    carrier.push(b'a');
+    carrier.extend_from_slice(&value);
+    db.set(b"a", &value, true).unwrap();
+    db.set(b"z", &carrier, true).unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    // Damages the carrier's value, so that the scan resynchronizes byte by byte through it.
+    let at = image.windows(carrier.len()).position(|w| w == carrier.as_slice()).unwrap();
+    image[at] ^= 0x02;
+    // Breaks the only chain, as above, so that the restore finds "a" by the scan alone.
+    let bucket = super::header::Header::bucket_offset(0) as usize;
+    image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
+    let crashed = dir.path().join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    assert_eq!(restored.get(b"a").unwrap(), value, "a record was taken for removed");
 }
