@@ -404,7 +404,9 @@ fn arena_size(raw: &[u8], count: usize) -> usize {
 /// A branch page: children separated by keys.
 #[derive(Debug, Clone, Default)]
 pub struct Branch {
-    /// Invariant: `keys.len() + 1 == children.len()`, keys strictly ascending.
+    /// Invariant: `keys.len() + 1 == children.len()`, keys strictly ascending; or both
+    /// empty, for the moment between the removal of a branch's last child and the removal of
+    /// the branch itself (rebalance.rs drops it in the same step).
     pub keys: Vec<Vec<u8>>,
     /// Child references: file offsets, or ids of pages modified since the last commit.
     pub children: Vec<u64>,
@@ -420,7 +422,12 @@ impl Branch {
     }
 
     fn refresh_prefixes(&mut self) {
-        debug_assert_eq!(self.keys.len() + 1, self.children.len(), "invariant: a separator between children");
+        debug_assert!(
+            self.keys.len() + 1 == self.children.len() || (self.keys.is_empty() && self.children.is_empty()),
+            "invariant: a separator between children ({} keys, {} children)",
+            self.keys.len(),
+            self.children.len()
+        );
         self.index.rebuild(self.keys.iter().map(|k| (key_prefix(k), ())));
         debug_assert_eq!(self.index.len(), self.keys.len());
     }

@@ -123,15 +123,18 @@ impl BTree {
         }
     }
 
-    /// The root after removals: an empty leaf root empties the tree; a branch root with one
-    /// child hands the root to it.
+    /// The root after removals: an empty root (a leaf without records, or a branch whose last
+    /// child was removed) empties the tree; a branch root with one child hands the root to it.
     fn shrink_root(&mut self, root_id: u64, len: usize, is_leaf: bool) -> Result<()> {
         let (mut root_id, mut len, mut is_leaf) = (root_id, len, is_leaf);
         for _ in 0..MAX_HEIGHT {
-            if is_leaf && len == 0 {
+            // An empty leaf, or a branch whose last child (an emptied leaf, or an emptied
+            // branch below it) was just removed: the tree is empty.
+            if len == 0 {
                 self.drop_page(root_id);
                 self.root = 0;
                 self.height = 0;
+                return Ok(());
             }
             if is_leaf || len != 1 {
                 return Ok(());
