@@ -123,20 +123,32 @@ fn restore_scan_skips_dead_records_whole() {
     }
     db.remove(b"a").unwrap();
     db.synchronize(true).unwrap();
-    let mut image = std::fs::read(&path).unwrap();
+    let image = std::fs::read(&path).unwrap();
     drop(db);
-    // Breaks the only chain (its head points into the header), so that the restore has to
-    // find every record by scanning the record area.
-    let bucket = super::header::Header::bucket_offset(0) as usize;
-    image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
-    // The image was taken while the database was open: its header says "not closed".
-    let crashed = dir.path().join("crashed.kuh");
-    std::fs::write(&crashed, &image).unwrap();
-    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    let restored = restore_by_scan_alone(dir.path(), image);
     for key in [&b"b"[..], b"c", b"d"] {
         assert_eq!(restored.get(key).unwrap(), b"live", "{}", String::from_utf8_lossy(key));
     }
     assert!(restored.get(b"a").is_err(), "a removed record came back");
+}
+
+/// Flips a bit of the first byte of `pattern`'s one occurrence in `image`: a block damaged
+/// there makes a restore scan resynchronize byte by byte through what follows.
+fn damage_first_byte_of(image: &mut [u8], pattern: &[u8]) {
+    let at = image.windows(pattern.len()).position(|w| w == pattern).unwrap();
+    image[at] ^= 0x02;
+}
+
+/// Breaks the only chain of a one-bucket file image (its head then points into the header),
+/// so that a restore has to find every record by scanning the record area; writes it beside
+/// the test's files and opens it for writing, which restores it. The image was taken while
+/// the database was open: its header says "not closed".
+fn restore_by_scan_alone(dir: &std::path::Path, mut image: Vec<u8>) -> HashDbm {
+    let bucket = super::header::Header::bucket_offset(0) as usize;
+    image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
+    let crashed = dir.join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap()
 }
 
 /// A dead tag has its top bit set: read from the byte before it, it is the first byte of a
@@ -162,14 +174,8 @@ fn restore_scan_does_not_revive_a_dead_record_read_from_the_byte_before_it() {
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     // Damages a value byte of "p", so that the scan resynchronizes byte by byte through it.
-    let at = image.windows(before.len()).position(|w| w == before.as_slice()).unwrap();
-    image[at] ^= 0x02;
-    // Breaks the only chain, as above, so that the restore scans the record area.
-    let bucket = super::header::Header::bucket_offset(0) as usize;
-    image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
-    let crashed = dir.path().join("crashed.kuh");
-    std::fs::write(&crashed, &image).unwrap();
-    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    damage_first_byte_of(&mut image, &before);
+    let restored = restore_by_scan_alone(dir.path(), image);
     assert!(restored.get(b"a").is_err(), "a removed record came back");
     assert_eq!(restored.get(b"b").unwrap(), b"live");
 }
@@ -199,13 +205,7 @@ fn restore_scan_takes_no_tombstone_with_a_value() {
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     // Damages the carrier's value, so that the scan resynchronizes byte by byte through it.
-    let at = image.windows(carrier.len()).position(|w| w == carrier.as_slice()).unwrap();
-    image[at] ^= 0x02;
-    // Breaks the only chain, as above, so that the restore finds "a" by the scan alone.
-    let bucket = super::header::Header::bucket_offset(0) as usize;
-    image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
-    let crashed = dir.path().join("crashed.kuh");
-    std::fs::write(&crashed, &image).unwrap();
-    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    damage_first_byte_of(&mut image, &carrier);
+    let restored = restore_by_scan_alone(dir.path(), image);
     assert_eq!(restored.get(b"a").unwrap(), value, "a record was taken for removed");
 }
