@@ -64,7 +64,7 @@ impl<R: Read> ChunkReader<R> {
             return Ok(None);
         }
         self.carry = bytes.split_off(cut.min(bytes.len()));
-        let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + u64::from(!bytes.ends_with(b"\n"));
+        let lines = super::newlines::count(&bytes) + u64::from(!bytes.ends_with(b"\n"));
         let chunk = Chunk { seq: self.seq, first_line: self.next_line, bytes };
         self.seq += 1;
         self.next_line += lines;

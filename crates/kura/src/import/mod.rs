@@ -12,6 +12,7 @@
 
 // Crate-visible for `crate::fuzz::import_lines`, which drives the pipeline on arbitrary input.
 pub(crate) mod chunks;
+mod newlines;
 pub(crate) mod parse;
 pub(crate) mod pipeline;
 
@@ -86,7 +87,7 @@ fn count_lines(input: &Path) -> Result<u64> {
         if chunk.is_empty() {
             return Ok(lines);
         }
-        lines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+        lines += newlines::count(chunk);
         let consumed = chunk.len();
         reader.consume(consumed);
     }
