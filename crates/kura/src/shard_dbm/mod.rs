@@ -377,15 +377,12 @@ impl Dbm for ShardDbm {
         self.shards.iter().all(|s| s.is_writable())
     }
 
-    /// Closes every shard, even after one fails; the first failure is returned.
+    /// Closes every shard, even after one fails; the first failure (by shard index) is
+    /// returned. The shards close side by side: each close ends with a flush to the disk, and
+    /// one after another they would wait for the disk in turn.
     fn close(&self) -> Result<()> {
-        let mut first_error = None;
-        for shard in &self.shards {
-            if let Err(e) = shard.close() {
-                first_error = first_error.or(Some(e));
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        let closed = self.each_shard(|shard| Ok(shard.close()))?;
+        closed.into_iter().collect()
     }
 
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
