@@ -1,32 +1,42 @@
 //! Counting the newlines of an import's input, which happens twice on the reader's thread (to
 //! size a new database, and to number each chunk's first line): a byte-at-a-time count there
-//! took a quarter of a one-thread import and was the serial part that kept two threads from
-//! paying. Counting into byte-wide lanes lets the compiler compare 16 or 32 bytes at a time.
+//! took a twentieth of a one-thread import, all of it on the one thread the others wait for.
+//!
+//! Eight bytes at a time instead: each word is XORed with eight newlines, so that a newline
+//! becomes a zero byte, and the zero bytes are found without carries between bytes (for a
+//! byte `x`, `((x & 0x7f) + 0x7f) | x` has its top bit set exactly when `x` is not zero).
+//! The per-byte results are summed in byte-wide lanes of one word, folded into the total
+//! before a lane can overflow.
 
-/// Bytes compared per step; a multiple of every vector width the compiler may use.
-const LANES: usize = 32;
-/// Steps per block: a lane counts at most one newline per step, so it cannot overflow a byte
-/// within a block.
-const STEPS_PER_BLOCK: usize = u8::MAX as usize;
-const BLOCK: usize = LANES * STEPS_PER_BLOCK;
+const WORD: usize = 8;
+const ONES: u64 = u64::from_ne_bytes([1; WORD]);
+const LOW_SEVEN_BITS: u64 = u64::from_ne_bytes([0x7f; WORD]);
+const EIGHT_NEWLINES: u64 = u64::from_ne_bytes([b'\n'; WORD]);
+const EVEN_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
+/// Words per fold: a lane gains at most one per word, so it stays within a byte.
+const WORDS_PER_FOLD: usize = u8::MAX as usize;
 
 /// The number of `\n` bytes in `bytes`.
 pub fn count(bytes: &[u8]) -> u64 {
-    let blocks = bytes.chunks_exact(BLOCK);
-    let tail = blocks.remainder();
-    let whole: u64 = blocks.map(count_block).sum();
-    whole + count_slowly(tail)
+    let (words, tail) = bytes.as_chunks::<WORD>();
+    let mut total = count_slowly(tail);
+    for run in words.chunks(WORDS_PER_FOLD) {
+        let mut lanes = 0u64;
+        for word in run {
+            let x = u64::from_ne_bytes(*word) ^ EIGHT_NEWLINES;
+            let not_zero = ((x & LOW_SEVEN_BITS) + LOW_SEVEN_BITS) | x;
+            lanes += (!not_zero >> 7) & ONES;
+        }
+        total += sum_lanes(lanes);
+    }
+    total
 }
 
-/// A block of exactly `BLOCK` bytes, in byte-wide lanes summed once at the end.
-fn count_block(block: &[u8]) -> u64 {
-    let mut lanes = [0u8; LANES];
-    for step in block.chunks_exact(LANES) {
-        for (lane, &byte) in lanes.iter_mut().zip(step) {
-            *lane += u8::from(byte == b'\n');
-        }
-    }
-    lanes.iter().map(|&n| u64::from(n)).sum()
+/// The sum of the eight byte-wide lanes of `lanes`.
+fn sum_lanes(lanes: u64) -> u64 {
+    // Pairs into four 16-bit lanes (each at most 510), then all four into the top 16 bits.
+    let pairs = (lanes & EVEN_BYTES) + ((lanes >> 8) & EVEN_BYTES);
+    pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48
 }
 
 fn count_slowly(bytes: &[u8]) -> u64 {
@@ -43,7 +53,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn counts_what_a_byte_by_byte_count_counts(
-            bytes in proptest::collection::vec(any::<u8>(), 0..3 * BLOCK + 77),
+            bytes in proptest::collection::vec(any::<u8>(), 0..3 * WORD * WORDS_PER_FOLD + 77),
             newline_below in any::<u8>(),
         ) {
             // Dense or sparse newlines: every byte below `newline_below` becomes one.
@@ -54,7 +64,7 @@ mod tests {
 
     #[test]
     fn a_block_of_nothing_but_newlines_does_not_overflow_a_lane() {
-        let bytes = vec![b'\n'; 2 * BLOCK + 5];
+        let bytes = vec![b'\n'; 2 * WORD * WORDS_PER_FOLD + 5];
         assert_eq!(count(&bytes), bytes.len() as u64);
     }
 }
