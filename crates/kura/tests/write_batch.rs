@@ -9,24 +9,35 @@ use std::path::Path;
 use kura::{open, BatchOp, Dbm, DbmExt, OpenMode, Params, WriteBatch};
 use proptest::prelude::*;
 
-fn op() -> impl Strategy<Value = BatchOp> {
+/// An owned operation: a key, and the value of a set (None: a removal).
+type Op = (Vec<u8>, Option<Vec<u8>>);
+
+fn op() -> impl Strategy<Value = Op> {
     let key = (0u8..16).prop_map(|k| vec![b'k', k]);
     prop_oneof![
-        3 => (key.clone(), proptest::collection::vec(any::<u8>(), 0..40))
-            .prop_map(|(key, value)| BatchOp::Set { key, value }),
-        1 => key.prop_map(|key| BatchOp::Remove { key }),
+        3 => (key.clone(), proptest::collection::vec(any::<u8>(), 0..40)).prop_map(|(key, value)| (key, Some(value))),
+        1 => key.prop_map(|key| (key, None)),
     ]
 }
 
-fn batches() -> impl Strategy<Value = Vec<Vec<BatchOp>>> {
+fn batches() -> impl Strategy<Value = Vec<Vec<Op>>> {
     proptest::collection::vec(proptest::collection::vec(op(), 0..24), 1..8)
+}
+
+fn batch_of(ops: &[Op]) -> WriteBatch {
+    ops.iter()
+        .map(|(key, value)| match value {
+            Some(value) => BatchOp::Set { key, value },
+            None => BatchOp::Remove { key },
+        })
+        .collect()
 }
 
 fn apply_to_model(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, batch: &WriteBatch) {
     for op in batch.ops() {
         match op {
             BatchOp::Set { key, value } => {
-                model.insert(key.clone(), value.clone());
+                model.insert(key.to_vec(), value.to_vec());
             }
             BatchOp::Remove { key } => {
                 model.remove(key);
@@ -39,12 +50,12 @@ fn contents(db: &dyn Dbm) -> BTreeMap<Vec<u8>, Vec<u8>> {
     db.records().unwrap().map(Result::unwrap).collect()
 }
 
-fn check_engine(path: &Path, params: &str, batches: &[Vec<BatchOp>], reopens: bool) {
+fn check_engine(path: &Path, params: &str, batches: &[Vec<Op>], reopens: bool) {
     let params = Params::parse(params).unwrap();
     let mut db = open(path, OpenMode::Truncate, &params).unwrap();
     let mut model = BTreeMap::new();
     for (index, ops) in batches.iter().enumerate() {
-        let batch = WriteBatch::from(ops.clone());
+        let batch = batch_of(ops);
         db.write_batch(&batch).unwrap();
         apply_to_model(&mut model, &batch);
         assert_eq!(db.count().unwrap(), model.len() as u64);

@@ -8,7 +8,7 @@
 use super::bucket::Edit;
 use super::group::{with_scratch, GroupCell};
 use super::options;
-use crate::batch::{BatchOp, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
@@ -24,24 +24,15 @@ struct Placed {
     op: usize,
 }
 
-fn parts(op: &BatchOp) -> (&[u8], Option<&[u8]>) {
-    match op {
-        BatchOp::Set { key, value } => (key, Some(value)),
-        BatchOp::Remove { key } => (key, None),
-    }
-}
-
 pub fn apply(groups: &[Padded<GroupCell>], batch: &WriteBatch) -> Result<()> {
-    let ops = batch.ops();
-    for op in ops {
-        let (key, value) = parts(op);
-        options::check_sizes(key, value)?;
+    for op in batch.ops() {
+        options::check_sizes(op.key(), op.value())?;
     }
-    let mut placed: Vec<Placed> = ops
-        .iter()
+    let mut placed: Vec<Placed> = batch
+        .ops()
         .enumerate()
         .map(|(op, batch_op)| {
-            let hash = hash_key(parts(batch_op).0);
+            let hash = hash_key(batch_op.key());
             Placed { group: slot_of(hash, groups.len()), hash, op }
         })
         .collect();
@@ -57,9 +48,8 @@ pub fn apply(groups: &[Padded<GroupCell>], batch: &WriteBatch) -> Result<()> {
         let mut group = cell.lock.write();
         bucketed.clear();
         for p in these {
-            let Some(op) = ops.get(p.op) else { continue };
-            let (key, value) = parts(op);
-            bucketed.push((group.bucket_of(p.hash), (key, value)));
+            let Some(op) = batch.op(p.op) else { continue };
+            bucketed.push((group.bucket_of(p.hash), (op.key(), op.value())));
         }
         // Stable: operations on one key keep their batch order, and the last one wins below.
         bucketed.sort_by(|a, b| (a.0, a.1 .0).cmp(&(b.0, b.1 .0)));

@@ -21,7 +21,7 @@ pub mod route;
 
 use std::path::{Path, PathBuf};
 
-use crate::batch::{BatchOp, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
 use crate::engine::{Engine, RestoreReport};
 use crate::error::{Error, Result};
@@ -182,16 +182,13 @@ impl ShardDbm {
 
     /// Splits `batch` into one batch per shard, each keeping the operations' order.
     fn split(&self, batch: &WriteBatch) -> Vec<WriteBatch> {
-        let mut parts: Vec<Vec<BatchOp>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
+        let mut parts: Vec<WriteBatch> = (0..self.shards.len()).map(|_| WriteBatch::new()).collect();
         for op in batch.ops() {
-            let key = match op {
-                BatchOp::Set { key, .. } | BatchOp::Remove { key } => key,
-            };
-            if let Some(part) = parts.get_mut(self.shard_index(key)) {
-                part.push(op.clone());
+            if let Some(part) = parts.get_mut(self.shard_index(op.key())) {
+                part.push(op);
             }
         }
-        parts.into_iter().map(WriteBatch::from).collect()
+        parts
     }
 
     fn each_shard<T: Send>(&self, work: impl Fn(&dyn Dbm) -> Result<T> + Sync) -> Result<Vec<T>> {
