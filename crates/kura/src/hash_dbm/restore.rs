@@ -65,6 +65,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     let mut value = Vec::new();
     let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
     let in_place = from.header.update_mode == UpdateMode::InPlace;
+    // An error of the sink (a full disk) ends the salvage; it must not pass for a broken
+    // chain of the source, which the walk's error would otherwise be taken for.
+    let mut sink_error = None;
     for bucket in 0..from.header.num_buckets {
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
         // A chain that walks to its end can still have lost records: after a power loss a
@@ -98,7 +101,10 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
             // A record failing its checksum is skipped, not fatal: the rest of the chain may
             // still be fine (its pointer is validated when followed).
             if from.read_value(chain, offset, header, hash, &mut value).is_ok() {
-                insert(&sink, key, hash, &value)?;
+                if let Err(e) = insert(&sink, key, hash, &value) {
+                    sink_error = Some(e);
+                    return Ok(false);
+                }
                 report.from_chains += 1;
             } else {
                 unreadable.insert(key.to_vec());
@@ -106,6 +112,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
             }
             Ok(true)
         });
+        if let Some(e) = sink_error.take() {
+            return Err(e);
+        }
         if walked.is_err() {
             report.broken_chains += 1;
         } else if suspect {
@@ -214,7 +223,11 @@ fn scan(
     let appending = source.header.update_mode == UpdateMode::Appending;
     let mut latest: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut offset = source.header.data_start();
-    let end = source.file_len();
+    // The end of the record area: the file's end after a crash (records may have been
+    // appended after the header was last written), the header's `data_end` in a file closed
+    // cleanly, whose saved free list follows it: its varints are no records, and read as
+    // one with a matching 13-bit check they would give a value never written.
+    let end = source.space.end().min(source.file_len());
     let mut value = Vec::new();
     // Whether `offset` is known to start a block.
     let mut aligned = true;
