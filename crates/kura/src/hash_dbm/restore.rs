@@ -248,7 +248,10 @@ fn scan(
                 let kind = header.kind();
                 // The record belongs to some chain (or none): the whole file is ours either way.
                 let chain = whole.chain(0);
-                let Ok(key) = source.key_of(chain, offset, &header) else {
+                // No block runs past the end of the record area (in a file closed cleanly, into
+                // its free list).
+                let inside = offset.saturating_add(header.total_len()) <= end;
+                let (true, Ok(key)) = (inside, source.key_of(chain, offset, &header)) else {
                     offset = offset.saturating_add(1);
                     aligned = false;
                     continue;

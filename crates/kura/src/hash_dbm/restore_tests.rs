@@ -140,3 +140,39 @@ fn restore_scan_of_a_clean_file_stops_at_the_end_of_its_record_area() {
     assert_eq!(restored.get(b"c").unwrap(), b"kept");
     assert_eq!(restored.count().unwrap(), 2);
 }
+
+/// A record the scan meets resynchronizing (here inside the damaged last record) whose bytes
+/// run on past the end of the record area, into the saved free list, is none.
+#[test]
+fn restore_scan_takes_no_record_running_past_the_record_area() {
+    use super::record::{encode_record_header, KIND_RECORD, MAX_HEADER_SIZE};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clean.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    let last = vec![b'x'; 64];
+    db.set(b"a", b"kept", true).unwrap();
+    db.set(b"b", b"removed", true).unwrap();
+    db.set(b"c", &last, true).unwrap();
+    db.remove(b"b").unwrap();
+    db.close().unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    // A record "ghost" from inside the value of "c" to the end of the file, its checksum
+    // computed over the bytes there, the end of "c" and the free list.
+    let at = image.windows(last.len()).position(|w| w == last).unwrap() + 8;
+    let key = b"ghost";
+    let header_len = 5;
+    let value_at = at + header_len + key.len();
+    let value_len = image.len() - value_at;
+    let check = checksum(hash_key(key), false, &image[value_at..]);
+    let mut header = [0u8; MAX_HEADER_SIZE];
+    assert_eq!(encode_record_header(&mut header, KIND_RECORD, false, check, 0, 1, key.len(), value_len), header_len);
+    image[at..at + header_len].copy_from_slice(&header[..header_len]);
+    image[at + header_len..value_at].copy_from_slice(key);
+    set_head(&mut image, 0, 1);
+    let source = write_file(dir.path(), "source.kuh", &image);
+    let dest = dir.path().join("dest.kuh");
+    HashDbm::restore_file(&source, &dest).unwrap();
+    let restored = HashDbm::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert!(restored.get(b"ghost").is_err(), "a record running into the free list was taken");
+    assert_eq!(restored.get(b"a").unwrap(), b"kept");
+}
