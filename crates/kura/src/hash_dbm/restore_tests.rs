@@ -176,3 +176,34 @@ fn restore_scan_takes_no_record_running_past_the_record_area() {
     assert!(restored.get(b"ghost").is_err(), "a record running into the free list was taken");
     assert_eq!(restored.get(b"a").unwrap(), b"kept");
 }
+
+/// A tombstone's value is empty: a chain reaching one with a value (here bytes inside
+/// another record's value, with a `next` to an old version of another key) is broken there.
+/// Followed, it gave that key its replaced value, which then hid the newer one the scan found.
+#[test]
+fn salvage_follows_no_tombstone_with_a_value() {
+    use super::record::{encode_record_header, KIND_TOMBSTONE, MAX_HEADER_SIZE};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tombstone.kuh");
+    let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
+    let db = HashDbm::create(&path, &params).unwrap();
+    db.set(b"j", b"replaced", true).unwrap();
+    let replaced = offset_of(&db, b"j");
+    let inner = b"inside a value".to_vec();
+    let mut fake = [0u8; MAX_HEADER_SIZE];
+    let check = checksum(hash_key(b"k"), false, &inner);
+    let len = encode_record_header(&mut fake, KIND_TOMBSTONE, false, check, replaced, 3, 1, inner.len());
+    let mut carrier = fake[..len].to_vec();
+    carrier.push(b'k');
+    carrier.extend_from_slice(&inner);
+    db.set(b"k", &carrier, true).unwrap();
+    db.set(b"j", b"current", true).unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let at = image.windows(carrier.len()).position(|w| w == carrier).unwrap();
+    set_head(&mut image, 0, at as u64);
+    let restored = restore(dir.path(), &image);
+    assert_eq!(restored.get(b"j").unwrap(), b"current");
+    assert_eq!(restored.get(b"k").unwrap(), carrier);
+}
