@@ -23,6 +23,8 @@ mod prefetch;
 mod record;
 mod restore;
 #[cfg(test)]
+mod restore_tests;
+#[cfg(test)]
 mod reuse_tests;
 mod space;
 mod storage;

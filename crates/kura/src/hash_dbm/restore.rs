@@ -18,7 +18,7 @@ use super::chain_lock::WholeFile;
 use super::header::UpdateMode;
 use super::record::{Block, RecordHeader, KIND_FREE, KIND_RECORD, KIND_TOMBSTONE};
 use super::storage::{bucket_of, hash_key, Storage};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Salvage {
@@ -38,6 +38,10 @@ type Whole<'a> = (&'a Storage, WholeFile<'a>);
 /// Inserts a record known to be absent from `sink`.
 fn insert((sink, whole): &Whole<'_>, key: &[u8], hash: u64, value: &[u8]) -> Result<()> {
     let bucket = bucket_of(hash, sink.header.num_buckets);
+    debug_assert!(
+        sink.find(whole.chain(bucket), key, hash).is_ok_and(|found| found.is_none()),
+        "a key salvaged twice: {key:?}"
+    );
     let chain = whole.chain_mut(bucket);
     let head = sink.head(chain.read())?;
     let offset = sink.write_record(&chain, key, hash, Some(value), head)?;
@@ -61,6 +65,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     let mut value = Vec::new();
     let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
     let in_place = from.header.update_mode == UpdateMode::InPlace;
+    // An error of the sink (a full disk) ends the salvage; it must not pass for a broken
+    // chain of the source, which the walk's error would otherwise be taken for.
+    let mut sink_error = None;
     for bucket in 0..from.header.num_buckets {
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
         // A chain that walks to its end can still have lost records: after a power loss a
@@ -68,6 +75,21 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
         let mut suspect = false;
         let chain = whole.chain(bucket);
         let walked = from.walk(chain, |offset, header, _, key| {
+            let hash = hash_key(key);
+            // Reached through a wrong pointer (or bytes read as one), this is another chain's
+            // record, or none's: its version may be stale for its key (an unlinked, held
+            // record), and its `next` leads on into that other chain. Nothing from here on
+            // belongs to this chain, so the walk ends as at a broken pointer, and the scan
+            // that a broken chain starts finds the records this chain lost. (Skipping just
+            // the record would still follow its foreign `next`.)
+            if bucket_of(hash, from.header.num_buckets) != bucket {
+                return Err(Error::broken(format!("bucket {bucket} links to a record of another bucket at {offset}")));
+            }
+            // A tombstone's value is empty (docs/format.md): one with a value is the inside of
+            // a record read as one, and its `next` is not a pointer (see `scan`).
+            if header.kind() == KIND_TOMBSTONE && header.value_len != 0 {
+                return Err(Error::broken(format!("bucket {bucket} links to a tombstone with a value at {offset}")));
+            }
             if !decided.insert(key.to_vec()) {
                 return Ok(true);
             }
@@ -76,11 +98,13 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
                 suspect |= in_place;
                 return Ok(true);
             }
-            let hash = hash_key(key);
             // A record failing its checksum is skipped, not fatal: the rest of the chain may
             // still be fine (its pointer is validated when followed).
             if from.read_value(chain, offset, header, hash, &mut value).is_ok() {
-                insert(&sink, key, hash, &value)?;
+                if let Err(e) = insert(&sink, key, hash, &value) {
+                    sink_error = Some(e);
+                    return Ok(false);
+                }
                 report.from_chains += 1;
             } else {
                 unreadable.insert(key.to_vec());
@@ -88,6 +112,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
             }
             Ok(true)
         });
+        if let Some(e) = sink_error.take() {
+            return Err(e);
+        }
         if walked.is_err() {
             report.broken_chains += 1;
         } else if suspect {
@@ -140,16 +167,23 @@ fn starts_block(source: &Storage, whole: &WholeFile<'_>, at: u64, end: u64) -> b
 /// the dead record's. If the byte before the dead tag equals the record's tag when it was
 /// live (`01 C sssss`: an ASCII `a` to `f` is one), that byte and the dead record read as an
 /// intact live record, and a scan resynchronizing byte by byte meets it first: a removed
-/// record came back after a power loss (`KURA_POWERLOSS_IMAGES=10000`, round 125). A real
-/// record is read so only if its `next` field starts with `110sssss` (its own checksum bits)
-/// and a dead record's checksum then matches too (about 1 in 4,096 records with a pointer of
-/// two bytes or more): it is then taken for dead, if its chain is broken and the scan meets
-/// it resynchronizing.
+/// record came back after a power loss (`KURA_POWERLOSS_IMAGES=10000`, round 125).
+///
+/// The reverse reading drops a real record: one whose `next` field is two bytes or more and
+/// starts with `110sssss`, its own checksum bits (1 in 128 pointers: 2 bits fixed, 5 bits
+/// equal), reads one byte further as an intact dead record with the same key, value and
+/// check byte. That dead record's `next` is the real pointer shifted right by 7 bits, and a
+/// dead record's `next` was written by a writer: 0 or a record offset, never inside the
+/// header and bucket area. So a dead record whose `next` points there is no dead record, and
+/// the rule holds only for a real pointer of at least 128 times `data_start` (640 MiB with
+/// the default million buckets): docs/durability.md says what remains.
 fn shadows_dead_record(source: &Storage, whole: &WholeFile<'_>, offset: u64, header: &RecordHeader) -> bool {
     let next = offset.saturating_add(1);
     match source.scan_block(whole, next) {
         Ok(Block::Record(dead))
-            if dead.kind() == KIND_FREE && next + dead.total_len() == offset + header.total_len() =>
+            if dead.kind() == KIND_FREE
+                && next + dead.total_len() == offset + header.total_len()
+                && (dead.next == 0 || dead.next >= source.header.data_start()) =>
         {
             source.key_of(whole.chain(0), next, &dead).is_ok_and(|key| {
                 let hash = hash_key(key);
@@ -189,7 +223,11 @@ fn scan(
     let appending = source.header.update_mode == UpdateMode::Appending;
     let mut latest: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut offset = source.header.data_start();
-    let end = source.file_len();
+    // The end of the record area: the file's end after a crash (records may have been
+    // appended after the header was last written), the header's `data_end` in a file closed
+    // cleanly, whose saved free list follows it: its varints are no records, and read as
+    // one with a matching 13-bit check they would give a value never written.
+    let end = source.space.end().min(source.file_len());
     let mut value = Vec::new();
     // Whether `offset` is known to start a block.
     let mut aligned = true;
@@ -210,14 +248,19 @@ fn scan(
                 let kind = header.kind();
                 // The record belongs to some chain (or none): the whole file is ours either way.
                 let chain = whole.chain(0);
-                let Ok(key) = source.key_of(chain, offset, &header) else {
+                // No block runs past the end of the record area (in a file closed cleanly, into
+                // its free list).
+                let inside = offset.saturating_add(header.total_len()) <= end;
+                let (true, Ok(key)) = (inside, source.key_of(chain, offset, &header)) else {
                     offset = offset.saturating_add(1);
                     aligned = false;
                     continue;
                 };
                 let hash = hash_key(key);
                 let whole_block = (header.total_len(), true);
-                if !aligned && kind != KIND_FREE && shadows_dead_record(source, whole, offset, &header) {
+                // Appending mode never writes a dead record: there a dead record one byte
+                // further is the inside of this one, never the block.
+                if !appending && !aligned && kind != KIND_FREE && shadows_dead_record(source, whole, offset, &header) {
                     // The dead record one byte further is the block (see the function).
                     (1, false)
                 } else if kind == KIND_TOMBSTONE && header.value_len != 0 {

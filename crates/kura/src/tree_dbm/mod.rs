@@ -17,6 +17,8 @@ mod cache;
 mod comparator;
 mod cursor;
 mod durable;
+#[cfg(test)]
+mod fallback_tests;
 mod finger;
 #[cfg(feature = "internals")]
 pub mod forge;

@@ -48,7 +48,10 @@ pub fn new_pages_are_whole(pager: &impl PageSource, base: &FileHeader) -> Result
         stack.push((newest.root, 1u32));
     }
     while let Some((offset, level)) = stack.pop() {
-        if level > MAX_HEIGHT || !seen.insert(offset) {
+        if level > MAX_HEIGHT {
+            return Err(Error::broken(format!("tree page at offset {offset} lies deeper than {MAX_HEIGHT} levels")));
+        }
+        if !seen.insert(offset) {
             return Err(Error::broken(format!("tree page at offset {offset} is referenced twice")));
         }
         let known = durable.contains(&offset);
@@ -85,7 +88,12 @@ fn durable_pages(pager: &impl PageSource, base: &FileHeader) -> Result<HashSet<u
         stack.push((base.root, 1u32));
     }
     while let Some((offset, level)) = stack.pop() {
-        if level > MAX_HEIGHT || !pages.insert(offset) {
+        if level > MAX_HEIGHT {
+            return Err(Error::broken(format!(
+                "durable tree page at offset {offset} lies deeper than {MAX_HEIGHT} levels"
+            )));
+        }
+        if !pages.insert(offset) {
             return Err(Error::broken(format!("durable tree page at offset {offset} is referenced twice")));
         }
         if level < base.height {

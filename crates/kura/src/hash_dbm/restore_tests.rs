@@ -1,0 +1,209 @@
+//! Tests of what the restore (restore.rs) accepts from a chain, and of the record a resynchronizing
+//! scan must not take for the shadow of a dead one: each builds a file, damages its image
+//! the way a power loss or a wrong pointer would, and restores it.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use super::chain_lock::WholeFile;
+use super::header::{Header, BUCKET_WIDTH};
+use super::record::{checksum, KIND_FREE, KIND_MASK};
+use super::storage::{bucket_of, hash_key};
+use super::HashDbm;
+use crate::dbm::{Dbm, OpenMode, Params};
+
+/// The offset of the record of `key` that its chain reaches first.
+fn offset_of(db: &HashDbm, key: &[u8]) -> u64 {
+    db.with_all(|slot| {
+        let (s, whole) = WholeFile::unshared(slot.as_mut().unwrap());
+        let hash = hash_key(key);
+        let found = s.find(whole.chain(bucket_of(hash, s.header.num_buckets)), key, hash)?;
+        Ok(found.unwrap().offset)
+    })
+    .unwrap()
+}
+
+/// Points bucket `bucket`'s head at `target` in `image`.
+fn set_head(image: &mut [u8], bucket: u64, target: u64) {
+    let at = Header::bucket_offset(bucket) as usize;
+    image[at..at + BUCKET_WIDTH as usize].copy_from_slice(&target.to_le_bytes()[..BUCKET_WIDTH as usize]);
+}
+
+/// Writes `image` as the file `name` beside the test's files.
+fn write_file(dir: &std::path::Path, name: &str, image: &[u8]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, image).unwrap();
+    path
+}
+
+/// Writes `image` (taken while the database was open: "not closed") beside the test's files
+/// and opens it for writing, which restores it.
+fn restore(dir: &std::path::Path, image: &[u8]) -> HashDbm {
+    let crashed = write_file(dir, "crashed.kuh", image);
+    HashDbm::open(&crashed, OpenMode::Write, &Params::new()).unwrap()
+}
+
+/// The first key `prefix{i}` whose bucket among `buckets` is `bucket`.
+fn key_in_bucket(prefix: &str, bucket: u64, buckets: u64) -> Vec<u8> {
+    (0..).map(|i| format!("{prefix}{i}").into_bytes()).find(|k| bucket_of(hash_key(k), buckets) == bucket).unwrap()
+}
+
+/// A pointer of bucket 3 that reaches a record of bucket 1 (here an old version of a key,
+/// unlinked by a replace and held until the next hard synchronization, so still tagged live)
+/// must not be followed: the old version was taken from it and, salvaged after the current
+/// one, hid it; the key was counted twice; and as no chain looked broken, the records that
+/// bucket 3 lost were never searched for.
+#[test]
+fn salvage_takes_no_record_of_another_bucket_from_a_chain() {
+    const BUCKETS: u64 = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", BUCKETS)).unwrap();
+    let replaced = key_in_bucket("k", 1, BUCKETS);
+    let lost = key_in_bucket("j", 3, BUCKETS);
+    db.set(&replaced, b"old version", true).unwrap();
+    db.set(&lost, b"bucket 3", true).unwrap();
+    db.synchronize(true).unwrap();
+    let old = offset_of(&db, &replaced);
+    db.set(&replaced, b"new version, longer so it goes elsewhere", true).unwrap();
+    assert_ne!(offset_of(&db, &replaced), old, "the replace reused the old place");
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    set_head(&mut image, 3, old);
+    let restored = restore(dir.path(), &image);
+    assert_eq!(restored.get(&replaced).unwrap(), b"new version, longer so it goes elsewhere");
+    assert_eq!(restored.get(&lost).unwrap(), b"bucket 3", "the scan did not run");
+    assert_eq!(restored.count().unwrap(), 2);
+}
+
+/// A live record whose `next` field starts with `110sssss`, its own checksum bits, reads one
+/// byte further as an intact dead record with its key and value. Met at its start by a scan
+/// resynchronizing after a damaged block, with its chain broken, it was taken for the shadow
+/// of that dead record and dropped. The dead record's `next` (the pointer shifted right by 7
+/// bits) points into the bucket area, where no writer ever points: no dead record.
+#[test]
+fn restore_scan_keeps_a_record_whose_pointer_reads_as_a_dead_tag() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pointer.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    // Places the predecessor at an offset whose low 7 bits are `10xxxxx`.
+    db.set(b"first", &[7u8; 180], true).unwrap();
+    let damaged = b"the predecessor, damaged".to_vec();
+    db.set(b"q", &damaged, true).unwrap();
+    let predecessor = offset_of(&db, b"q");
+    assert_eq!(predecessor & 0x60, 0x40, "the predecessor's offset {predecessor} gives no dead tag");
+    let hash = hash_key(b"r");
+    let value = (0..)
+        .map(|i| format!("kept value {i}").into_bytes())
+        .find(|v| u64::from(checksum(hash, false, v) >> 8) == predecessor & 0x1F)
+        .unwrap();
+    db.set(b"r", &value, true).unwrap();
+    db.synchronize(true).unwrap();
+    let record = offset_of(&db, b"r") as usize;
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    assert_eq!(image[record + 1] & KIND_MASK, KIND_FREE, "the pointer's first byte is no dead tag");
+    // The only chain broken (its head points into the header), and the block before the
+    // record damaged, so that the scan meets the record resynchronizing.
+    set_head(&mut image, 0, 1);
+    let at = image.windows(damaged.len()).position(|w| w == damaged).unwrap();
+    image[at] ^= 0x02;
+    let restored = restore(dir.path(), &image);
+    assert_eq!(restored.get(b"r").unwrap(), value, "a live record was taken for a dead one");
+    assert_eq!(restored.get(b"first").unwrap(), [7u8; 180]);
+}
+
+/// A file closed cleanly ends with its saved free list, after the record area. A scan that
+/// went on to the end of the file read those bytes as records (here an intact record put
+/// after the list, as its varints could read): a value never written came back.
+#[test]
+fn restore_scan_of_a_clean_file_stops_at_the_end_of_its_record_area() {
+    use super::record::{encode_record, KIND_RECORD};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clean.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    for key in [&b"a"[..], b"b", b"c"] {
+        db.set(key, b"kept", true).unwrap();
+    }
+    db.remove(b"b").unwrap();
+    db.close().unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    let ghost = b"never written".to_vec();
+    let check = checksum(hash_key(b"ghost"), false, &ghost);
+    encode_record(&mut image, KIND_RECORD, false, check, 0, 1, b"ghost", &ghost);
+    set_head(&mut image, 0, 1);
+    let source = write_file(dir.path(), "source.kuh", &image);
+    let dest = dir.path().join("dest.kuh");
+    HashDbm::restore_file(&source, &dest).unwrap();
+    let restored = HashDbm::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert!(restored.get(b"ghost").is_err(), "a record after the free list was taken");
+    assert_eq!(restored.get(b"a").unwrap(), b"kept");
+    assert_eq!(restored.get(b"c").unwrap(), b"kept");
+    assert_eq!(restored.count().unwrap(), 2);
+}
+
+/// A record the scan meets resynchronizing (here inside the damaged last record) whose bytes
+/// run on past the end of the record area, into the saved free list, is none.
+#[test]
+fn restore_scan_takes_no_record_running_past_the_record_area() {
+    use super::record::{encode_record_header, KIND_RECORD, MAX_HEADER_SIZE};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clean.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    let last = vec![b'x'; 64];
+    db.set(b"a", b"kept", true).unwrap();
+    db.set(b"b", b"removed", true).unwrap();
+    db.set(b"c", &last, true).unwrap();
+    db.remove(b"b").unwrap();
+    db.close().unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    // A record "ghost" from inside the value of "c" to the end of the file, its checksum
+    // computed over the bytes there, the end of "c" and the free list.
+    let at = image.windows(last.len()).position(|w| w == last).unwrap() + 8;
+    let key = b"ghost";
+    let header_len = 5;
+    let value_at = at + header_len + key.len();
+    let value_len = image.len() - value_at;
+    let check = checksum(hash_key(key), false, &image[value_at..]);
+    let mut header = [0u8; MAX_HEADER_SIZE];
+    assert_eq!(encode_record_header(&mut header, KIND_RECORD, false, check, 0, 1, key.len(), value_len), header_len);
+    image[at..at + header_len].copy_from_slice(&header[..header_len]);
+    image[at + header_len..value_at].copy_from_slice(key);
+    set_head(&mut image, 0, 1);
+    let source = write_file(dir.path(), "source.kuh", &image);
+    let dest = dir.path().join("dest.kuh");
+    HashDbm::restore_file(&source, &dest).unwrap();
+    let restored = HashDbm::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert!(restored.get(b"ghost").is_err(), "a record running into the free list was taken");
+    assert_eq!(restored.get(b"a").unwrap(), b"kept");
+}
+
+/// A tombstone's value is empty: a chain reaching one with a value (here bytes inside
+/// another record's value, with a `next` to an old version of another key) is broken there.
+/// Followed, it gave that key its replaced value, which then hid the newer one the scan found.
+#[test]
+fn salvage_follows_no_tombstone_with_a_value() {
+    use super::record::{encode_record_header, KIND_TOMBSTONE, MAX_HEADER_SIZE};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tombstone.kuh");
+    let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
+    let db = HashDbm::create(&path, &params).unwrap();
+    db.set(b"j", b"replaced", true).unwrap();
+    let replaced = offset_of(&db, b"j");
+    let inner = b"inside a value".to_vec();
+    let mut fake = [0u8; MAX_HEADER_SIZE];
+    let check = checksum(hash_key(b"k"), false, &inner);
+    let len = encode_record_header(&mut fake, KIND_TOMBSTONE, false, check, replaced, 3, 1, inner.len());
+    let mut carrier = fake[..len].to_vec();
+    carrier.push(b'k');
+    carrier.extend_from_slice(&inner);
+    db.set(b"k", &carrier, true).unwrap();
+    db.set(b"j", b"current", true).unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let at = image.windows(carrier.len()).position(|w| w == carrier).unwrap();
+    set_head(&mut image, 0, at as u64);
+    let restored = restore(dir.path(), &image);
+    assert_eq!(restored.get(b"j").unwrap(), b"current");
+    assert_eq!(restored.get(b"k").unwrap(), carrier);
+}
