@@ -39,10 +39,41 @@ pub struct FreedBlock {
     pub shard: usize,
 }
 
+/// The top byte of `Held::offset_and_tag`: offsets fit below it (a file is at most
+/// `MAX_ADDRESSABLE`, 2^40 bytes).
+const TAG_SHIFT: u32 = 56;
+const OFFSET_MASK: u64 = (1 << TAG_SHIFT) - 1;
+const _: () = assert!(super::header::MAX_ADDRESSABLE <= OFFSET_MASK + 1, "held offsets must fit below the tag");
+
+/// A held record as its shard's list keeps it: 16 bytes, half a `FreedBlock` (its shard is
+/// the list's own), since a writer that removes a million records between two hard
+/// synchronizations holds a million of them.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    offset_and_tag: u64,
+    len: u64,
+}
+
+impl Held {
+    fn new(block: &FreedBlock) -> Held {
+        debug_assert!(block.offset <= OFFSET_MASK, "a held offset {} past the addressable size", block.offset);
+        Held { offset_and_tag: (block.offset & OFFSET_MASK) | (u64::from(block.dead_tag) << TAG_SHIFT), len: block.len }
+    }
+
+    fn block(self, shard: usize) -> FreedBlock {
+        FreedBlock {
+            offset: self.offset_and_tag & OFFSET_MASK,
+            len: self.len,
+            dead_tag: (self.offset_and_tag >> TAG_SHIFT) as u8,
+            shard,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 #[repr(align(64))]
 struct Shard {
-    blocks: Mutex<Vec<FreedBlock>>,
+    blocks: Mutex<Vec<Held>>,
     bytes: AtomicU64,
 }
 
@@ -69,7 +100,7 @@ impl Freed {
         let held = {
             // Counted under the lock, so that `take_all` never misses a count it took.
             let mut blocks = shard.blocks.lock();
-            blocks.push(block);
+            blocks.push(Held::new(&block));
             shard.bytes.fetch_add(block.len, Ordering::Relaxed) + block.len
         };
         if held > settle_threshold(area) / SHARDS as u64 {
@@ -87,10 +118,13 @@ impl Freed {
     pub fn take_all(&self) -> Vec<FreedBlock> {
         self.settle_due.store(false, Ordering::Relaxed);
         let mut all = Vec::new();
-        for shard in self.shards.iter() {
-            let mut blocks = shard.blocks.lock();
-            shard.bytes.store(0, Ordering::Relaxed);
-            all.append(&mut blocks);
+        for (index, shard) in self.shards.iter().enumerate() {
+            let held = {
+                let mut blocks = shard.blocks.lock();
+                shard.bytes.store(0, Ordering::Relaxed);
+                std::mem::take(&mut *blocks)
+            };
+            all.extend(held.into_iter().map(|h| h.block(index)));
         }
         all
     }
@@ -100,7 +134,7 @@ impl Freed {
         for block in blocks {
             if let Some(shard) = self.shards.get(block.shard % SHARDS) {
                 let mut blocks = shard.blocks.lock();
-                blocks.push(block);
+                blocks.push(Held::new(&block));
                 shard.bytes.fetch_add(block.len, Ordering::Relaxed);
             }
         }
@@ -129,7 +163,16 @@ mod tests {
     use super::*;
 
     fn block(offset: u64, len: u64) -> FreedBlock {
-        FreedBlock { offset, len, dead_tag: 0xC0, shard: offset as usize }
+        FreedBlock { offset, len, dead_tag: 0xC0, shard: offset as usize % SHARDS }
+    }
+
+    #[test]
+    fn a_held_block_keeps_its_offset_tag_and_length_in_16_bytes() {
+        let block =
+            FreedBlock { offset: super::super::header::MAX_ADDRESSABLE - 1, len: u64::MAX, dead_tag: 0xff, shard: 3 };
+        assert_eq!(Held::new(&block).block(3), block);
+        assert_eq!(Held::new(&FreedBlock { offset: 0, dead_tag: 0, ..block }).block(3).offset, 0);
+        assert_eq!(std::mem::size_of::<Held>(), 16);
     }
 
     #[test]
