@@ -5,13 +5,17 @@
 //! and appends over a small key space, with `synchronize(true)` at random moments; after
 //! every synchronization and some more writes, crash images are built from the synced copy
 //! and the file as it is, each opened for writing (restoring itself where needed) and
-//! checked. Memory engines: their snapshot is written beside the file, fsynced and renamed
-//! over it, so a crash leaves the old or the new snapshot whole; both are checked, with a
-//! torn temporary snapshot left beside them.
+//! checked. ShardDbm sets of HashDbm or TreeDbm files: the same workload plus write batches
+//! across the shards; in each image every shard file has lost its own pages (wholly old,
+//! wholly new or mixed), and the set is opened by its base path. Memory engines: their
+//! snapshot is written beside the file, fsynced and renamed over it, so a crash leaves the
+//! old or the new snapshot whole; both are checked, with a torn temporary snapshot left
+//! beside them.
 //!
 //! `KURA_POWERLOSS_IMAGES` sets the images per configuration (default 1,000 per file-engine
-//! configuration, 1,200 for each in-place HashDbm test, 1,500 for each of TreeDbm's two
-//! configurations; for the memory engines a budget of 1,200, 60 snapshot pairs).
+//! configuration and per shard-set configuration, 1,200 for each in-place HashDbm test, 1,500
+//! for each of TreeDbm's two configurations; for the memory engines a budget of 1,200, 60
+//! snapshot pairs).
 
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 #![expect(clippy::indexing_slicing, reason = "offsets into buffers the test sized itself")]
@@ -180,11 +184,12 @@ struct Tally {
 }
 
 /// One configuration: writes, syncs, and checks crash images until `images`. `lenient`: a
-/// record modified since the sync may be absent. `commits_atomic`: each file must hold a
-/// prefix of its writes, never cut inside a batch (TreeDbm).
+/// record modified since the sync may be absent. TreeDbm files (alone or as shards) must
+/// also each hold a prefix of their writes, never cut inside a batch: a crash leaves the
+/// state of some commit, and a batch (a set's part of one, in a shard) is one commit.
 fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: bool) -> Tally {
     let engine = layout.engine;
-    let commits_atomic = engine.name == "tree" && layout.shards.is_some();
+    let commits_atomic = engine.name == "tree";
     let dir = scratch_dir();
     let path = dir.path().join(format!("db.{}", engine.extension));
     let crashed = dir.path().join(format!("crashed.{}", engine.extension));
@@ -344,7 +349,8 @@ fn in_place_params() -> Params {
 
 /// Automatic commits between two synchronizations are written without fsync: an image may
 /// hold any part of them. The open checks the newest header's new pages and falls back to the
-/// durable header in the other copy (tree_dbm/durable.rs, verify.rs).
+/// durable header in the other copy (tree_dbm/durable.rs, verify.rs). Each image holds the
+/// state after some prefix of the writes since the sync (`check_commit_prefix`).
 #[test]
 fn tree_survives_power_loss_after_synchronize() {
     let small_pages = Params::new().with("max_page_size", 2048).with("max_dirty_pages", 16);
