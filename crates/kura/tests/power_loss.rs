@@ -362,11 +362,23 @@ fn tree_survives_power_loss_after_synchronize() {
 /// wholly old, some wholly new, some torn). The set opens by its base path and every record
 /// is as one HashDbm file promises: synced and unmodified ones present, modified ones old or
 /// new. Batches span the shards; HashDbm applies a batch operation by operation, so the check
-/// is per record. Appending mode over 4 shards, and in place with lz4 over 3.
+/// is per record. Appending mode, 4 shards.
+///
+/// With `KURA_POWERLOSS_IMAGES=10000` it fails at round 50, image 9: a record written since
+/// the sync, torn, passed its 13-bit checksum (1 torn value in 8,192 does) and came back with
+/// zeros at its end. A gap of the HashDbm format, not of the set: see
+/// `hash_dbm::layout_tests::restore_takes_no_torn_value_whose_checksum_collides` (ignored)
+/// and docs/durability.md, known gaps. The default 1,000 images do not reach it.
 #[test]
 fn shard_set_of_hash_files_survives_power_loss_after_synchronize() {
     let appending = Params::new().with("num_buckets", 16).with("update_mode", "appending");
     run(Layout::set("hash", 4), &[appending], false, DEFAULT_SET_IMAGES);
+}
+
+/// As above, in place with lz4, 3 shards: a freed record's space is reused only after the
+/// next `synchronize(true)` of its shard (docs/hash.md).
+#[test]
+fn shard_set_of_hash_files_in_place_survives_power_loss_after_synchronize() {
     run(Layout::set("hash", 3), &[in_place_params()], false, DEFAULT_SET_IMAGES);
 }
 

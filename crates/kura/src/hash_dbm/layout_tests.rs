@@ -209,3 +209,50 @@ fn restore_scan_takes_no_tombstone_with_a_value() {
     let restored = restore_by_scan_alone(dir.path(), image);
     assert_eq!(restored.get(b"a").unwrap(), value, "a record was taken for removed");
 }
+
+/// Bytes of the torn value that reached the disk: one 512-byte sector less than a 4 KiB page.
+const TORN_AT: usize = 3584;
+/// Its length: the record straddles a page boundary, as records of a few KB do.
+const TORN_VALUE_LEN: usize = 5000;
+
+/// A record written since the last `synchronize(true)` and torn by a power loss (its last
+/// sectors never reached the disk, so its value ends in zeros) fails its 13-bit checksum
+/// only 8,191 times in 8,192; the other time the torn value is taken as the record's value,
+/// by the chain walk or the scan alike. The ShardDbm power-loss simulation met it in a
+/// release run (4 HashDbm shards in appending mode, seed 1, round 50, image 9: key0074 came
+/// back as its newest value with its last 122 bytes zero). Here the value is chosen among
+/// candidates so that its torn copy has the same checksum.
+#[test]
+#[ignore = "the 13-bit record checksum passes 1 torn value in 8,192; telling them apart needs a wider \
+            checksum, a format change (docs/durability.md, known gaps)"]
+fn restore_takes_no_torn_value_whose_checksum_collides() {
+    let key = b"a";
+    let hash = super::storage::hash_key(key);
+    let torn_copy = |value: &[u8]| {
+        let mut torn = value.to_vec();
+        torn[TORN_AT..].fill(0);
+        torn
+    };
+    let value = (0u64..)
+        .map(|stamp| format!("{stamp:016x}:").bytes().cycle().take(TORN_VALUE_LEN).collect::<Vec<u8>>())
+        .find(|value| {
+            super::record::checksum(hash, false, value) == super::record::checksum(hash, false, &torn_copy(value))
+        })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.kuh");
+    let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
+    let db = HashDbm::create(&path, &params).unwrap();
+    db.set(key, b"synced", true).unwrap();
+    db.synchronize(true).unwrap();
+    db.set(key, &value, true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let at = image.windows(64).position(|w| w == &value[..64]).unwrap();
+    image[at + TORN_AT..at + TORN_VALUE_LEN].fill(0);
+    let crashed = dir.path().join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    let got = restored.get(key).unwrap();
+    assert!(got == b"synced" || got == value, "a torn value came back ({} bytes)", got.len());
+}
