@@ -114,21 +114,36 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     Ok(report)
 }
 
-/// Whether `at` can start a block: the end of the area, a zero byte, a free-span tag, or a
-/// record or dead record whose checksum matches.
-fn starts_block(source: &Storage, whole: &WholeFile<'_>, at: u64, end: u64) -> bool {
-    if at >= end {
-        return at == end;
+/// Blocks `starts_block` follows past fillers and free spans before it gives up (and the
+/// span that asked is not believed).
+const MAX_BLOCKS_FOLLOWED: usize = 16;
+
+/// Whether `at` can start a block: the end of the area, or a record or dead record whose
+/// checksum matches, reached through any fillers and free spans that start there (each
+/// followed to its end). A zero byte alone proves nothing: zeros lie inside records (a
+/// `next` of 0, a value) and inside a span's unused bytes. A span's tag torn from its length
+/// at a page boundary (the tag new, the length an old byte) once ended on such a zero and
+/// was believed, skipping a live record (the ShardDbm power-loss run, in place, round 62).
+fn starts_block(source: &Storage, whole: &WholeFile<'_>, mut at: u64, end: u64) -> bool {
+    for _ in 0..MAX_BLOCKS_FOLLOWED {
+        if at >= end {
+            return at == end;
+        }
+        match source.scan_block(whole, at) {
+            Ok(Block::Filler) => at = at.saturating_add(source.zero_run(whole, at).max(1)),
+            Ok(Block::FreeSpan { len }) => at = at.saturating_add(len),
+            Ok(Block::Record(header)) => {
+                return source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
+                    let hash = hash_key(key);
+                    let flags: &[bool] =
+                        if header.kind() == KIND_FREE { &[false, true] } else { &[header.is_compressed()] };
+                    flags.iter().any(|&compressed| source.checksum_matches(whole, at, &header, hash, compressed))
+                })
+            }
+            Err(_) => return false,
+        }
     }
-    match source.scan_block(whole, at) {
-        Ok(Block::Filler | Block::FreeSpan { .. }) => true,
-        Ok(Block::Record(header)) => source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
-            let hash = hash_key(key);
-            let flags: &[bool] = if header.kind() == KIND_FREE { &[false, true] } else { &[header.is_compressed()] };
-            flags.iter().any(|&compressed| source.checksum_matches(whole, at, &header, hash, compressed))
-        }),
-        Err(_) => false,
-    }
+    false
 }
 
 /// Whether the record read at `offset` is the shadow of an intact dead record starting one
