@@ -287,3 +287,29 @@ fn restore_scan_believes_no_span_ending_on_a_zero_inside_a_record() {
     assert_eq!(restored.get(b"k").unwrap(), b"live", "a span ending on a zero swallowed a live record");
     assert_eq!(restored.get(b"q").unwrap(), carrier);
 }
+
+/// A torn span's length can also reach past the record area into the growth margin, whose
+/// zeros run to the end of the file and so read as the end of the area: such a span was
+/// believed and skipped every live record after it (the ShardDbm power-loss run, in place,
+/// round 149). A span must end within the data end the header recorded.
+#[test]
+fn restore_scan_believes_no_span_reaching_past_the_record_area() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long_span.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    let first = b"first value".to_vec();
+    db.set(b"p", &first, true).unwrap();
+    db.set(b"k", b"live", true).unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let record_at = image.windows(first.len()).position(|w| w == first).unwrap() - 6;
+    // 2,000 bytes (a two-byte varint): far past the two records, into the zeros after them.
+    let span_len: u16 = 2000;
+    assert!(record_at + usize::from(span_len) < image.len(), "the margin holds the span's end");
+    image[record_at] = super::record::TAG_FREE_SPAN;
+    image[record_at + 1] = (span_len & 0x7f) as u8 | 0x80;
+    image[record_at + 2] = (span_len >> 7) as u8;
+    let restored = restore_by_scan_alone(dir.path(), image);
+    assert_eq!(restored.get(b"k").unwrap(), b"live", "a span past the area swallowed a live record");
+}

@@ -131,7 +131,8 @@ fn starts_block(source: &Storage, whole: &WholeFile<'_>, mut at: u64, end: u64) 
         }
         match source.scan_block(whole, at) {
             Ok(Block::Filler) => at = at.saturating_add(source.zero_run(whole, at).max(1)),
-            Ok(Block::FreeSpan { len }) => at = at.saturating_add(len),
+            Ok(Block::FreeSpan { len }) if span_in_area(source, at, len) => at = at.saturating_add(len),
+            Ok(Block::FreeSpan { .. }) => return false,
             Ok(Block::Record(header)) => {
                 return source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
                     let hash = hash_key(key);
@@ -144,6 +145,18 @@ fn starts_block(source: &Storage, whole: &WholeFile<'_>, mut at: u64, end: u64) 
         }
     }
     false
+}
+
+/// Whether a free span at `offset` of `len` bytes ends within the record area as the file's
+/// header last recorded it. Spans are written by a hard synchronization over the records it
+/// frees, and since then only inside blocks that were free then, so every span ends at or
+/// before the data end that synchronization wrote (and the end only grows until a clear or
+/// a close). A torn span's length can reach far past it, into the growth margin's zeros,
+/// which read as the end of the area (the ShardDbm power-loss run, in place, round 149: a
+/// tag and its first length byte new, the second an old byte, 7,310 bytes that skipped a
+/// live record).
+fn span_in_area(source: &Storage, offset: u64, len: u64) -> bool {
+    offset.saturating_add(len) <= source.header.data_end
 }
 
 /// Whether the record read at `offset` is the shadow of an intact dead record starting one
@@ -218,7 +231,11 @@ fn scan(
             }
             // A span's length has no checksum: believed only if a block starts where it ends
             // (a power loss can tear the tag from its length at a sector boundary).
-            Ok(Block::FreeSpan { len }) if aligned && starts_block(source, whole, offset.saturating_add(len), end) => {
+            Ok(Block::FreeSpan { len })
+                if aligned
+                    && span_in_area(source, offset, len)
+                    && starts_block(source, whole, offset.saturating_add(len), end) =>
+            {
                 (len, true)
             }
             Ok(Block::Record(header)) => {
