@@ -313,3 +313,36 @@ fn restore_scan_believes_no_span_reaching_past_the_record_area() {
     let restored = restore_by_scan_alone(dir.path(), image);
     assert_eq!(restored.get(b"k").unwrap(), b"live", "a span past the area swallowed a live record");
 }
+
+/// A chain walked by a restore that reaches a record of another bucket's key is broken: after
+/// a power loss in place, a bucket's new pointer reached the disk and the record it was
+/// written for did not, and the older bytes there were a stale record with a live tag (left
+/// inside a free span). Taken, it replaced its key's value with an older one (the ShardDbm
+/// power-loss run, in place, round 225). Here the stale record is a held one (replaced since
+/// the last synchronization, its tag still live) and another bucket is pointed at it.
+#[test]
+fn restore_takes_no_record_of_another_bucket_from_a_chain() {
+    use super::header::{Header, BUCKET_WIDTH};
+    use super::storage::{bucket_of, hash_key};
+    const BUCKETS: u64 = 16;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", BUCKETS)).unwrap();
+    // A key whose bucket is walked before the last one, which is pointed at its old record.
+    let key =
+        (0..).map(|i| format!("key{i}")).find(|k| bucket_of(hash_key(k.as_bytes()), BUCKETS) < BUCKETS - 1).unwrap();
+    db.set(key.as_bytes(), b"old value", true).unwrap();
+    db.synchronize(true).unwrap();
+    db.set(key.as_bytes(), b"new value, longer", true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    // The old record is the first one: tag, a one-byte `next` of 0, key_len, value_len,
+    // check_lo, then the key.
+    let old_at = (image.windows(key.len()).position(|w| w == key.as_bytes()).unwrap() - 5) as u64;
+    let foreign = Header::bucket_offset(BUCKETS - 1) as usize;
+    image[foreign..foreign + BUCKET_WIDTH as usize].copy_from_slice(&old_at.to_le_bytes()[..BUCKET_WIDTH as usize]);
+    let crashed = dir.path().join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    assert_eq!(restored.get(key.as_bytes()).unwrap(), b"new value, longer", "a stale record came back");
+}

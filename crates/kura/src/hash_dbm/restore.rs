@@ -68,6 +68,15 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
         let mut suspect = false;
         let chain = whole.chain(bucket);
         let walked = from.walk(chain, |offset, header, _, key| {
+            // A record of another bucket's key is no link of this chain: the pointer to it
+            // reached the disk and the record it was written for did not, and these are older
+            // bytes (after a power loss in place: a stale record left in a free span, live
+            // tag and all, took the place of its key's synced one).
+            if bucket_of(hash_key(key), from.header.num_buckets) != bucket {
+                return Err(crate::error::Error::broken(format!(
+                    "bucket {bucket} links to a record of another bucket at {offset}"
+                )));
+            }
             if !decided.insert(key.to_vec()) {
                 return Ok(true);
             }
