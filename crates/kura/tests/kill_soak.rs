@@ -5,9 +5,12 @@
 //! must hold exactly the state after some prefix of the operations, no shorter than what the
 //! engine's contract says survives a killed process (see `CONTRACTS`), no longer than the
 //! operation in flight. A trial continues the file the previous trial left, so the files
-//! grow, get rebuilt and get restored over and over.
+//! grow, get rebuilt and get restored over and over. Besides every file engine of the
+//! registry (ShardDbm as a `.kus` set of HashDbm shards), a ShardDbm set of TreeDbm shards
+//! is soaked: its shards commit each on its own, so each shard must hold a prefix of its own
+//! operations.
 //!
-//! `KURA_SOAK_TRIALS` sets the number of trials (default 200, spread over the engines;
+//! `KURA_SOAK_TRIALS` sets the number of trials (default 200, spread over the subjects;
 //! `make soak` runs 10,000). The figures go into docs/durability.md.
 
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
@@ -67,6 +70,74 @@ fn contract_of(engine: &Engine) -> Option<Contract> {
 
 fn soaked_engines() -> Vec<&'static Engine> {
     engines().iter().filter(|engine| engine.storage == Storage::File).collect()
+}
+
+/// Shards of the set of TreeDbm shards the soak writes besides the registry's file engines.
+const TREE_SET_SHARDS: usize = 3;
+
+/// What a series of trials writes to: a file engine of the registry (a ShardDbm under its own
+/// `.kus` extension is a set of HashDbm shards), or a ShardDbm set of TreeDbm shards.
+#[derive(Clone, Copy)]
+struct Subject {
+    engine: &'static Engine,
+    /// For a set of TreeDbm shards, their count. Each shard commits on its own, so the set is
+    /// checked shard by shard: each must hold a prefix of its own operations under TreeDbm's
+    /// contract (`check_per_shard`).
+    tree_shards: Option<usize>,
+}
+
+impl Subject {
+    fn name(&self) -> String {
+        match self.tree_shards {
+            None => self.engine.name.to_string(),
+            Some(count) => format!("shard set of {count} tree"),
+        }
+    }
+
+    /// The file name's extension: a set of TreeDbm shards is named as TreeDbm files are.
+    fn extension(&self) -> &'static str {
+        if self.tree_shards.is_some() {
+            "kut"
+        } else {
+            self.engine.extension
+        }
+    }
+
+    fn contract(&self) -> Contract {
+        let name = if self.tree_shards.is_some() { "tree" } else { self.engine.name };
+        CONTRACTS.iter().find(|(n, _)| *n == name).map(|(_, contract)| *contract).unwrap()
+    }
+
+    /// The parameters of its `file_index`-th file: a set of TreeDbm shards gets TreeDbm's
+    /// (passed on to every shard).
+    fn params(&self, file_index: u64) -> Params {
+        match self.tree_shards {
+            None => params_for(self.engine, file_index),
+            Some(count) => params_for(kura::registry::engine("tree").unwrap(), file_index).with("num_shards", count),
+        }
+    }
+
+    /// Whether its file (or any file of its set) exists.
+    fn exists(&self, path: &Path) -> bool {
+        path.exists() || kura::shard_dbm::has_shards(path)
+    }
+
+    /// Removes its file, or every file of its set.
+    fn remove(&self, path: &Path) {
+        if path.exists() {
+            std::fs::remove_file(path).unwrap();
+        } else {
+            kura::shard_dbm::remove_shards(path).unwrap();
+        }
+    }
+}
+
+/// Every file engine of the registry, then a set of TreeDbm shards.
+fn subjects() -> Vec<Subject> {
+    let mut subjects: Vec<Subject> =
+        soaked_engines().into_iter().map(|engine| Subject { engine, tree_shards: None }).collect();
+    subjects.push(Subject { engine: kura::registry::engine("shard").unwrap(), tree_shards: Some(TREE_SET_SHARDS) });
+    subjects
 }
 
 #[test]
@@ -226,10 +297,11 @@ fn params_for(engine: &Engine, file_index: u64) -> Params {
 fn soak_child_entry() {
     let Ok(spec) = std::env::var(CHILD_ENV) else { return };
     let mut fields = spec.splitn(4, ':');
-    let (engine, file_index, seed, path) =
+    let (subject, file_index, seed, path) =
         (fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap());
-    let engine = kura::registry::engine(engine).unwrap();
-    let db = engine.open(Path::new(path), OpenMode::Create, &params_for(engine, file_index.parse().unwrap())).unwrap();
+    let subject = subjects()[subject.parse::<usize>().unwrap()];
+    let params = subject.params(file_index.parse().unwrap());
+    let db = subject.engine.open(Path::new(path), OpenMode::Create, &params).unwrap();
     report_progress(1);
     for (done, op) in operations(seed.parse().unwrap()).enumerate() {
         run(db.as_ref(), &op);
@@ -311,6 +383,48 @@ fn check_prefix(
     ))
 }
 
+/// `check_prefix` for a set whose shards commit each on its own (TreeDbm shards): each shard
+/// must hold a prefix of its own operations (those on its keys, its part of each batch, and
+/// every rebuild and synchronize, which reach every shard). Returns `returned + 1` if some
+/// shard applied its part of the operation in flight, else `returned`.
+fn check_per_shard(
+    contract: Contract,
+    count: usize,
+    before: &BTreeMap<Vec<u8>, Vec<u8>>,
+    ops: &[Op],
+    returned: usize,
+    actual: &BTreeMap<Vec<u8>, Vec<u8>>,
+) -> Result<usize, String> {
+    let mut in_flight_applied = false;
+    for shard in 0..count {
+        let mine = |key: &[u8]| kura::shard_dbm::shard_of(key, count) == shard;
+        let only_mine = |model: &BTreeMap<Vec<u8>, Vec<u8>>| -> BTreeMap<Vec<u8>, Vec<u8>> {
+            model.iter().filter(|(key, _)| mine(key)).map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let (mut shard_ops, mut shard_returned) = (Vec::new(), 0);
+        for (index, op) in ops.iter().enumerate() {
+            let part = match op {
+                Op::Set(key, _) | Op::Remove(key) | Op::Append(key, _) | Op::Increment(key, _) => {
+                    mine(key).then(|| op.clone())
+                }
+                Op::Batch(changes) => {
+                    let part: Vec<Change> = changes.iter().filter(|(key, _)| mine(key)).cloned().collect();
+                    (!part.is_empty()).then_some(Op::Batch(part))
+                }
+                Op::Rebuild | Op::Synchronize => Some(op.clone()),
+            };
+            if let Some(part) = part {
+                shard_ops.push(part);
+                shard_returned += usize::from(index < returned);
+            }
+        }
+        let applied = check_prefix(contract, &only_mine(before), &shard_ops, shard_returned, &only_mine(actual))
+            .map_err(|why| format!("shard {shard} of {count}: {why}"))?;
+        in_flight_applied |= applied > shard_returned;
+    }
+    Ok(returned + usize::from(in_flight_applied))
+}
+
 /// Reads every record of the file after a kill, checking that the cursor, `get` and `count`
 /// agree, and closes it cleanly.
 fn read_back(engine: &Engine, path: &Path, trial: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -344,24 +458,24 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
     let trials: u64 = std::env::var(TRIALS_ENV).ok().and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_TRIALS);
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
-    let soaked = soaked_engines();
+    let soaked = subjects();
     let mut rng = SplitMix64::new(0x5eed_0f50_a4ed);
     let mut tallies: Vec<Tally> = soaked.iter().map(|_| Tally::default()).collect();
     let mut states: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = soaked.iter().map(|_| BTreeMap::new()).collect();
     for trial in 0..trials {
         let which = (trial % soaked.len() as u64) as usize;
-        let engine = soaked[which];
-        let contract = contract_of(engine).unwrap();
+        let subject = soaked[which];
+        let (engine, contract) = (subject.engine, subject.contract());
         let round = trial / soaked.len() as u64;
         let file_index = round / TRIALS_PER_FILE;
-        let path = dir.path().join(format!("{}-{file_index}.{}", engine.name, engine.extension));
+        let path = dir.path().join(format!("{which}-{}-{file_index}.{}", engine.name, subject.extension()));
         if round.is_multiple_of(TRIALS_PER_FILE) {
             states[which].clear();
         }
         let seed = rng.next_u64();
         let mut child = KilledChild::spawn(
             "soak_child_entry",
-            &[(CHILD_ENV, format!("{}:{file_index}:{seed}:{}", engine.name, path.display()))],
+            &[(CHILD_ENV, format!("{which}:{file_index}:{seed}:{}", path.display()))],
         );
         // Kill before the open now and then, else after a random number of operations and
         // a random delay of up to a millisecond.
@@ -374,13 +488,14 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
         tally.trials += 1;
         let Some(progress) = progress else {
             tally.killed_before_open += 1;
-            if !path.exists() {
+            if !subject.exists(&path) {
                 continue;
             }
             if states[which].is_empty() && engine.open(&path, OpenMode::ReadOnly, &Params::new()).is_err() {
-                // Killed while creating the file, before its header was whole: nothing was
-                // promised yet, and the next trial starts the file again.
-                std::fs::remove_file(&path).unwrap();
+                // Killed while creating the file, before its header was whole (or a set, before
+                // its last shard was made): nothing was promised yet, and the next trial starts
+                // the file again.
+                subject.remove(&path);
                 continue;
             }
             // Killed inside the open: the file must still hold the previous trial's state.
@@ -392,19 +507,27 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
         tally.operations_returned += returned as u64;
         let ops: Vec<Op> = operations(seed).take(returned + 1).collect();
         let actual = read_back(engine, &path, trial);
-        match check_prefix(contract, &states[which], &ops, returned, &actual) {
+        let checked = match subject.tree_shards {
+            None => check_prefix(contract, &states[which], &ops, returned, &actual),
+            Some(count) => check_per_shard(contract, count, &states[which], &ops, returned, &actual),
+        };
+        match checked {
             Ok(applied) => tally.in_flight_applied += u64::from(applied > returned),
             Err(why) => {
-                panic!("trial {trial} ({}, file {file_index}, {returned} operations returned): {why}", engine.name)
+                panic!("trial {trial} ({}, file {file_index}, {returned} operations returned): {why}", subject.name())
             }
         }
         states[which] = actual;
     }
-    for (engine, tally) in soaked.iter().zip(&tallies) {
+    for (subject, tally) in soaked.iter().zip(&tallies) {
         println!(
             "kill soak {}: {} trials, {} operations returned before the kills, {} killed before the open, \
              {} with the operation in flight applied",
-            engine.name, tally.trials, tally.operations_returned, tally.killed_before_open, tally.in_flight_applied
+            subject.name(),
+            tally.trials,
+            tally.operations_returned,
+            tally.killed_before_open,
+            tally.in_flight_applied
         );
     }
     println!("kill soak: {trials} trials in {:.1} s", started.elapsed().as_secs_f64());

@@ -5,24 +5,30 @@
 //! and appends over a small key space, with `synchronize(true)` at random moments; after
 //! every synchronization and some more writes, crash images are built from the synced copy
 //! and the file as it is, each opened for writing (restoring itself where needed) and
-//! checked. Memory engines: their snapshot is written beside the file, fsynced and renamed
-//! over it, so a crash leaves the old or the new snapshot whole; both are checked, with a
-//! torn temporary snapshot left beside them.
+//! checked. ShardDbm sets of HashDbm or TreeDbm files: the same workload plus write batches
+//! across the shards; in each image every shard file has lost its own pages (wholly old,
+//! wholly new or mixed), and the set is opened by its base path. Memory engines: their
+//! snapshot is written beside the file, fsynced and renamed over it, so a crash leaves the
+//! old or the new snapshot whole; both are checked, with a torn temporary snapshot left
+//! beside them.
 //!
 //! `KURA_POWERLOSS_IMAGES` sets the images per configuration (default 1,000 per file-engine
-//! configuration, 1,200 for each in-place HashDbm test, 1,500 for each of TreeDbm's two
-//! configurations; for the memory engines a budget of 1,200, 60 snapshot pairs).
+//! configuration and per shard-set configuration, 1,200 for each in-place HashDbm test, 1,500
+//! for each of TreeDbm's two configurations; for the memory engines a budget of 1,200, 60
+//! snapshot pairs).
 
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 #![expect(clippy::indexing_slicing, reason = "offsets into buffers the test sized itself")]
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
+use kura::shard_dbm::{shard_of, shard_path};
 use kura::split_mix::SplitMix64;
-use kura::{Dbm, DbmExt, OpenMode, Params, Storage};
-use support::power_loss::{crash_image, image_budget, Model, Tracker};
+use kura::{Dbm, DbmExt, OpenMode, Params, Storage, WriteBatch};
+use support::power_loss::{crash_image, image_budget, Fate, Model, Tracker};
 
 /// Keys of the workload: few enough that records are often rewritten and removed.
 const KEYS: u64 = 200;
@@ -45,9 +51,14 @@ fn value(rng: &mut SplitMix64, key: u64) -> Vec<u8> {
     format!("k{key}:{stamp:016x}:").bytes().cycle().take(len.max(20)).collect()
 }
 
-/// Runs random writes on `db`, tracking them.
-fn write_some(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64, operations: u64) {
+/// Runs random writes on `db`, tracking them; with `batches`, one in `BATCH_ONE_IN` is a
+/// write batch (without, the random stream is the one the single-file tests always had).
+fn write_some(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64, operations: u64, batches: bool) {
     for _ in 0..operations {
+        if batches && rng.below(BATCH_ONE_IN) == 0 {
+            write_a_batch(db, tracker, rng);
+            continue;
+        }
         let k = rng.below(KEYS);
         let key = format!("key{k:04}").into_bytes();
         match rng.below(10) {
@@ -72,6 +83,29 @@ fn write_some(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64, operati
     }
 }
 
+/// One write in this many is a batch where the workload has batches.
+const BATCH_ONE_IN: u64 = 8;
+/// The longest batch: long enough to touch every shard of a set several times.
+const MAX_BATCH_OPS: u64 = 30;
+
+/// A write batch of sets and removes of random keys (over every shard of a set).
+fn write_a_batch(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64) {
+    let mut batch = WriteBatch::new();
+    let mut changes = Vec::new();
+    for _ in 0..1 + rng.below(MAX_BATCH_OPS) {
+        let k = rng.below(KEYS);
+        let key = format!("key{k:04}").into_bytes();
+        let new = if rng.below(4) == 0 { None } else { Some(value(rng, k)) };
+        match &new {
+            Some(v) => batch.set(&key, v),
+            None => batch.remove(&key),
+        };
+        changes.push((key, new));
+    }
+    db.write_batch(&batch).unwrap();
+    tracker.batch(&changes);
+}
+
 /// A directory on a memory file system where there is one: the images are opened with
 /// restores that fsync, which costs milliseconds on a disk and nothing there.
 fn scratch_dir() -> tempfile::TempDir {
@@ -84,82 +118,202 @@ fn scratch_dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-/// One file-engine configuration: writes, syncs, and checks crash images until `images`.
-fn simulate(engine: &kura::Engine, params: &Params, seed: u64, images: usize, lenient: bool) -> usize {
+/// The database a simulation drives: one file of a file engine, or a ShardDbm set of
+/// `shards` files of it.
+#[derive(Clone, Copy)]
+struct Layout {
+    engine: &'static kura::Engine,
+    shards: Option<usize>,
+}
+
+impl Layout {
+    fn single(engine_name: &str) -> Layout {
+        let engine = kura::registry::engine(engine_name).unwrap();
+        assert_eq!(engine.storage, Storage::File);
+        Layout { engine, shards: None }
+    }
+
+    fn set(inner: &str, shards: usize) -> Layout {
+        Layout { shards: Some(shards), ..Layout::single(inner) }
+    }
+
+    fn name(&self) -> String {
+        match self.shards {
+            None => self.engine.name.to_string(),
+            Some(count) => format!("shard set of {count} {}", self.engine.name),
+        }
+    }
+
+    /// A new, empty database at `path` (a set's base path, named with the inner engine's
+    /// extension, as `kura::open` takes it).
+    fn create(&self, path: &Path, params: &Params) -> Box<dyn Dbm> {
+        match self.shards {
+            None => self.engine.open(path, OpenMode::Truncate, params).unwrap(),
+            Some(count) => kura::open(path, OpenMode::Truncate, &params.clone().with("num_shards", count)).unwrap(),
+        }
+    }
+
+    /// Opens an image for writing as a user would: a set by its base path alone (its shard
+    /// count and engine come from the file names).
+    fn open(&self, path: &Path, params: &Params) -> kura::Result<Box<dyn Dbm>> {
+        match self.shards {
+            None => self.engine.open(path, OpenMode::Write, params),
+            Some(_) => kura::open(path, OpenMode::Write, params),
+        }
+    }
+
+    /// The files of the database at `path`.
+    fn files(&self, path: &Path) -> Vec<PathBuf> {
+        match self.shards {
+            None => vec![path.to_path_buf()],
+            Some(count) => (0..count).map(|index| shard_path(path, index, count)).collect(),
+        }
+    }
+}
+
+/// What a simulation built.
+#[derive(Default)]
+struct Tally {
+    images: usize,
+    /// Files of sets, by fate: whole old, whole new, mixed pages.
+    old_files: usize,
+    new_files: usize,
+    mixed_files: usize,
+    /// Set images with a file wholly old beside one wholly new.
+    old_beside_new: usize,
+}
+
+/// One configuration: writes, syncs, and checks crash images until `images`. `lenient`: a
+/// record modified since the sync may be absent. TreeDbm files (alone or as shards) must
+/// also each hold a prefix of their writes, never cut inside a batch: a crash leaves the
+/// state of some commit, and a batch (a set's part of one, in a shard) is one commit.
+fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: bool) -> Tally {
+    let engine = layout.engine;
+    let commits_atomic = engine.name == "tree";
     let dir = scratch_dir();
     let path = dir.path().join(format!("db.{}", engine.extension));
     let crashed = dir.path().join(format!("crashed.{}", engine.extension));
+    let (files, crashed_files) = (layout.files(&path), layout.files(&crashed));
     let mut rng = SplitMix64::new(seed);
-    let mut tracker = Tracker::new();
-    tracker.modified_may_vanish = lenient;
-    let mut db = engine.open(&path, OpenMode::Truncate, params).unwrap();
+    let new_tracker = || {
+        let mut tracker = Tracker::new();
+        tracker.modified_may_vanish = lenient;
+        tracker
+    };
+    let mut tracker = new_tracker();
+    let mut db = layout.create(&path, params);
     db.synchronize(true).unwrap();
-    tracker.synchronized(&path);
-    let mut built = 0;
+    tracker.synchronized_files(&files);
+    let mut tally = Tally::default();
     let mut round = 0;
-    while built < images {
+    let batches = layout.shards.is_some();
+    while tally.images < images {
         round += 1;
         if round % ROUNDS_PER_FILE == 0 {
             db.close().unwrap();
-            tracker = Tracker::new();
-            tracker.modified_may_vanish = lenient;
-            db = engine.open(&path, OpenMode::Truncate, params).unwrap();
+            tracker = new_tracker();
+            db = layout.create(&path, params);
             db.synchronize(true).unwrap();
-            tracker.synchronized(&path);
+            tracker.synchronized_files(&files);
         }
         let operations = 20 + rng.below(150);
-        write_some(db.as_ref(), &mut tracker, &mut rng, operations);
+        write_some(db.as_ref(), &mut tracker, &mut rng, operations, batches);
         if rng.below(3) == 0 {
             db.synchronize(true).unwrap();
-            tracker.synchronized(&path);
+            tracker.synchronized_files(&files);
             let operations = 1 + rng.below(100);
-            write_some(db.as_ref(), &mut tracker, &mut rng, operations);
+            write_some(db.as_ref(), &mut tracker, &mut rng, operations, batches);
         }
-        for i in 0..IMAGES_PER_SYNC.min(images - built) {
-            let image = tracker.image(&path, &mut rng);
-            std::fs::write(&crashed, &image).unwrap();
-            let what = format!("{} {params:?} seed {seed} round {round} image {i}", engine.name);
-            let opened = engine
-                .open(&crashed, OpenMode::Write, params)
-                .unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
+        let crash = tracker.crash();
+        for i in 0..IMAGES_PER_SYNC.min(images - tally.images) {
+            let what = format!("{} {params:?} seed {seed} round {round} image {i}", layout.name());
+            if layout.shards.is_some() {
+                let image = crash.set_image(&mut rng);
+                for ((bytes, _), file) in image.iter().zip(&crashed_files) {
+                    std::fs::write(file, bytes).unwrap();
+                }
+                tally.count(image.iter().map(|(_, fate)| *fate));
+            } else {
+                std::fs::write(&crashed, crash.image(&mut rng)).unwrap();
+            }
+            let opened =
+                layout.open(&crashed, params).unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
             tracker.check(opened.as_ref(), &what);
+            if commits_atomic {
+                let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
+                let count = crashed_files.len();
+                for shard in 0..count {
+                    let in_shard = |key: &[u8]| shard_of(key, count) == shard;
+                    let actual: Model =
+                        records.iter().filter(|(key, _)| in_shard(key)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    tracker.check_commit_prefix(&actual, in_shard, &format!("{what} shard {shard}"));
+                }
+            }
             // The restored database goes on working.
             opened.set(b"after the crash", b"written", true).unwrap();
             opened.close().unwrap();
-            built += 1;
+            tally.images += 1;
         }
     }
     db.close().unwrap();
-    built
+    tally
+}
+
+impl Tally {
+    fn count(&mut self, fates: impl Iterator<Item = Fate>) {
+        let (mut old, mut new) = (false, false);
+        for fate in fates {
+            match fate {
+                Fate::Old => (self.old_files, old) = (self.old_files + 1, true),
+                Fate::New => (self.new_files, new) = (self.new_files + 1, true),
+                Fate::Mixed => self.mixed_files += 1,
+            }
+        }
+        self.old_beside_new += usize::from(old && new);
+    }
 }
 
 /// Images per configuration in a plain `cargo test`.
 const DEFAULT_IMAGES: usize = 1000;
+/// Images per configuration of a ShardDbm set (each image is a file per shard).
+const DEFAULT_SET_IMAGES: usize = 1000;
 /// TreeDbm's two configurations build more: 3,000 images, under a minute in a debug build.
 const DEFAULT_TREE_IMAGES: usize = 1500;
 
-/// Runs every configuration of `engine_name` in `configurations` (name, params), `default`
-/// images each unless `KURA_POWERLOSS_IMAGES` says otherwise.
-fn run_engine(engine_name: &str, configurations: &[Params], lenient: bool, default: usize) {
-    let engine = kura::registry::engine(engine_name).unwrap();
-    assert_eq!(engine.storage, Storage::File);
+/// Runs every configuration of `layout` in `configurations`, `default` images each unless
+/// `KURA_POWERLOSS_IMAGES` says otherwise.
+fn run(layout: Layout, configurations: &[Params], lenient: bool, default: usize) {
     let budget = image_budget(default);
     for (seed, params) in configurations.iter().enumerate() {
-        let built = simulate(engine, params, seed as u64 + 1, budget, lenient);
-        println!("{} {params:?}: {built} crash images, all consistent", engine.name);
+        let started = Instant::now();
+        let tally = simulate(layout, params, seed as u64 + 1, budget, lenient);
+        let files = match layout.shards {
+            None => String::new(),
+            Some(_) => format!(
+                " (files whole old {}, whole new {}, mixed {}; {} images with an old file beside a new one)",
+                tally.old_files, tally.new_files, tally.mixed_files, tally.old_beside_new
+            ),
+        };
+        println!(
+            "{} {params:?}: {} crash images, all consistent, in {:.1} s{files}",
+            layout.name(),
+            tally.images,
+            started.elapsed().as_secs_f64()
+        );
     }
+}
+
+/// `run` for one file of the engine `engine_name`.
+fn run_engine(engine_name: &str, configurations: &[Params], lenient: bool, default: usize) {
+    run(Layout::single(engine_name), configurations, lenient, default);
 }
 
 #[test]
 fn every_file_engine_is_simulated() {
-    // A new file engine in the registry must get a test here. A ShardDbm set is files of
-    // the engines simulated here, one per shard; images of a whole set (each shard's pages
-    // lost independently) are not built yet (docs/durability.md says so).
-    let simulated = ["hash", "tree"];
-    let through_their_files = ["shard"];
+    // A new file engine in the registry must get a test here.
+    let simulated = ["hash", "tree", "shard"];
     for engine in kura::engines().iter().filter(|e| e.storage == Storage::File) {
-        let covered = simulated.contains(&engine.name) || through_their_files.contains(&engine.name);
-        assert!(covered, "{}: add a power-loss test", engine.name);
+        assert!(simulated.contains(&engine.name), "{}: add a power-loss test", engine.name);
     }
 }
 
@@ -195,11 +349,50 @@ fn in_place_params() -> Params {
 
 /// Automatic commits between two synchronizations are written without fsync: an image may
 /// hold any part of them. The open checks the newest header's new pages and falls back to the
-/// durable header in the other copy (tree_dbm/durable.rs, verify.rs).
+/// durable header in the other copy (tree_dbm/durable.rs, verify.rs). Each image holds the
+/// state after some prefix of the writes since the sync (`check_commit_prefix`).
 #[test]
 fn tree_survives_power_loss_after_synchronize() {
     let small_pages = Params::new().with("max_page_size", 2048).with("max_dirty_pages", 16);
     run_engine("tree", &[small_pages, Params::new().with("record_comp", "zstd")], false, DEFAULT_TREE_IMAGES);
+}
+
+/// A ShardDbm set of HashDbm files (docs/shard.md): one `synchronize(true)` of the set syncs
+/// every shard, and after a power loss each shard file has lost its own pages (some shards
+/// wholly old, some wholly new, some torn). The set opens by its base path and every record
+/// is as one HashDbm file promises: synced and unmodified ones present, modified ones old or
+/// new. Batches span the shards; HashDbm applies a batch operation by operation, so the check
+/// is per record. Appending mode, 4 shards.
+///
+/// With `KURA_POWERLOSS_IMAGES=10000` it fails at round 50, image 9: a record written since
+/// the sync, torn, passed its 13-bit checksum (1 torn value in 8,192 does) and came back with
+/// zeros at its end. A gap of the HashDbm format, not of the set: see
+/// `hash_dbm::layout_tests::restore_takes_no_torn_value_whose_checksum_collides` (ignored)
+/// and docs/durability.md, known gaps. The default 1,000 images do not reach it.
+#[test]
+fn shard_set_of_hash_files_survives_power_loss_after_synchronize() {
+    let appending = Params::new().with("num_buckets", 16).with("update_mode", "appending");
+    run(Layout::set("hash", 4), &[appending], false, DEFAULT_SET_IMAGES);
+}
+
+/// As above, in place with lz4, 3 shards: a freed record's space is reused only after the
+/// next `synchronize(true)` of its shard (docs/hash.md). Its 10,000-image run found three
+/// faults of HashDbm's restore (rounds 62, 149, 225: two torn free spans believed, a chain
+/// led to another bucket's stale record), fixed with `hash_dbm::layout_tests`.
+#[test]
+fn shard_set_of_hash_files_in_place_survives_power_loss_after_synchronize() {
+    run(Layout::set("hash", 3), &[in_place_params()], false, DEFAULT_SET_IMAGES);
+}
+
+/// A ShardDbm set of TreeDbm files: as for hash shards, and each shard holds exactly the
+/// state after some prefix of its own writes since the sync, never cut inside its part of a
+/// batch (TreeDbm commits a batch as one unit; the parts of one batch in different shards
+/// are not atomic together, as docs/shard.md says).
+#[test]
+fn shard_set_of_tree_files_survives_power_loss_after_synchronize() {
+    let small_pages = Params::new().with("max_page_size", 2048).with("max_dirty_pages", 16);
+    run(Layout::set("tree", 4), &[small_pages], false, DEFAULT_SET_IMAGES);
+    run(Layout::set("tree", 3), &[Params::new().with("record_comp", "zstd")], false, DEFAULT_SET_IMAGES);
 }
 
 #[test]
@@ -215,7 +408,7 @@ fn memory_engine_snapshots_are_old_or_new_whole() {
         let (mut old_bytes, mut old_model) = (std::fs::read(&path).unwrap(), Model::new());
         for round in 0..rounds {
             let operations = 20 + rng.below(100);
-            write_some(db.as_ref(), &mut tracker, &mut rng, operations);
+            write_some(db.as_ref(), &mut tracker, &mut rng, operations, false);
             db.synchronize(true).unwrap();
             let new_bytes = std::fs::read(&path).unwrap();
             // The rename is atomic: after a power loss the file is the old snapshot or the new

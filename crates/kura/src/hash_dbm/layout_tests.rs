@@ -209,3 +209,140 @@ fn restore_scan_takes_no_tombstone_with_a_value() {
     let restored = restore_by_scan_alone(dir.path(), image);
     assert_eq!(restored.get(b"a").unwrap(), value, "a record was taken for removed");
 }
+
+/// Bytes of the torn value that reached the disk: one 512-byte sector less than a 4 KiB page.
+const TORN_AT: usize = 3584;
+/// Its length: the record straddles a page boundary, as records of a few KB do.
+const TORN_VALUE_LEN: usize = 5000;
+
+/// A record written since the last `synchronize(true)` and torn by a power loss (its last
+/// sectors never reached the disk, so its value ends in zeros) fails its 13-bit checksum
+/// only 8,191 times in 8,192; the other time the torn value is taken as the record's value,
+/// by the chain walk or the scan alike. The ShardDbm power-loss simulation met it in a
+/// release run (4 HashDbm shards in appending mode, seed 1, round 50, image 9: key0074 came
+/// back as its newest value with its last 122 bytes zero). Here the value is chosen among
+/// candidates so that its torn copy has the same checksum.
+#[test]
+#[ignore = "the 13-bit record checksum passes 1 torn value in 8,192; telling them apart needs a wider \
+            checksum, a format change (docs/durability.md, known gaps)"]
+fn restore_takes_no_torn_value_whose_checksum_collides() {
+    let key = b"a";
+    let hash = super::storage::hash_key(key);
+    let torn_copy = |value: &[u8]| {
+        let mut torn = value.to_vec();
+        torn[TORN_AT..].fill(0);
+        torn
+    };
+    let value = (0u64..)
+        .map(|stamp| format!("{stamp:016x}:").bytes().cycle().take(TORN_VALUE_LEN).collect::<Vec<u8>>())
+        .find(|value| {
+            super::record::checksum(hash, false, value) == super::record::checksum(hash, false, &torn_copy(value))
+        })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.kuh");
+    let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
+    let db = HashDbm::create(&path, &params).unwrap();
+    db.set(key, b"synced", true).unwrap();
+    db.synchronize(true).unwrap();
+    db.set(key, &value, true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let at = image.windows(64).position(|w| w == &value[..64]).unwrap();
+    image[at + TORN_AT..at + TORN_VALUE_LEN].fill(0);
+    let crashed = dir.path().join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    let got = restored.get(key).unwrap();
+    assert!(got == b"synced" || got == value, "a torn value came back ({} bytes)", got.len());
+}
+
+/// A free span is believed only if a block starts where it ends, and a zero byte there is
+/// no proof: zeros lie inside records. A span's tag torn from its length at a page boundary
+/// (the tag written since the sync, the length byte an old one) ended on a zero inside a
+/// record's value, and the scan skipped the live record between (the ShardDbm power-loss
+/// run, in place, round 62: a record synced and modified since came back absent). Here the
+/// first record's tag and first byte are made into such a span.
+#[test]
+fn restore_scan_believes_no_span_ending_on_a_zero_inside_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn_span.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    let (first, carrier) = (b"first value".to_vec(), b"ab\x00\x07cd".to_vec());
+    db.set(b"p", &first, true).unwrap();
+    db.set(b"k", b"live", true).unwrap();
+    db.set(b"q", &carrier, true).unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    // "p" is the chain's last record: tag, a one-byte `next` of 0, key_len, value_len,
+    // check_lo, the key, then the value.
+    let record_at = image.windows(first.len()).position(|w| w == first).unwrap() - 6;
+    let zero_at = image.windows(carrier.len()).position(|w| w == carrier).unwrap() + 2;
+    let span_len = u8::try_from(zero_at - record_at).unwrap();
+    assert!(span_len < 0x80, "a one-byte varint");
+    image[record_at] = super::record::TAG_FREE_SPAN;
+    image[record_at + 1] = span_len;
+    let restored = restore_by_scan_alone(dir.path(), image);
+    assert_eq!(restored.get(b"k").unwrap(), b"live", "a span ending on a zero swallowed a live record");
+    assert_eq!(restored.get(b"q").unwrap(), carrier);
+}
+
+/// A torn span's length can also reach past the record area into the growth margin, whose
+/// zeros run to the end of the file and so read as the end of the area: such a span was
+/// believed and skipped every live record after it (the ShardDbm power-loss run, in place,
+/// round 149). A span must end within the data end the header recorded.
+#[test]
+fn restore_scan_believes_no_span_reaching_past_the_record_area() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long_span.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
+    let first = b"first value".to_vec();
+    db.set(b"p", &first, true).unwrap();
+    db.set(b"k", b"live", true).unwrap();
+    db.synchronize(true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let record_at = image.windows(first.len()).position(|w| w == first).unwrap() - 6;
+    // 2,000 bytes (a two-byte varint): far past the two records, into the zeros after them.
+    let span_len: u16 = 2000;
+    assert!(record_at + usize::from(span_len) < image.len(), "the margin holds the span's end");
+    image[record_at] = super::record::TAG_FREE_SPAN;
+    image[record_at + 1] = (span_len & 0x7f) as u8 | 0x80;
+    image[record_at + 2] = (span_len >> 7) as u8;
+    let restored = restore_by_scan_alone(dir.path(), image);
+    assert_eq!(restored.get(b"k").unwrap(), b"live", "a span past the area swallowed a live record");
+}
+
+/// A chain walked by a restore that reaches a record of another bucket's key is broken: after
+/// a power loss in place, a bucket's new pointer reached the disk and the record it was
+/// written for did not, and the older bytes there were a stale record with a live tag (left
+/// inside a free span). Taken, it replaced its key's value with an older one (the ShardDbm
+/// power-loss run, in place, round 225). Here the stale record is a held one (replaced since
+/// the last synchronization, its tag still live) and another bucket is pointed at it.
+#[test]
+fn restore_takes_no_record_of_another_bucket_from_a_chain() {
+    use super::header::{Header, BUCKET_WIDTH};
+    use super::storage::{bucket_of, hash_key};
+    const BUCKETS: u64 = 16;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", BUCKETS)).unwrap();
+    // A key whose bucket is walked before the last one, which is pointed at its old record.
+    let key =
+        (0..).map(|i| format!("key{i}")).find(|k| bucket_of(hash_key(k.as_bytes()), BUCKETS) < BUCKETS - 1).unwrap();
+    db.set(key.as_bytes(), b"old value", true).unwrap();
+    db.synchronize(true).unwrap();
+    db.set(key.as_bytes(), b"new value, longer", true).unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    // The old record is the first one: tag, a one-byte `next` of 0, key_len, value_len,
+    // check_lo, then the key.
+    let old_at = (image.windows(key.len()).position(|w| w == key.as_bytes()).unwrap() - 5) as u64;
+    let foreign = Header::bucket_offset(BUCKETS - 1) as usize;
+    image[foreign..foreign + BUCKET_WIDTH as usize].copy_from_slice(&old_at.to_le_bytes()[..BUCKET_WIDTH as usize]);
+    let crashed = dir.path().join("crashed.kuh");
+    std::fs::write(&crashed, &image).unwrap();
+    let restored = HashDbm::open(&crashed, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
+    assert_eq!(restored.get(key.as_bytes()).unwrap(), b"new value, longer", "a stale record came back");
+}

@@ -81,7 +81,10 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
             // record), and its `next` leads on into that other chain. Nothing from here on
             // belongs to this chain, so the walk ends as at a broken pointer, and the scan
             // that a broken chain starts finds the records this chain lost. (Skipping just
-            // the record would still follow its foreign `next`.)
+            // the record would still follow its foreign `next`.) After a power loss in place
+            // this happens when a bucket's new pointer reached the disk and the record it was
+            // written for did not: the older bytes there were a stale record of another key,
+            // live tag and all, inside a free span (the ShardDbm power-loss run, round 225).
             if bucket_of(hash, from.header.num_buckets) != bucket {
                 return Err(Error::broken(format!("bucket {bucket} links to a record of another bucket at {offset}")));
             }
@@ -141,21 +144,49 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     Ok(report)
 }
 
-/// Whether `at` can start a block: the end of the area, a zero byte, a free-span tag, or a
-/// record or dead record whose checksum matches.
-fn starts_block(source: &Storage, whole: &WholeFile<'_>, at: u64, end: u64) -> bool {
-    if at >= end {
-        return at == end;
+/// Blocks `starts_block` follows past fillers and free spans before it gives up (and the
+/// span that asked is not believed).
+const MAX_BLOCKS_FOLLOWED: usize = 16;
+
+/// Whether `at` can start a block: the end of the area, or a record or dead record whose
+/// checksum matches, reached through any fillers and free spans that start there (each
+/// followed to its end). A zero byte alone proves nothing: zeros lie inside records (a
+/// `next` of 0, a value) and inside a span's unused bytes. A span's tag torn from its length
+/// at a page boundary (the tag new, the length an old byte) once ended on such a zero and
+/// was believed, skipping a live record (the ShardDbm power-loss run, in place, round 62).
+fn starts_block(source: &Storage, whole: &WholeFile<'_>, mut at: u64, end: u64) -> bool {
+    for _ in 0..MAX_BLOCKS_FOLLOWED {
+        if at >= end {
+            return at == end;
+        }
+        match source.scan_block(whole, at) {
+            Ok(Block::Filler) => at = at.saturating_add(source.zero_run(whole, at).max(1)),
+            Ok(Block::FreeSpan { len }) if span_in_area(source, at, len) => at = at.saturating_add(len),
+            Ok(Block::FreeSpan { .. }) => return false,
+            Ok(Block::Record(header)) => {
+                return source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
+                    let hash = hash_key(key);
+                    let flags: &[bool] =
+                        if header.kind() == KIND_FREE { &[false, true] } else { &[header.is_compressed()] };
+                    flags.iter().any(|&compressed| source.checksum_matches(whole, at, &header, hash, compressed))
+                })
+            }
+            Err(_) => return false,
+        }
     }
-    match source.scan_block(whole, at) {
-        Ok(Block::Filler | Block::FreeSpan { .. }) => true,
-        Ok(Block::Record(header)) => source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
-            let hash = hash_key(key);
-            let flags: &[bool] = if header.kind() == KIND_FREE { &[false, true] } else { &[header.is_compressed()] };
-            flags.iter().any(|&compressed| source.checksum_matches(whole, at, &header, hash, compressed))
-        }),
-        Err(_) => false,
-    }
+    false
+}
+
+/// Whether a free span at `offset` of `len` bytes ends within the record area as the file's
+/// header last recorded it. Spans are written by a hard synchronization over the records it
+/// frees, and since then only inside blocks that were free then, so every span ends at or
+/// before the data end that synchronization wrote (and the end only grows until a clear or
+/// a close). A torn span's length can reach far past it, into the growth margin's zeros,
+/// which read as the end of the area (the ShardDbm power-loss run, in place, round 149: a
+/// tag and its first length byte new, the second an old byte, 7,310 bytes that skipped a
+/// live record).
+fn span_in_area(source: &Storage, offset: u64, len: u64) -> bool {
+    offset.saturating_add(len) <= source.header.data_end
 }
 
 /// Whether the record read at `offset` is the shadow of an intact dead record starting one
@@ -241,7 +272,11 @@ fn scan(
             }
             // A span's length has no checksum: believed only if a block starts where it ends
             // (a power loss can tear the tag from its length at a sector boundary).
-            Ok(Block::FreeSpan { len }) if aligned && starts_block(source, whole, offset.saturating_add(len), end) => {
+            Ok(Block::FreeSpan { len })
+                if aligned
+                    && span_in_area(source, offset, len)
+                    && starts_block(source, whole, offset.saturating_add(len), end) =>
+            {
                 (len, true)
             }
             Ok(Block::Record(header)) => {
