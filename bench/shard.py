@@ -95,18 +95,27 @@ def clean(base):
     bench.remove_files(base, *glob.glob(base + "-*-of-*"))
 
 
+def import_command(base, tsv, codec, threads=1):
+    return [KURA, "import", base, tsv, "--threads", str(threads), "--record-comp", codec]
+
+
+def seconds_of(output):
+    """The `seconds=` of a `kura import` summary line."""
+    return float(SECONDS.search(output).group(1))
+
+
 def import_seconds(tsv, shards=None, threads=1, batch=None, codec="none"):
     """The `seconds=` of one `kura import` into a new hash database (or set)."""
     base = os.path.join(bench.WORK, "import.kuh")
     clean(base)
-    command = [KURA, "import", base, tsv, "--threads", str(threads), "--record-comp", codec]
+    command = import_command(base, tsv, codec, threads)
     if shards:
         command += ["--shards", str(shards)]
     if batch:
         command += ["--batch", str(batch)]
     output = bench.run(command)
     clean(base)
-    return float(SECONDS.search(output).group(1))
+    return seconds_of(output)
 
 
 def best_times(configs, tsv):
@@ -193,10 +202,6 @@ def concurrently(commands):
     return outputs
 
 
-def import_command(base, tsv, codec):
-    return [KURA, "import", base, tsv, "--threads", "1", "--record-comp", codec]
-
-
 def ceiling_runs(tsv, iterations):
     """What two cores give two independent processes, the bound of any 2-thread speedup here,
     next to the 2-thread run of the same work, all three taking turns in each round (the
@@ -221,10 +226,10 @@ def ceiling_runs(tsv, iterations):
             for base in bases:
                 clean(base)
             output = bench.run(import_command(bases[0], tsv, codec))
-            keep_least(imports[codec], "whole", float(SECONDS.search(output).group(1)))
+            keep_least(imports[codec], "whole", seconds_of(output))
             clean(bases[0])
             outputs = concurrently([import_command(b, h, codec) for b, h in zip(bases, halves)])
-            keep_least(imports[codec], "paired", max(float(SECONDS.search(o).group(1)) for o in outputs))
+            keep_least(imports[codec], "paired", max(seconds_of(o) for o in outputs))
             for base in bases:
                 clean(base)
             keep_least(imports[codec], "two_threads", import_seconds(tsv, shards=2, threads=2, codec=codec))
