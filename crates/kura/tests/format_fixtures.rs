@@ -32,6 +32,10 @@ const FIXTURES: &[(&str, &str)] = &[
     // Format version 2 (dictionary and free-list checksums); the files above are version 1.
     ("hash-v2-none.kuh", "num_buckets=64"),
     ("hash-v2-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
+    // Format version 3 (wide checks in records crossing a sector).
+    ("hash-v3-none.kuh", "num_buckets=64"),
+    ("hash-v3-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
+    ("hash-v3-appending.kuh", "num_buckets=64,update_mode=appending,record_comp=lz4"),
     ("tree-none.kut", "max_page_size=1024"),
     ("tree-zstd.kut", "max_page_size=1024,record_comp=zstd"),
     ("tree-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
@@ -118,5 +122,52 @@ fn every_committed_fixture_opens_with_every_record() {
             assert_eq!(stored.map(String::as_str), Some(codec), "{name}");
         }
         db.close().unwrap();
+    }
+}
+
+/// The format version in a HashDbm file's header (bytes 8 and 9, docs/format.md).
+fn hash_format_version(path: &Path) -> u16 {
+    let bytes = std::fs::read(path).unwrap();
+    u16::from_le_bytes(bytes.get(8..10).unwrap().try_into().unwrap())
+}
+
+/// A file of an older HashDbm version takes writes as its own version: records of version 2
+/// have no wide checks, so the file stays version 2 (a version 3 header would make a reader
+/// look for wide checks in them) until a rebuild writes it anew as version 3. Checked
+/// against a model through writes, a reopen and the rebuild.
+#[test]
+fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
+    for name in ["hash-v2-none.kuh", "hash-none.kuh", "hash-v2-zstd-dict.kuh"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = scratch.path().join(name);
+        std::fs::copy(fixture_dir().join(name), &path).unwrap();
+        let mut model = records();
+        let db = kura::open(&path, OpenMode::Write, &Params::new()).unwrap();
+        for i in 0..600u32 {
+            let key = format!("new {i}").into_bytes();
+            // Lengths from 1 to 1,200 bytes, so that records land across sectors too.
+            let value = format!("{i:04}").repeat((i as usize * 37) % 300 + 1).into_bytes();
+            db.set(&key, &value, true).unwrap();
+            model.insert(key, value);
+            if i % 7 == 0 {
+                let (old, _) = model.iter().nth(i as usize % 300).map(|(k, v)| (k.clone(), v.clone())).unwrap();
+                db.remove(&old).unwrap();
+                model.remove(&old);
+            }
+        }
+        db.close().unwrap();
+        assert_eq!(hash_format_version(&path), 2, "{name}: the version after writes");
+        let check = |what: &str| {
+            let db = kura::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+            let found: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(Result::unwrap).collect();
+            assert_eq!(found, model, "{name}, {what}: the records read back differ");
+            db.close().unwrap();
+        };
+        check("reopened");
+        let db = kura::open(&path, OpenMode::Write, &Params::new()).unwrap();
+        db.rebuild(&Params::new()).unwrap();
+        db.close().unwrap();
+        assert_eq!(hash_format_version(&path), 3, "{name}: the version after a rebuild");
+        check("rebuilt");
     }
 }

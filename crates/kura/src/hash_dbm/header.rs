@@ -7,14 +7,18 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::record::CheckLayout;
 use crate::codec::CodecKind;
 use crate::encoding::{Field, HeaderBytes};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KuraHash";
-/// Version 2 added the dictionary and free-list checksums; version 1 files still open (see
-/// `Header::version`).
-pub const FORMAT_VERSION: u16 = 2;
+/// The version new files get. Version 3 gives a record crossing a 512-byte sector a wide
+/// check (record.rs); files of versions 1 and 2 still open and keep their version, as their
+/// records have none (see `Header::version`).
+pub const FORMAT_VERSION: u16 = 3;
+/// Version 2 added the dictionary and free-list checksums.
+pub const FORMAT_VERSION_SHARED_CHECKS: u16 = 2;
 /// The first version, whose dictionary and free list carry no checksum.
 pub const FORMAT_VERSION_UNCHECKED: u16 = 1;
 /// Bytes of one bucket entry: a little-endian file offset, enough for 1 TiB files.
@@ -113,7 +117,9 @@ pub struct Header {
     /// XXH3-64 of the saved free-block list; a list that fails it is not loaded.
     pub free_list_checksum: u64,
     /// The version read from the file: a version 1 file has neither checksum (both read 0
-    /// and are not checked). Encoding always writes the current version.
+    /// and are not checked); a file before version 3 has no wide record checks. Encoding
+    /// writes version 2 for a version 1 file (the first writer stores both checksums) and
+    /// the file's own version otherwise: the records decide whether it can be 3.
     pub version: u16,
 }
 
@@ -125,7 +131,16 @@ impl Header {
 
     /// Whether the file stores checksums of its dictionary and free list (version 2 on).
     pub fn has_shared_checksums(&self) -> bool {
-        self.version >= FORMAT_VERSION
+        self.version >= FORMAT_VERSION_SHARED_CHECKS
+    }
+
+    /// Which of its records carry a wide check (version 3 on: those crossing a sector).
+    pub fn check_layout(&self) -> CheckLayout {
+        if self.version >= FORMAT_VERSION {
+            CheckLayout::WideAcrossSectors
+        } else {
+            CheckLayout::Narrow
+        }
     }
 
     /// Where the dictionary starts: right after the bucket array.
@@ -141,7 +156,7 @@ impl Header {
     pub fn encode(&self) -> [u8; HEADER_BYTES] {
         let mut b = HeaderBytes::<HEADER_BYTES>::new();
         b.put(MAGIC_FIELD, MAGIC);
-        b.put_u16(VERSION_FIELD, FORMAT_VERSION);
+        b.put_u16(VERSION_FIELD, self.version.max(FORMAT_VERSION_SHARED_CHECKS));
         b.put_u8(CODEC_FIELD, self.codec.id());
         b.put_u8(UPDATE_MODE_FIELD, self.update_mode.id());
         b.put_u8(CLOSED_CLEANLY_FIELD, u8::from(self.closed_cleanly));
@@ -176,9 +191,9 @@ impl Header {
             return Err(Error::broken("the header checksum does not match: the header is corrupted"));
         }
         let version = b.u16(VERSION_FIELD);
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_UNCHECKED {
+        if !(FORMAT_VERSION_UNCHECKED..=FORMAT_VERSION).contains(&version) {
             return Err(Error::broken(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION_UNCHECKED} and {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads versions {FORMAT_VERSION_UNCHECKED} to {FORMAT_VERSION})"
             )));
         }
         let clean = b.u8(CLOSED_CLEANLY_FIELD);
@@ -330,7 +345,27 @@ mod tests {
         bytes[120..].copy_from_slice(&checksum.to_le_bytes());
         let header = Header::decode(&bytes, 300).unwrap();
         assert!(!header.has_shared_checksums());
+        assert_eq!(header.check_layout(), CheckLayout::Narrow);
         assert!(sample().has_shared_checksums());
+        // The first writer stores both checksums: version 2, still without wide checks.
+        assert_eq!(header.encode()[8..10], FORMAT_VERSION_SHARED_CHECKS.to_le_bytes());
+    }
+
+    #[test]
+    fn a_version_2_header_keeps_its_version_and_its_narrow_checks() {
+        let v2 = Header { version: FORMAT_VERSION_SHARED_CHECKS, ..sample() };
+        let decoded = Header::decode(&v2.encode(), 300).unwrap();
+        assert_eq!(decoded.version, FORMAT_VERSION_SHARED_CHECKS);
+        assert!(decoded.has_shared_checksums());
+        assert_eq!(decoded.check_layout(), CheckLayout::Narrow);
+        assert_eq!(sample().check_layout(), CheckLayout::WideAcrossSectors);
+    }
+
+    #[test]
+    fn a_later_version_is_refused() {
+        let later = Header { version: FORMAT_VERSION + 1, ..sample() };
+        let message = Header::decode(&later.encode(), 300).unwrap_err().to_string();
+        assert!(message.contains("not supported"), "{message}");
     }
 
     #[test]

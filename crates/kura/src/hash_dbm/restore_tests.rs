@@ -94,7 +94,7 @@ fn restore_scan_keeps_a_record_whose_pointer_reads_as_a_dead_tag() {
     let hash = hash_key(b"r");
     let value = (0..)
         .map(|i| format!("kept value {i}").into_bytes())
-        .find(|v| u64::from(checksum(hash, false, v) >> 8) == predecessor & 0x1F)
+        .find(|v| u64::from(checksum(hash, false, v).narrow() >> 8) == predecessor & 0x1F)
         .unwrap();
     db.set(b"r", &value, true).unwrap();
     db.synchronize(true).unwrap();
@@ -117,7 +117,7 @@ fn restore_scan_keeps_a_record_whose_pointer_reads_as_a_dead_tag() {
 /// after the list, as its varints could read): a value never written came back.
 #[test]
 fn restore_scan_of_a_clean_file_stops_at_the_end_of_its_record_area() {
-    use super::record::{encode_record, KIND_RECORD};
+    use super::record::{encode_record, CheckLayout, KIND_RECORD};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("clean.kuh");
     let db = HashDbm::create(&path, &Params::new().with("num_buckets", 1)).unwrap();
@@ -129,7 +129,7 @@ fn restore_scan_of_a_clean_file_stops_at_the_end_of_its_record_area() {
     let mut image = std::fs::read(&path).unwrap();
     let ghost = b"never written".to_vec();
     let check = checksum(hash_key(b"ghost"), false, &ghost);
-    encode_record(&mut image, KIND_RECORD, false, check, 0, 1, b"ghost", &ghost);
+    encode_record(&mut image, CheckLayout::WideAcrossSectors, KIND_RECORD, false, check, 0, 1, b"ghost", &ghost);
     set_head(&mut image, 0, 1);
     let source = write_file(dir.path(), "source.kuh", &image);
     let dest = dir.path().join("dest.kuh");

@@ -11,15 +11,18 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::coalesce::{merge_adjacent, Run};
+use super::record::RecordLen;
 
 /// Most blocks the pool remembers; beyond that the smallest are forgotten (a rebuild
 /// recovers them), so the pool's memory stays bounded.
 const MAX_FREE_BLOCKS: usize = 1 << 20;
 
-/// A place to write a block of `len` bytes.
+/// A place to write a block, and its length there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Allocation {
     pub offset: u64,
+    /// The block's length at `offset` (a record crossing a sector is longer: record.rs).
+    pub len: u64,
     /// Bytes of the reused free block beyond `len`, to be marked free by the caller
     /// (0 when appended at the end).
     pub remainder: u64,
@@ -151,12 +154,23 @@ impl Shard {
         self.largest.store(pool.largest(), Ordering::Relaxed);
     }
 
-    /// The best-fitting block of at least `len` bytes, if the pool has one.
-    fn take(&self, len: u64) -> Option<Allocation> {
+    /// The best-fitting block for a record of `len`, if the pool has one: the smallest that
+    /// holds it at the block's offset. A block that fits its shortest length but not its
+    /// length there (it would cross a sector) goes back, for the smallest block of its
+    /// longest length.
+    fn take(&self, len: RecordLen) -> Option<Allocation> {
         let mut pool = self.pool.lock();
-        let taken = pool.take(len);
+        let mut taken = pool.take(len.min());
+        if let Some((offset, size)) = taken.filter(|&(offset, size)| len.at(offset) > size) {
+            pool.push(offset, size);
+            taken = pool.take(len.max());
+        }
         self.publish(&pool);
-        taken.map(|(offset, size)| Allocation { offset, remainder: size - len })
+        taken.map(|(offset, size)| {
+            let len = len.at(offset);
+            debug_assert!(len <= size, "a {size}-byte block taken for a {len}-byte record");
+            Allocation { offset, len, remainder: size.saturating_sub(len) }
+        })
     }
 }
 
@@ -233,13 +247,13 @@ impl Space {
         self.shards.iter().map(|s| s.pooled.load(Ordering::Relaxed)).sum()
     }
 
-    /// Finds room for `len` bytes: when `reuse` is allowed, the best-fitting free block of
-    /// `shard`, else of the first other shard whose largest block fits (blocks made of
+    /// Finds room for a record of `len`: when `reuse` is allowed, the best-fitting free block
+    /// of `shard`, else of the first other shard whose largest block fits (blocks made of
     /// several freed records land in one shard: freed.rs); otherwise (or failing that) the
     /// end of the record area, if that stays within `limit`.
-    pub fn allocate(&self, len: u64, reuse: bool, limit: u64, shard: usize) -> Option<Allocation> {
+    pub fn allocate(&self, len: RecordLen, reuse: bool, limit: u64, shard: usize) -> Option<Allocation> {
         if reuse {
-            let fits = |s: &&Shard| s.largest.load(Ordering::Relaxed) >= len;
+            let fits = |s: &&Shard| s.largest.load(Ordering::Relaxed) >= len.min();
             if let Some(taken) = self.shard(shard).filter(fits).and_then(|s| s.take(len)) {
                 return Some(taken);
             }
@@ -250,9 +264,9 @@ impl Space {
             }
         }
         let grown = self.end.fetch_update(Ordering::AcqRel, Ordering::Acquire, |end| {
-            end.checked_add(len).filter(|&new_end| new_end <= limit)
+            end.checked_add(len.at(end)).filter(|&new_end| new_end <= limit)
         });
-        grown.ok().map(|offset| Allocation { offset, remainder: 0 })
+        grown.ok().map(|offset| Allocation { offset, len: len.at(offset), remainder: 0 })
     }
 
     /// Returns a block to `shard`'s pool.
@@ -307,6 +321,11 @@ impl Space {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+    use crate::hash_dbm::record::CheckLayout;
+
+    fn fixed(narrow: u64) -> RecordLen {
+        RecordLen { narrow, layout: CheckLayout::Narrow }
+    }
 
     #[test]
     fn small_and_large_classes() {
@@ -316,11 +335,23 @@ mod tests {
         space.release(30, 64, 0);
         space.release(40, 63, 0);
         assert_eq!(space.free_bytes(), 5000 + 3000 + 64 + 63);
-        assert_eq!(space.allocate(63, true, u64::MAX, 0).unwrap(), Allocation { offset: 40, remainder: 0 });
-        assert_eq!(space.allocate(63, true, u64::MAX, 0).unwrap(), Allocation { offset: 30, remainder: 1 });
-        assert_eq!(space.allocate(100, true, u64::MAX, 0).unwrap(), Allocation { offset: 20, remainder: 2900 });
-        assert_eq!(space.allocate(4000, true, u64::MAX, 0).unwrap(), Allocation { offset: 10, remainder: 1000 });
-        assert_eq!(space.allocate(1, true, u64::MAX, 0).unwrap().offset, 100_000);
+        assert_eq!(
+            space.allocate(fixed(63), true, u64::MAX, 0).unwrap(),
+            Allocation { offset: 40, len: 63, remainder: 0 }
+        );
+        assert_eq!(
+            space.allocate(fixed(63), true, u64::MAX, 0).unwrap(),
+            Allocation { offset: 30, len: 63, remainder: 1 }
+        );
+        assert_eq!(
+            space.allocate(fixed(100), true, u64::MAX, 0).unwrap(),
+            Allocation { offset: 20, len: 100, remainder: 2900 }
+        );
+        assert_eq!(
+            space.allocate(fixed(4000), true, u64::MAX, 0).unwrap(),
+            Allocation { offset: 10, len: 4000, remainder: 1000 }
+        );
+        assert_eq!(space.allocate(fixed(1), true, u64::MAX, 0).unwrap().offset, 100_000);
         assert_eq!(space.free_blocks(), 0);
         assert_eq!(space.blocks(), vec![]);
     }
@@ -330,15 +361,42 @@ mod tests {
         let space = Space::new(1000);
         space.release(100, 50, 0);
         space.release(200, 20, 0);
-        let a = space.allocate(18, true, u64::MAX, 0).unwrap();
-        assert_eq!(a, Allocation { offset: 200, remainder: 2 });
-        let b = space.allocate(30, true, u64::MAX, 0).unwrap();
-        assert_eq!(b, Allocation { offset: 100, remainder: 20 });
-        let c = space.allocate(30, true, u64::MAX, 0).unwrap();
-        assert_eq!(c, Allocation { offset: 1000, remainder: 0 });
+        let a = space.allocate(fixed(18), true, u64::MAX, 0).unwrap();
+        assert_eq!(a, Allocation { offset: 200, len: 18, remainder: 2 });
+        let b = space.allocate(fixed(30), true, u64::MAX, 0).unwrap();
+        assert_eq!(b, Allocation { offset: 100, len: 30, remainder: 20 });
+        let c = space.allocate(fixed(30), true, u64::MAX, 0).unwrap();
+        assert_eq!(c, Allocation { offset: 1000, len: 30, remainder: 0 });
         assert_eq!(space.end(), 1030);
-        assert_eq!(space.allocate(5, false, u64::MAX, 0).unwrap().offset, 1030);
-        assert_eq!(space.allocate(100, false, 1100, 0), None);
+        assert_eq!(space.allocate(fixed(5), false, u64::MAX, 0).unwrap().offset, 1030);
+        assert_eq!(space.allocate(fixed(100), false, 1100, 0), None);
         assert_eq!(space.end(), 1035);
+    }
+
+    /// A record placed across a sector is 3 bytes longer there: a free block that fits its
+    /// shortest length only inside a sector is not taken where it would cross.
+    #[test]
+    fn a_record_takes_its_length_where_it_lands() {
+        let wide = |narrow| RecordLen { narrow, layout: CheckLayout::WideAcrossSectors };
+        let space = Space::new(2000);
+        // 20 bytes at 500 cross the sector boundary at 512; 23 bytes at 1000 and 40 at 600 do not.
+        space.release(500, 20, 0);
+        space.release(1000, 23, 0);
+        let a = space.allocate(wide(20), true, u64::MAX, 0).unwrap();
+        assert_eq!(a, Allocation { offset: 1000, len: 20, remainder: 3 });
+        assert_eq!(space.blocks(), vec![(500, 20)]);
+        // At the end: 2000 + 20 + 3 stays in its sector (2048 is the next boundary).
+        assert_eq!(
+            space.allocate(wide(20), false, u64::MAX, 0).unwrap(),
+            Allocation { offset: 2000, len: 20, remainder: 0 }
+        );
+        let end = space.allocate(wide(10), false, u64::MAX, 0).unwrap();
+        assert_eq!(end, Allocation { offset: 2020, len: 10, remainder: 0 });
+        space.reset_end(2040);
+        assert_eq!(
+            space.allocate(wide(10), false, u64::MAX, 0).unwrap(),
+            Allocation { offset: 2040, len: 13, remainder: 0 }
+        );
+        assert_eq!(space.end(), 2053);
     }
 }

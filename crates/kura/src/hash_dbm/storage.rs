@@ -28,8 +28,8 @@ use super::chain_lock::{Chain, ChainMut, WholeFile};
 use super::freed::{Freed, FreedBlock};
 use super::header::{Header, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION, HEADER_SIZE};
 use super::record::{
-    self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, KIND_FREE, KIND_RECORD,
-    KIND_TOMBSTONE, MAX_HEADER_SIZE,
+    self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, RecordLen, KIND_FREE,
+    KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
 use super::space::{Space, SHARDS};
 use crate::codec::Codec;
@@ -591,7 +591,7 @@ impl Storage {
         // SAFETY: the record belongs to the chain the caller holds a lock of, so no thread
         // writes it meanwhile.
         let bytes = unsafe { self.file.slice_upto(offset, MAX_HEADER_SIZE)? };
-        let header = RecordHeader::parse(bytes, offset)?;
+        let header = RecordHeader::parse(bytes, offset, self.header.check_layout())?;
         if offset.saturating_add(header.total_len()) > self.file.len() {
             return Err(Error::broken(format!("record at {offset} runs past the end of the file")));
         }
@@ -652,7 +652,7 @@ impl Storage {
         }
         // SAFETY: as in `read_header`; the slice lives no longer than the lock's proof.
         let stored = unsafe { self.file.slice(at, header.value_len)? };
-        if checksum(hash, header.is_compressed(), stored) != header.checksum() {
+        if !header.verifies(checksum(hash, header.is_compressed(), stored)) {
             return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
         }
         if self.dictionary_damaged && header.is_compressed() {
@@ -746,21 +746,35 @@ impl Storage {
             let check = checksum(hash, compressed, stored);
             let mut header = [0u8; MAX_HEADER_SIZE];
             let width = next_width(next, self.space.end());
-            let header_len =
+            let narrow_header_len =
                 encode_record_header(&mut header, kind, compressed, check, next, width, key.len(), stored.len());
-            let header = header.get(..header_len).unwrap_or_default();
-            let record_len = header_len + key.len() + stored.len();
-            let len = record_len as u64;
+            let need = RecordLen {
+                narrow: (narrow_header_len + key.len() + stored.len()) as u64,
+                layout: self.header.check_layout(),
+            };
             let reuse = self.header.update_mode == UpdateMode::InPlace;
             let place = self
                 .space
-                .allocate(len, reuse, self.header.max_file_size, shard_of(chain.bucket()))
+                .allocate(need, reuse, self.header.max_file_size, shard_of(chain.bucket()))
                 .ok_or_else(|| {
                     Error::new(
                         ErrorKind::Limit,
                         format!("the file would exceed max_file_size {}", self.header.max_file_size),
                     )
                 })?;
+            // Where the record crosses a sector, its header ends with the wide check.
+            let header_len = if place.len > need.narrow {
+                record::append_wide_check(&mut header, narrow_header_len, check)
+            } else {
+                narrow_header_len
+            };
+            let header = header.get(..header_len).unwrap_or_default();
+            let record_len = header_len + key.len() + stored.len();
+            let len = place.len;
+            if record_len as u64 != len {
+                debug_assert!(false, "a {record_len}-byte record in a {len}-byte place");
+                return Err(Error::broken(format!("record assembly: {record_len} bytes for a {len}-byte place")));
+            }
             if let Err(e) = self.file.ensure_len(place.offset + len + place.remainder) {
                 // A full disk: the room taken at the end has no file behind it; give it back
                 // so that the record area never ends past the file.
@@ -874,14 +888,14 @@ impl Storage {
         let at = offset.saturating_add((header.header_len + header.key_len) as u64);
         // SAFETY: the caller has the whole file to itself.
         let Ok(stored) = (unsafe { self.file.slice(at, header.value_len) }) else { return false };
-        checksum(hash, compressed, stored) == header.checksum()
+        header.verifies(checksum(hash, compressed, stored))
     }
 
     /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.
     pub fn scan_block(&self, _whole: &WholeFile<'_>, offset: u64) -> Result<Block> {
         // SAFETY: the caller has the whole file to itself.
         let bytes = unsafe { self.file.slice_upto(offset, MAX_HEADER_SIZE)? };
-        record::parse_block(bytes, offset)
+        record::parse_block(bytes, offset, self.header.check_layout())
     }
 
     /// Zeroes the bucket array and empties the record area.
