@@ -207,7 +207,7 @@ impl RecordHeader {
         }
         // Field widths at most 6, 4 and 5 bytes: 1 + 6 + 4 + 5 + 1 + 3 = MAX_HEADER_SIZE, so
         // the check bytes after them are always inside `head`.
-        let next = short_varint(fields, 6)?;
+        let next = short_varint(fields, 6).filter(pointer_is_possible)?;
         let rest = fields.get(next.1..)?;
         let fields = match *rest {
             // Keys and values under 128 bytes: one byte each.
@@ -236,6 +236,9 @@ impl RecordHeader {
             return Err(broken("not a record"));
         }
         let next = decode_varint(rest).ok_or_else(|| broken("bad chain pointer"))?;
+        if !pointer_is_possible(&next) {
+            return Err(broken("a one-byte chain pointer other than 0"));
+        }
         let rest = rest.get(next.1..).unwrap_or_default();
         let key_len = decode_varint(rest).ok_or_else(|| broken("bad key size"))?;
         let rest = rest.get(key_len.1..).unwrap_or_default();
@@ -292,6 +295,16 @@ struct Fields {
     key_len: (u64, usize),
     value_len: (u64, usize),
     check_lo: u8,
+}
+
+/// Whether a chain pointer `(value, width)` is one a writer can have left: a one-byte pointer
+/// is 0, as every other one is written at least two bytes wide (`next_width`; before the
+/// spare byte, as wide as the varint of the data end, which is past the 128-byte header).
+/// Bytes inside a value read as a record while a restore resynchronizes mostly fail this:
+/// text never has the 0 byte, so such a record needs a pointer byte of 0x80 or more.
+#[inline(always)]
+fn pointer_is_possible(&(value, width): &(u64, usize)) -> bool {
+    width > 1 || value == 0
 }
 
 /// Whether a tag byte starts a record, a tombstone or a dead record (not a free block).
@@ -546,6 +559,26 @@ mod tests {
 
     fn hash_seed(key: &[u8]) -> u64 {
         xxhash_rust::xxh3::xxh3_64(key)
+    }
+
+    #[test]
+    fn a_one_byte_pointer_other_than_0_is_no_record() {
+        let check = checksum(0, false, b"abcdefgh");
+        let mut out = placed(0, CheckLayout::Narrow, check, 0, b"00000001", b"abcdefgh");
+        out.resize(64, 0);
+        assert!(RecordHeader::parse(&out, 0, CheckLayout::Narrow).is_ok());
+        out[1] = 0x6b;
+        let error = RecordHeader::parse(&out, 0, CheckLayout::Narrow).unwrap_err();
+        assert!(error.to_string().contains("one-byte chain pointer"), "{error}");
+        // Every pointer a writer makes, from next_width, passes.
+        for next in [1u64, 127, 128, 1 << 20, (1 << 42) - 1] {
+            for data_end in [128u64, 1 << 16, 1 << 40] {
+                let width = next_width(next, data_end);
+                let mut field = [0u8; MAX_NEXT_WIDTH];
+                assert!(crate::encoding::encode_varint_padded(next, &mut field[..width]));
+                assert!(pointer_is_possible(&(next, width)), "next {next} in {width} bytes");
+            }
+        }
     }
 
     #[test]

@@ -163,6 +163,7 @@ fn starts_block(source: &Storage, whole: &WholeFile<'_>, mut at: u64, end: u64) 
             Ok(Block::Filler) => at = at.saturating_add(source.zero_run(whole, at).max(1)),
             Ok(Block::FreeSpan { len }) if span_in_area(source, at, len) => at = at.saturating_add(len),
             Ok(Block::FreeSpan { .. }) => return false,
+            Ok(Block::Record(header)) if !points_into_records(source, &header) => return false,
             Ok(Block::Record(header)) => {
                 return source.key_of(whole.chain(0), at, &header).is_ok_and(|key| {
                     let hash = hash_key(key);
@@ -175,6 +176,12 @@ fn starts_block(source: &Storage, whole: &WholeFile<'_>, mut at: u64, end: u64) 
         }
     }
     false
+}
+
+/// Whether a record's chain pointer is 0 or points into the record area, as every pointer a
+/// writer makes does: bytes read as a record while resynchronizing often point elsewhere.
+fn points_into_records(source: &Storage, header: &RecordHeader) -> bool {
+    header.next == 0 || header.next >= source.header.data_start()
 }
 
 /// Whether a free span at `offset` of `len` bytes ends within the record area as the file's
@@ -214,7 +221,7 @@ fn shadows_dead_record(source: &Storage, whole: &WholeFile<'_>, offset: u64, hea
         Ok(Block::Record(dead))
             if dead.kind() == KIND_FREE
                 && next + dead.total_len() == offset + header.total_len()
-                && (dead.next == 0 || dead.next >= source.header.data_start()) =>
+                && points_into_records(source, &dead) =>
         {
             source.key_of(whole.chain(0), next, &dead).is_ok_and(|key| {
                 let hash = hash_key(key);
@@ -284,8 +291,9 @@ fn scan(
                 // The record belongs to some chain (or none): the whole file is ours either way.
                 let chain = whole.chain(0);
                 // No block runs past the end of the record area (in a file closed cleanly, into
-                // its free list).
-                let inside = offset.saturating_add(header.total_len()) <= end;
+                // its free list), nor points into the header and buckets.
+                let inside =
+                    offset.saturating_add(header.total_len()) <= end && points_into_records(source, &header);
                 let (true, Ok(key)) = (inside, source.key_of(chain, offset, &header)) else {
                     offset = offset.saturating_add(1);
                     aligned = false;
