@@ -157,6 +157,10 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         }
         db.close().unwrap();
         assert_eq!(hash_format_version(&path), 2, "{name}: the version after writes");
+        let reopened = kura::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+        let properties: BTreeMap<String, String> = reopened.inspect().unwrap().into_iter().collect();
+        assert_eq!(properties.get("format_version").map(String::as_str), Some("2"), "{name}");
+        reopened.close().unwrap();
         let check = |what: &str| {
             let db = kura::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
             let found: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(Result::unwrap).collect();

@@ -640,6 +640,8 @@ impl Dbm for HashDbm {
                 ("dictionary_size", s.codec.dictionary().len().to_string()),
                 ("bucket_cache_bytes", s.bucket_cache_size().to_string()),
                 ("max_file_size", h.max_file_size.to_string()),
+                // As read at open: a version below 3 has no wide record checks until a rebuild.
+                ("format_version", h.version.to_string()),
             ];
             Ok(props.into_iter().map(|(n, v)| (n.to_string(), v)).collect())
         })
