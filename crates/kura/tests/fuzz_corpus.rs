@@ -75,6 +75,11 @@ fn open_file_seeds() {
     let dir = tempfile::tempdir().unwrap();
     for (index, engine) in engines().iter().enumerate() {
         let selector = u8::try_from(index).unwrap();
+        // A ShardDbm set is several files found by a base path; the target writes one file,
+        // and each shard is a file of an engine seeded here.
+        if engine.name == "shard" {
+            continue;
+        }
         let codecs: &[CodecKind] = match engine.storage {
             Storage::File => &[CodecKind::None, CodecKind::Lz4, CodecKind::Zstd, CodecKind::ZstdDict],
             Storage::Memory => &[CodecKind::None],
