@@ -335,22 +335,11 @@ mod tests {
         space.release(30, 64, 0);
         space.release(40, 63, 0);
         assert_eq!(space.free_bytes(), 5000 + 3000 + 64 + 63);
-        assert_eq!(
-            space.allocate(fixed(63), true, u64::MAX, 0).unwrap(),
-            Allocation { offset: 40, len: 63, remainder: 0 }
-        );
-        assert_eq!(
-            space.allocate(fixed(63), true, u64::MAX, 0).unwrap(),
-            Allocation { offset: 30, len: 63, remainder: 1 }
-        );
-        assert_eq!(
-            space.allocate(fixed(100), true, u64::MAX, 0).unwrap(),
-            Allocation { offset: 20, len: 100, remainder: 2900 }
-        );
-        assert_eq!(
-            space.allocate(fixed(4000), true, u64::MAX, 0).unwrap(),
-            Allocation { offset: 10, len: 4000, remainder: 1000 }
-        );
+        // (record length, the block it takes, what is left of the block)
+        for (len, offset, remainder) in [(63, 40, 0), (63, 30, 1), (100, 20, 2900), (4000, 10, 1000)] {
+            let taken = space.allocate(fixed(len), true, u64::MAX, 0).unwrap();
+            assert_eq!(taken, Allocation { offset, len, remainder }, "a {len}-byte record");
+        }
         assert_eq!(space.allocate(fixed(1), true, u64::MAX, 0).unwrap().offset, 100_000);
         assert_eq!(space.free_blocks(), 0);
         assert_eq!(space.blocks(), vec![]);
@@ -379,7 +368,7 @@ mod tests {
     fn a_record_takes_its_length_where_it_lands() {
         let wide = |narrow| RecordLen { narrow, layout: CheckLayout::WideAcrossSectors };
         let space = Space::new(2000);
-        // 20 bytes at 500 cross the sector boundary at 512; 23 bytes at 1000 and 40 at 600 do not.
+        // 20 bytes at 500 cross the sector boundary at 512; 23 bytes at 1000 do not.
         space.release(500, 20, 0);
         space.release(1000, 23, 0);
         let a = space.allocate(wide(20), true, u64::MAX, 0).unwrap();
