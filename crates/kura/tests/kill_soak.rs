@@ -11,7 +11,9 @@
 //! operations.
 //!
 //! `KURA_SOAK_TRIALS` sets the number of trials (default 200, spread over the subjects;
-//! `make soak` runs 10,000). The figures go into docs/durability.md.
+//! `make soak` runs 10,000). The figures go into docs/durability.md. `KURA_SOAK_ONLY` names
+//! the subjects to soak (as the summary lines name them, separated by commas, e.g.
+//! `KURA_SOAK_ONLY="shard set of 3 tree"`), to chase a failure of one subject.
 
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 #![expect(clippy::indexing_slicing, reason = "indices into small tables of known size")]
@@ -31,6 +33,9 @@ use kura::{Dbm, DbmExt, OpenMode, Params, WriteBatch};
 
 const CHILD_ENV: &str = "KURA_SOAK_CHILD";
 const TRIALS_ENV: &str = "KURA_SOAK_TRIALS";
+const ONLY_ENV: &str = "KURA_SOAK_ONLY";
+/// A long soak says how far it got this often (in trials).
+const PROGRESS_EVERY: u64 = 1000;
 const DEFAULT_TRIALS: u64 = 200;
 /// Trials on one file before the next starts from an empty one with other parameters.
 const TRIALS_PER_FILE: u64 = 40;
@@ -376,11 +381,39 @@ fn check_prefix(
     }
     Err(format!(
         "no prefix of operations {earliest}..={} matches the file; first difference at {}: a value of {:?} bytes \
-         in the file, {model_at_earliest:?} in the model after operation {earliest}",
+         in the file, {model_at_earliest:?} in the model after operation {earliest}; {}",
         ops.len(),
         String::from_utf8_lossy(&first_difference),
         actual.get(&first_difference).map(Vec::len),
+        shorter_prefixes(before, ops, actual),
     ))
+}
+
+/// For a failure message: which prefixes of `ops` (from none) the file does match, whole
+/// operations only, and the commit points among them.
+fn shorter_prefixes(before: &BTreeMap<Vec<u8>, Vec<u8>>, ops: &[Op], actual: &BTreeMap<Vec<u8>, Vec<u8>>) -> String {
+    let mut model = before.clone();
+    let mut matching = Vec::new();
+    for index in 0..=ops.len() {
+        if &model == actual {
+            matching.push(index);
+        }
+        if let Some(op) = ops.get(index) {
+            changes_of(op, &mut model);
+        }
+    }
+    let commits: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op, Op::Batch(_) | Op::Rebuild | Op::Synchronize))
+        .map(|(index, _)| index + 1)
+        .collect();
+    let rebuilds: Vec<usize> =
+        ops.iter().enumerate().filter(|(_, op)| matches!(op, Op::Rebuild)).map(|(index, _)| index + 1).collect();
+    format!(
+        "the file is the state after operations {matching:?}; commit points end after operations {commits:?} \
+         (rebuilds after {rebuilds:?})"
+    )
 }
 
 /// `check_prefix` for a set whose shards commit each on its own (TreeDbm shards): each shard
@@ -444,6 +477,25 @@ fn read_back(engine: &Engine, path: &Path, trial: u64) -> BTreeMap<Vec<u8>, Vec<
     actual
 }
 
+/// The two header copies of each TreeDbm shard of the set at `base`, described.
+fn shard_headers(base: &Path, count: usize) -> String {
+    (0..count)
+        .map(|index| {
+            let path = kura::shard_dbm::shard_path(base, index, count);
+            let mut start = vec![0u8; 256];
+            let read = std::fs::File::open(&path).and_then(|file| {
+                use std::os::unix::fs::FileExt;
+                file.read_exact_at(&mut start, 0)
+            });
+            match read {
+                Ok(()) => format!("shard {index}: {}", kura::tree_dbm::forge::describe_headers(&start)),
+                Err(e) => format!("shard {index}: {e}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// What the soak measured, for the summary line.
 #[derive(Default)]
 struct Tally {
@@ -459,18 +511,27 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let soaked = subjects();
+    // Indices into `subjects()` (the child finds its subject by index, so they are kept).
+    let only = std::env::var(ONLY_ENV).ok();
+    let chosen: Vec<usize> = (0..soaked.len())
+        .filter(|&index| only.as_deref().is_none_or(|names| names.split(',').any(|n| n == soaked[index].name())))
+        .collect();
+    assert!(!chosen.is_empty(), "{ONLY_ENV} names no subject (they are: hash, tree, shard, shard set of 3 tree)");
     let mut rng = SplitMix64::new(0x5eed_0f50_a4ed);
     let mut tallies: Vec<Tally> = soaked.iter().map(|_| Tally::default()).collect();
     let mut states: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = soaked.iter().map(|_| BTreeMap::new()).collect();
     for trial in 0..trials {
-        let which = (trial % soaked.len() as u64) as usize;
+        let which = chosen[(trial % chosen.len() as u64) as usize];
         let subject = soaked[which];
         let (engine, contract) = (subject.engine, subject.contract());
-        let round = trial / soaked.len() as u64;
+        let round = trial / chosen.len() as u64;
         let file_index = round / TRIALS_PER_FILE;
         let path = dir.path().join(format!("{which}-{}-{file_index}.{}", engine.name, subject.extension()));
         if round.is_multiple_of(TRIALS_PER_FILE) {
             states[which].clear();
+        }
+        if trial > 0 && trial.is_multiple_of(PROGRESS_EVERY) {
+            println!("kill soak: {trial} trials in {:.1} s", started.elapsed().as_secs_f64());
         }
         let seed = rng.next_u64();
         let mut child = KilledChild::spawn(
@@ -506,6 +567,9 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
         let returned = (progress - 1) as usize;
         tally.operations_returned += returned as u64;
         let ops: Vec<Op> = operations(seed).take(returned + 1).collect();
+        // The header copies of each shard as the kill left them (the open below rewrites
+        // them), for the failure message.
+        let headers_left = subject.tree_shards.map(|count| shard_headers(&path, count));
         let actual = read_back(engine, &path, trial);
         let checked = match subject.tree_shards {
             None => check_prefix(contract, &states[which], &ops, returned, &actual),
@@ -514,12 +578,17 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
         match checked {
             Ok(applied) => tally.in_flight_applied += u64::from(applied > returned),
             Err(why) => {
-                panic!("trial {trial} ({}, file {file_index}, {returned} operations returned): {why}", subject.name())
+                let headers =
+                    headers_left.map(|h| format!("\nheader copies before the reopen: {h}")).unwrap_or_default();
+                panic!(
+                    "trial {trial} ({}, file {file_index}, {returned} operations returned): {why}{headers}",
+                    subject.name()
+                )
             }
         }
         states[which] = actual;
     }
-    for (subject, tally) in soaked.iter().zip(&tallies) {
+    for (subject, tally) in soaked.iter().zip(&tallies).filter(|(_, tally)| tally.trials > 0) {
         println!(
             "kill soak {}: {} trials, {} operations returned before the kills, {} killed before the open, \
              {} with the operation in flight applied",

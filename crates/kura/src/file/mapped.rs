@@ -21,6 +21,9 @@ use crate::error::{Error, ErrorKind, Result};
 const MIN_GROWTH: u64 = 1 << 20;
 /// Prefetching more than this at once only competes with the hardware prefetcher.
 const MAX_PREFETCH: usize = 4096;
+/// The smallest page size of the systems Kura runs on: a `write_untorn` within one such
+/// page is copied whole by the kernel.
+const UNTORN_PAGE: u64 = 4096;
 
 pub struct MappedFile {
     file: File,
@@ -165,6 +168,27 @@ impl MappedFile {
                 Ok(())
             })
         }
+    }
+
+    /// Copies `data` to `offset` with one `pwrite(2)` call rather than through the mapping,
+    /// so that a process killed meanwhile leaves all of it or none of it: the kernel copies a
+    /// write that lies within one page whole before it acts on a pending SIGKILL, while a copy
+    /// into the mapping is a run of stores that the kill may cut between any two (a torn
+    /// TreeDbm header copy, found by the kill -9 soak). For small records that must never be
+    /// seen torn after a kill, such as a file header; the mapping shows the bytes at once (it
+    /// is the same page cache), and `sync` writes them back with the rest.
+    ///
+    /// # Safety
+    /// As for `write`.
+    pub unsafe fn write_untorn(&self, offset: u64, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if !self.writable {
+            return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
+        }
+        self.check_range(offset, data.len())?;
+        let last = offset + (data.len() as u64).saturating_sub(1);
+        debug_assert_eq!(offset / UNTORN_PAGE, last / UNTORN_PAGE, "an untorn write must lie within one page");
+        self.file.write_all_at(data, offset).map_err(|e| Error::io(format!("write {}", self.path.display()), e))
     }
 
     /// Lets `fill` write the `len` bytes at `offset` in place (no intermediate buffer).

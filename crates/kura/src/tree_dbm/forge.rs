@@ -102,3 +102,24 @@ pub fn set_closed_cleanly(path: &Path, clean: bool) -> Result<()> {
     }
     write_at(path, header.copy_offset(), &header.encode())
 }
+
+/// What the two header copies at the start of a tree file say (`file_start`: its first 256
+/// bytes), for a test's failure message: each copy's sequence number, base, clean-close flag
+/// and root, or why it does not decode (a torn or damaged copy).
+pub fn describe_headers(file_start: &[u8]) -> String {
+    let describe = |copy: usize| {
+        let bytes = file_start.get(copy * HEADER_SIZE..).unwrap_or_default();
+        match FileHeader::decode(bytes) {
+            Ok(header) => format!(
+                "copy {copy}: sequence {}, base {:?}, closed cleanly {}, root {}, count {}",
+                header.sequence,
+                header.since_base.map(|since| since.base),
+                header.closed_cleanly,
+                header.root,
+                header.count
+            ),
+            Err(e) => format!("copy {copy}: {}", e.message()),
+        }
+    };
+    format!("{}; {}", describe(0), describe(1))
+}

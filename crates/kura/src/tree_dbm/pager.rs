@@ -457,8 +457,11 @@ impl Pager {
             self.file.sync(true)?;
         }
         debug_assert_ne!(header.copy_offset(), self.durability.sequence() % 2 * HEADER_SIZE as u64);
+        // One pwrite, not a copy into the map: a kill between two stores of a copy left the
+        // copy torn, and the open fell back to the durable header in the other copy, losing
+        // every commit since (the torn copy held the last of them).
         // SAFETY: `&mut self` excludes readers; readers never read the header through the map.
-        unsafe { self.file.write(header.copy_offset(), &header.encode()) }?;
+        unsafe { self.file.write_untorn(header.copy_offset(), &header.encode()) }?;
         // The header is in the file now: it is the current state even if the fsync fails.
         self.highest_sequence = sequence;
         self.header = header;
