@@ -360,9 +360,12 @@ impl Storage {
         let mut header = self.header.clone();
         header.record_count = self.count();
         header.data_end = self.space.end();
+        // One pwrite, not stores into the map: the file has one header, and one torn by a
+        // kill -9 between two stores fails its checksum, so the file would not open at all
+        // (MappedFile::write_untorn; the TreeDbm soak found the same with its header copy).
         // SAFETY: the header bytes belong to no chain; only the thread that holds the whole
         // database (open, sync or close, under every stripe lock or before sharing) writes them.
-        unsafe { self.file.write(0, &header.encode()) }
+        unsafe { self.file.write_untorn(0, &header.encode()) }
     }
 
     /// Writes the header with the current counters and flushes the mapping. A hard
@@ -906,7 +909,7 @@ impl Storage {
         unsafe {
             self.file.set_len(self.header.dictionary_offset().min(HEADER_SIZE))?;
             self.file.set_len(data_start)?;
-            self.file.write(0, &self.header.encode())?;
+            self.file.write_untorn(0, &self.header.encode())?;
             self.file.write(self.header.dictionary_offset(), self.codec.dictionary())?;
         }
         self.buckets.reset();
