@@ -186,19 +186,15 @@ fn restore_scan_does_not_revive_a_dead_record_read_from_the_byte_before_it() {
 /// key (the 10,000-image power-loss run, round 198). Here such bytes sit in another value.
 #[test]
 fn restore_scan_takes_no_tombstone_with_a_value() {
-    use super::record::{checksum, encode_record_header, KIND_TOMBSTONE, MAX_HEADER_SIZE};
+    use super::record::{checksum, encode_record, CheckLayout, KIND_TOMBSTONE};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tombstone.kuh");
     let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
     let db = HashDbm::create(&path, &params).unwrap();
     let value = b"kept value".to_vec();
     let check = checksum(super::storage::hash_key(b"a"), false, &value);
-    let mut fake = [0u8; MAX_HEADER_SIZE];
-    let len = encode_record_header(&mut fake, KIND_TOMBSTONE, false, check, 0, 1, 1, value.len());
     let mut carrier = vec![1u8; 8];
-    carrier.extend_from_slice(&fake[..len]);
-    carrier.push(b'a');
-    carrier.extend_from_slice(&value);
+    encode_record(&mut carrier, CheckLayout::Narrow, KIND_TOMBSTONE, false, check, 0, 1, b"a", &value);
     db.set(b"a", &value, true).unwrap();
     db.set(b"z", &carrier, true).unwrap();
     db.synchronize(true).unwrap();

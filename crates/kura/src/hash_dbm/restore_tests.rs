@@ -182,7 +182,7 @@ fn restore_scan_takes_no_record_running_past_the_record_area() {
 /// Followed, it gave that key its replaced value, which then hid the newer one the scan found.
 #[test]
 fn salvage_follows_no_tombstone_with_a_value() {
-    use super::record::{encode_record_header, KIND_TOMBSTONE, MAX_HEADER_SIZE};
+    use super::record::{encode_record, CheckLayout, KIND_TOMBSTONE};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tombstone.kuh");
     let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
@@ -190,12 +190,9 @@ fn salvage_follows_no_tombstone_with_a_value() {
     db.set(b"j", b"replaced", true).unwrap();
     let replaced = offset_of(&db, b"j");
     let inner = b"inside a value".to_vec();
-    let mut fake = [0u8; MAX_HEADER_SIZE];
     let check = checksum(hash_key(b"k"), false, &inner);
-    let len = encode_record_header(&mut fake, KIND_TOMBSTONE, false, check, replaced, 3, 1, inner.len());
-    let mut carrier = fake[..len].to_vec();
-    carrier.push(b'k');
-    carrier.extend_from_slice(&inner);
+    let mut carrier = Vec::new();
+    encode_record(&mut carrier, CheckLayout::Narrow, KIND_TOMBSTONE, false, check, replaced, 3, b"k", &inner);
     db.set(b"k", &carrier, true).unwrap();
     db.set(b"j", b"current", true).unwrap();
     db.synchronize(true).unwrap();
@@ -215,7 +212,7 @@ fn salvage_follows_no_tombstone_with_a_value() {
 /// bucket; this one points back to a record of another bucket, and is no record.
 #[test]
 fn appending_scan_takes_no_record_pointing_into_another_bucket() {
-    use super::record::{encode_record_header, CheckLayout, KIND_RECORD, MAX_HEADER_SIZE};
+    use super::record::{encode_record, CheckLayout, KIND_RECORD};
     const BUCKETS: u64 = 8;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("appending.kuh");
@@ -227,22 +224,20 @@ fn appending_scan_takes_no_record_pointing_into_another_bucket() {
     let target = offset_of(&db, &elsewhere);
     // A fake record: a 3-byte pointer to that record, the ghost key and a value, checked.
     let inner = b"never written".to_vec();
-    let mut fake = [0u8; MAX_HEADER_SIZE];
     let check = checksum(hash_key(&ghost), false, &inner);
-    let len = encode_record_header(&mut fake, KIND_RECORD, false, check, target, 3, ghost.len(), inner.len());
     let mut carrier = b"damaged here: ".to_vec();
-    carrier.extend_from_slice(&fake[..len]);
-    carrier.extend_from_slice(&ghost);
-    carrier.extend_from_slice(&inner);
+    let fake_in_carrier = carrier.len();
+    encode_record(&mut carrier, CheckLayout::Narrow, KIND_RECORD, false, check, target, 3, &ghost, &inner);
+    let fake_len = (carrier.len() - fake_in_carrier) as u64;
     let carrier_key = key_in_bucket("carrier", 2, BUCKETS);
     db.set(&carrier_key, &carrier, true).unwrap();
     db.synchronize(true).unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     let at = image.windows(carrier.len()).position(|w| w == carrier).unwrap();
-    let fake_at = (at + 14) as u64;
+    let fake_at = (at + fake_in_carrier) as u64;
     // The fake record lies within one sector, so that its 13 bits are all it has.
-    assert!(!CheckLayout::WideAcrossSectors.is_wide(fake_at, (len + ghost.len() + inner.len()) as u64));
+    assert!(!CheckLayout::WideAcrossSectors.is_wide(fake_at, fake_len));
     image[at] ^= 0x02;
     let restored = restore(dir.path(), &image);
     assert!(restored.get(&ghost).is_err(), "a record read inside a value was taken");
