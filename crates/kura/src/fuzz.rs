@@ -82,6 +82,8 @@ const IMPORT_TWO_LANES: u8 = 0x04;
 const IMPORT_BATCH_SHIFT: u8 = 3;
 /// The generated keys' prefix in `import_lines`: fixed, so that the model can predict them.
 const IMPORT_KEYLESS_PREFIX: &str = "keyless-";
+/// The initial cell count of `import_lines`' TinyDbm (over all its slots).
+const IMPORT_NUM_BUCKETS: u64 = 256;
 
 /// Imports `data[1..]` (TSV or JSON lines, as `data[0]` selects) through the import pipeline
 /// (reader, parsers, writer lanes, batches) into a TinyDbm, and checks the outcome against a
@@ -109,7 +111,11 @@ pub fn import_lines(data: &[u8]) {
         writing: lanes,
         keyless_prefix: IMPORT_KEYLESS_PREFIX.to_string(),
     };
-    let Ok(db) = crate::memory_dbm::TinyDbm::new(&Params::new()) else { return };
+    // Few cells to start with (the table grows as records come): the default 65,536 cells
+    // cost more to create, walk and drop than a short input costs to import.
+    let Ok(db) = crate::memory_dbm::TinyDbm::new(&Params::new().with("num_buckets", IMPORT_NUM_BUCKETS)) else {
+        return;
+    };
     let mut reader = ChunkReader::new(input, "fuzz input".to_string());
     let outcome = run(&mut reader, &[&db], lanes, &settings, &|_| {});
 
