@@ -20,20 +20,87 @@ pub fn groups<'b, 'k>(keys: &'b [&'k [u8]]) -> impl Iterator<Item = (usize, &'b 
     keys.chunks(size).enumerate().map(move |(number, group)| (number * size, group))
 }
 
-/// Sorts lock indices (stripes, slots) ascending and drops repeats. A group takes each lock
-/// it needs once, in this order: engines that ever hold several of their locks at once take
-/// them in ascending order too (HashDbm's `with_all`), and single-key operations hold one,
-/// so no cycle of waits can form; taking each lock once also keeps a reader from waiting on
-/// a lock it already holds behind a queued writer.
-pub fn lock_order(indices: &mut Vec<usize>) {
-    indices.sort_unstable();
-    indices.dedup();
+/// The most locks an engine may have for its batched lookups to plan with a `LockSet`
+/// (HashDbm has 1,024 stripes; TinyDbm and CacheDbm 64 and 16 slots).
+pub const MAX_LOCKS: usize = 1024;
+const WORD_BITS: usize = u64::BITS as usize;
+const WORDS: usize = MAX_LOCKS / WORD_BITS;
+
+/// The locks (stripes, slots) a group needs, each once, as a bit set: collecting them costs
+/// one bit each, where sorting and deduplicating a list cost more than the group's hashing.
+///
+/// A group takes them in ascending order (`LockSet::order`): engines that ever hold several
+/// of their locks at once take them in ascending order too (HashDbm's `with_all`), and
+/// single-key operations hold one, so no cycle of waits can form; taking each lock once also
+/// keeps a reader from waiting on a lock it already holds behind a queued writer.
+pub struct LockSet {
+    words: [u64; WORDS],
 }
 
-/// Where `lock` sits in a list made by `lock_order` (which holds it).
-#[inline]
-pub fn position(locks: &[usize], lock: usize) -> Option<usize> {
-    locks.binary_search(&lock).ok()
+impl Default for LockSet {
+    fn default() -> LockSet {
+        LockSet { words: [0; WORDS] }
+    }
+}
+
+impl LockSet {
+    /// Adds `lock` (below `MAX_LOCKS`; an engine's lock count is checked against it by a
+    /// const assertion where the engine is defined).
+    #[inline]
+    pub fn insert(&mut self, lock: usize) {
+        debug_assert!(lock < MAX_LOCKS, "lock {lock} of a lock set of {MAX_LOCKS}");
+        if let Some(word) = self.words.get_mut(lock / WORD_BITS) {
+            *word |= 1 << (lock % WORD_BITS);
+        }
+    }
+
+    /// The set, ready to be locked in order and searched; `self` is emptied for the next
+    /// group.
+    pub fn order(&mut self) -> LockOrder {
+        let words = std::mem::replace(&mut self.words, [0; WORDS]);
+        let mut before = [0u16; WORDS];
+        let mut count = 0u16;
+        for (word, before) in words.iter().zip(&mut before) {
+            *before = count;
+            count += word.count_ones() as u16;
+        }
+        LockOrder { words, before }
+    }
+}
+
+/// A group's locks in ascending order, each once, with where each sits in that order.
+pub struct LockOrder {
+    words: [u64; WORDS],
+    /// How many locks of the set lie in the words before each word.
+    before: [u16; WORDS],
+}
+
+impl LockOrder {
+    /// The locks, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(index, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    index * WORD_BITS + bit
+                })
+            })
+        })
+    }
+
+    /// Where `lock` sits in `iter`'s order; None when it is not in the set.
+    #[inline]
+    pub fn position(&self, lock: usize) -> Option<usize> {
+        let (index, bit) = (lock / WORD_BITS, lock % WORD_BITS);
+        let word = *self.words.get(index)?;
+        if word >> bit & 1 == 0 {
+            return None;
+        }
+        let below = (word & ((1u64 << bit) - 1)).count_ones() as usize;
+        Some(usize::from(*self.before.get(index)?) + below)
+    }
 }
 
 #[cfg(test)]
@@ -60,6 +127,37 @@ mod tests {
             let sizes: Vec<usize> = cut.iter().map(|(_, g)| g.len()).collect();
             if let (Some(most), Some(least)) = (sizes.iter().max(), sizes.iter().min()) {
                 assert!(most - least <= 1 || *least == sizes[sizes.len() - 1], "{len}: {sizes:?}");
+            }
+        }
+    }
+
+    /// A lock set orders and numbers its locks as a sorted, deduplicated list would, for
+    /// random groups with repeats over the whole range (the first and last lock included).
+    #[test]
+    fn a_lock_set_orders_and_numbers_its_locks_as_a_sorted_list_does() {
+        let mut set = LockSet::default();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..2_000 {
+            let mut list: Vec<usize> = Vec::new();
+            for _ in 0..round % 40 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let lock = match seed % 10 {
+                    0 => 0,
+                    1 => MAX_LOCKS - 1,
+                    2 => (seed >> 8) as usize % 64,
+                    _ => (seed >> 8) as usize % MAX_LOCKS,
+                };
+                set.insert(lock);
+                list.push(lock);
+            }
+            list.sort_unstable();
+            list.dedup();
+            let order = set.order();
+            assert_eq!(order.iter().collect::<Vec<_>>(), list, "round {round}");
+            for lock in 0..MAX_LOCKS {
+                assert_eq!(order.position(lock), list.binary_search(&lock).ok(), "round {round}, lock {lock}");
             }
         }
     }

@@ -235,6 +235,13 @@ fn parameters_are_checked() {
         CacheDbm::new(&Params::parse("cap_rec_num=0").unwrap()).err().unwrap().kind(),
         ErrorKind::InvalidArgument
     );
+    for slots in ["num_slots=0", "num_slots=1025"] {
+        let params = Params::parse(&format!("cap_rec_num=1M,{slots}")).unwrap();
+        assert_eq!(CacheDbm::new(&params).err().unwrap().kind(), ErrorKind::InvalidArgument, "{slots}");
+    }
+    let most_slots = CacheDbm::new(&Params::parse("cap_rec_num=1M,num_slots=1024").unwrap()).unwrap();
+    most_slots.set(b"k", b"v", true).unwrap();
+    assert_eq!(most_slots.get_many(&[b"k".as_slice(), b"x"]).unwrap(), vec![Some(b"v".to_vec()), None]);
     let tiny_memory = Params::parse("cap_rec_num=1M,cap_mem_bytes=1K").unwrap();
     assert_eq!(CacheDbm::new(&tiny_memory).err().unwrap().kind(), ErrorKind::InvalidArgument);
     let dbm = CacheDbm::new(&Params::parse("cap_rec_num=10,cap_mem_bytes=2K").unwrap()).unwrap();

@@ -53,6 +53,7 @@ use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Link, Stora
 
 /// Number of lock stripes. Enough that two threads rarely meet on one; each is a word.
 const STRIPES: usize = 1024;
+const _: () = assert!(STRIPES <= crate::multi_get::MAX_LOCKS, "a batched lookup plans its stripes in a LockSet");
 /// Buckets of a rebuilt database per record, when not given: a load factor of one.
 const MIN_REBUILD_BUCKETS: u64 = 1024;
 

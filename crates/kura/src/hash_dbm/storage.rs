@@ -544,28 +544,6 @@ impl Storage {
         }
     }
 
-    /// Starts loading what a lookup of `key` reads after the first record of `chain`: the
-    /// second record when the first holds another key, else the rest of the first record's
-    /// value. A hint only; a record that does not parse is left for the lookup itself to
-    /// report.
-    #[inline]
-    pub fn prefetch_past_head(&self, chain: Chain<'_>, key: &[u8], hash: u64) {
-        let Ok(entry) = self.entry(chain.bucket()) else { return };
-        if !entry.may_contain(hash) {
-            return;
-        }
-        let Ok(header) = self.read_header(chain, entry.head) else { return };
-        let Ok(head_key) = self.key_of(chain, entry.head, &header) else { return };
-        if head_key != key {
-            if header.next != 0 {
-                self.file.prefetch_range(header.next, MAX_HEADER_SIZE.saturating_add(key.len()));
-            }
-        } else if header.value_len > 0 {
-            let value_at = entry.head.saturating_add((header.header_len + header.key_len) as u64);
-            self.file.prefetch_range(value_at, header.value_len);
-        }
-    }
-
     /// Links `offset`, a new record of the key hashed `hash`, at the head of `chain`.
     pub fn link_new_head(&self, chain: &ChainMut<'_>, offset: u64, hash: u64) -> Result<()> {
         let filter = self.entry(chain.bucket())?.filter | filter_bits(hash);

@@ -33,7 +33,7 @@ use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
-use crate::multi_get::{groups, GROUP};
+use crate::multi_get::{groups, GROUP, MAX_LOCKS};
 
 /// Default slot count: as Tkrzw's CacheDBM; plenty for a few threads, and few enough that
 /// per-slot LRU stays close to a global LRU.
@@ -385,8 +385,8 @@ impl CacheDbm {
         let num_slots = params.get_u64("num_slots")?.map_or(Ok(DEFAULT_NUM_SLOTS), |n| {
             usize::try_from(n)
                 .ok()
-                .filter(|n| (1..=1 << 16).contains(n))
-                .ok_or_else(|| Error::invalid("num_slots must be 1..=65536"))
+                .filter(|n| (1..=MAX_LOCKS).contains(n))
+                .ok_or_else(|| Error::invalid(format!("num_slots must be 1..={MAX_LOCKS}")))
         })?;
         let policy = Policy::parse(params.get("policy"))?;
         Self::build(cap_rec_num, cap_mem_bytes, num_slots, policy, backing)
@@ -408,7 +408,7 @@ impl CacheDbm {
         if cap_rec_num == 0 {
             return Err(Error::invalid("cap_rec_num must be at least 1"));
         }
-        let num_slots = num_slots.clamp(1, usize::try_from(cap_rec_num).unwrap_or(usize::MAX));
+        let num_slots = num_slots.clamp(1, usize::try_from(cap_rec_num).unwrap_or(usize::MAX)).min(MAX_LOCKS);
         let mut slots = Vec::with_capacity(num_slots);
         for index in 0..num_slots {
             let cap_records = share(cap_rec_num, num_slots, index);
@@ -557,7 +557,7 @@ impl Dbm for CacheDbm {
         let mut heads: Vec<Option<u32>> = Vec::with_capacity(GROUP);
         for (first, chunk) in groups(keys) {
             group.plan(chunk, first, self.slots.len());
-            slots.extend(group.slots.iter().filter_map(|&slot| self.slots.get(slot)).map(|slot| slot.lock()));
+            slots.extend(group.slots().filter_map(|slot| self.slots.get(slot)).map(|slot| slot.lock()));
             for lookup in &group.lookups {
                 if let Some(slot) = slots.get(lookup.lock) {
                     slot.table.prefetch_bucket(lookup.hash);

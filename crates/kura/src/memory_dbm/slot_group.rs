@@ -2,12 +2,12 @@
 //! by slot: each key's hash, its slot, and the group's slots in the order they are locked.
 //!
 //! Both engines then run the same stages on the group (docs/get_many.md): lock each slot the
-//! group needs once, in ascending order (`multi_get::lock_order`); prefetch every key's first
+//! group needs once, in ascending order (`multi_get::LockSet`); prefetch every key's first
 //! cell or bucket; prefetch what those point to (a spilled record, a chain entry); and only
 //! then compare and show the values, so the group's memory misses overlap.
 
 use super::key_hash::{hash_key, slot_of};
-use crate::multi_get::{lock_order, position};
+use crate::multi_get::{LockOrder, LockSet};
 
 /// One key of a group.
 pub struct SlotLookup<'k> {
@@ -23,8 +23,9 @@ pub struct SlotLookup<'k> {
 #[derive(Default)]
 pub struct SlotGroup<'k> {
     pub lookups: Vec<SlotLookup<'k>>,
-    /// The slots the group needs, ascending, each once.
-    pub slots: Vec<usize>,
+    /// The slots the group needs, each once, in the order they are locked.
+    pub slots: Option<LockOrder>,
+    needed: LockSet,
 }
 
 impl<'k> SlotGroup<'k> {
@@ -32,17 +33,22 @@ impl<'k> SlotGroup<'k> {
     /// `num_slots` slots.
     pub fn plan(&mut self, chunk: &[&'k [u8]], first: usize, num_slots: usize) {
         self.lookups.clear();
-        self.slots.clear();
         for (offset, &key) in chunk.iter().enumerate() {
             let hash = hash_key(key);
             let slot = slot_of(hash, num_slots);
-            self.slots.push(slot);
+            self.needed.insert(slot);
             self.lookups.push(SlotLookup { index: first + offset, key, hash, lock: slot });
         }
-        lock_order(&mut self.slots);
+        let slots = self.needed.order();
         for lookup in &mut self.lookups {
-            // Every slot pushed above is in the sorted list.
-            lookup.lock = position(&self.slots, lookup.lock).unwrap_or(0);
+            // Every slot inserted above is in the order.
+            lookup.lock = slots.position(lookup.lock).unwrap_or(0);
         }
+        self.slots = Some(slots);
+    }
+
+    /// The slots the planned group needs, ascending, each once.
+    pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.slots.iter().flat_map(LockOrder::iter)
     }
 }

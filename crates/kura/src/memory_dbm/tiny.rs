@@ -22,6 +22,7 @@ use crate::multi_get::{groups, GROUP};
 /// Slots: enough that two threads rarely meet and that a table doubling (which holds one
 /// slot's lock) stalls only 1/64 of the keys.
 pub const NUM_SLOTS: usize = 64;
+const _: () = assert!(NUM_SLOTS <= crate::multi_get::MAX_LOCKS, "a batched lookup plans its slots in a LockSet");
 /// Initial cell count over all slots (1K cells, 32 KiB, per slot); each slot doubles its own
 /// table when live records and tombstones would fill more than 3/4 of it. Small, because
 /// fresh cells are written at creation (they are not zeroed pages) and doubling a slot's
@@ -146,7 +147,7 @@ impl Dbm for TinyDbm {
         let mut tables: Vec<RwLockReadGuard<'_, OpenTable>> = Vec::with_capacity(GROUP);
         for (first, chunk) in groups(keys) {
             group.plan(chunk, first, self.slots.len());
-            tables.extend(group.slots.iter().filter_map(|&slot| self.slots.get(slot)).map(|slot| slot.read()));
+            tables.extend(group.slots().filter_map(|slot| self.slots.get(slot)).map(|slot| slot.read()));
             let table = |lookup: &SlotLookup<'_>| tables.get(lookup.lock);
             for lookup in &group.lookups {
                 if let Some(table) = table(lookup) {
