@@ -7,12 +7,15 @@
 //! 2. take the group's stripe locks, shared, each once, in ascending order;
 //! 3. read each entry (now in the cache) and prefetch the first record of its chain, unless
 //!    the entry's filter rules the key out;
-//! 4. walk each chain (its head mostly in the cache by now), compare keys and show each value.
+//! 4. read each chain's head (mostly in the cache by now): show the value when it is the
+//!    key's record; when it holds another key and the chain goes on (a third of lookups at
+//!    one bucket per record), prefetch the second record and leave the key for stage 5;
+//! 5. walk the chains left over (their heads in the cache, their second records on their
+//!    way or there), compare keys and show the values.
 //!
-//! A stage between 3 and 4 that read each chain's head to prefetch the second record (when
-//! the head holds another key) was measured and dropped: it parsed every head twice, and the
-//! second parse cost more than the misses it hid (get_many of 64 keys, 1M records: 200-207 ns
-//! a key without it, 215-230 ns with it; docs/get_many.md).
+//! An earlier design prefetched the second records in a stage of their own before showing any
+//! value: it parsed every head twice, and that cost more than the misses it hid. Stage 4
+//! parses each head once and only the leftover keys' heads twice (docs/get_many.md).
 //!
 //! The locks are taken in stage 2 and held to the end of the group, so every value shown is the
 //! key's value at that moment; a rebuild that changed the bucket count before they were
@@ -21,7 +24,7 @@
 use parking_lot::RwLockReadGuard;
 
 use super::chain_lock::Chain;
-use super::storage::{bucket_of, hash_key};
+use super::storage::{bucket_of, hash_key, Found, HeadStep};
 use super::{is_live, HashDbm, STRIPES};
 use crate::error::{Error, Result};
 use crate::multi_get::{groups, LockSet, GROUP};
@@ -42,6 +45,8 @@ impl HashDbm {
         let mut group: Vec<Lookup<'_>> = Vec::with_capacity(GROUP);
         let mut stripes = LockSet::default();
         let mut guards: Vec<RwLockReadGuard<'_, ()>> = Vec::with_capacity(GROUP);
+        // Positions in `group` of the keys left for stage 5.
+        let mut further: Vec<usize> = Vec::with_capacity(GROUP);
         for (first, chunk) in groups(keys) {
             loop {
                 // Stage 1: hashes, buckets, bucket entries on their way.
@@ -80,17 +85,33 @@ impl HashDbm {
                 for lookup in &group {
                     storage.prefetch_head(chain_of(lookup)?, lookup.hash, lookup.key.len());
                 }
-                // Stage 4: compare and show, the locks held until `guards` is cleared below.
-                for lookup in &group {
-                    let (index, hash, chain) = (lookup.index, lookup.hash, chain_of(lookup)?);
-                    match storage.find(chain, lookup.key, hash)? {
+                // Stages 4 and 5: compare and show, the locks held until `guards` is cleared
+                // below; keys past their chain's head are left for stage 5.
+                let show = |lookup: &Lookup<'_>, found: Option<Found>, visit: &mut dyn FnMut(usize, Option<&[u8]>)| {
+                    let chain = chain_of(lookup)?;
+                    match found {
                         Some(found) if is_live(&found) => {
-                            storage.visit_value(chain, found.offset, &found.header, hash, |value| {
-                                visit(index, Some(value))
-                            })?
+                            storage.visit_value(chain, found.offset, &found.header, lookup.hash, |value| {
+                                visit(lookup.index, Some(value))
+                            })
                         }
-                        _ => visit(index, None),
+                        _ => {
+                            visit(lookup.index, None);
+                            Ok(())
+                        }
                     }
+                };
+                further.clear();
+                for (at, lookup) in group.iter().enumerate() {
+                    match storage.find_at_head(chain_of(lookup)?, lookup.key, lookup.hash)? {
+                        HeadStep::Found(found) => show(lookup, Some(found), visit)?,
+                        HeadStep::Absent => show(lookup, None, visit)?,
+                        HeadStep::Further => further.push(at),
+                    }
+                }
+                for lookup in further.iter().filter_map(|&at| group.get(at)) {
+                    let found = storage.find(chain_of(lookup)?, lookup.key, lookup.hash)?;
+                    show(lookup, found, visit)?;
                 }
                 guards.clear();
                 break;

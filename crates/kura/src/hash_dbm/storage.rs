@@ -64,6 +64,17 @@ pub struct Found {
     pub link: Link,
 }
 
+/// What the first record of a chain says about a key (`Storage::find_at_head`).
+#[derive(Debug, Clone, Copy)]
+pub enum HeadStep {
+    /// The head is the key's record or tombstone.
+    Found(Found),
+    /// The chain holds no record of the key.
+    Absent,
+    /// The head holds another key and the chain goes on; its next record is on its way.
+    Further,
+}
+
 /// Settings of a new file.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -666,6 +677,29 @@ impl Storage {
             self.buckets.set(bucket, Entry { head: entry.head, filter });
         }
         Ok(found)
+    }
+
+    /// The first step of `find`: the head of `chain` alone. When the head holds another key
+    /// and the chain goes on, starts loading the next record and says `Further`, so that a
+    /// batch can look at every head of a group before it waits for any second record; `find`
+    /// then walks such a chain again from its head (now in the cache).
+    pub fn find_at_head(&self, chain: Chain<'_>, key: &[u8], hash: u64) -> Result<HeadStep> {
+        if !self.entry(chain.bucket())?.may_contain(hash) {
+            return Ok(HeadStep::Absent);
+        }
+        let mut step = HeadStep::Absent;
+        self.walk(chain, |offset, header, link, record_key| {
+            step = if record_key == key {
+                HeadStep::Found(Found { offset, header: *header, link })
+            } else if header.next != 0 {
+                self.file.prefetch_range(header.next, MAX_HEADER_SIZE.saturating_add(key.len()));
+                HeadStep::Further
+            } else {
+                HeadStep::Absent
+            };
+            Ok(false)
+        })?;
+        Ok(step)
     }
 
     /// Calls `visit(offset, header, link, key)` for each record of a chain in order until it
