@@ -192,10 +192,11 @@ pub fn run<R: Read>(
             let shared = &shared;
             writers.push(scope.spawn(move || write_lane(lane, db, receiver, shared)));
         }
+        let mut parser_threads = Vec::with_capacity(parsers);
         for _ in 0..parsers {
             let senders = lane_senders.clone();
             let (chunk_receiver, shared) = (&chunk_receiver, &shared);
-            scope.spawn(move || parse_chunks(chunk_receiver, &senders, router, settings, shared));
+            parser_threads.push(scope.spawn(move || parse_chunks(chunk_receiver, &senders, router, settings, shared)));
         }
         drop(lane_senders);
 
@@ -220,6 +221,16 @@ pub fn run<R: Read>(
                 Ok(Ok(count)) => stored += count,
                 Ok(Err(e)) => first_error = first_error.or(Some(e)),
                 Err(_) => first_error = first_error.or(Some(Error::infeasible("an import writer panicked"))),
+            }
+        }
+        // Joined one by one rather than left to the scope: a parser that panicked becomes a
+        // typed error like a writer's, and a joined thread has also run its thread-local
+        // destructors (the scope only waits for the closures to return, so its threads may
+        // still be freeing their thread-locals when `run` returns, which a leak checker run
+        // right after, as the fuzzer's is, reports as leaks).
+        for parser in parser_threads {
+            if parser.join().is_err() {
+                first_error = first_error.or(Some(Error::infeasible("an import parser panicked")));
             }
         }
         (first_error.map_or(Ok(stored), Err), read_result)
