@@ -125,3 +125,28 @@ fn memccapable_ascii_tests_all_pass() {
     );
     assert!(!text.contains("[FAIL]"), "{text}");
 }
+
+/// An in-memory engine without a memory cap (CompactDbm here) is served, and the server
+/// says at start that `--memory-limit` does not bound it; the default cache says nothing.
+#[test]
+fn serving_an_unbounded_memory_engine_says_the_limit_does_not_bound_it() {
+    for (params, warned) in [(Some("engine=compact,bucket_comp=lz4"), true), (None, false)] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
+        command.arg("serve");
+        if let Some(params) = params {
+            command.args(["--params", params]);
+        }
+        let mut child = command.args(["--port", "0"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        let port = line.split_whitespace().nth(4).unwrap().rsplit(':').next().unwrap().parse().unwrap();
+        let mut stream = connect(port);
+        roundtrip(&mut stream, b"set k 5 0 2\r\nhi\r\nget k\r\n", b"STORED\r\nVALUE k 5 2\r\nhi\r\nEND\r\n");
+        drop(stream);
+        signal(&child, libc::SIGTERM);
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.contains("evicts nothing"), warned, "{params:?}: {stderr}");
+    }
+}
