@@ -32,6 +32,11 @@ fn configurations() -> Vec<(&'static Engine, Params)> {
     all.push((engine("tree"), Params::new().with("max_page_size", 256)));
     // Two cache slots: a group locks few slots and finds several keys in each.
     all.push((engine("cache"), (engine("cache").bench_params)(10 * KEY_SPACE).with("num_slots", 2)));
+    // Three shards of trees: each shard's part of a batch goes through the tree's sorted walk.
+    all.push((
+        engine("shard"),
+        Params::new().with("num_shards", 3).with("inner_engine", "tree").with("max_page_size", 256),
+    ));
     all
 }
 

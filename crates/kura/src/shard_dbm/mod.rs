@@ -229,6 +229,35 @@ impl Dbm for ShardDbm {
         self.shard(key).get_with(key, visit)
     }
 
+    /// The batch split by shard, each shard's part looked up as one batch of that shard's
+    /// engine (so a HashDbm shard overlaps its misses as it does alone), the indices mapped
+    /// back to the caller's. Shards are visited one after the other.
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        if let [shard] = self.shards.as_slice() {
+            return shard.get_many_with(keys, visit);
+        }
+        let mut parts: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (index, key) in keys.iter().enumerate() {
+            if let Some(part) = parts.get_mut(self.shard_index(key)) {
+                part.push(index);
+            }
+        }
+        let mut part_keys: Vec<&[u8]> = Vec::new();
+        for (shard, part) in self.shards.iter().zip(&parts) {
+            if part.is_empty() {
+                continue;
+            }
+            part_keys.clear();
+            part_keys.extend(part.iter().filter_map(|&index| keys.get(index).copied()));
+            shard.get_many_with(&part_keys, &mut |at, value| {
+                if let Some(&index) = part.get(at) {
+                    visit(index, value);
+                }
+            })?;
+        }
+        Ok(())
+    }
+
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
         self.shard(key).set(key, value, overwrite)
     }
