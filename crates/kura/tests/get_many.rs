@@ -32,6 +32,16 @@ fn configurations() -> Vec<(&'static Engine, Params)> {
     all.push((engine("tree"), Params::new().with("max_page_size", 256)));
     // Two cache slots: a group locks few slots and finds several keys in each.
     all.push((engine("cache"), (engine("cache").bench_params)(10 * KEY_SPACE).with("num_slots", 2)));
+    // Compressed buckets of ~16 records and a small decoded-bucket cache: keys of a batch share
+    // buckets, some decoded, some taken from the cache.
+    all.push((
+        engine("compact"),
+        Params::new()
+            .with("bucket_comp", "zstd")
+            .with("expected_records", KEY_SPACE)
+            .with("bucket_records", 16)
+            .with("cache_bytes", 8192),
+    ));
     // Three shards of trees: each shard's part of a batch goes through the tree's sorted walk.
     all.push((
         engine("shard"),

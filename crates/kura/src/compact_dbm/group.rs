@@ -126,15 +126,22 @@ impl GroupCell {
         GroupCell { lock: RwLock::new(group), cache: Mutex::new(DecodedCache::new(cache_capacity)) }
     }
 
-    /// Shows the value of `key` (hash `hash`) to `visit`, under the group's read lock: a raw
-    /// bucket is scanned in place, a compressed one is taken from the cache or decoded.
+    /// Shows the value of `key` (hash `hash`) to `visit`, under the group's read lock.
     pub fn get_with(&self, key: &[u8], hash: u64, visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         let group = self.lock.read();
-        let bucket = group.bucket_of(hash);
+        self.with_bucket(&group, group.bucket_of(hash), |raw| {
+            visit(bucket::find(raw, key)?);
+            Ok(())
+        })
+    }
+
+    /// Runs `read` on the raw records of `bucket` of `group` (which the caller holds at
+    /// least read-locked): a raw bucket in place, a compressed one from the cache or decoded
+    /// (and then offered to the cache).
+    pub fn with_bucket(&self, group: &Group, bucket: usize, read: impl FnOnce(&[u8]) -> Result<()>) -> Result<()> {
         let stored = group.block(bucket)?;
         if stored.first().is_none_or(|&flag| flag == 0) {
-            visit(bucket::find(stored.get(1..).unwrap_or_default(), key)?);
-            return Ok(());
+            return read(stored.get(1..).unwrap_or_default());
         }
         let cached = {
             let mut cache = self.cache.lock();
@@ -145,12 +152,11 @@ impl GroupCell {
             }
         };
         if let Some(raw) = cached {
-            visit(bucket::find(&raw, key)?);
-            return Ok(());
+            return read(&raw);
         }
         with_scratch(|scratch| {
             let raw = block::decode(&group.codec, stored, &mut scratch.decoded)?;
-            visit(bucket::find(raw, key)?);
+            read(raw)?;
             let mut cache = self.cache.lock();
             if cache.is_enabled() {
                 cache.offer(bucket, raw);

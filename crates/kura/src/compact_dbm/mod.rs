@@ -15,6 +15,7 @@ mod block;
 mod bucket;
 mod cache;
 mod cursor;
+mod get_many;
 mod group;
 mod image;
 mod layout;
@@ -193,6 +194,10 @@ impl Dbm for CompactDbm {
         }
         let hash = hash_key(key);
         self.cell(hash).get_with(key, hash, visit)
+    }
+
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        self.get_many_grouped(keys, visit)
     }
 
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
