@@ -23,18 +23,19 @@ impl Drop for Served {
 
 /// Starts `kura serve ARGS --port 0` and reads the port from its "listening on" line.
 fn serve(args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kura"))
-        .arg("serve")
-        .args(args)
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, port) = spawn_listening(Command::new(env!("CARGO_BIN_EXE_kura")).arg("serve").args(args));
+    Served { child, port }
+}
+
+/// Spawns `command` (a `kura serve` without `--port`) on a free port and waits for its
+/// "listening on" line; returns the child and its port.
+fn spawn_listening(command: &mut Command) -> (Child, u16) {
+    let mut child = command.args(["--port", "0"]).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     let address = line.split_whitespace().nth(4).unwrap();
     let port = address.rsplit(':').next().unwrap().parse().unwrap();
-    Served { child, port }
+    (child, port)
 }
 
 fn connect(port: u16) -> TcpStream {
@@ -132,14 +133,11 @@ fn memccapable_ascii_tests_all_pass() {
 fn serving_an_unbounded_memory_engine_says_the_limit_does_not_bound_it() {
     for (params, warned) in [(Some("engine=compact,bucket_comp=lz4"), true), (None, false)] {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
-        command.arg("serve");
+        command.arg("serve").stderr(Stdio::piped());
         if let Some(params) = params {
             command.args(["--params", params]);
         }
-        let mut child = command.args(["--port", "0"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-        let port = line.split_whitespace().nth(4).unwrap().rsplit(':').next().unwrap().parse().unwrap();
+        let (child, port) = spawn_listening(&mut command);
         let mut stream = connect(port);
         roundtrip(&mut stream, b"set k 5 0 2\r\nhi\r\nget k\r\n", b"STORED\r\nVALUE k 5 2\r\nhi\r\nEND\r\n");
         drop(stream);

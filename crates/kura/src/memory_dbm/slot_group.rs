@@ -23,8 +23,8 @@ pub struct SlotLookup<'k> {
 #[derive(Default)]
 pub struct SlotGroup<'k> {
     pub lookups: Vec<SlotLookup<'k>>,
-    /// The slots the group needs, each once, in the order they are locked.
-    pub slots: Option<LockOrder>,
+    /// The slots the group needs, each once, in the order they are locked (`slots()`).
+    slots: Option<LockOrder>,
     needed: LockSet,
 }
 
