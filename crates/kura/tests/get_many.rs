@@ -30,6 +30,8 @@ fn configurations() -> Vec<(&'static Engine, Params)> {
     all.push((engine("hash"), Params::new().with("num_buckets", 64).with("record_comp", "zstd")));
     // A tree several levels deep whose leaves hold a handful of records each.
     all.push((engine("tree"), Params::new().with("max_page_size", 256)));
+    // Keys ordered as numbers: the batch is sorted by the comparator, not bytewise.
+    all.push((engine("tree"), Params::new().with("max_page_size", 256).with("key_comparator", "numeric")));
     // Two cache slots: a group locks few slots and finds several keys in each.
     all.push((engine("cache"), (engine("cache").bench_params)(10 * KEY_SPACE).with("num_slots", 2)));
     // Compressed buckets of ~16 records and a small decoded-bucket cache: keys of a batch share

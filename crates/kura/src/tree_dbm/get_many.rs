@@ -7,7 +7,9 @@
 //! stay below it. Branches are few and stay in the caches; what misses is each leaf: its
 //! page structure, then its index's top level, then one block of the index and the records
 //! it covers (see prefix_index.rs). So, for up to `LEAF_GROUP` runs at a time:
-//! 1. descend to each run's leaf and prefetch its page structure;
+//! 1. descend to each run's leaf, take it from the page cache (once: each cache access locks
+//!    a shard and looks up a map, which costs about what a leaf search does) and prefetch its
+//!    page structure;
 //! 2. prefetch each leaf's top index level;
 //! 3. prefetch, for each run's first key, its block of the index and its records;
 //! 4. search each run's keys in its leaf and show the values.
@@ -17,7 +19,8 @@
 
 use std::cmp::Ordering;
 
-use super::btree::{wrong_level, BTree, TEMP_BIT};
+use super::btree::{wrong_level, BTree, PageRef, TEMP_BIT};
+use super::comparator::Comparator;
 use super::page::{Leaf, Page};
 use super::TreeDbm;
 use crate::error::Result;
@@ -29,9 +32,11 @@ const SEGMENT: usize = 512;
 /// Leaf runs whose stages overlap (as `multi_get::GROUP` keys do in the hash engines).
 const LEAF_GROUP: usize = 16;
 
-/// The keys `order[start..end]`, which all belong to `leaf`.
-struct Run {
-    leaf: u64,
+/// The keys `order[start..end]`, which all belong to `leaf` (taken from the cache once, in
+/// stage 1: each later stage borrows it instead of locking its cache shard again).
+struct Run<'tree> {
+    id: u64,
+    leaf: PageRef<'tree>,
     start: usize,
     end: usize,
 }
@@ -39,9 +44,7 @@ struct Run {
 impl TreeDbm {
     pub(super) fn get_many_sorted(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
         let comparator = self.read()?.comparator();
-        let key = |index: usize| keys.get(index).copied().unwrap_or_default();
-        let mut order: Vec<usize> = (0..keys.len()).collect();
-        order.sort_unstable_by(|&a, &b| comparator.compare(key(a), key(b)));
+        let order = sorted_order(keys, comparator);
         for segment in order.chunks(SEGMENT) {
             self.read()?.get_sorted(keys, segment, visit)?;
         }
@@ -80,26 +83,26 @@ impl BTree {
                     }
                     end += 1;
                 }
-                self.prefetch_page(leaf)?;
-                runs.push(Run { leaf, start: position, end });
+                let page = self.page(leaf)?;
+                prefetch_range(std::ptr::from_ref::<Page>(&page) as usize, std::mem::size_of::<Page>());
+                runs.push(Run { id: leaf, leaf: page, start: position, end });
                 position = end;
             }
             // Stage 2: the top levels of the leaves' indexes.
             for run in &runs {
-                self.with_leaf(run.leaf, |leaf| leaf.prefetch_index())?;
+                leaf_of(run)?.prefetch_index();
             }
             // Stage 3: the index blocks and records of the runs' first keys.
             for run in &runs {
                 let first_key = key_at(run.start).map(|(_, key)| key).unwrap_or_default();
-                self.with_leaf(run.leaf, |leaf| leaf.prefetch_block(comparator, first_key))?;
+                leaf_of(run)?.prefetch_block(comparator, first_key);
             }
             // Stage 4: the searches.
             for run in &runs {
-                self.with_leaf(run.leaf, |leaf| {
-                    for (index, key) in (run.start..run.end).filter_map(key_at) {
-                        visit(index, leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)));
-                    }
-                })?;
+                let leaf = leaf_of(run)?;
+                for (index, key) in (run.start..run.end).filter_map(key_at) {
+                    visit(index, leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)));
+                }
             }
         }
         Ok(())
@@ -130,29 +133,64 @@ impl BTree {
         }
         Ok((id, bounded))
     }
+}
 
-    /// Starts loading the structure of page `id` (a leaf about to be searched).
-    fn prefetch_page(&self, id: u64) -> Result<()> {
-        let prefetch = |page: &Page| prefetch_range(std::ptr::from_ref(page) as usize, std::mem::size_of::<Page>());
-        if id & TEMP_BIT != 0 {
-            prefetch(&*self.page(id)?);
-            Ok(())
-        } else {
-            self.pager.with_page(id, prefetch)
-        }
+/// The indices of `keys` in the comparator's order. Sorting is most of what a batch of
+/// random keys costs beyond the lookups themselves, so for the bytewise order the keys are
+/// sorted by their first 8 bytes as one integer (zero-padded: a shorter key's padding sorts
+/// at or below any byte the longer key has there), and only ties compare the whole keys.
+fn sorted_order(keys: &[&[u8]], comparator: Comparator) -> Vec<usize> {
+    let key = |index: usize| keys.get(index).copied().unwrap_or_default();
+    if comparator != Comparator::Lexical {
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_unstable_by(|&a, &b| comparator.compare(key(a), key(b)));
+        return order;
     }
+    let prefix = |key: &[u8]| {
+        let mut head = [0u8; 8];
+        let len = key.len().min(head.len());
+        head.get_mut(..len).unwrap_or_default().copy_from_slice(key.get(..len).unwrap_or_default());
+        u64::from_be_bytes(head)
+    };
+    let mut keyed: Vec<(u64, usize)> = keys.iter().enumerate().map(|(index, key)| (prefix(key), index)).collect();
+    keyed.sort_unstable_by(|&(prefix_a, a), &(prefix_b, b)| prefix_a.cmp(&prefix_b).then_with(|| key(a).cmp(key(b))));
+    keyed.into_iter().map(|(_, index)| index).collect()
+}
 
-    /// Runs `use_leaf` on the leaf `id`, in place (see `Pager::with_page`); a branch where a
-    /// leaf should be is BrokenData.
-    fn with_leaf<R>(&self, id: u64, use_leaf: impl FnOnce(&Leaf) -> R) -> Result<R> {
-        let on_page = |page: &Page| match page {
-            Page::Leaf(leaf) => Ok(use_leaf(leaf)),
-            Page::Branch(_) => Err(wrong_level(id)),
-        };
-        if id & TEMP_BIT != 0 {
-            on_page(&*self.page(id)?)
-        } else {
-            self.pager.with_page(id, on_page)?
+/// The leaf a run's page is; a branch where a leaf should be is BrokenData.
+fn leaf_of<'run>(run: &'run Run<'_>) -> Result<&'run Leaf> {
+    match &*run.leaf {
+        Page::Leaf(leaf) => Ok(leaf),
+        Page::Branch(_) => Err(wrong_level(run.id)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::indexing_slicing, reason = "a test fails loudly on a wrong index")]
+    use super::*;
+    use crate::split_mix::SplitMix64;
+
+    /// The integer-prefix sort gives the bytewise order on keys shorter and longer than the
+    /// prefix, with zero bytes (which tie with the padding) and shared prefixes.
+    #[test]
+    fn sorted_order_is_the_comparators_order() {
+        let mut rng = SplitMix64::new(7);
+        for round in 0..500 {
+            let keys: Vec<Vec<u8>> = (0..rng.below(40))
+                .map(|_| (0..rng.below(12)).map(|_| [0u8, 1, b'a', 0xff][rng.below(4) as usize]).collect())
+                .collect();
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            for comparator in Comparator::ALL {
+                let order = sorted_order(&refs, comparator);
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert!(sorted.iter().copied().eq(0..refs.len()), "round {round}: not a permutation");
+                for pair in order.windows(2) {
+                    let (a, b) = (refs[pair[0]], refs[pair[1]]);
+                    assert_ne!(comparator.compare(a, b), Ordering::Greater, "round {round}: {a:?} before {b:?}");
+                }
+            }
         }
     }
 }
