@@ -66,11 +66,21 @@ pub fn tiny(records: u64) -> kura::Result<Engine<TinyDbm>> {
     Ok(Engine { dbm: TinyDbm::new(&params)? })
 }
 
-pub fn compact(records: u64, codec: &str, bucket_records: u64) -> kura::Result<Engine<CompactDbm>> {
-    let params = Params::new()
-        .with("bucket_comp", codec)
+/// What a CompactDbm contender is made with.
+pub struct CompactSettings<'a> {
+    pub codec: &'a str,
+    pub bucket_records: u64,
+    /// Any other parameters (`dict_size=65536,cache_bytes=0`), as given; they win over the
+    /// ones above.
+    pub extra: &'a str,
+}
+
+pub fn compact(records: u64, settings: &CompactSettings<'_>) -> kura::Result<Engine<CompactDbm>> {
+    let base = Params::new()
+        .with("bucket_comp", settings.codec)
         .with("expected_records", records.max(1))
-        .with("bucket_records", bucket_records);
+        .with("bucket_records", settings.bucket_records);
+    let params = Params::parse(settings.extra)?.or_defaults(&base);
     Ok(Engine { dbm: CompactDbm::new(&params)? })
 }
 

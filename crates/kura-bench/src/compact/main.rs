@@ -62,14 +62,18 @@ enum Command {
         /// Sets per thread in each set phase.
         #[arg(long, default_value_t = 200_000)]
         sets: u64,
+        /// More CompactDbm parameters (`dict_size=65536,cache_bytes=0`), after the ones above.
+        #[arg(long, default_value = "")]
+        params: String,
     },
 }
 
 fn main() -> ExitCode {
     let outcome = match Args::parse().command {
         Command::Generate { kind, records, out } => dataset::generate(&kind, records, &out),
-        Command::Run { data, contender, codec, bucket_records, limit, gets, sets } => {
-            run(&data, &contender, &codec, bucket_records, limit, gets, sets)
+        Command::Run { data, contender, codec, bucket_records, limit, gets, sets, params } => {
+            let compact = contenders::CompactSettings { codec: &codec, bucket_records, extra: &params };
+            run(&data, &contender, &compact, limit, gets, sets)
         }
     };
     match outcome {
@@ -117,8 +121,7 @@ fn timed(threads: u64, per_thread: u64, order: &[usize], op: &(dyn Fn(usize) + S
 fn run(
     data: &std::path::Path,
     contender: &str,
-    codec: &str,
-    bucket_records: u64,
+    compact: &contenders::CompactSettings<'_>,
     limit: u64,
     gets: u64,
     sets: u64,
@@ -137,7 +140,7 @@ fn run(
     let before = resident_bytes();
     let started = Instant::now();
     let mut table: Box<dyn Table> = match contender {
-        "compact" => Box::new(contenders::compact(count, codec, bucket_records)?),
+        "compact" => Box::new(contenders::compact(count, compact)?),
         "tiny" => Box::new(contenders::tiny(count)?),
         "hashmap" => Box::new(contenders::PlainHashMap::default()),
         other => return Err(kura::Error::invalid(format!("unknown contender {other:?}"))),
@@ -178,8 +181,9 @@ fn run(
     });
     let line = json!({
         "contender": contender,
-        "codec": (contender == "compact").then_some(codec),
-        "bucket_records": (contender == "compact").then_some(bucket_records),
+        "codec": (contender == "compact").then_some(compact.codec),
+        "bucket_records": (contender == "compact").then_some(compact.bucket_records),
+        "params": (contender == "compact" && !compact.extra.is_empty()).then_some(compact.extra),
         "data": data.file_name().map(|n| n.to_string_lossy().into_owned()),
         "records": count,
         "raw_bytes": raw_bytes,
