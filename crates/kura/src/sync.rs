@@ -28,6 +28,11 @@ pub mod model {
         pub fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect(POISONED)
         }
+
+        /// The lock if it is free now (parking_lot's `try_lock`).
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
     }
 
     /// loom's reader-writer lock with the parking_lot methods `SpinRwLock` uses.

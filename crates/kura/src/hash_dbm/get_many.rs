@@ -47,7 +47,7 @@ impl HashDbm {
         let mut guards: Vec<RwLockReadGuard<'_, ()>> = Vec::with_capacity(GROUP);
         // Positions in `group` of the keys left for stage 5.
         let mut further: Vec<usize> = Vec::with_capacity(GROUP);
-        for (first, chunk) in groups(keys) {
+        for (first, chunk) in groups(keys, GROUP) {
             loop {
                 // Stage 1: hashes, buckets, bucket entries on their way.
                 let num_buckets = self.num_buckets.load(Ordering::Acquire);

@@ -145,7 +145,7 @@ impl Dbm for TinyDbm {
         self.backing.check_open()?;
         let mut group = SlotGroup::default();
         let mut tables: Vec<RwLockReadGuard<'_, OpenTable>> = Vec::with_capacity(GROUP);
-        for (first, chunk) in groups(keys) {
+        for (first, chunk) in groups(keys, GROUP) {
             group.plan(chunk, first, self.slots.len());
             tables.extend(group.slots().filter_map(|slot| self.slots.get(slot)).map(|slot| slot.read()));
             let table = |lookup: &SlotLookup<'_>| tables.get(lookup.lock);
