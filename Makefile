@@ -8,7 +8,8 @@
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py);
 # the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py),
 # bench/shard.py with SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000,
-# CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), and the
+# CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), the
+# batched gets beyond the caches with BEYOND_RECORDS=1000000 (bench/beyond_caches.py), and the
 # server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1
 # BENCH_SERVER_LATENCY_SECONDS=2.
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
@@ -152,6 +153,7 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python python/bench.py --md bench/results/python.md --json bench/results/python.json
 	$(VENV)/bin/python bench/shard.py measure && $(VENV)/bin/python bench/shard.py report
 	$(VENV)/bin/python bench/compact.py all
+	$(VENV)/bin/python bench/beyond_caches.py all
 	$(CARGO) build --release -p kura-server --example load_client
 	$(VENV)/bin/python bench/server.py
 
