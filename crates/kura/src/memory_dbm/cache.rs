@@ -752,7 +752,8 @@ mod tests {
                 values
             });
             for _ in in_held.iter().filter(|&&held| !held) {
-                let index = arrivals.recv_timeout(Duration::from_secs(20)).expect("a free slot's key waited for the held one");
+                let index =
+                    arrivals.recv_timeout(Duration::from_secs(20)).expect("a free slot's key waited for the held one");
                 assert!(!in_held[index], "key {index} of the held slot was shown while the slot was held");
             }
             drop(held);
