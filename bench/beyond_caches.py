@@ -52,19 +52,25 @@ def kura_params(engine, records):
     return f"num_buckets={2 * records}"
 
 
-def kura_run(engine, records, random_key):
-    command = [bench.KURA, "bench", "--engine", engine, "--iter", str(records), "--size", "8",
-               "--params", kura_params(engine, records), "--batch", str(BATCH), "--json"]
-    path = None
-    if engine == "hash":
-        path = os.path.join(bench.WORK, "beyond.kuh")
+def run_sequence(command, file_name, random_flag, random_key):
+    """Runs a sequence command and returns its output: on a file of that name in bench/data/work
+    (removed before and after) when `file_name` is given, with `random_flag` for random keys."""
+    path = os.path.join(bench.WORK, file_name) if file_name else None
+    if path:
         bench.remove_files(path)
-        command += ["--path", path]
+        command = [*command, "--path", path]
     if random_key:
-        command.append("--random-key")
+        command = [*command, random_flag]
     output = bench.run(command)
     if path:
         bench.remove_files(path)
+    return output
+
+
+def kura_run(engine, records, random_key):
+    command = [bench.KURA, "bench", "--engine", engine, "--iter", str(records), "--size", "8",
+               "--params", kura_params(engine, records), "--batch", str(BATCH), "--json"]
+    output = run_sequence(command, "beyond.kuh" if engine == "hash" else None, "--random-key", random_key)
     phases = {}
     for line in output.splitlines():
         if line.startswith("{"):
@@ -76,16 +82,7 @@ def kura_run(engine, records, random_key):
 def tkrzw_run(dbm, records, random_key):
     command = ["tkrzw_dbm_perf", "sequence", "--dbm", dbm, "--iter", str(records), "--size", "8",
                "--buckets", str(2 * records)]
-    path = None
-    if dbm == "hash":
-        path = os.path.join(bench.WORK, "beyond.tkh")
-        bench.remove_files(path)
-        command += ["--path", path]
-    if random_key:
-        command.append("--random_key")
-    output = bench.run(command)
-    if path:
-        bench.remove_files(path)
+    output = run_sequence(command, "beyond.tkh" if dbm == "hash" else None, "--random_key", random_key)
     return {"get": tkrzw_output.perf_phases(output).get("get", {}).get("qps")}
 
 
