@@ -2,7 +2,8 @@
 //! by slot: each key's hash, its slot, and the group's slots in the order they are locked.
 //!
 //! Both engines then run the same stages on the group (docs/get_many.md): lock each slot the
-//! group needs once, in ascending order (`multi_get::LockSet`); prefetch every key's first
+//! group needs once, in ascending order (`multi_get::LockSet`; CacheDbm only tries, and looks
+//! the keys of a slot held elsewhere up after the group); prefetch every key's first
 //! cell or bucket; prefetch what those point to (a spilled record, a chain entry); and only
 //! then compare and show the values, so the group's memory misses overlap.
 
