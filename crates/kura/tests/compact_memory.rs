@@ -7,19 +7,14 @@
 //! each bucket is allocated once and no freed block lingers in the allocator's heap.
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
+#[path = "support/resident.rs"]
+mod resident;
+
 use kura::split_mix::SplitMix64;
 use kura::{CompactDbm, Dbm, Params, WriteBatch};
+use resident::resident_bytes;
 
 const RECORDS: u64 = 1_000_000;
-
-/// The resident set of this process in bytes.
-fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // SAFETY: sysconf only reads a configuration value.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * u64::try_from(page).unwrap()
-}
 
 #[test]
 fn inspect_memory_bytes_is_within_ten_percent_of_the_measured_rss_growth() {

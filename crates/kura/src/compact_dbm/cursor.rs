@@ -42,7 +42,10 @@ impl<'a> CompactCursor<'a> {
     fn load(&mut self, group: usize, bucket: usize) -> Result<bool> {
         let Some(cell) = self.cell(group) else { return Ok(false) };
         let locked = cell.lock.read();
-        let Some(stored) = locked.blocks.get(bucket) else { return Ok(false) };
+        if bucket >= locked.bucket_count() {
+            return Ok(false);
+        }
+        let stored = locked.block(bucket)?;
         self.records.clear();
         with_scratch(|scratch| -> Result<()> {
             let raw = block::decode(&locked.codec, stored, &mut scratch.decoded)?;

@@ -18,7 +18,10 @@ use crate::error::{Error, Result};
 
 pub struct Group {
     pub codec: Arc<Codec>,
-    pub blocks: Vec<Block>,
+    /// Each bucket's block; None for an empty bucket. An all-None table is all zero bytes, so
+    /// a new one is taken zeroed from the allocator: its pages cost nothing until a bucket on
+    /// them is written, and a layout sized for many more records than it holds stays cheap.
+    blocks: Vec<Option<Block>>,
     pub records: u64,
     /// Sum of the raw bucket sizes.
     pub raw_bytes: u64,
@@ -68,8 +71,17 @@ fn missing_bucket() -> Error {
 
 impl Group {
     pub fn new(codec: Arc<Codec>, buckets: usize) -> Group {
-        let blocks = std::iter::repeat_with(Block::default).take(buckets).collect();
-        Group { codec, blocks, records: 0, raw_bytes: 0, stored_bytes: 0, heap_bytes: 0 }
+        Group { codec, blocks: vec![None; buckets], records: 0, raw_bytes: 0, stored_bytes: 0, heap_bytes: 0 }
+    }
+
+    /// The number of buckets.
+    pub fn bucket_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Every bucket's block in bucket order (empty for an empty bucket).
+    pub fn blocks(&self) -> impl Iterator<Item = &[u8]> {
+        self.blocks.iter().map(|block| block.as_deref().unwrap_or_default())
     }
 
     #[inline]
@@ -78,18 +90,18 @@ impl Group {
     }
 
     pub fn block(&self, bucket: usize) -> Result<&[u8]> {
-        self.blocks.get(bucket).map(|b| &b[..]).ok_or_else(missing_bucket)
+        self.blocks.get(bucket).map(|block| block.as_deref().unwrap_or_default()).ok_or_else(missing_bucket)
     }
 
     /// Puts `new` in place of bucket `bucket`'s block, whose record count changed by
     /// `delta`, and updates the counters.
     pub fn install(&mut self, bucket: usize, new: Block, delta: i64) -> Result<()> {
         let slot = self.blocks.get_mut(bucket).ok_or_else(missing_bucket)?;
-        let old = std::mem::replace(slot, new);
-        let new = &self.blocks.get(bucket).ok_or_else(missing_bucket)?[..];
-        self.raw_bytes = (self.raw_bytes + block::raw_len(new) as u64).saturating_sub(block::raw_len(&old) as u64);
-        self.stored_bytes = (self.stored_bytes + new.len() as u64).saturating_sub(old.len() as u64);
-        self.heap_bytes = (self.heap_bytes + heap_size(new.len()) as u64).saturating_sub(heap_size(old.len()) as u64);
+        let (new_raw, new_len) = (block::raw_len(&new) as u64, new.len());
+        let old = std::mem::replace(slot, (!new.is_empty()).then_some(new)).unwrap_or_default();
+        self.raw_bytes = (self.raw_bytes + new_raw).saturating_sub(block::raw_len(&old) as u64);
+        self.stored_bytes = (self.stored_bytes + new_len as u64).saturating_sub(old.len() as u64);
+        self.heap_bytes = (self.heap_bytes + heap_size(new_len) as u64).saturating_sub(heap_size(old.len()) as u64);
         self.records = self.records.saturating_add_signed(delta);
         Ok(())
     }
@@ -106,14 +118,12 @@ impl Group {
 
     /// Memory held besides the blocks: the bucket table.
     pub fn table_bytes(&self) -> u64 {
-        heap_size(self.blocks.capacity() * std::mem::size_of::<Block>()) as u64
+        heap_size(self.blocks.capacity() * std::mem::size_of::<Option<Block>>()) as u64
     }
 
-    /// Removes every record, keeping the bucket count.
+    /// Removes every record, keeping the bucket count (in a new zeroed table: see `blocks`).
     pub fn clear(&mut self) {
-        for block in &mut self.blocks {
-            *block = Block::default();
-        }
+        self.blocks = vec![None; self.blocks.len()];
         self.records = 0;
         self.raw_bytes = 0;
         self.stored_bytes = 0;

@@ -104,7 +104,7 @@ fn train_on_records(groups: &[Padded<GroupCell>], dictionary_size: usize) -> Res
     for cell in groups {
         let group = cell.lock.read();
         with_scratch(|scratch| -> Result<()> {
-            for stored in &group.blocks {
+            for stored in group.blocks() {
                 let raw = block::decode(&group.codec, stored, &mut scratch.decoded)?;
                 let mut records = BucketRecords::new(raw);
                 while let Some((key, value)) = records.next_record()? {
@@ -133,8 +133,8 @@ fn move_groups(groups: &[Padded<GroupCell>], layout: &Layout) -> Result<()> {
 fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Group> {
     let mut moved = Group::new(Arc::clone(&layout.codec), layout.buckets_per_group);
     let Scratch { decoded, merged, frame } = scratch;
-    if moved.blocks.len() == group.blocks.len() {
-        for (index, stored) in group.blocks.iter().enumerate() {
+    if moved.bucket_count() == group.bucket_count() {
+        for (index, stored) in group.blocks().enumerate() {
             let raw = block::decode(&group.codec, stored, decoded)?;
             let count = bucket::validate(raw, |_| Ok(()))?;
             let new = block::encode(&layout.codec, raw, frame)?;
@@ -144,7 +144,7 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
     }
     // Every record of the group, tagged with its new bucket, then sorted by bucket and key.
     let mut records: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::with_capacity(usize::try_from(group.records).unwrap_or(0));
-    for stored in &group.blocks {
+    for stored in group.blocks() {
         let raw = block::decode(&group.codec, stored, decoded)?;
         let mut walk = BucketRecords::new(raw);
         while let Some((key, value)) = walk.next_record()? {

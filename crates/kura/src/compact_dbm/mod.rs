@@ -104,7 +104,7 @@ impl CompactDbm {
             image::write_meta(writer, &layout.codec, layout.buckets_per_group, count)?;
             let mut id = 0u64;
             for group in &guards {
-                for block in &group.blocks {
+                for block in group.blocks() {
                     if !block.is_empty() {
                         image::write_bucket(writer, id, block)?;
                     }
