@@ -25,6 +25,7 @@ use super::page::{Leaf, Page};
 use super::TreeDbm;
 use crate::error::Result;
 use crate::file::prefetch_range;
+use crate::key_prefix::key_prefix;
 
 /// Sorted keys looked up under one hold of the read lock.
 const SEGMENT: usize = 512;
@@ -137,8 +138,8 @@ impl BTree {
 
 /// The indices of `keys` in the comparator's order. Sorting is most of what a batch of
 /// random keys costs beyond the lookups themselves, so for the bytewise order the keys are
-/// sorted by their first 8 bytes as one integer (zero-padded: a shorter key's padding sorts
-/// at or below any byte the longer key has there), and only ties compare the whole keys.
+/// sorted by `key_prefix` (their first 8 bytes as one order-preserving integer, as the
+/// leaves' index searches them), and only ties compare the whole keys.
 fn sorted_order(keys: &[&[u8]], comparator: Comparator) -> Vec<usize> {
     let key = |index: usize| keys.get(index).copied().unwrap_or_default();
     if comparator != Comparator::Lexical {
@@ -146,13 +147,7 @@ fn sorted_order(keys: &[&[u8]], comparator: Comparator) -> Vec<usize> {
         order.sort_unstable_by(|&a, &b| comparator.compare(key(a), key(b)));
         return order;
     }
-    let prefix = |key: &[u8]| {
-        let mut head = [0u8; 8];
-        let len = key.len().min(head.len());
-        head.get_mut(..len).unwrap_or_default().copy_from_slice(key.get(..len).unwrap_or_default());
-        u64::from_be_bytes(head)
-    };
-    let mut keyed: Vec<(u64, usize)> = keys.iter().enumerate().map(|(index, key)| (prefix(key), index)).collect();
+    let mut keyed: Vec<(u64, usize)> = keys.iter().enumerate().map(|(index, key)| (key_prefix(key), index)).collect();
     keyed.sort_unstable_by(|&(prefix_a, a), &(prefix_b, b)| prefix_a.cmp(&prefix_b).then_with(|| key(a).cmp(key(b))));
     keyed.into_iter().map(|(_, index)| index).collect()
 }
