@@ -33,7 +33,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as bench  # noqa: E402  (paths, run, log, env_int, remove_files)
-from measure import machine, memory_floor, tkrzw_output  # noqa: E402
+from measure import machine, memory_floor, repeats, tkrzw_output  # noqa: E402
 from render.figures import qps  # noqa: E402
 
 BATCH = 64
@@ -71,12 +71,8 @@ def kura_run(engine, records, random_key):
     command = [bench.KURA, "bench", "--engine", engine, "--iter", str(records), "--size", "8",
                "--params", kura_params(engine, records), "--batch", str(BATCH), "--json"]
     output = run_sequence(command, "beyond.kuh" if engine == "hash" else None, "--random-key", random_key)
-    phases = {}
-    for line in output.splitlines():
-        if line.startswith("{"):
-            record = json.loads(line)
-            phases[record["phase"]] = record["qps"]
-    return {"get": phases.get("get"), "get_many": phases.get("get_batch")}
+    phases = repeats.json_phases(output)
+    return {"get": phases.get("get", {}).get("qps"), "get_many": phases.get(f"get_batch{BATCH}", {}).get("qps")}
 
 
 def tkrzw_run(dbm, records, random_key):
