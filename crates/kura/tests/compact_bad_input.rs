@@ -11,58 +11,12 @@
 
 use std::path::Path;
 
-use kura::encoding::{decode_varint, encode_varint};
+#[path = "support/compact_snapshot.rs"]
+mod compact_snapshot;
+
+use compact_snapshot::{assemble, bucket_value, split, varint};
+use kura::encoding::decode_varint;
 use kura::{CompactDbm, Dbm, ErrorKind, OpenMode, Params, WriteBatch};
-use xxhash_rust::xxh3::xxh3_64;
-
-const HEADER_LEN: usize = 16;
-
-type Records = Vec<(Vec<u8>, Vec<u8>)>;
-
-fn varint(value: u64) -> Vec<u8> {
-    let mut buffer = [0u8; 10];
-    let used = encode_varint(value, &mut buffer);
-    buffer[..used].to_vec()
-}
-
-/// The snapshot's header and records (the trailer is recomputed by `assemble`).
-fn split(bytes: &[u8]) -> (Vec<u8>, Records) {
-    let body = &bytes[HEADER_LEN..bytes.len() - 16];
-    let mut rest = body;
-    let mut records = Vec::new();
-    while !rest.is_empty() {
-        let (key_len, used) = decode_varint(rest).unwrap();
-        rest = &rest[used..];
-        let (value_len, used) = decode_varint(rest).unwrap();
-        rest = &rest[used..];
-        let (key, after) = rest.split_at(key_len as usize);
-        let (value, after) = after.split_at(value_len as usize);
-        records.push((key.to_vec(), value.to_vec()));
-        rest = after;
-    }
-    (bytes[..HEADER_LEN].to_vec(), records)
-}
-
-fn assemble(header: &[u8], records: &Records) -> Vec<u8> {
-    let mut bytes = header.to_vec();
-    for (key, value) in records {
-        bytes.extend(varint(key.len() as u64));
-        bytes.extend(varint(value.len() as u64));
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(value);
-    }
-    bytes.extend_from_slice(&(records.len() as u64).to_le_bytes());
-    let checksum = xxh3_64(&bytes);
-    bytes.extend_from_slice(&checksum.to_le_bytes());
-    bytes
-}
-
-/// A bucket record's value for `block`, with its checksum.
-fn bucket_value(block: &[u8]) -> Vec<u8> {
-    let mut value = xxh3_64(block).to_le_bytes().to_vec();
-    value.extend_from_slice(block);
-    value
-}
 
 fn snapshot(dir: &Path, codec: &str, records: u32) -> (std::path::PathBuf, Vec<u8>) {
     let path = dir.join(format!("{codec}.kumz"));

@@ -98,10 +98,20 @@ fn parse_meta(value: &[u8]) -> Result<Meta> {
     Ok(Meta { codec: Arc::new(codec), buckets_per_group, record_count })
 }
 
-/// Reads and checks a whole snapshot.
+/// A bucket read from the snapshot and checked, waiting for its group's table.
+struct CheckedBucket {
+    group: usize,
+    bucket: usize,
+    block: Block,
+    records: u64,
+}
+
+/// Reads and checks a whole snapshot. The bucket tables are allocated only once every record
+/// has passed its checks: a snapshot of a few bytes may declare up to `MAX_BUCKETS` buckets,
+/// and a broken one must cost no more to reject than it took to read.
 pub fn load(bytes: &[u8]) -> Result<Loaded> {
     let mut meta: Option<Meta> = None;
-    let mut groups: Vec<Group> = Vec::new();
+    let mut checked: Vec<CheckedBucket> = Vec::new();
     let mut next_bucket = 0u64;
     let mut scratch = Vec::new();
     backing::load(bytes, |key, value| {
@@ -109,9 +119,7 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
             if !key.is_empty() {
                 return Err(broken("the layout record is not first"));
             }
-            let parsed = parse_meta(value)?;
-            groups = (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&parsed.codec), parsed.buckets_per_group)).collect();
-            meta = Some(parsed);
+            meta = Some(parse_meta(value)?);
             return Ok(());
         };
         let id: [u8; 4] = key.try_into().map_err(|_| broken("a bucket id is not 4 bytes"))?;
@@ -121,32 +129,37 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
             return Err(broken(format!("bucket {id} is out of order or out of range")));
         }
         next_bucket = id + 1;
-        let (group_index, bucket_index) = ((id / per_group) as usize, (id % per_group) as usize);
+        let (group, bucket) = ((id / per_group) as usize, (id % per_group) as usize);
         let (checksum, stored) = value.split_at_checked(8).ok_or_else(|| broken("short bucket record"))?;
         let checksum = u64::from_le_bytes(checksum.try_into().map_err(|_| broken("short bucket record"))?);
         if stored.is_empty() || xxh3_64(stored) != checksum {
             return Err(broken(format!("bucket {id}: checksum mismatch")));
         }
         let raw = block::decode(&layout.codec, stored, &mut scratch)?;
-        let count = bucket::validate(raw, |key| {
+        let records = bucket::validate(raw, |key| {
             let hash = hash_key(key);
-            let home = slot_of(hash, NUM_GROUPS) == group_index
-                && bucket_in_group(hash, layout.buckets_per_group) == bucket_index;
+            let home = slot_of(hash, NUM_GROUPS) == group && bucket_in_group(hash, layout.buckets_per_group) == bucket;
             if home {
                 Ok(())
             } else {
                 Err(broken(format!("bucket {id} holds a key of another bucket")))
             }
         })?;
-        if count == 0 {
+        if records == 0 {
             return Err(broken(format!("bucket {id} is empty")));
         }
-        let group = groups.get_mut(group_index).ok_or_else(|| broken("group out of range"))?;
-        group.install(bucket_index, Block::from(stored), i64::try_from(count).unwrap_or(i64::MAX))
+        checked.push(CheckedBucket { group, bucket, block: Block::from(stored), records });
+        Ok(())
     })?;
     let meta = meta.ok_or_else(|| broken("no layout record"))?;
-    if groups.iter().map(|g| g.records).sum::<u64>() != meta.record_count {
+    if checked.iter().map(|b| b.records).sum::<u64>() != meta.record_count {
         return Err(broken("the record count does not match the buckets"));
+    }
+    let mut groups: Vec<Group> =
+        (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&meta.codec), meta.buckets_per_group)).collect();
+    for CheckedBucket { group, bucket, block, records } in checked {
+        let group = groups.get_mut(group).ok_or_else(|| broken("group out of range"))?;
+        group.install(bucket, block, i64::try_from(records).unwrap_or(i64::MAX))?;
     }
     Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups })
 }
