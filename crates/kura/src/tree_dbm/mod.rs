@@ -135,11 +135,19 @@ impl TreeDbm {
     }
 
     /// `restore_file`, saying also how many damaged pages were skipped (their records are
-    /// lost; a page's records cannot be counted once it fails its checksum).
+    /// lost; a page's records cannot be counted once it fails its checksum). A damaged
+    /// dictionary does not stop it: the pages stored raw are copied, those compressed with
+    /// the dictionary are dropped, and the report says so.
     pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::engine::RestoreReport> {
-        let source = Pager::open(source.as_ref(), false, DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
+        let source = Pager::open_for_salvage(source.as_ref(), DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
         let (records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;
         let mut dropped = Vec::new();
+        if source.dictionary_damaged() {
+            dropped.push(
+                "the zstd dictionary is damaged: every page compressed with it (and the records under it) was dropped"
+                    .to_string(),
+            );
+        }
         if skipped_pages > 0 {
             dropped.push(format!("{skipped_pages} damaged pages (and the records under them) were skipped"));
         }

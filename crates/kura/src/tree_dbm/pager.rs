@@ -63,6 +63,21 @@ pub struct Pager {
     durability: Durability,
     /// The largest sequence number in either header copy: the next commit's is larger.
     highest_sequence: u64,
+    /// What the pager does with a dictionary that fails its check.
+    dictionary_policy: DictionaryPolicy,
+    /// Set when the policy let the pager open without its damaged dictionary: every
+    /// compressed slot is then refused, since decoding one without the dictionary it was made
+    /// with could give bytes that were never written.
+    dictionary_damaged: bool,
+}
+
+/// What opening a file does when its dictionary blob fails its check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DictionaryPolicy {
+    /// The open fails (every normal open: no value may be decoded with a wrong dictionary).
+    Required,
+    /// The open goes on without it, for a salvage, which then copies the pages stored raw.
+    SalvageWithout,
 }
 
 /// How a header is published.
@@ -143,6 +158,8 @@ impl Pager {
             durability: Durability::new(header.sequence),
             highest_sequence: header.sequence,
             header,
+            dictionary_policy: DictionaryPolicy::Required,
+            dictionary_damaged: false,
         }
     }
 
@@ -152,6 +169,22 @@ impl Pager {
     /// fsync is used only if every page it added since the durable header in the other copy
     /// is found whole (verify.rs); otherwise the durable one is.
     pub fn open(path: &Path, writable: bool, cache_bytes: usize, max_file_size: u64) -> Result<Pager> {
+        Pager::open_with(path, writable, cache_bytes, max_file_size, DictionaryPolicy::Required)
+    }
+
+    /// Opens a file read-only for a salvage: as `open`, but a damaged dictionary is not fatal
+    /// (see `DictionaryPolicy::SalvageWithout` and `dictionary_damaged`).
+    pub fn open_for_salvage(path: &Path, cache_bytes: usize, max_file_size: u64) -> Result<Pager> {
+        Pager::open_with(path, false, cache_bytes, max_file_size, DictionaryPolicy::SalvageWithout)
+    }
+
+    fn open_with(
+        path: &Path,
+        writable: bool,
+        cache_bytes: usize,
+        max_file_size: u64,
+        dictionary_policy: DictionaryPolicy,
+    ) -> Result<Pager> {
         let file = open_regular_file(path, writable, false)?;
         let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
         let lock = FileLock::acquire(&file, path, mode)?;
@@ -174,6 +207,7 @@ impl Pager {
         let codec = Codec::new(newest.codec, Vec::new())?;
         let mut pager = Pager::assemble(mapped, lock, path, codec, newest.clone(), Space::new(newest.end), cache_bytes);
         pager.highest_sequence = highest_sequence;
+        pager.dictionary_policy = dictionary_policy;
         match base {
             None => pager.load_dictionary()?,
             Some(base) => {
@@ -202,11 +236,23 @@ impl Pager {
     /// Sets the codec with the dictionary of the current header, if it has one.
     fn load_dictionary(&mut self) -> Result<()> {
         self.codec = Codec::new(self.header.codec, Vec::new())?;
+        self.dictionary_damaged = false;
         if self.header.dictionary != 0 {
-            let dictionary = self.read_blob(self.header.dictionary)?;
-            self.codec = Codec::new(self.header.codec, dictionary)?;
+            let loaded = self.read_blob(self.header.dictionary).and_then(|d| Codec::new(self.header.codec, d));
+            match (loaded, self.dictionary_policy) {
+                (Ok(codec), _) => self.codec = codec,
+                (Err(_), DictionaryPolicy::SalvageWithout) => self.dictionary_damaged = true,
+                (Err(e), DictionaryPolicy::Required) => {
+                    return Err(Error::new(e.kind(), format!("the stored zstd dictionary: {}", e.message())))
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Whether the pager opened without its damaged dictionary (`open_for_salvage`).
+    pub fn dictionary_damaged(&self) -> bool {
+        self.dictionary_damaged
     }
 
     /// Falls back to the durable header `base` after the current one failed its check. Its
@@ -273,6 +319,9 @@ impl Pager {
         let stored = unsafe { self.file.slice(offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize) }?;
         if slot.checksum_of(offset, stored) != slot.checksum {
             return Err(broken_slot(offset, "checksum mismatch"));
+        }
+        if slot.compressed && self.dictionary_damaged {
+            return Err(broken_slot(offset, "compressed with the damaged dictionary"));
         }
         if slot.compressed {
             // A buffer per thread: decompressing into fresh memory on every cache miss costs
