@@ -49,7 +49,7 @@ pub fn engine_of_selector(selector: u8) -> &'static Engine {
 /// Opens `data[1..]` as a database file of the engine `data[0]` selects (see the selector bits
 /// above), reads every record with a cursor, gets each key again and closes. Any error is a
 /// fine outcome; a panic is not. A key whose `get` succeeds must give the value the cursor
-/// showed, unless the cursor showed that key more than once.
+/// showed, unless the cursor showed that key more than once; so must a value `get_many` gives.
 pub fn open_file(data: &[u8]) {
     let Some((&selector, file_bytes)) = data.split_first() else { return };
     let engine = engine_of_selector(selector);
@@ -168,11 +168,17 @@ fn read_everything(engine: &Engine, path: &std::path::Path, mode: OpenMode) {
         }
     }
     seen.sort();
+    // The batched read walks its own paths (pipelined chains, leaf runs): it must agree too.
+    let keys: Vec<&[u8]> = seen.iter().map(|(key, _)| key.as_slice()).collect();
+    let batch = db.get_many(&keys).ok();
     for (i, (key, value)) in seen.iter().enumerate() {
         let repeated = seen.get(i + 1).is_some_and(|(next, _)| next == key)
             || i.checked_sub(1).and_then(|p| seen.get(p)).is_some_and(|(previous, _)| previous == key);
         if let Ok(got) = db.get(key) {
             assert!(repeated || &got == value, "{}: get and the cursor disagree on a key's value", engine.name);
+        }
+        if let Some(Some(got)) = batch.as_ref().and_then(|values| values.get(i)) {
+            assert!(repeated || got == value, "{}: get_many and the cursor disagree on a key's value", engine.name);
         }
     }
     let _ = db.count();
