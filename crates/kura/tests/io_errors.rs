@@ -1,6 +1,7 @@
 //! I/O errors at open: a read-only file, a read-only directory, a missing directory and a
 //! directory that may not be entered (EACCES) give typed errors whose message names the
-//! path, for every engine of the registry.
+//! path, for every engine of the registry (a shard set's errors name the shard file, whose
+//! name starts with the set's path).
 //!
 //! Root is not stopped by permission bits, and CI runs as root: there the test runs itself
 //! again in a child process that first drops to the `nobody` user (uid and gid 65534).
@@ -34,6 +35,18 @@ fn assert_io_error(result: kura::Result<Box<dyn Dbm>>, path: &Path, kinds: &[Err
     println!("{what}: {error}");
 }
 
+/// The files in `dir` whose names start with the name of `path`.
+fn database_files(dir: &Path, path: &Path) -> Vec<std::path::PathBuf> {
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|file| file.file_name().unwrap().to_str().unwrap().starts_with(name))
+        .collect();
+    files.sort();
+    files
+}
+
 fn check_every_engine() {
     let root = tempfile::tempdir().unwrap();
     for engine in kura::engines() {
@@ -44,19 +57,19 @@ fn check_every_engine() {
         let db = engine.open(&path, OpenMode::Create, &params).unwrap();
         db.set(b"k", b"v", true).unwrap();
         db.close().unwrap();
-        if !path.exists() {
-            // A shard set has no file of its own: its shards are files of the engines above.
-            continue;
-        }
+        // The database's files: its own, or a shard set's shard files, each named after the
+        // set's path (`db.kus-00000-of-00004`), so that an error naming one names the set.
+        let files = database_files(&dir, &path);
+        assert!(!files.is_empty(), "{}: no file written", engine.name);
 
         // A read-only file: a writer is refused; a reader still reads it.
-        chmod(&path, 0o444);
+        files.iter().for_each(|file| chmod(file, 0o444));
         let what = format!("{} read-only file", engine.name);
         assert_io_error(engine.open(&path, OpenMode::Write, &params), &path, &[ErrorKind::Io], &what);
         let reader = engine.open(&path, OpenMode::ReadOnly, &params).unwrap();
         assert_eq!(reader.get(b"k").unwrap(), b"v");
         reader.close().unwrap();
-        chmod(&path, 0o644);
+        files.iter().for_each(|file| chmod(file, 0o644));
 
         // A read-only directory: no new database in it.
         chmod(&dir, 0o555);

@@ -44,14 +44,16 @@ pub fn existing_shards(base: &Path) -> Result<Vec<(usize, usize, PathBuf)>> {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // The set's own path leads the message: it is what the caller opened.
+    let context = || format!("find the shards of {}: read directory {}", base.display(), directory.display());
     let entries = match std::fs::read_dir(&directory) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("read directory {}", directory.display()), e)),
+        Err(e) => return Err(Error::io(context(), e)),
     };
     let mut found = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| Error::io(format!("read directory {}", directory.display()), e))?;
+        let entry = entry.map_err(|e| Error::io(context(), e))?;
         let name = entry.file_name();
         if let Some((index, count)) = name.to_str().and_then(|n| parse_shard_name(n, base_name)) {
             found.push((index, count, shard_path(base, index, count)));
