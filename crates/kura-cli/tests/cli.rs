@@ -600,6 +600,83 @@ fn permission_errors_exit_3_naming_the_file() {
     std::fs::set_permissions(&closed_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Runs kura with its files limited to `limit_bytes` (`RLIMIT_FSIZE`) and SIGXFSZ ignored,
+/// so that a write past the limit fails with EFBIG, as one on a full disk fails with ENOSPC.
+fn kura_with_file_size_limit(args: &[&str], limit_bytes: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
+    command.args(args);
+    // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
+    // (setrlimit, signal) and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: limit_bytes, rlim_max: limit_bytes };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0
+                || libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.output().expect("the kura binary runs")
+}
+
+/// A write that runs out of space exits 3 naming the file; every record stored before is
+/// still there afterwards, and once there is room again, writes go on. For each file engine
+/// the CLI opens by extension.
+#[test]
+fn running_out_of_space_exits_3_and_keeps_what_was_stored() {
+    let scratch = Scratch::new();
+    let mut big = String::new();
+    for i in 0..20_000 {
+        big.push_str(&format!("bulk{i:06}\t{}\n", "v".repeat(200)));
+    }
+    let tsv = scratch.path("big.tsv");
+    std::fs::write(&tsv, big).unwrap();
+    for extension in ["kuh", "kut"] {
+        let db = scratch.path(&format!("full.{extension}"));
+        ok(&["create", &db]);
+        for i in 0..20 {
+            ok(&["set", &db, &format!("kept{i}"), &format!("value {i}")]);
+        }
+        let size = std::fs::metadata(&db).unwrap().len();
+        // Room for the file as it is and a little more: the 4 MB import cannot fit.
+        let output = kura_with_file_size_limit(&["import", &db, &tsv], size + (256 << 10));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(OTHER), "{extension}: {stderr}");
+        assert!(stderr.contains(&db) && stderr.contains("File too large"), "{extension}: {stderr}");
+        for i in 0..20 {
+            assert_eq!(ok(&["get", &db, &format!("kept{i}")]).trim_end(), format!("value {i}"), "{extension}");
+        }
+        ok(&["set", &db, "after", "the disk was freed"]);
+        assert_eq!(ok(&["get", &db, "after"]).trim_end(), "the disk was freed");
+        // The import itself, given room, completes.
+        ok(&["import", &db, &tsv]);
+        assert_eq!(ok(&["get", &db, "bulk019999"]).trim_end(), "v".repeat(200));
+    }
+}
+
+/// A read-only directory (no new database in it) and a missing one: exit 3 and exit 1
+/// (not found), each naming the path.
+#[test]
+fn a_read_only_or_missing_directory_is_a_clear_error_naming_the_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    let read_only = scratch.path("read-only");
+    std::fs::create_dir(&read_only).unwrap();
+    std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let inside = format!("{read_only}/db.kuh");
+    let output = kura_unprivileged(&["create", &inside]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(OTHER), "{stderr}");
+    assert!(stderr.contains(&inside) && stderr.contains("Permission denied"), "{stderr}");
+    let missing = scratch.path("no-such-dir/db.kuh");
+    fails(&["create", &missing], NOT_FOUND, &missing);
+    fails(&["set", &missing, "k", "v"], NOT_FOUND, &missing);
+    std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// The reproduction: one bit flipped inside the stored zstd dictionary. Reads must
 /// fail (exit 3, naming the dictionary) instead of returning wrong values, and `restore`
 /// keeps only the records it can prove intact and says what it dropped.
