@@ -228,6 +228,12 @@ impl HashDbm {
                 salvage.broken_chains
             ));
         }
+        if salvage.short_of_count > 0 {
+            dropped.push(format!(
+                "the bucket chains held {} records fewer than the file states; the record area was scanned for intact records",
+                salvage.short_of_count
+            ));
+        }
         if salvage.dropped > 0 {
             dropped.push(format!("{} records whose value could not be proven intact", salvage.dropped));
         }

@@ -3,7 +3,8 @@
 //! First every chain is walked from its bucket: after a process crash the chains are
 //! intact (see the crash contract in storage.rs), and the first record of a key in its
 //! chain is its current state. If any chain is broken (a pointer out of the file, a bad
-//! header, a loop), and always in appending mode, the record area is then scanned from
+//! header, a loop), or the chains hold fewer records than a cleanly closed file states, and
+//! always in appending mode, the record area is then scanned from
 //! start to end and every intact record (checksum verified) whose key was not yet recovered
 //! is added too, so that damage, or pages lost to a power loss, lose only the records they
 //! hit.
@@ -30,6 +31,8 @@ pub struct Salvage {
     pub suspect_chains: u64,
     /// Keys met with a value that could not be proven intact and not recovered otherwise.
     pub dropped: u64,
+    /// How many fewer records the chains gave than a cleanly closed file states.
+    pub short_of_count: u64,
 }
 
 /// A storage with the proof that the caller has all of it.
@@ -133,7 +136,17 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     // read as anything, even 0) cut the chain short. Every record of the last synchronized
     // state is still intact in the record area (records freed since were not reused nor
     // marked dead: freed.rs), so the scan finds those the chains lost.
-    if report.broken_chains > 0 || report.suspect_chains > 0 || !in_place {
+    //
+    // A chain can also walk cleanly and still be short when its bucket entry is damaged: a
+    // flipped bit that makes it 0 empties the chain, one that points it at an older record of
+    // the same bucket skips the newer ones. A file closed cleanly states how many records it
+    // holds, and holds no stale record with a live tag (the close's hard synchronization
+    // marked every unlinked one dead), so finding fewer than it states starts the scan too.
+    let found = report.from_chains + unreadable.len() as u64;
+    if from.header.closed_cleanly && found < from.header.record_count {
+        report.short_of_count = from.header.record_count - found;
+    }
+    if report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0 || !in_place {
         scan(&source, &sink, &mut report, &mut unreadable)?;
     }
     for key in &unreadable {
