@@ -19,8 +19,8 @@ use crate::registry::{engines, Engine};
 
 /// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
 const OPEN_WRITABLE: u8 = 0x10;
-/// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer) or of a
-/// HashDbm header right, so that the code behind it sees the mutated bytes rather than
+/// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer), of a
+/// HashDbm header or of both TreeDbm header copies right, so that the code behind it sees the mutated bytes rather than
 /// stopping at the checksum (see `fix_checksums`).
 const FIX_CHECKSUMS: u8 = 0x20;
 /// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
@@ -38,6 +38,11 @@ const SNAPSHOT_MAGIC: &[u8] = b"KURAMEM\0";
 const HASH_MAGIC: &[u8] = b"KuraHash";
 const HASH_CHECKSUMMED_LEN: usize = 120;
 const CHECKSUM_LEN: usize = 8;
+/// A TreeDbm file starts with two header copies of this size, each with this magic and the
+/// xxh3-64 of its bytes 0..120 at 120..128 (docs/tree.md).
+const TREE_MAGIC: &[u8] = b"KuraTree";
+const TREE_HEADER_LEN: usize = 128;
+const TREE_CHECKSUMMED_LEN: usize = 120;
 
 /// The engine a selector byte picks, by its position in the registry.
 pub fn engine_of_selector(selector: u8) -> &'static Engine {
@@ -198,8 +203,18 @@ fn small_params(engine: &Engine) -> Params {
 }
 
 /// Rewrites the whole-file or whole-header checksum the file's magic announces, as its
-/// writer would have: a snapshot's last 8 bytes, a HashDbm header's bytes 120..128.
+/// writer would have: a snapshot's last 8 bytes, a HashDbm header's bytes 120..128, each
+/// TreeDbm header copy's bytes 120..128.
 fn fix_checksums(bytes: &mut [u8]) {
+    if bytes.starts_with(TREE_MAGIC) {
+        for copy in bytes.chunks_exact_mut(TREE_HEADER_LEN).take(2) {
+            let (body, checksum) = copy.split_at_mut(TREE_CHECKSUMMED_LEN);
+            if let Some(checksum) = checksum.get_mut(..CHECKSUM_LEN) {
+                checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+            }
+        }
+        return;
+    }
     let covered = if bytes.starts_with(SNAPSHOT_MAGIC) {
         bytes.len().checked_sub(CHECKSUM_LEN)
     } else if bytes.starts_with(HASH_MAGIC) && bytes.len() >= HASH_CHECKSUMMED_LEN + CHECKSUM_LEN {
