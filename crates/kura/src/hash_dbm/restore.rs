@@ -3,11 +3,10 @@
 //! First every chain is walked from its bucket: after a process crash the chains are
 //! intact (see the crash contract in storage.rs), and the first record of a key in its
 //! chain is its current state. If any chain is broken (a pointer out of the file, a bad
-//! header, a loop), or the chains hold fewer records than a cleanly closed file states, and
-//! always in appending mode, the record area is then scanned from
-//! start to end and every intact record (checksum verified) whose key was not yet recovered
-//! is added too, so that damage, or pages lost to a power loss, lose only the records they
-//! hit.
+//! header, a loop), if the chains hold fewer records than a cleanly closed file states, and
+//! always in appending mode, the record area is then scanned from start to end and every
+//! intact record (checksum verified) whose key was not yet recovered is added too, so that
+//! damage, or pages lost to a power loss, lose only the records they hit.
 //!
 //! A record is copied only once its value is proven intact (checksum, and for a compressed
 //! value a dictionary that passed its own checksum); the keys whose value could not be are

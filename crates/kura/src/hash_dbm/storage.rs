@@ -450,12 +450,15 @@ impl Storage {
         if !self.is_writable() {
             return Ok(());
         }
-        // The held records join the pool, to be saved with it; their dead tags reach the
-        // disk with the final sync below, after the pointers that unlinked them.
+        // The held records join the pool, to be saved with it. Their dead tags reach the disk
+        // after the pointers that unlinked them (`sync_holding`) and before the clean header
+        // does: a restore trusts a cleanly closed file to hold no unlinked record with a live
+        // tag (restore.rs, the scan when the chains fall short of the record count).
         let held = self.freed.take_all();
         if !held.is_empty() {
             self.sync_holding(&held)?;
             self.settle_held(&held)?;
+            self.file.sync(true)?;
         }
         // Free blocks that reach the end of the record area are given back to the file
         // system instead of being saved: removing records shrinks the file.
