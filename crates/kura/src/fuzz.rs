@@ -176,6 +176,9 @@ fn read_everything(engine: &Engine, path: &std::path::Path, mode: OpenMode) {
     // The batched read walks its own paths (pipelined chains, leaf runs): it must agree too.
     let keys: Vec<&[u8]> = seen.iter().map(|(key, _)| key.as_slice()).collect();
     let batch = db.get_many(&keys).ok();
+    if let Some(values) = &batch {
+        assert_eq!(values.len(), keys.len(), "{}: get_many gave another number of results", engine.name);
+    }
     for (i, (key, value)) in seen.iter().enumerate() {
         let repeated = seen.get(i + 1).is_some_and(|(next, _)| next == key)
             || i.checked_sub(1).and_then(|p| seen.get(p)).is_some_and(|(previous, _)| previous == key);

@@ -5,11 +5,13 @@
 //! written; and that `restore` of such a file copies only values it can prove intact and says
 //! what it dropped.
 //!
-//! No record (NotFound) is accepted only where a flip can cut a hash chain: a bucket entry or
-//! a record's next-pointer, which no checksum covers because they are rewritten in place as
-//! chains change (docs/format.md). The records behind the cut are still in the file, and
-//! `restore`, which scans records rather than following chains, finds them (checked after
-//! every bucket-array flip that cut a chain). Everywhere else a flip must leave every record
+//! No record (NotFound) is accepted only in the hash file's bucket array and record pages: a
+//! bucket entry or a record's next-pointer, which no checksum covers because they are
+//! rewritten in place as chains change (docs/format.md), can cut a chain, and a flipped key
+//! byte or kind bit makes a record another key's or a tombstone. After a bucket-array flip
+//! the records behind the cut are still whole in the file, and `restore`, which scans records
+//! rather than following chains, copies exactly the records written (checked after every
+//! bucket-array flip that cut a chain). Everywhere else a flip must leave every record
 //! readable or be refused.
 //!
 //! Every bit of the file headers, bucket array, dictionaries and free list is flipped; the
@@ -122,6 +124,7 @@ fn check(open: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>, path: &Path, model:
     let keys: Vec<&[u8]> = model.keys().map(Vec::as_slice).collect();
     match db.get_many(&keys) {
         Ok(values) => {
+            assert_eq!(values.len(), keys.len(), "{what}: get_many gave another number of results");
             for ((key, value), got) in model.iter().zip(values) {
                 if got.as_ref().is_some_and(|got| got != value) {
                     tally.wrong += 1;
@@ -187,7 +190,11 @@ fn read_u64(file: &File, at: u64) -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// A closed zstd-dict hash database with a trained dictionary and a saved free list.
+/// Keys of the hash database written twice after its rebuild, the first value replaced.
+const REPLACED: usize = 20;
+
+/// A closed zstd-dict hash database with a trained dictionary, replaced values and a saved
+/// free list.
 fn make_hash(path: &Path, model: &Model) {
     let params = Params::new().with("record_comp", "zstd-dict").with("num_buckets", 64).with("dict_size", 2048);
     let db = HashDbm::open(path, OpenMode::Truncate, &params).unwrap();
@@ -196,6 +203,11 @@ fn make_hash(path: &Path, model: &Model) {
         db.set(key, value, true).unwrap();
     }
     db.rebuild(&Params::new().with("num_buckets", 64)).unwrap();
+    // Replaced values stay in the file as dead records: a restore must never take them.
+    for (key, value) in model.iter().take(REPLACED) {
+        db.set(key, b"a value replaced before the close", true).unwrap();
+        db.set(key, value, true).unwrap();
+    }
     // Removed records leave free blocks, saved as the free list at close (the last record
     // keeps them off the end of the file, which would be truncated instead).
     for i in 0..40 {
@@ -277,13 +289,18 @@ fn hash_bit_flips_never_give_a_wrong_value() {
     assert_eq!(all.wrong, 0, "wrong values returned (see the lines above)");
 }
 
-/// Salvages the damaged file and checks that the copy holds every record of `model`.
+/// Salvages the damaged file and checks that the copy holds exactly the records of `model`:
+/// none lost, and no removed record or replaced value brought back by the scan.
 fn assert_restore_finds_every_record(path: &Path, model: &Model, what: &str) {
     let restored = path.with_extension("restored.kuh");
     let report = HashDbm::salvage_file(path, &restored).unwrap();
     let db = HashDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap();
+    let copied: Model = db.records().unwrap().map(Result::unwrap).collect();
     for (key, value) in model {
-        assert_eq!(db.get(key).ok().as_ref(), Some(value), "{what}: restore lost a record ({report:?})");
+        assert_eq!(copied.get(key), Some(value), "{what}: restore lost a record or revived an old value ({report:?})");
+    }
+    if let Some(extra) = copied.keys().find(|key| !model.contains_key(*key)) {
+        panic!("{what}: restore revived {}, which was removed ({report:?})", String::from_utf8_lossy(extra));
     }
     db.close().unwrap();
     std::fs::remove_file(&restored).unwrap();

@@ -98,12 +98,12 @@ fn parse_meta(value: &[u8]) -> Result<Meta> {
     Ok(Meta { codec: Arc::new(codec), buckets_per_group, record_count })
 }
 
-/// A bucket read from the snapshot and checked, waiting for its group's table.
+/// A bucket read from the snapshot and checked, waiting for its group's table (24 bytes
+/// besides its block: a valid snapshot holds this list and its tables at once for a moment).
 struct CheckedBucket {
-    group: usize,
-    bucket: usize,
+    id: u32,
+    records: u32,
     block: Block,
-    records: u64,
 }
 
 /// Reads and checks a whole snapshot. The bucket tables are allocated only once every record
@@ -123,7 +123,8 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
             return Ok(());
         };
         let id: [u8; 4] = key.try_into().map_err(|_| broken("a bucket id is not 4 bytes"))?;
-        let id = u64::from(u32::from_le_bytes(id));
+        let stored_id = u32::from_le_bytes(id);
+        let id = u64::from(stored_id);
         let per_group = layout.buckets_per_group as u64;
         if id < next_bucket || id >= per_group * NUM_GROUPS as u64 {
             return Err(broken(format!("bucket {id} is out of order or out of range")));
@@ -148,18 +149,21 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
         if records == 0 {
             return Err(broken(format!("bucket {id} is empty")));
         }
-        checked.push(CheckedBucket { group, bucket, block: Block::from(stored), records });
+        let records = u32::try_from(records).map_err(|_| broken(format!("bucket {id} holds too many records")))?;
+        checked.push(CheckedBucket { id: stored_id, records, block: Block::from(stored) });
         Ok(())
     })?;
     let meta = meta.ok_or_else(|| broken("no layout record"))?;
-    if checked.iter().map(|b| b.records).sum::<u64>() != meta.record_count {
+    if checked.iter().map(|b| u64::from(b.records)).sum::<u64>() != meta.record_count {
         return Err(broken("the record count does not match the buckets"));
     }
     let mut groups: Vec<Group> =
         (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&meta.codec), meta.buckets_per_group)).collect();
-    for CheckedBucket { group, bucket, block, records } in checked {
-        let group = groups.get_mut(group).ok_or_else(|| broken("group out of range"))?;
-        group.install(bucket, block, i64::try_from(records).unwrap_or(i64::MAX))?;
+    let per_group = meta.buckets_per_group as u64;
+    for CheckedBucket { id, records, block } in checked {
+        let id = u64::from(id);
+        let group = groups.get_mut((id / per_group) as usize).ok_or_else(|| broken("group out of range"))?;
+        group.install((id % per_group) as usize, block, i64::from(records))?;
     }
     Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups })
 }

@@ -305,7 +305,7 @@ impl FileHeader {
     }
 
     /// The current header of a file: the valid copy with the larger sequence number.
-    #[cfg(feature = "internals")]
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_current(file_start: &[u8]) -> Result<FileHeader> {
         FileHeader::read_both(file_start).map(|(newest, _)| newest)
     }

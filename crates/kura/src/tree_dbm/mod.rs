@@ -136,8 +136,9 @@ impl TreeDbm {
 
     /// `restore_file`, saying also how many damaged pages were skipped (their records are
     /// lost; a page's records cannot be counted once it fails its checksum). A damaged
-    /// dictionary does not stop it: the pages stored raw are copied, those compressed with
-    /// the dictionary are dropped, and the report says so.
+    /// dictionary does not stop it: the records of the pages stored raw that it reaches
+    /// through branches stored raw are copied (as pages compress, usually none), those
+    /// compressed with the dictionary are dropped, and the report says so.
     pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::engine::RestoreReport> {
         let source = Pager::open_for_salvage(source.as_ref(), DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
         let (records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;

@@ -213,6 +213,7 @@ impl Pager {
             Some(base) => {
                 let whole = newest.end <= file_len
                     && pager.load_dictionary().is_ok()
+                    && !pager.dictionary_damaged
                     && verify::new_pages_are_whole(&pager, &base).is_ok();
                 if !whole {
                     check_length(path, &base, file_len)?;
