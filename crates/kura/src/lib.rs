@@ -52,6 +52,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use codec::{Codec, CodecKind};
 pub use compact_dbm::CompactDbm;
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};
+pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;
 pub use memory_dbm::{BabyDbm, CacheDbm, TinyDbm};

@@ -341,6 +341,25 @@ fn write_through_free_list(
     tally
 }
 
+/// A salvaged copy holds the records its report counts, each with a value that was written,
+/// and works on: it takes a write (compressing without the lost dictionary). Removes it.
+fn assert_salvaged_copy_is_sound(
+    open_writer: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>,
+    restored: &Path,
+    report: &kura::RestoreReport,
+    model: &Model,
+) {
+    let db = open_writer(restored).unwrap();
+    assert_eq!(db.count().unwrap(), report.records);
+    for record in db.records().unwrap() {
+        let (key, value) = record.unwrap();
+        assert_eq!(model.get(&key), Some(&value), "restore copied a value that was never written");
+    }
+    db.set(b"after", b"restore", true).unwrap();
+    db.close().unwrap();
+    std::fs::remove_file(restored).unwrap();
+}
+
 /// A bucket entry damaged to 0 empties its chain, which then walks cleanly: restore must
 /// still find the chain's records (a cleanly closed file states its record count, and the
 /// chains falling short of it starts the scan). Every non-empty bucket, one at a time.
@@ -390,16 +409,7 @@ fn hash_restore_of_a_damaged_dictionary_keeps_only_proven_values_and_says_what_i
         assert!(report.dropped.iter().any(|d| d.contains("dictionary")), "{report:?}");
         assert!(report.dropped_records > 0 && report.records > 0, "{report:?}");
         assert_eq!(report.records + report.dropped_records, model.len() as u64, "{report:?}");
-        let db = HashDbm::open(&restored, OpenMode::Write, &Params::new()).unwrap();
-        assert_eq!(db.count().unwrap(), report.records);
-        for record in db.records().unwrap() {
-            let (key, value) = record.unwrap();
-            assert_eq!(model.get(&key), Some(&value), "restore copied a value that was never written");
-        }
-        // The copy works on: it compresses without the lost dictionary.
-        db.set(b"after", b"restore", true).unwrap();
-        db.close().unwrap();
-        std::fs::remove_file(&restored).unwrap();
+        assert_salvaged_copy_is_sound(&open_hash_writer, &restored, &report, &model);
     }
 }
 
@@ -443,6 +453,16 @@ const TREE_STORED_LEN_AT: u64 = 4;
 const TREE_SLOT_LEN_AT: u64 = 8;
 const TREE_SLOT_HEADER_LEN: u64 = 24;
 
+/// The offset of the current header copy of a cleanly closed tree file: the one with the
+/// larger sequence number.
+fn current_tree_header(file: &File) -> u64 {
+    if read_u64(file, TREE_HEADER_COPY + TREE_SEQUENCE_AT) > read_u64(file, TREE_SEQUENCE_AT) {
+        TREE_HEADER_COPY
+    } else {
+        0
+    }
+}
+
 #[test]
 fn tree_bit_flips_never_give_a_wrong_value() {
     let dir = tempfile::tempdir().unwrap();
@@ -450,13 +470,8 @@ fn tree_bit_flips_never_give_a_wrong_value() {
     let model = model(records());
     make_tree(&path, &model);
     let file = File::open(&path).unwrap();
-    // Both header copies are flipped; the current one (the larger sequence number) names the
-    // dictionary and the free list.
-    let current = if read_u64(&file, TREE_HEADER_COPY + TREE_SEQUENCE_AT) > read_u64(&file, TREE_SEQUENCE_AT) {
-        TREE_HEADER_COPY
-    } else {
-        0
-    };
+    // Both header copies are flipped; the current one names the dictionary and the free list.
+    let current = current_tree_header(&file);
     let dictionary_slot = read_u64(&file, current + TREE_DICTIONARY_AT);
     assert!(dictionary_slot >= 256, "the tree has no dictionary slot");
     let dictionary_end = dictionary_slot + read_u64(&file, dictionary_slot + TREE_SLOT_LEN_AT);
@@ -496,11 +511,7 @@ fn tree_restore_of_a_damaged_dictionary_keeps_only_proven_values_and_says_what_i
     let model = model(records());
     make_tree(&path, &model);
     let file = File::open(&path).unwrap();
-    let current = if read_u64(&file, TREE_HEADER_COPY + TREE_SEQUENCE_AT) > read_u64(&file, TREE_SEQUENCE_AT) {
-        TREE_HEADER_COPY
-    } else {
-        0
-    };
+    let current = current_tree_header(&file);
     let slot = read_u64(&file, current + TREE_DICTIONARY_AT);
     // The blob's stored bytes, after the slot header (the slot's padding after them is not
     // under its checksum, and no reader looks at it).
@@ -518,15 +529,7 @@ fn tree_restore_of_a_damaged_dictionary_keeps_only_proven_values_and_says_what_i
         let restored = dir.path().join("restored.kut");
         let report = TreeDbm::salvage_file(&broken, &restored).unwrap();
         assert!(report.dropped.iter().any(|d| d.contains("dictionary")), "{report:?}");
-        let db = TreeDbm::open(&restored, OpenMode::Write, &Params::new()).unwrap();
-        assert_eq!(db.count().unwrap(), report.records);
-        for record in db.records().unwrap() {
-            let (key, value) = record.unwrap();
-            assert_eq!(model.get(&key), Some(&value), "restore copied a value that was never written");
-        }
-        db.set(b"after", b"restore", true).unwrap();
-        db.close().unwrap();
-        std::fs::remove_file(&restored).unwrap();
+        assert_salvaged_copy_is_sound(&open_tree_writer, &restored, &report, &model);
     }
 }
 
