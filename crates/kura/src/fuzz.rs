@@ -15,13 +15,16 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::{Codec, CodecKind};
 use crate::dbm::{DbmExt, OpenMode, Params};
+use crate::hash_dbm::header::{HEADER_BYTES as HASH_HEADER_SIZE, MAGIC as HASH_MAGIC};
+use crate::memory_dbm::snapshot::MAGIC as SNAPSHOT_MAGIC;
 use crate::registry::{engines, Engine};
+use crate::tree_dbm::format::{HEADER_SIZE as TREE_HEADER_SIZE, MAGIC as TREE_MAGIC};
 
 /// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
 const OPEN_WRITABLE: u8 = 0x10;
 /// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer), of a
-/// HashDbm header or of both TreeDbm header copies right, so that the code behind it sees the mutated bytes rather than
-/// stopping at the checksum (see `fix_checksums`).
+/// HashDbm header or of both TreeDbm header copies right, so that the code behind it sees
+/// the mutated bytes rather than stopping at the checksum (see `fix_checksums`).
 const FIX_CHECKSUMS: u8 = 0x20;
 /// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
 /// have it) and read the salvaged copy.
@@ -30,19 +33,12 @@ const RESTORE_FIRST: u8 = 0x40;
 const DECODE_COMPRESSED: u8 = 0x08;
 /// Selector bit of `codec_decode`: a zstd-dict input starts with a dictionary (2-byte length).
 const DECODE_WITH_DICTIONARY: u8 = 0x10;
-/// A memory snapshot starts with this and ends with the xxh3-64 of every byte before its
-/// last 8 (docs/memory.md).
-const SNAPSHOT_MAGIC: &[u8] = b"KURAMEM\0";
-/// A HashDbm file starts with this; bytes 120..128 of its header are the xxh3-64 of bytes
-/// 0..120 (docs/format.md).
-const HASH_MAGIC: &[u8] = b"KuraHash";
-const HASH_CHECKSUMMED_LEN: usize = 120;
+/// Every checksum `fix_checksums` rewrites is an xxh3-64 in the last 8 bytes of what it
+/// covers: a memory snapshot's trailer (docs/memory.md), the HashDbm header's bytes 120..128
+/// (docs/format.md) and each TreeDbm header copy's (docs/tree.md).
 const CHECKSUM_LEN: usize = 8;
-/// A TreeDbm file starts with two header copies of this size, each with this magic and the
-/// xxh3-64 of its bytes 0..120 at 120..128 (docs/tree.md).
-const TREE_MAGIC: &[u8] = b"KuraTree";
-const TREE_HEADER_LEN: usize = 128;
-const TREE_CHECKSUMMED_LEN: usize = 120;
+const HASH_CHECKSUMMED_LEN: usize = HASH_HEADER_SIZE - CHECKSUM_LEN;
+const TREE_CHECKSUMMED_LEN: usize = TREE_HEADER_SIZE - CHECKSUM_LEN;
 
 /// The engine a selector byte picks, by its position in the registry.
 pub fn engine_of_selector(selector: u8) -> &'static Engine {
@@ -210,7 +206,7 @@ fn small_params(engine: &Engine) -> Params {
 /// TreeDbm header copy's bytes 120..128.
 fn fix_checksums(bytes: &mut [u8]) {
     if bytes.starts_with(TREE_MAGIC) {
-        for copy in bytes.chunks_exact_mut(TREE_HEADER_LEN).take(2) {
+        for copy in bytes.chunks_exact_mut(TREE_HEADER_SIZE).take(2) {
             let (body, checksum) = copy.split_at_mut(TREE_CHECKSUMMED_LEN);
             if let Some(checksum) = checksum.get_mut(..CHECKSUM_LEN) {
                 checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());

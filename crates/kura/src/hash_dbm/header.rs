@@ -49,7 +49,7 @@ const FREE_LIST_CHECKSUM_FIELD: Field = Field::after(DICTIONARY_CHECKSUM_FIELD, 
 const RESERVED_FIELD: Field = Field::after(FREE_LIST_CHECKSUM_FIELD, 36);
 /// xxh3 of every byte before it.
 const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
-const HEADER_BYTES: usize = CHECKSUM_FIELD.end();
+pub const HEADER_BYTES: usize = CHECKSUM_FIELD.end();
 pub const HEADER_SIZE: u64 = HEADER_BYTES as u64;
 const _: () = assert!(HEADER_BYTES == 128, "docs/format.md specifies a 128-byte header");
 

@@ -15,7 +15,7 @@ mod coalesce;
 mod cursor;
 mod freed;
 mod get_many;
-mod header;
+pub(crate) mod header;
 #[cfg(test)]
 mod layout_tests;
 mod options;

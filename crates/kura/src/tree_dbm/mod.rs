@@ -22,7 +22,7 @@ mod fallback_tests;
 mod finger;
 #[cfg(feature = "internals")]
 pub mod forge;
-mod format;
+pub(crate) mod format;
 mod get_many;
 mod options;
 mod page;
