@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kura::codec::{train_dictionary, Codec, CodecKind};
+use kura::codec::{train_dictionary, Codec, CodecKind, Effort};
 use kura::registry::{engines, Engine, Storage};
 use kura::{OpenMode, Params};
 
@@ -125,7 +125,7 @@ fn codec_decode_seeds() {
         let codec = Codec::new(kind, if with_dictionary { dictionary.clone() } else { Vec::new() }).unwrap();
         for (n, sample) in samples.iter().step_by(67).enumerate() {
             let mut frame = Vec::new();
-            let compressed = codec.encode(sample, &mut frame).unwrap();
+            let compressed = codec.encode(sample, Effort::Dense, &mut frame).unwrap();
             let mut selector = u8::try_from(index).unwrap();
             let mut seed = Vec::new();
             if compressed {

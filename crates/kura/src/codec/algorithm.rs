@@ -2,12 +2,13 @@
 //! and decompress a frame into at most the length the frame claims. One file per algorithm
 //! implements it; `registry.rs` lists them.
 
-use super::CodecKind;
+use super::{CodecKind, Effort};
 use crate::error::{Error, Result};
 
 pub trait Algorithm: Send + Sync {
-    /// Appends the compressed form of `raw` to `out`.
-    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()>;
+    /// Appends the compressed form of `raw` to `out`, at the level of `effort` (algorithms
+    /// with one level use it for both).
+    fn compress(&self, raw: &[u8], effort: Effort, out: &mut Vec<u8>) -> Result<()>;
 
     /// Decompresses `body` into `out` (empty, with capacity for `raw_len`), producing at most
     /// `raw_len` bytes; the caller checks that exactly `raw_len` came out.

@@ -1,13 +1,13 @@
 //! `lz4`: one LZ4 block per value (lz4_flex, safe decoding).
 
 use super::algorithm::{corrupt, Algorithm};
-use super::CodecKind;
+use super::{CodecKind, Effort};
 use crate::error::{Error, Result};
 
 pub struct Lz4;
 
 impl Algorithm for Lz4 {
-    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, raw: &[u8], _effort: Effort, out: &mut Vec<u8>) -> Result<()> {
         let start = out.len();
         out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
         let target = out.get_mut(start..).unwrap_or_default();

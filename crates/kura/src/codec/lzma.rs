@@ -2,7 +2,7 @@
 //! small, and the default 8 MiB window would be allocated for every context.
 
 use super::algorithm::{corrupt, Algorithm};
-use super::CodecKind;
+use super::{CodecKind, Effort};
 use crate::error::{Error, Result};
 
 const LZMA_PRESET: u32 = 6;
@@ -20,7 +20,7 @@ fn filters() -> Result<liblzma::stream::Filters> {
 }
 
 impl Algorithm for Lzma {
-    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, raw: &[u8], _effort: Effort, out: &mut Vec<u8>) -> Result<()> {
         let mut stream =
             liblzma::stream::Stream::new_raw_encoder(&filters()?).map_err(|e| Error::invalid(format!("lzma: {e}")))?;
         out.reserve(raw.len() + raw.len() / 2 + 128);

@@ -9,6 +9,7 @@
 
 mod algorithm;
 mod dictionary;
+mod effort;
 mod lz4;
 mod lzma;
 mod none;
@@ -19,6 +20,7 @@ mod zlib;
 mod zstd;
 
 pub use dictionary::{train_dictionary, DictionaryTraining, DEFAULT_DICTIONARY_SIZE};
+pub use effort::Effort;
 pub use registry::{names, CodecKind, CodecSpec, CODECS};
 
 use std::fmt;
@@ -77,17 +79,18 @@ impl Codec {
         self.kind == CodecKind::None
     }
 
-    /// Encodes `raw` for storage into `out` (cleared first). Returns true when `out` holds the
-    /// compressed frame (`varint(raw_len) ++ codec bytes`), false when it holds `raw` itself
-    /// because compression did not make it smaller or would exceed `MAX_RATIO`.
-    pub fn encode(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    /// Encodes `raw` for storage into `out` (cleared first), at `effort`. Returns true when
+    /// `out` holds the compressed frame (`varint(raw_len) ++ codec bytes`), false when it
+    /// holds `raw` itself because compression did not make it smaller or would exceed
+    /// `MAX_RATIO`.
+    pub fn encode(&self, raw: &[u8], effort: Effort, out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         if self.kind != CodecKind::None && !raw.is_empty() {
             let mut header = [0u8; MAX_VARINT_LEN];
             let header_len = encode_varint(raw.len() as u64, &mut header);
             let header = header.get(..header_len).unwrap_or_default();
             out.extend_from_slice(header);
-            self.algorithm.compress(raw, out)?;
+            self.algorithm.compress(raw, effort, out)?;
             if out.len() < raw.len() && raw.len() <= out.len().saturating_mul(MAX_RATIO) {
                 return Ok(true);
             }
@@ -100,8 +103,8 @@ impl Codec {
     /// The bytes to store for `raw` and whether they are compressed: `raw` itself when the
     /// codec is none or compression does not pay, else its encoding in `scratch`. Saves the
     /// copy `encode` makes of an uncompressed value.
-    pub fn stored<'a>(&self, raw: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<(&'a [u8], bool)> {
-        if self.kind == CodecKind::None || raw.is_empty() || !self.encode(raw, scratch)? {
+    pub fn stored<'a>(&self, raw: &'a [u8], effort: Effort, scratch: &'a mut Vec<u8>) -> Result<(&'a [u8], bool)> {
+        if self.kind == CodecKind::None || raw.is_empty() || !self.encode(raw, effort, scratch)? {
             return Ok((raw, false));
         }
         Ok((scratch.as_slice(), true))
@@ -162,7 +165,7 @@ mod tests {
             let codec = Codec::new(kind, Vec::new()).unwrap();
             for raw in [&compressible[..], &noise[..], &[][..]] {
                 let mut scratch = Vec::new();
-                let (stored, compressed) = codec.stored(raw, &mut scratch).unwrap();
+                let (stored, compressed) = codec.stored(raw, Effort::Dense, &mut scratch).unwrap();
                 if !compressed {
                     assert_eq!(stored.as_ptr(), raw.as_ptr(), "{kind}: an uncompressed value is not copied");
                 }
@@ -171,7 +174,7 @@ mod tests {
                 assert_eq!(out, raw, "{kind}");
             }
             let mut scratch = Vec::new();
-            let compressed = codec.stored(&compressible, &mut scratch).unwrap().1;
+            let compressed = codec.stored(&compressible, Effort::Quick, &mut scratch).unwrap().1;
             assert_eq!(compressed, kind != CodecKind::None, "{kind}");
         }
     }

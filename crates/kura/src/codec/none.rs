@@ -1,12 +1,13 @@
 //! `none`: values are stored as they are.
 
 use super::algorithm::Algorithm;
+use super::Effort;
 use crate::error::Result;
 
 pub struct Identity;
 
 impl Algorithm for Identity {
-    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, raw: &[u8], _effort: Effort, out: &mut Vec<u8>) -> Result<()> {
         out.extend_from_slice(raw);
         Ok(())
     }

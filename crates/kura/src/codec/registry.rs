@@ -10,7 +10,7 @@ use super::lzma::Lzma;
 use super::none::Identity;
 use super::snappy::Snappy;
 use super::zlib::Zlib;
-use super::zstd::{Zstd, ZSTD_DICT_LEVEL, ZSTD_LEVEL};
+use super::zstd::{Zstd, ZSTD_DICT_LEVELS, ZSTD_LEVELS};
 use crate::error::{Error, Result};
 
 /// The compression algorithm of a database, recorded in its file header by its id.
@@ -73,7 +73,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 2,
         uses_dictionary: false,
         summary: "one zstd frame per value, level 3",
-        make: |_| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVEL, &[])?)),
+        make: |_| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, &[])?)),
     },
     CodecSpec {
         kind: CodecKind::Lz4,
@@ -104,8 +104,9 @@ pub const CODECS: &[CodecSpec] = &[
         name: "zstd-dict",
         id: 6,
         uses_dictionary: true,
-        summary: "zstd level 12 with a dictionary trained on the database's records",
-        make: |dictionary| Ok(Box::new(Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVEL, dictionary)?)),
+        summary:
+            "zstd with a dictionary trained on the database's records: level 12 for bulk writes, 3 for single ones",
+        make: |dictionary| Ok(Box::new(Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary)?)),
     },
 ];
 

@@ -2,7 +2,7 @@
 
 use super::algorithm::{corrupt, Algorithm};
 use super::pool::Pool;
-use super::CodecKind;
+use super::{CodecKind, Effort};
 use crate::error::{Error, Result};
 
 #[derive(Default)]
@@ -12,7 +12,7 @@ pub struct Snappy {
 }
 
 impl Algorithm for Snappy {
-    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, raw: &[u8], _effort: Effort, out: &mut Vec<u8>) -> Result<()> {
         let start = out.len();
         out.resize(start + snap::raw::max_compress_len(raw.len()), 0);
         let target = out.get_mut(start..).unwrap_or_default();

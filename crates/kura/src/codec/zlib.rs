@@ -2,7 +2,7 @@
 
 use super::algorithm::{corrupt, Algorithm};
 use super::pool::Pool;
-use super::CodecKind;
+use super::{CodecKind, Effort};
 use crate::error::{Error, Result};
 
 const ZLIB_LEVEL: u32 = 6;
@@ -14,7 +14,7 @@ pub struct Zlib {
 }
 
 impl Algorithm for Zlib {
-    fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, raw: &[u8], _effort: Effort, out: &mut Vec<u8>) -> Result<()> {
         let make = || Ok(flate2::Compress::new(flate2::Compression::new(ZLIB_LEVEL), false));
         self.compressors.with(make, |c| {
             c.reset();

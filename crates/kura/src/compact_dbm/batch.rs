@@ -9,12 +9,15 @@ use super::bucket::Edit;
 use super::group::{with_scratch, GroupCell};
 use super::options;
 use crate::batch::WriteBatch;
+use crate::codec::Effort;
 use crate::error::Result;
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
 
 /// A batch at least this long is a bulk load (`kura import` hands over thousands of records
-/// at a time): after it, the codec's pooled compression contexts are freed.
+/// at a time): it is encoded at the codec's dense level, and after it the codec's pooled
+/// compression contexts are freed. A shorter batch is encoded at the quick level, as single
+/// writes are (`codec/effort.rs`).
 pub const BULK_RECORDS: usize = 4096;
 
 /// One operation of the batch: its hash and where it is in the batch.
@@ -28,6 +31,7 @@ pub fn apply(groups: &[Padded<GroupCell>], batch: &WriteBatch) -> Result<()> {
     for op in batch.ops() {
         options::check_sizes(op.key(), op.value())?;
     }
+    let effort = if batch.len() >= BULK_RECORDS { Effort::Dense } else { Effort::Quick };
     let mut placed: Vec<Placed> = batch
         .ops()
         .enumerate()
@@ -63,7 +67,7 @@ pub fn apply(groups: &[Padded<GroupCell>], batch: &WriteBatch) -> Result<()> {
                     _ => edits.push((key, value)),
                 }
             }
-            with_scratch(|scratch| group.apply_edits(bucket, &edits, scratch))?;
+            with_scratch(|scratch| group.apply_edits(bucket, &edits, effort, scratch))?;
             cell.cache.lock().invalidate(bucket);
             start += run;
         }

@@ -4,7 +4,7 @@
 //! and costs no allocation. A bucket that compression does not shrink is kept raw, and then a
 //! read needs no decoding at all.
 
-use crate::codec::Codec;
+use crate::codec::{Codec, Effort};
 use crate::encoding::decode_varint;
 use crate::error::{Error, Result};
 
@@ -14,12 +14,12 @@ const COMPRESSED: u8 = 1;
 /// An encoded bucket; empty when the bucket has no record.
 pub type Block = Box<[u8]>;
 
-/// Encodes the raw bucket `raw` with `codec`, using `scratch` for the frame.
-pub fn encode(codec: &Codec, raw: &[u8], scratch: &mut Vec<u8>) -> Result<Block> {
+/// Encodes the raw bucket `raw` with `codec` at `effort`, using `scratch` for the frame.
+pub fn encode(codec: &Codec, raw: &[u8], effort: Effort, scratch: &mut Vec<u8>) -> Result<Block> {
     if raw.is_empty() {
         return Ok(Block::default());
     }
-    let (stored, compressed) = codec.stored(raw, scratch)?;
+    let (stored, compressed) = codec.stored(raw, effort, scratch)?;
     let mut block = Vec::with_capacity(stored.len() + 1);
     block.push(if compressed { COMPRESSED } else { RAW });
     block.extend_from_slice(stored);
@@ -73,7 +73,7 @@ mod tests {
         for kind in CodecKind::ALL {
             let codec = Codec::new(kind, Vec::new()).unwrap();
             let mut scratch = Vec::new();
-            let block = encode(&codec, &raw, &mut scratch).unwrap();
+            let block = encode(&codec, &raw, Effort::Quick, &mut scratch).unwrap();
             assert_eq!(raw_len(&block), raw.len(), "{kind}");
             let mut out = Vec::new();
             assert_eq!(decode(&codec, &block, &mut out).unwrap(), &raw[..], "{kind}");

@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use super::block::{self, heap_size, Block};
 use super::bucket::{self, Edit};
 use super::cache::DecodedCache;
-use crate::codec::Codec;
+use crate::codec::{Codec, Effort};
 use crate::error::{Error, Result};
 
 pub struct Group {
@@ -107,12 +107,18 @@ impl Group {
     }
 
     /// Applies `edits` (sorted by key, each key once) to bucket `bucket`: decodes it once,
-    /// merges, encodes once.
-    pub fn apply_edits(&mut self, bucket: usize, edits: &[Edit<'_>], scratch: &mut Scratch) -> Result<()> {
+    /// merges, encodes once at `effort`.
+    pub fn apply_edits(
+        &mut self,
+        bucket: usize,
+        edits: &[Edit<'_>],
+        effort: Effort,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         let Scratch { decoded, merged, frame } = scratch;
         let raw = block::decode(&self.codec, self.block(bucket)?, decoded)?;
         let delta = bucket::merge(raw, edits, merged)?;
-        let new = block::encode(&self.codec, merged, frame)?;
+        let new = block::encode(&self.codec, merged, effort, frame)?;
         self.install(bucket, new, delta)
     }
 

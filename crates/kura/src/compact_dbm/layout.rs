@@ -15,7 +15,7 @@ use super::group::{bucket_in_group, with_scratch, Group, GroupCell, Scratch};
 use super::options::{self, Options, DEFAULT_BUCKET_RECORDS, NUM_GROUPS};
 use super::CompactDbm;
 use crate::batch::{BatchOp, WriteBatch};
-use crate::codec::{Codec, CodecKind, DictionaryTraining};
+use crate::codec::{Codec, CodecKind, DictionaryTraining, Effort};
 use crate::error::Result;
 use crate::memory_dbm::key_hash::hash_key;
 use crate::memory_dbm::slotted::Padded;
@@ -137,7 +137,7 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
         for (index, stored) in group.blocks().enumerate() {
             let raw = block::decode(&group.codec, stored, decoded)?;
             let count = bucket::validate(raw, |_| Ok(()))?;
-            let new = block::encode(&layout.codec, raw, frame)?;
+            let new = block::encode(&layout.codec, raw, Effort::Dense, frame)?;
             moved.install(index, new, i64::try_from(count).unwrap_or(i64::MAX))?;
         }
         return Ok(moved);
@@ -161,7 +161,7 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
         for (_, key, value) in records.get(start..end).unwrap_or_default() {
             bucket::put_record(merged, key, value);
         }
-        let new: Block = block::encode(&layout.codec, merged, frame)?;
+        let new: Block = block::encode(&layout.codec, merged, Effort::Dense, frame)?;
         moved.install(target, new, (end - start) as i64)?;
         start = end;
     }

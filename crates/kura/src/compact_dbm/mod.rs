@@ -27,7 +27,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
-use crate::codec::Codec;
+use crate::codec::{Codec, Effort};
 use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
 use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
@@ -179,7 +179,8 @@ impl Dbm for CompactDbm {
                     bucket::merge(raw, &[(key, Some(&value))], merged)?
                 }
             };
-            let new = block::encode(&group.codec, merged, frame)?;
+            // One record changed: a level the waiting caller can afford (`codec/effort.rs`).
+            let new = block::encode(&group.codec, merged, Effort::Quick, frame)?;
             group.install(bucket, new, delta)?;
             cell.cache.lock().invalidate(bucket);
             Ok(())

@@ -32,7 +32,7 @@ use super::record::{
     KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
 use super::space::{Space, SHARDS};
-use crate::codec::Codec;
+use crate::codec::{Codec, Effort};
 use crate::encoding::{decode_varint, encode_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
@@ -755,7 +755,7 @@ impl Storage {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let (kind, (stored, compressed)) = match value {
-                Some(raw) => (KIND_RECORD, self.codec.stored(raw, &mut scratch)?),
+                Some(raw) => (KIND_RECORD, self.codec.stored(raw, Effort::Dense, &mut scratch)?),
                 None => (KIND_TOMBSTONE, (&[][..], false)),
             };
             if stored.len() > record::MAX_VALUE_SIZE {

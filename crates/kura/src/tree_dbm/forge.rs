@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::format::{FileHeader, SlotHeader, SlotKind, HEADER_SIZE, SLOT_HEADER_SIZE};
 use super::page::{Branch, Leaf};
-use crate::codec::{Codec, CodecKind};
+use crate::codec::{Codec, CodecKind, Effort};
 use crate::error::{Error, Result};
 
 fn read_at(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
@@ -89,7 +89,7 @@ pub fn write_page(path: &Path, offset: u64, branch: bool, stored: &[u8], compres
 /// Compresses `raw` with `codec` as a page would be.
 pub fn compress(codec: CodecKind, raw: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    Codec::new(codec, Vec::new())?.encode(raw, &mut out)?;
+    Codec::new(codec, Vec::new())?.encode(raw, Effort::Dense, &mut out)?;
     Ok(out)
 }
 

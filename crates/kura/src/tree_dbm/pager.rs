@@ -10,7 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::codec::{Codec, CodecKind};
+use crate::codec::{Codec, CodecKind, Effort};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
 
@@ -414,7 +414,7 @@ impl Pager {
     /// earlier, published commit, or from the end of the file.
     fn write_slot(&mut self, kind: SlotKind, raw: &[u8], compress: bool, at_end: bool) -> Result<(u64, u64)> {
         let mut stored = std::mem::take(&mut self.stored_buffer);
-        let compressed = if compress { self.codec.encode(raw, &mut stored)? } else { false };
+        let compressed = if compress { self.codec.encode(raw, Effort::Dense, &mut stored)? } else { false };
         let body: &[u8] = if compressed { &stored } else { raw };
         let stored_len =
             u32::try_from(body.len()).map_err(|_| Error::new(ErrorKind::Limit, "a tree page is larger than 4 GiB"))?;
