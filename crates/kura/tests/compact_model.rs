@@ -45,9 +45,11 @@ fn check_content(dbm: &dyn Dbm, model: &Model) {
     assert!(property(&properties, "raw_bytes").parse::<usize>().unwrap() >= raw);
 }
 
-fn bulk(rng: &mut SplitMix64, model: &mut Model) -> WriteBatch {
+/// A batch of `len` random sets and removes. At 4,096 operations and more a batch is a bulk
+/// write (dense level, each group's blocks replaced at once: `compact_dbm/batch.rs`).
+fn bulk(rng: &mut SplitMix64, model: &mut Model, len: usize) -> WriteBatch {
     let mut batch = WriteBatch::new();
-    for _ in 0..1500 {
+    for _ in 0..len {
         let k = key(rng);
         if rng.below(10) == 0 {
             batch.remove(&k);
@@ -70,12 +72,17 @@ fn run(path: &Path, codec: CodecKind, seed: u64) {
     let params = Params::parse(&format!("bucket_comp={codec},num_buckets=512")).unwrap();
     let mut dbm = CompactDbm::open(path, OpenMode::Truncate, &params).unwrap();
     let mut model = Model::new();
-    dbm.write_batch(&bulk(&mut rng, &mut model)).unwrap();
+    dbm.write_batch(&bulk(&mut rng, &mut model, 1500)).unwrap();
     if codec == CodecKind::ZstdDict {
         let properties = dbm.inspect().unwrap();
         assert_ne!(property(&properties, "dict_size"), "0", "the first bulk batch trains the dictionary");
     }
     for step in 0..1500u32 {
+        if step == 700 {
+            // A bulk batch into a map already written record by record.
+            dbm.write_batch(&bulk(&mut rng, &mut model, 4500)).unwrap();
+            check_content(&dbm, &model);
+        }
         let k = key(&mut rng);
         match rng.below(100) {
             0..=29 => {
@@ -234,7 +241,7 @@ fn a_zstd_dict_rebuild_trains_a_dictionary_that_shrinks_the_buckets() {
     let mut rng = SplitMix64::new(3);
     let mut model = Model::new();
     for _ in 0..4 {
-        dbm.write_batch(&bulk(&mut rng, &mut model)).unwrap();
+        dbm.write_batch(&bulk(&mut rng, &mut model, 1500)).unwrap();
     }
     let compressed =
         |dbm: &CompactDbm| -> u64 { property(&dbm.inspect().unwrap(), "compressed_bytes").parse().unwrap() };

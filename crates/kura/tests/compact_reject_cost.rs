@@ -109,11 +109,11 @@ fn a_refused_snapshot_that_declares_the_largest_layout_allocates_no_bucket_table
     eprintln!("a {}-byte snapshot declaring 2^28 buckets, refused: largest allocation {largest} bytes", forged.len());
     assert!(largest < LARGE, "refusing a {}-byte snapshot allocated {largest} bytes at once", forged.len());
 
-    // A layout of 2^24 buckets that states its 0 records is a valid snapshot (sized for far
-    // more records than it holds): it loads, and its tables are allocated then, which shows
-    // that the allocator above sees them.
-    let valid = layout_only(&header, &records, 1 << 24, 0);
+    // A layout of 2^26 buckets that states its 0 records is a valid snapshot (sized for far
+    // more records than it holds): it loads, and its tables (2 MiB a group) are allocated
+    // then, which shows that the allocator above sees them.
+    let valid = layout_only(&header, &records, 1 << 26, 0);
     let (loaded, largest) = open_noting_the_largest_allocation(&path, &valid);
     assert_eq!(loaded.unwrap().count().unwrap(), 0);
-    assert!(largest >= LARGE, "loading a layout of 2^24 buckets allocated at most {largest} bytes at once");
+    assert!(largest >= LARGE, "loading a layout of 2^26 buckets allocated at most {largest} bytes at once");
 }

@@ -79,9 +79,15 @@ impl Algorithm for Zstd {
             Ok(compressor)
         };
         pool.with(make, |c| {
-            let frame = c.compress(raw).map_err(|e| Error::invalid(format!("zstd: {e}")))?;
-            out.extend_from_slice(&frame);
-            Ok(())
+            // The frame goes straight after what `out` holds: no buffer of its own, whose
+            // allocation would sit between a caller's growing buffers (CompactDbm's arenas).
+            out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+            let start = out.len() as u64;
+            let mut cursor = std::io::Cursor::new(std::mem::take(out));
+            cursor.set_position(start);
+            let written = c.compress_to_buffer(raw, &mut cursor);
+            *out = cursor.into_inner();
+            written.map(|_| ()).map_err(|e| Error::invalid(format!("zstd: {e}")))
         })?
     }
 

@@ -1,9 +1,12 @@
 //! `write_batch`, the bulk path (`kura import` hands records over in batches): the batch's
 //! operations are grouped by lock group and bucket first, so each group is locked once and
-//! each bucket decoded and encoded once per batch rather than once per record.
+//! each bucket decoded and encoded once per batch rather than once per record. A bulk batch
+//! replaces a group's blocks at once (`Group::apply_bulk`).
 //!
 //! Order is kept: within a bucket the operations are stably sorted by key, and of several on
 //! one key the last wins, as if they had been applied one by one.
+
+use std::ops::Range;
 
 use super::bucket::Edit;
 use super::group::{with_scratch, GroupCell};
@@ -44,6 +47,9 @@ pub fn apply(groups: &[Padded<GroupCell>], batch: &WriteBatch) -> Result<()> {
     let mut rest = placed.as_slice();
     let mut bucketed: Vec<(usize, Edit<'_>)> = Vec::new();
     let mut edits: Vec<Edit<'_>> = Vec::new();
+    // Each bucket's edits: (bucket, their range in `edits`), in ascending bucket order.
+    let mut runs: Vec<(usize, Range<usize>)> = Vec::new();
+    let mut staging = Vec::new();
     while let Some(first) = rest.first() {
         let in_group = rest.iter().take_while(|p| p.group == first.group).count();
         let (these, after) = rest.split_at(in_group);
@@ -57,19 +63,33 @@ pub fn apply(groups: &[Padded<GroupCell>], batch: &WriteBatch) -> Result<()> {
         }
         // Stable: operations on one key keep their batch order, and the last one wins below.
         bucketed.sort_by(|a, b| (a.0, a.1 .0).cmp(&(b.0, b.1 .0)));
-        let mut start = 0;
-        while let Some(&(bucket, _)) = bucketed.get(start) {
-            let run = bucketed.get(start..).unwrap_or_default().iter().take_while(|e| e.0 == bucket).count();
-            edits.clear();
-            for &(_, (key, value)) in bucketed.get(start..start + run).unwrap_or_default() {
-                match edits.last_mut() {
-                    Some(last) if last.0 == key => *last = (key, value),
-                    _ => edits.push((key, value)),
+        edits.clear();
+        runs.clear();
+        for &(bucket, (key, value)) in &bucketed {
+            match (runs.last_mut(), edits.last_mut()) {
+                (Some((last_bucket, _)), Some(last)) if *last_bucket == bucket && last.0 == key => *last = (key, value),
+                (Some((last_bucket, range)), _) if *last_bucket == bucket => {
+                    edits.push((key, value));
+                    range.end = edits.len();
+                }
+                _ => {
+                    edits.push((key, value));
+                    runs.push((bucket, edits.len() - 1..edits.len()));
                 }
             }
-            with_scratch(|scratch| group.apply_edits(bucket, &edits, effort, scratch))?;
-            cell.cache.lock().invalidate(bucket);
-            start += run;
+        }
+        let of_bucket =
+            |(bucket, range): &(usize, Range<usize>)| (*bucket, edits.get(range.clone()).unwrap_or_default());
+        with_scratch(|scratch| match effort {
+            Effort::Dense => group.apply_bulk(runs.iter().map(of_bucket), effort, &mut staging, scratch),
+            Effort::Quick => runs
+                .iter()
+                .map(of_bucket)
+                .try_for_each(|(bucket, bucket_edits)| group.apply_edits(bucket, bucket_edits, effort, scratch)),
+        })?;
+        let mut cache = cell.cache.lock();
+        for (bucket, _) in &runs {
+            cache.invalidate(*bucket);
         }
     }
     Ok(())

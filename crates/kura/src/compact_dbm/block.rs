@@ -1,8 +1,8 @@
-//! One bucket as it is held in memory and in the snapshot: a single heap block of
-//! `flag:u8` followed by the raw bucket (flag 0) or the codec's frame of it (flag 1,
-//! `varint(raw_len) ++ codec bytes`, see `codec/mod.rs`). An empty bucket is an empty block
-//! and costs no allocation. A bucket that compression does not shrink is kept raw, and then a
-//! read needs no decoding at all.
+//! One bucket as it is held in memory (in its group's arena, `arena.rs`) and in the snapshot:
+//! a block of `flag:u8` followed by the raw bucket (flag 0) or the codec's frame of it (flag
+//! 1, `varint(raw_len) ++ codec bytes`, see `codec/mod.rs`). An empty bucket is an empty
+//! block and takes no bytes. A bucket that compression does not shrink is kept raw, and then
+//! a read needs no decoding at all.
 
 use crate::codec::{Codec, Effort};
 use crate::encoding::decode_varint;
@@ -11,19 +11,18 @@ use crate::error::{Error, Result};
 const RAW: u8 = 0;
 const COMPRESSED: u8 = 1;
 
-/// An encoded bucket; empty when the bucket has no record.
-pub type Block = Box<[u8]>;
-
-/// Encodes the raw bucket `raw` with `codec` at `effort`, using `scratch` for the frame.
-pub fn encode(codec: &Codec, raw: &[u8], effort: Effort, scratch: &mut Vec<u8>) -> Result<Block> {
+/// Encodes the raw bucket `raw` with `codec` at `effort` into `block` (cleared first; left
+/// empty when `raw` is), using `scratch` for the frame.
+pub fn encode(codec: &Codec, raw: &[u8], effort: Effort, scratch: &mut Vec<u8>, block: &mut Vec<u8>) -> Result<()> {
+    block.clear();
     if raw.is_empty() {
-        return Ok(Block::default());
+        return Ok(());
     }
     let (stored, compressed) = codec.stored(raw, effort, scratch)?;
-    let mut block = Vec::with_capacity(stored.len() + 1);
+    block.reserve(stored.len() + 1);
     block.push(if compressed { COMPRESSED } else { RAW });
     block.extend_from_slice(stored);
-    Ok(block.into_boxed_slice())
+    Ok(())
 }
 
 /// The raw bucket of `block`: borrowed from the block when it is stored raw, else decoded
@@ -52,7 +51,7 @@ pub fn raw_len(block: &[u8]) -> usize {
 }
 
 /// What the allocator holds for a request of `len` bytes: glibc's malloc adds an 8-byte
-/// header and rounds chunks up to 16 bytes, 32 at least; nothing for an empty block.
+/// header and rounds chunks up to 16 bytes, 32 at least; nothing for an empty request.
 pub fn heap_size(len: usize) -> usize {
     if len == 0 {
         0
@@ -72,8 +71,8 @@ mod tests {
         let raw: Vec<u8> = (0..3000u32).flat_map(|i| format!("{}", i % 37).into_bytes()).collect();
         for kind in CodecKind::ALL {
             let codec = Codec::new(kind, Vec::new()).unwrap();
-            let mut scratch = Vec::new();
-            let block = encode(&codec, &raw, Effort::Quick, &mut scratch).unwrap();
+            let (mut scratch, mut block) = (Vec::new(), Vec::new());
+            encode(&codec, &raw, Effort::Quick, &mut scratch, &mut block).unwrap();
             assert_eq!(raw_len(&block), raw.len(), "{kind}");
             let mut out = Vec::new();
             assert_eq!(decode(&codec, &block, &mut out).unwrap(), &raw[..], "{kind}");

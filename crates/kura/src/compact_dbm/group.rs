@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::block::{self, heap_size, Block};
+use super::arena::BlockArena;
+use super::block;
 use super::bucket::{self, Edit};
 use super::cache::DecodedCache;
 use crate::codec::{Codec, Effort};
@@ -18,17 +19,13 @@ use crate::error::{Error, Result};
 
 pub struct Group {
     pub codec: Arc<Codec>,
-    /// Each bucket's block; None for an empty bucket. An all-None table is all zero bytes, so
-    /// a new one is taken zeroed from the allocator: its pages cost nothing until a bucket on
-    /// them is written, and a layout sized for many more records than it holds stays cheap.
-    blocks: Vec<Option<Block>>,
+    /// Each bucket's block (empty for an empty bucket).
+    blocks: BlockArena,
     pub records: u64,
     /// Sum of the raw bucket sizes.
     pub raw_bytes: u64,
     /// Sum of the block sizes.
     pub stored_bytes: u64,
-    /// What the allocator holds for the blocks.
-    pub heap_bytes: u64,
 }
 
 /// A group and its cache; the cache has its own small lock, taken under the group's read
@@ -44,6 +41,7 @@ pub struct Scratch {
     pub decoded: Vec<u8>,
     pub merged: Vec<u8>,
     pub frame: Vec<u8>,
+    pub block: Vec<u8>,
 }
 
 thread_local! {
@@ -71,37 +69,47 @@ fn missing_bucket() -> Error {
 
 impl Group {
     pub fn new(codec: Arc<Codec>, buckets: usize) -> Group {
-        Group { codec, blocks: vec![None; buckets], records: 0, raw_bytes: 0, stored_bytes: 0, heap_bytes: 0 }
+        Group { codec, blocks: BlockArena::new(buckets), records: 0, raw_bytes: 0, stored_bytes: 0 }
     }
 
     /// The number of buckets.
     pub fn bucket_count(&self) -> usize {
-        self.blocks.len()
+        self.blocks.bucket_count()
     }
 
     /// Every bucket's block in bucket order (empty for an empty bucket).
     pub fn blocks(&self) -> impl Iterator<Item = &[u8]> {
-        self.blocks.iter().map(|block| block.as_deref().unwrap_or_default())
+        self.blocks.iter()
     }
 
     #[inline]
     pub fn bucket_of(&self, hash: u64) -> usize {
-        bucket_in_group(hash, self.blocks.len())
+        bucket_in_group(hash, self.blocks.bucket_count())
     }
 
     pub fn block(&self, bucket: usize) -> Result<&[u8]> {
-        self.blocks.get(bucket).map(|block| block.as_deref().unwrap_or_default()).ok_or_else(missing_bucket)
+        self.blocks.get(bucket).ok_or_else(missing_bucket)
+    }
+
+    /// Makes room for `bytes` more bytes of blocks at once: for a bulk build that knows them.
+    pub fn reserve_blocks(&mut self, bytes: usize) {
+        self.blocks.reserve_exact(bytes);
+    }
+
+    /// Gives the blocks' spare room back: after a bulk build.
+    pub fn shrink_blocks(&mut self) {
+        self.blocks.shrink_to_fit();
     }
 
     /// Puts `new` in place of bucket `bucket`'s block, whose record count changed by
     /// `delta`, and updates the counters.
-    pub fn install(&mut self, bucket: usize, new: Block, delta: i64) -> Result<()> {
-        let slot = self.blocks.get_mut(bucket).ok_or_else(missing_bucket)?;
-        let (new_raw, new_len) = (block::raw_len(&new) as u64, new.len());
-        let old = std::mem::replace(slot, (!new.is_empty()).then_some(new)).unwrap_or_default();
-        self.raw_bytes = (self.raw_bytes + new_raw).saturating_sub(block::raw_len(&old) as u64);
-        self.stored_bytes = (self.stored_bytes + new_len as u64).saturating_sub(old.len() as u64);
-        self.heap_bytes = (self.heap_bytes + heap_size(new_len) as u64).saturating_sub(heap_size(old.len()) as u64);
+    pub fn install(&mut self, bucket: usize, new: &[u8], delta: i64) -> Result<()> {
+        let old = self.block(bucket)?;
+        let (old_raw, old_len) = (block::raw_len(old) as u64, old.len() as u64);
+        let (new_raw, new_len) = (block::raw_len(new) as u64, new.len() as u64);
+        self.blocks.replace(bucket, new)?;
+        self.raw_bytes = (self.raw_bytes + new_raw).saturating_sub(old_raw);
+        self.stored_bytes = (self.stored_bytes + new_len).saturating_sub(old_len);
         self.records = self.records.saturating_add_signed(delta);
         Ok(())
     }
@@ -115,25 +123,62 @@ impl Group {
         effort: Effort,
         scratch: &mut Scratch,
     ) -> Result<()> {
-        let Scratch { decoded, merged, frame } = scratch;
+        let Scratch { decoded, merged, frame, block: encoded } = scratch;
         let raw = block::decode(&self.codec, self.block(bucket)?, decoded)?;
         let delta = bucket::merge(raw, edits, merged)?;
-        let new = block::encode(&self.codec, merged, effort, frame)?;
-        self.install(bucket, new, delta)
+        block::encode(&self.codec, merged, effort, frame, encoded)?;
+        self.install(bucket, encoded, delta)
+    }
+
+    /// Applies the edits of many buckets, each bucket's `(bucket, edits)` in ascending bucket
+    /// order, as a bulk batch does: every new block is encoded at `effort` into `staging`,
+    /// then the blocks are replaced at once (`BlockArena::replace_many`).
+    pub fn apply_bulk<'e>(
+        &mut self,
+        runs: impl Iterator<Item = (usize, &'e [Edit<'e>])>,
+        effort: Effort,
+        staging: &mut Vec<u8>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let Scratch { decoded, merged, frame, block: encoded } = scratch;
+        staging.clear();
+        let mut staged = Vec::new();
+        let mut delta_sum = 0i64;
+        let (mut raw_bytes, mut stored_bytes) = (self.raw_bytes, self.stored_bytes);
+        for (bucket, edits) in runs {
+            let old = self.block(bucket)?;
+            let raw = block::decode(&self.codec, old, decoded)?;
+            delta_sum += bucket::merge(raw, edits, merged)?;
+            block::encode(&self.codec, merged, effort, frame, encoded)?;
+            raw_bytes = (raw_bytes + block::raw_len(encoded) as u64).saturating_sub(block::raw_len(old) as u64);
+            stored_bytes = (stored_bytes + encoded.len() as u64).saturating_sub(old.len() as u64);
+            staged.push((bucket, staging.len()..staging.len() + encoded.len()));
+            staging.extend_from_slice(encoded);
+        }
+        self.blocks.replace_many(&staged, staging)?;
+        self.raw_bytes = raw_bytes;
+        self.stored_bytes = stored_bytes;
+        self.records = self.records.saturating_add_signed(delta_sum);
+        Ok(())
+    }
+
+    /// What the allocator holds for the blocks, spare and dead bytes included.
+    pub fn heap_bytes(&self) -> u64 {
+        self.blocks.heap_bytes()
     }
 
     /// Memory held besides the blocks: the bucket table.
     pub fn table_bytes(&self) -> u64 {
-        heap_size(self.blocks.capacity() * std::mem::size_of::<Option<Block>>()) as u64
+        self.blocks.table_bytes()
     }
 
-    /// Removes every record, keeping the bucket count (in a new zeroed table: see `blocks`).
+    /// Removes every record, keeping the bucket count (in a new zeroed table: see
+    /// `BlockArena::spans`).
     pub fn clear(&mut self) {
-        self.blocks = vec![None; self.blocks.len()];
+        self.blocks = BlockArena::new(self.blocks.bucket_count());
         self.records = 0;
         self.raw_bytes = 0;
         self.stored_bytes = 0;
-        self.heap_bytes = 0;
     }
 }
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::block::{self, Block};
+use super::block;
 use super::bucket;
 use super::group::{bucket_in_group, Group};
 use super::options::{MAX_BUCKETS, NUM_GROUPS};
@@ -103,7 +103,7 @@ fn parse_meta(value: &[u8]) -> Result<Meta> {
 struct CheckedBucket {
     id: u32,
     records: u32,
-    block: Block,
+    block: Box<[u8]>,
 }
 
 /// Reads and checks a whole snapshot. The bucket tables are allocated only once every record
@@ -150,7 +150,7 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
             return Err(broken(format!("bucket {id} is empty")));
         }
         let records = u32::try_from(records).map_err(|_| broken(format!("bucket {id} holds too many records")))?;
-        checked.push(CheckedBucket { id: stored_id, records, block: Block::from(stored) });
+        checked.push(CheckedBucket { id: stored_id, records, block: Box::from(stored) });
         Ok(())
     })?;
     let meta = meta.ok_or_else(|| broken("no layout record"))?;
@@ -160,10 +160,15 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
     let mut groups: Vec<Group> =
         (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&meta.codec), meta.buckets_per_group)).collect();
     let per_group = meta.buckets_per_group as u64;
-    for CheckedBucket { id, records, block } in checked {
-        let id = u64::from(id);
-        let group = groups.get_mut((id / per_group) as usize).ok_or_else(|| broken("group out of range"))?;
-        group.install((id % per_group) as usize, block, i64::from(records))?;
+    let group_of = |id: u32| (u64::from(id) / per_group) as usize;
+    // Each group's arena is sized once, exactly (`checked` is in bucket order).
+    for run in checked.chunk_by(|a, b| group_of(a.id) == group_of(b.id)) {
+        let group = run.first().and_then(|first| groups.get_mut(group_of(first.id)));
+        let group = group.ok_or_else(|| broken("group out of range"))?;
+        group.reserve_blocks(run.iter().map(|b| b.block.len()).sum());
+        for CheckedBucket { id, records, block } in run {
+            group.install((u64::from(*id) % per_group) as usize, block, i64::from(*records))?;
+        }
     }
     Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups })
 }

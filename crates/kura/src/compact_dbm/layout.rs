@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::block::{self, Block};
+use super::block;
 use super::bucket::{self, BucketRecords};
 use super::group::{bucket_in_group, with_scratch, Group, GroupCell, Scratch};
 use super::options::{self, Options, DEFAULT_BUCKET_RECORDS, NUM_GROUPS};
@@ -132,14 +132,17 @@ fn move_groups(groups: &[Padded<GroupCell>], layout: &Layout) -> Result<()> {
 /// `layout.codec`. Each new bucket is encoded once.
 fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Group> {
     let mut moved = Group::new(Arc::clone(&layout.codec), layout.buckets_per_group);
-    let Scratch { decoded, merged, frame } = scratch;
+    // The blocks' present size is a fair guess of their new one; spare room is given back.
+    moved.reserve_blocks(usize::try_from(group.stored_bytes).unwrap_or(0));
+    let Scratch { decoded, merged, frame, block: encoded } = scratch;
     if moved.bucket_count() == group.bucket_count() {
         for (index, stored) in group.blocks().enumerate() {
             let raw = block::decode(&group.codec, stored, decoded)?;
             let count = bucket::validate(raw, |_| Ok(()))?;
-            let new = block::encode(&layout.codec, raw, Effort::Dense, frame)?;
-            moved.install(index, new, i64::try_from(count).unwrap_or(i64::MAX))?;
+            block::encode(&layout.codec, raw, Effort::Dense, frame, encoded)?;
+            moved.install(index, encoded, i64::try_from(count).unwrap_or(i64::MAX))?;
         }
+        moved.shrink_blocks();
         return Ok(moved);
     }
     // Every record of the group, tagged with its new bucket, then sorted by bucket and key.
@@ -161,10 +164,11 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
         for (_, key, value) in records.get(start..end).unwrap_or_default() {
             bucket::put_record(merged, key, value);
         }
-        let new: Block = block::encode(&layout.codec, merged, Effort::Dense, frame)?;
-        moved.install(target, new, (end - start) as i64)?;
+        block::encode(&layout.codec, merged, Effort::Dense, frame, encoded)?;
+        moved.install(target, encoded, (end - start) as i64)?;
         start = end;
     }
+    moved.shrink_blocks();
     Ok(moved)
 }
 

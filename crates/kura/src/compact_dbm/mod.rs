@@ -10,6 +10,7 @@
 //! bucket encoded once per batch), `layout.rs` (rebuild and dictionary training), `cursor.rs`,
 //! `image.rs` (the snapshot's records).
 
+mod arena;
 mod batch;
 mod block;
 mod bucket;
@@ -123,7 +124,7 @@ impl CompactDbm {
             .iter()
             .map(|cell| {
                 let group = cell.lock.read();
-                group.heap_bytes + group.table_bytes() + cell.cache.lock().memory_bytes() as u64
+                group.heap_bytes() + group.table_bytes() + cell.cache.lock().memory_bytes() as u64
             })
             .sum();
         let fixed = std::mem::size_of_val(&*self.groups) + std::mem::size_of::<CompactDbm>();
@@ -167,7 +168,7 @@ impl Dbm for CompactDbm {
         let mut group = cell.lock.write();
         let bucket = group.bucket_of(hash);
         with_scratch(|scratch| {
-            let Scratch { decoded, merged, frame } = scratch;
+            let Scratch { decoded, merged, frame, block: encoded } = scratch;
             let raw = block::decode(&group.codec, group.block(bucket)?, decoded)?;
             let old = bucket::find(raw, key)?;
             let delta = match processor(old) {
@@ -180,8 +181,8 @@ impl Dbm for CompactDbm {
                 }
             };
             // One record changed: a level the waiting caller can afford (`codec/effort.rs`).
-            let new = block::encode(&group.codec, merged, Effort::Quick, frame)?;
-            group.install(bucket, new, delta)?;
+            block::encode(&group.codec, merged, Effort::Quick, frame, encoded)?;
+            group.install(bucket, encoded, delta)?;
             cell.cache.lock().invalidate(bucket);
             Ok(())
         })
