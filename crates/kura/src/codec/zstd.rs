@@ -2,9 +2,13 @@
 //! trained on the database's own records (see `dictionary.rs`).
 
 use super::algorithm::{corrupt, Algorithm};
+use std::cell::RefCell;
+
+use zstd::zstd_safe::{DCtx, DDict};
+
 use super::pool::Pool;
 use super::{CodecKind, Effort};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The levels of one zstd codec, by `Effort`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +28,10 @@ pub const ZSTD_DICT_LEVELS: Levels = Levels { dense: 12, quick: 3 };
 
 type Compressor = zstd::bulk::Compressor<'static>;
 
+fn new_context() -> Result<DCtx<'static>> {
+    DCtx::try_create().ok_or_else(|| Error::new(ErrorKind::Limit, "zstd: no memory for a decompression context"))
+}
+
 pub struct Zstd {
     kind: CodecKind,
     levels: Levels,
@@ -31,7 +39,15 @@ pub struct Zstd {
     /// Contexts of the dense level, and of the quick level when it differs.
     dense_compressors: Pool<Compressor>,
     quick_compressors: Pool<Compressor>,
-    decompressors: Pool<zstd::bulk::Decompressor<'static>>,
+    /// The dictionary digested for decoding, shared by every thread (None: no dictionary).
+    decoding_dictionary: Option<DDict<'static>>,
+}
+
+thread_local! {
+    /// One decompression context per thread, for every zstd codec: a context keeps no
+    /// dictionary of its own (each codec passes its shared `DDict`), so a decode takes no lock
+    /// and threads decoding with one dictionary read one copy of it.
+    static DECOMPRESSION: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
 }
 
 impl Zstd {
@@ -39,16 +55,20 @@ impl Zstd {
     /// here turns a bad stored dictionary into an error at open time rather than at the
     /// first record.
     pub fn new(kind: CodecKind, levels: Levels, dictionary: &[u8]) -> Result<Zstd> {
-        let zstd = Zstd {
+        let decoding_dictionary = if dictionary.is_empty() {
+            None
+        } else {
+            let digested = DDict::try_create(dictionary);
+            Some(digested.ok_or_else(|| Error::broken("the stored zstd dictionary is unusable"))?)
+        };
+        Ok(Zstd {
             kind,
             levels,
             dictionary: dictionary.to_vec(),
             dense_compressors: Pool::default(),
             quick_compressors: Pool::default(),
-            decompressors: Pool::default(),
-        };
-        zstd.decompressors.with(|| zstd.new_decompressor(), |_| ())?;
-        Ok(zstd)
+            decoding_dictionary,
+        })
     }
 
     /// The level and context pool of `effort`.
@@ -59,9 +79,13 @@ impl Zstd {
         }
     }
 
-    fn new_decompressor(&self) -> Result<zstd::bulk::Decompressor<'static>> {
-        zstd::bulk::Decompressor::with_dictionary(&self.dictionary)
-            .map_err(|e| Error::broken(format!("the stored zstd dictionary is unusable: {e}")))
+    /// Decodes `body` into `out` with `context`, up to `out`'s capacity.
+    fn decompress_with(&self, context: &mut DCtx<'static>, body: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let decoded = match &self.decoding_dictionary {
+            Some(dictionary) => context.decompress_using_ddict(out, body, dictionary),
+            None => context.decompress(out, body),
+        };
+        decoded.map(|_| ()).map_err(|code| corrupt(self.kind, zstd::zstd_safe::get_error_name(code)))
     }
 }
 
@@ -97,16 +121,24 @@ impl Algorithm for Zstd {
     }
 
     fn decompress(&self, body: &[u8], _raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
-        self.decompressors.with(
-            || self.new_decompressor(),
-            |d| d.decompress_to_buffer(body, out).map(|_| ()).map_err(|e| corrupt(self.kind, e)),
-        )?
+        DECOMPRESSION.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                let context = match &mut *slot {
+                    Some(context) => context,
+                    empty => empty.insert(new_context()?),
+                };
+                self.decompress_with(context, body, out)
+            }
+            // Only a decode inside a decode could find it taken; it gets a context of its own.
+            Err(_) => self.decompress_with(&mut new_context()?, body, out),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+    #![allow(clippy::indexing_slicing, reason = "tests fail loudly")]
     use super::*;
     use crate::codec::dictionary::train_dictionary;
 
@@ -147,6 +179,41 @@ mod tests {
         plain.compress(&samples.concat(), Effort::Dense, &mut dense).unwrap();
         plain.compress(&samples.concat(), Effort::Quick, &mut quick).unwrap();
         assert_eq!(dense, quick);
+    }
+
+    #[test]
+    fn a_dictionary_with_broken_entropy_tables_is_an_error_and_threads_share_one_that_works() {
+        // zstd's dictionary magic followed by tables that do not parse.
+        let mut broken = vec![0x37, 0xa4, 0x30, 0xec, 1, 0, 0, 0];
+        broken.extend(std::iter::repeat_n(0xff, 300));
+        let refused = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, &broken).err();
+        assert_eq!(refused.map(|e| e.kind()), Some(ErrorKind::BrokenData));
+
+        let samples: Vec<Vec<u8>> = (0..2000u32).map(|i| format!("record {i} of {}", i % 17).into_bytes()).collect();
+        let dictionary = train_dictionary(&samples, 2048).unwrap();
+        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, &dictionary).unwrap();
+        let frames: Vec<Vec<u8>> = samples
+            .iter()
+            .map(|raw| {
+                let mut frame = Vec::new();
+                zstd.compress(raw, Effort::Quick, &mut frame).unwrap();
+                frame
+            })
+            .collect();
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    for (raw, frame) in samples.iter().zip(&frames) {
+                        let mut out = Vec::with_capacity(raw.len());
+                        zstd.decompress(frame, raw.len(), &mut out).unwrap();
+                        assert_eq!(&out, raw);
+                        // A frame cut short is an error, and the thread's context still works after it.
+                        let mut cut = Vec::with_capacity(raw.len());
+                        assert!(zstd.decompress(&frame[..frame.len() / 2], raw.len(), &mut cut).is_err());
+                    }
+                });
+            }
+        });
     }
 
     #[test]
