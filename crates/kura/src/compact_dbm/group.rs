@@ -63,6 +63,12 @@ pub fn bucket_in_group(hash: u64, count: usize) -> usize {
     (((hash & 0xffff_ffff) * count as u64) >> 32) as usize
 }
 
+/// Moves the sums of raw and stored bucket sizes from block `old` to block `new`.
+fn account(raw_bytes: &mut u64, stored_bytes: &mut u64, old: &[u8], new: &[u8]) {
+    *raw_bytes = (*raw_bytes + block::raw_len(new) as u64).saturating_sub(block::raw_len(old) as u64);
+    *stored_bytes = (*stored_bytes + new.len() as u64).saturating_sub(old.len() as u64);
+}
+
 fn missing_bucket() -> Error {
     Error::broken("compact: bucket index out of range")
 }
@@ -104,12 +110,10 @@ impl Group {
     /// Puts `new` in place of bucket `bucket`'s block, whose record count changed by
     /// `delta`, and updates the counters.
     pub fn install(&mut self, bucket: usize, new: &[u8], delta: i64) -> Result<()> {
-        let old = self.block(bucket)?;
-        let (old_raw, old_len) = (block::raw_len(old) as u64, old.len() as u64);
-        let (new_raw, new_len) = (block::raw_len(new) as u64, new.len() as u64);
+        let (mut raw_bytes, mut stored_bytes) = (self.raw_bytes, self.stored_bytes);
+        account(&mut raw_bytes, &mut stored_bytes, self.block(bucket)?, new);
         self.blocks.replace(bucket, new)?;
-        self.raw_bytes = (self.raw_bytes + new_raw).saturating_sub(old_raw);
-        self.stored_bytes = (self.stored_bytes + new_len).saturating_sub(old_len);
+        (self.raw_bytes, self.stored_bytes) = (raw_bytes, stored_bytes);
         self.records = self.records.saturating_add_signed(delta);
         Ok(())
     }
@@ -150,8 +154,7 @@ impl Group {
             let raw = block::decode(&self.codec, old, decoded)?;
             delta_sum += bucket::merge(raw, edits, merged)?;
             block::encode(&self.codec, merged, effort, frame, encoded)?;
-            raw_bytes = (raw_bytes + block::raw_len(encoded) as u64).saturating_sub(block::raw_len(old) as u64);
-            stored_bytes = (stored_bytes + encoded.len() as u64).saturating_sub(old.len() as u64);
+            account(&mut raw_bytes, &mut stored_bytes, old, encoded);
             staged.push((bucket, staging.len()..staging.len() + encoded.len()));
             staging.extend_from_slice(encoded);
         }
