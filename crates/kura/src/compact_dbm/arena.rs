@@ -36,6 +36,15 @@ fn unpack(span: u64) -> (usize, usize) {
     ((span >> LENGTH_BITS) as usize, (span & LENGTH_MASK) as usize)
 }
 
+fn out_of_range() -> Error {
+    Error::broken("compact: bucket index out of range")
+}
+
+/// A broken invariant of the arena: every span lies within it.
+fn span_past_end() -> Error {
+    Error::broken("compact: a block's span points past its group's arena")
+}
+
 fn full() -> Error {
     Error::new(ErrorKind::Limit, "a compact lock group holds 4 GiB of blocks, its most")
 }
@@ -71,7 +80,9 @@ impl BlockArena {
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         self.spans.iter().map(|&span| {
             let (offset, length) = unpack(span);
-            self.bytes.get(offset..offset + length).unwrap_or_default()
+            let block = self.bytes.get(offset..offset + length);
+            debug_assert!(block.is_some(), "a span points past the arena");
+            block.unwrap_or_default()
         })
     }
 
@@ -88,27 +99,25 @@ impl BlockArena {
 
     /// Makes `block` the block of `bucket` (empty: the bucket is emptied).
     pub fn replace(&mut self, bucket: usize, block: &[u8]) -> Result<()> {
-        let span = self.spans.get_mut(bucket).ok_or_else(|| Error::broken("compact: bucket index out of range"))?;
-        let (offset, old_length) = unpack(*span);
+        let (offset, old_length) = unpack(*self.spans.get(bucket).ok_or_else(out_of_range)?);
         if block.len() <= old_length {
             // In place (or emptied): the tail of the old block becomes dead.
-            if let Some(place) = self.bytes.get_mut(offset..offset + block.len()) {
-                place.copy_from_slice(block);
-            }
+            let place = self.bytes.get_mut(offset..offset + block.len()).ok_or_else(span_past_end)?;
+            place.copy_from_slice(block);
+            let span = self.spans.get_mut(bucket).ok_or_else(out_of_range)?;
             *span = if block.is_empty() { 0 } else { pack(offset, block.len()) };
             self.dead += old_length - block.len();
         } else {
-            *span = 0;
-            self.dead += old_length;
+            // Room first, while the old block is still live: a refusal loses nothing, and a
+            // compaction on the way moves the old block with the others.
             self.make_room(block.len())?;
-            let offset = self.bytes.len();
+            let span = self.spans.get_mut(bucket).ok_or_else(out_of_range)?;
+            self.dead += unpack(*span).1;
+            *span = pack(self.bytes.len(), block.len());
             self.bytes.extend_from_slice(block);
-            if let Some(span) = self.spans.get_mut(bucket) {
-                *span = pack(offset, block.len());
-            }
         }
         if self.dead > self.bytes.len() / MAX_DEAD_SHARE && self.dead >= self.spans.len() {
-            self.compact(0);
+            self.compact(0)?;
         }
         debug_assert!(self.dead <= self.bytes.len());
         Ok(())
@@ -124,13 +133,13 @@ impl BlockArena {
         let staged_bytes: usize = staged.iter().map(|(_, range)| range.len()).sum();
         if staged_bytes.saturating_mul(GROWTH_STEP) < self.bytes.len() - self.dead {
             for (bucket, range) in staged {
-                self.replace(*bucket, blocks.get(range.clone()).unwrap_or_default())?;
+                self.replace(*bucket, blocks.get(range.clone()).ok_or_else(span_past_end)?)?;
             }
             return Ok(());
         }
         let mut replaced = 0;
         for (bucket, range) in staged {
-            let span = self.spans.get(*bucket).ok_or_else(|| Error::broken("compact: bucket index out of range"))?;
+            let span = self.spans.get(*bucket).ok_or_else(out_of_range)?;
             replaced += unpack(*span).1;
             debug_assert!(range.end <= blocks.len());
         }
@@ -143,12 +152,13 @@ impl BlockArena {
         let mut next = staged.iter().peekable();
         for (bucket, span) in self.spans.iter_mut().enumerate() {
             let block = match next.next_if(|(staged_bucket, _)| *staged_bucket == bucket) {
-                Some((_, range)) => blocks.get(range.clone()).unwrap_or_default(),
+                Some((_, range)) => blocks.get(range.clone()),
                 None => {
                     let (offset, length) = unpack(*span);
-                    self.bytes.get(offset..offset + length).unwrap_or_default()
+                    self.bytes.get(offset..offset + length)
                 }
             };
+            let block = block.ok_or_else(span_past_end)?;
             *span = if block.is_empty() { 0 } else { pack(bytes.len(), block.len()) };
             bytes.extend_from_slice(block);
         }
@@ -171,7 +181,7 @@ impl BlockArena {
         if self.bytes.len() + additional > MAX_ARENA_BYTES
             || (self.dead > self.bytes.len() / MAX_DEAD_SHARE / 2 && self.dead >= self.spans.len())
         {
-            self.compact(additional + live / GROWTH_STEP);
+            self.compact(additional + live / GROWTH_STEP)?;
         } else {
             let step =
                 (self.bytes.len() / GROWTH_STEP).max(MIN_GROWTH).min(MAX_ARENA_BYTES - self.bytes.len() - additional);
@@ -181,7 +191,7 @@ impl BlockArena {
     }
 
     /// Copies the live blocks into a new arena in bucket order, with `room` bytes to spare.
-    fn compact(&mut self, room: usize) {
+    fn compact(&mut self, room: usize) -> Result<()> {
         let live = self.bytes.len() - self.dead;
         let mut bytes = Vec::with_capacity(live + room);
         for span in &mut self.spans {
@@ -190,11 +200,12 @@ impl BlockArena {
             }
             let (offset, length) = unpack(*span);
             *span = pack(bytes.len(), length);
-            bytes.extend_from_slice(self.bytes.get(offset..offset + length).unwrap_or_default());
+            bytes.extend_from_slice(self.bytes.get(offset..offset + length).ok_or_else(span_past_end)?);
         }
         debug_assert_eq!(bytes.len(), live, "the spans cover every live byte once");
         self.bytes = bytes;
         self.dead = 0;
+        Ok(())
     }
 
     /// What the allocator holds for the blocks: the arena's capacity, dead bytes included.
