@@ -1,11 +1,11 @@
 //! `zstd` and `zstd-dict`: one zstd frame per value, the latter made with a dictionary
 //! trained on the database's own records (see `dictionary.rs`).
 
-use super::algorithm::{corrupt, Algorithm};
 use std::cell::RefCell;
 
 use zstd::zstd_safe::{DCtx, DDict};
 
+use super::algorithm::{corrupt, Algorithm};
 use super::pool::Pool;
 use super::{CodecKind, Effort};
 use crate::error::{Error, ErrorKind, Result};
@@ -103,8 +103,8 @@ impl Algorithm for Zstd {
             Ok(compressor)
         };
         pool.with(make, |c| {
-            // The frame goes straight after what `out` holds: no buffer of its own, whose
-            // allocation would sit between a caller's growing buffers (CompactDbm's arenas).
+            // The frame goes straight after what `out` holds: no buffer of its own to
+            // allocate and copy from on every record.
             out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
             let start = out.len() as u64;
             let mut cursor = std::io::Cursor::new(std::mem::take(out));
