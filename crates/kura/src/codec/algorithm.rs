@@ -17,6 +17,11 @@ pub trait Algorithm: Send + Sync {
     /// Frees the compression contexts kept for the next `compress`; the next one makes a
     /// context anew. Algorithms without costly contexts keep nothing.
     fn release_compressors(&self) {}
+
+    /// The dictionary it was made with (empty for algorithms that take none).
+    fn dictionary(&self) -> &[u8] {
+        &[]
+    }
 }
 
 /// The BrokenData error of a frame that `kind` cannot decode.

@@ -10,6 +10,7 @@
 mod algorithm;
 mod dictionary;
 mod effort;
+mod framing;
 mod lz4;
 mod lzma;
 mod none;
@@ -21,6 +22,7 @@ mod zstd;
 
 pub use dictionary::{train_dictionary, DictionaryTraining, DEFAULT_DICTIONARY_SIZE};
 pub use effort::Effort;
+pub use framing::Framing;
 pub use registry::{names, CodecKind, CodecSpec, CODECS};
 
 use std::fmt;
@@ -44,24 +46,30 @@ impl fmt::Display for CodecKind {
 /// that hot paths do not allocate a context per record.
 pub struct Codec {
     kind: CodecKind,
-    dictionary: Vec<u8>,
+    /// Holds the dictionary too (`dictionary()`): one copy, not one here and one there.
     algorithm: Box<dyn Algorithm>,
 }
 
 impl fmt::Debug for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Codec").field("kind", &self.kind).field("dictionary_len", &self.dictionary.len()).finish()
+        f.debug_struct("Codec").field("kind", &self.kind).field("dictionary_len", &self.dictionary().len()).finish()
     }
 }
 
 impl Codec {
-    /// A codec of `kind`; `dictionary` is used by `ZstdDict` only and may be empty.
+    /// A codec of `kind` writing standard frames; `dictionary` is used by `ZstdDict` only
+    /// and may be empty.
     pub fn new(kind: CodecKind, dictionary: Vec<u8>) -> Result<Codec> {
+        Codec::with_framing(kind, dictionary, Framing::Standard)
+    }
+
+    /// A codec of `kind` writing `framing`'s frames (only zstd's differ, see `framing.rs`).
+    pub fn with_framing(kind: CodecKind, dictionary: Vec<u8>, framing: Framing) -> Result<Codec> {
         if !kind.spec().uses_dictionary && !dictionary.is_empty() {
             return Err(Error::invalid(format!("codec {kind} takes no dictionary")));
         }
-        let algorithm = kind.spec().make(&dictionary)?;
-        Ok(Codec { kind, dictionary, algorithm })
+        let algorithm = kind.spec().make(dictionary, framing)?;
+        Ok(Codec { kind, algorithm })
     }
 
     /// The algorithm.
@@ -71,7 +79,7 @@ impl Codec {
 
     /// The zstd dictionary (empty unless the codec uses one).
     pub fn dictionary(&self) -> &[u8] {
-        &self.dictionary
+        self.algorithm.dictionary()
     }
 
     /// Whether values are stored uncompressed.

@@ -11,6 +11,7 @@ use super::none::Identity;
 use super::snappy::Snappy;
 use super::zlib::Zlib;
 use super::zstd::{Zstd, ZSTD_DICT_LEVELS, ZSTD_LEVELS};
+use super::Framing;
 use crate::error::{Error, Result};
 
 /// The compression algorithm of a database, recorded in its file header by its id.
@@ -45,7 +46,7 @@ pub struct CodecSpec {
     pub uses_dictionary: bool,
     /// One line for help texts.
     pub summary: &'static str,
-    make: fn(&[u8]) -> Result<Box<dyn Algorithm>>,
+    make: fn(Vec<u8>, Framing) -> Result<Box<dyn Algorithm>>,
 }
 
 /// Every codec, in id order: entry `i` is the codec of id `i` and `CodecKind` discriminant `i`
@@ -57,7 +58,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 0,
         uses_dictionary: false,
         summary: "no compression",
-        make: |_| Ok(Box::new(Identity)),
+        make: |_, _| Ok(Box::new(Identity)),
     },
     CodecSpec {
         kind: CodecKind::Zlib,
@@ -65,7 +66,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 1,
         uses_dictionary: false,
         summary: "raw deflate, level 6",
-        make: |_| Ok(Box::<Zlib>::default()),
+        make: |_, _| Ok(Box::<Zlib>::default()),
     },
     CodecSpec {
         kind: CodecKind::Zstd,
@@ -73,7 +74,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 2,
         uses_dictionary: false,
         summary: "one zstd frame per value, level 3",
-        make: |_| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, &[])?)),
+        make: |_, framing| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), framing)?)),
     },
     CodecSpec {
         kind: CodecKind::Lz4,
@@ -81,7 +82,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 3,
         uses_dictionary: false,
         summary: "one LZ4 block per value",
-        make: |_| Ok(Box::new(Lz4)),
+        make: |_, _| Ok(Box::new(Lz4)),
     },
     CodecSpec {
         kind: CodecKind::Lzma,
@@ -89,7 +90,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 4,
         uses_dictionary: false,
         summary: "raw LZMA2, preset 6, 1 MiB window",
-        make: |_| Ok(Box::new(Lzma)),
+        make: |_, _| Ok(Box::new(Lzma)),
     },
     CodecSpec {
         kind: CodecKind::Snappy,
@@ -97,7 +98,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 5,
         uses_dictionary: false,
         summary: "snappy raw format",
-        make: |_| Ok(Box::<Snappy>::default()),
+        make: |_, _| Ok(Box::<Snappy>::default()),
     },
     CodecSpec {
         kind: CodecKind::ZstdDict,
@@ -106,7 +107,9 @@ pub const CODECS: &[CodecSpec] = &[
         uses_dictionary: true,
         summary:
             "zstd with a dictionary trained on the database's records: level 12 for bulk writes, 3 for single ones",
-        make: |dictionary| Ok(Box::new(Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary)?)),
+        make: |dictionary, framing| {
+            Ok(Box::new(Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary, framing)?))
+        },
     },
 ];
 
@@ -172,8 +175,8 @@ const _: () = TABLE_IS_IN_KIND_ORDER;
 
 impl CodecSpec {
     /// A ready algorithm, with `dictionary` when the codec uses one.
-    pub(super) fn make(&self, dictionary: &[u8]) -> Result<Box<dyn Algorithm>> {
-        (self.make)(dictionary)
+    pub(super) fn make(&self, dictionary: Vec<u8>, framing: Framing) -> Result<Box<dyn Algorithm>> {
+        (self.make)(dictionary, framing)
     }
 }
 

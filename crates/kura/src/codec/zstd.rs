@@ -1,13 +1,19 @@
 //! `zstd` and `zstd-dict`: one zstd frame per value, the latter made with a dictionary
 //! trained on the database's own records (see `dictionary.rs`).
+//!
+//! No frame names its dictionary (a database has one). Files write standard frames,
+//! CompactDbm bare ones, without magic number and content size (`framing.rs`). Every frame
+//! decodes whatever the codec was made to write: one that starts with zstd's magic number is
+//! read as standard, any other as bare. No bare frame starts with it: its first byte would be
+//! a frame header descriptor (0x28) with the reserved bit (3) set.
 
 use std::cell::RefCell;
 
-use zstd::zstd_safe::{DCtx, DDict};
+use zstd::zstd_safe::{CParameter, DCtx, DDict, DParameter, FrameFormat};
 
 use super::algorithm::{corrupt, Algorithm};
 use super::pool::Pool;
-use super::{CodecKind, Effort};
+use super::{CodecKind, Effort, Framing};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The levels of one zstd codec, by `Effort`.
@@ -28,13 +34,40 @@ pub const ZSTD_DICT_LEVELS: Levels = Levels { dense: 12, quick: 3 };
 
 type Compressor = zstd::bulk::Compressor<'static>;
 
-fn new_context() -> Result<DCtx<'static>> {
-    DCtx::try_create().ok_or_else(|| Error::new(ErrorKind::Limit, "zstd: no memory for a decompression context"))
+/// zstd's magic number as it starts a standard frame (little-endian 0xFD2FB528).
+const STANDARD_FRAME_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// A decompression context and the frame format it is set to read.
+struct DecodingContext {
+    context: DCtx<'static>,
+    format: FrameFormat,
+}
+
+impl DecodingContext {
+    fn new() -> Result<DecodingContext> {
+        let context = DCtx::try_create()
+            .ok_or_else(|| Error::new(ErrorKind::Limit, "zstd: no memory for a decompression context"))?;
+        // A new context reads standard frames.
+        Ok(DecodingContext { context, format: FrameFormat::One })
+    }
+
+    /// Sets the context to read `body`'s format, when it is set to the other one.
+    fn read_format_of(&mut self, body: &[u8]) -> Result<&mut DCtx<'static>> {
+        let format = if body.starts_with(&STANDARD_FRAME_MAGIC) { FrameFormat::One } else { FrameFormat::Magicless };
+        if format != self.format {
+            self.context.set_parameter(DParameter::Format(format)).map_err(|code| {
+                Error::new(ErrorKind::Limit, format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
+            })?;
+            self.format = format;
+        }
+        Ok(&mut self.context)
+    }
 }
 
 pub struct Zstd {
     kind: CodecKind,
     levels: Levels,
+    framing: Framing,
     dictionary: Vec<u8>,
     /// Contexts of the dense level, and of the quick level when it differs.
     dense_compressors: Pool<Compressor>,
@@ -47,24 +80,25 @@ thread_local! {
     /// One decompression context per thread, for every zstd codec: a context keeps no
     /// dictionary of its own (each codec passes its shared `DDict`), so a decode takes no lock
     /// and threads decoding with one dictionary read one copy of it.
-    static DECOMPRESSION: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSION: RefCell<Option<DecodingContext>> = const { RefCell::new(None) };
 }
 
 impl Zstd {
     /// A zstd codec at `levels` with `dictionary` (empty: none). Loading the dictionary once
     /// here turns a bad stored dictionary into an error at open time rather than at the
     /// first record.
-    pub fn new(kind: CodecKind, levels: Levels, dictionary: &[u8]) -> Result<Zstd> {
+    pub fn new(kind: CodecKind, levels: Levels, dictionary: Vec<u8>, framing: Framing) -> Result<Zstd> {
         let decoding_dictionary = if dictionary.is_empty() {
             None
         } else {
-            let digested = DDict::try_create(dictionary);
+            let digested = DDict::try_create(&dictionary);
             Some(digested.ok_or_else(|| Error::broken("the stored zstd dictionary is unusable"))?)
         };
         Ok(Zstd {
             kind,
             levels,
-            dictionary: dictionary.to_vec(),
+            framing,
+            dictionary,
             dense_compressors: Pool::default(),
             quick_compressors: Pool::default(),
             decoding_dictionary,
@@ -80,7 +114,8 @@ impl Zstd {
     }
 
     /// Decodes `body` into `out` with `context`, up to `out`'s capacity.
-    fn decompress_with(&self, context: &mut DCtx<'static>, body: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn decompress_with(&self, context: &mut DecodingContext, body: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let context = context.read_format_of(body)?;
         let decoded = match &self.decoding_dictionary {
             Some(dictionary) => context.decompress_using_ddict(out, body, dictionary),
             None => context.decompress(out, body),
@@ -95,11 +130,13 @@ impl Algorithm for Zstd {
         let make = || {
             let mut compressor = Compressor::with_dictionary(level, &self.dictionary)
                 .map_err(|e| Error::invalid(format!("zstd dictionary: {e}")))?;
-            // The database stores its one dictionary itself, so a frame need not name it:
-            // 4 bytes saved on every frame (decoding ignores the field either way).
-            compressor
-                .set_parameter(zstd::zstd_safe::CParameter::DictIdFlag(false))
-                .map_err(|e| Error::invalid(format!("zstd: {e}")))?;
+            let zstd_error = |e: std::io::Error| Error::invalid(format!("zstd: {e}"));
+            // The database has one dictionary: 4 bytes saved on every frame.
+            compressor.set_parameter(CParameter::DictIdFlag(false)).map_err(zstd_error)?;
+            if self.framing == Framing::Bare {
+                compressor.set_parameter(CParameter::Format(FrameFormat::Magicless)).map_err(zstd_error)?;
+                compressor.set_parameter(CParameter::ContentSizeFlag(false)).map_err(zstd_error)?;
+            }
             Ok(compressor)
         };
         pool.with(make, |c| {
@@ -120,17 +157,21 @@ impl Algorithm for Zstd {
         self.quick_compressors.clear();
     }
 
+    fn dictionary(&self) -> &[u8] {
+        &self.dictionary
+    }
+
     fn decompress(&self, body: &[u8], _raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
         DECOMPRESSION.with(|cell| match cell.try_borrow_mut() {
             Ok(mut slot) => {
                 let context = match &mut *slot {
                     Some(context) => context,
-                    empty => empty.insert(new_context()?),
+                    empty => empty.insert(DecodingContext::new()?),
                 };
                 self.decompress_with(context, body, out)
             }
             // Only a decode inside a decode could find it taken; it gets a context of its own.
-            Err(_) => self.decompress_with(&mut new_context()?, body, out),
+            Err(_) => self.decompress_with(&mut DecodingContext::new()?, body, out),
         })
     }
 }
@@ -157,7 +198,7 @@ mod tests {
             })
             .collect();
         let dictionary = train_dictionary(&samples, 8192).unwrap();
-        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, &dictionary).unwrap();
+        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary.clone(), Framing::Standard).unwrap();
         let mut differing = 0;
         for raw in samples.iter().step_by(7) {
             let (mut dense, mut quick) = (Vec::new(), Vec::new());
@@ -174,7 +215,7 @@ mod tests {
         // Which is smaller depends on the data (on this synthetic text level 3 wins; on the
         // dictionary data set level 12 makes frames 8% smaller): only the levels are asserted.
         // Plain zstd has one level: both efforts make the same frame.
-        let plain = Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, &[]).unwrap();
+        let plain = Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), Framing::Standard).unwrap();
         let (mut dense, mut quick) = (Vec::new(), Vec::new());
         plain.compress(&samples.concat(), Effort::Dense, &mut dense).unwrap();
         plain.compress(&samples.concat(), Effort::Quick, &mut quick).unwrap();
@@ -186,12 +227,12 @@ mod tests {
         // zstd's dictionary magic followed by tables that do not parse.
         let mut broken = vec![0x37, 0xa4, 0x30, 0xec, 1, 0, 0, 0];
         broken.extend(std::iter::repeat_n(0xff, 300));
-        let refused = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, &broken).err();
+        let refused = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, broken, Framing::Standard).err();
         assert_eq!(refused.map(|e| e.kind()), Some(ErrorKind::BrokenData));
 
         let samples: Vec<Vec<u8>> = (0..2000u32).map(|i| format!("record {i} of {}", i % 17).into_bytes()).collect();
         let dictionary = train_dictionary(&samples, 2048).unwrap();
-        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, &dictionary).unwrap();
+        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary.clone(), Framing::Standard).unwrap();
         let frames: Vec<Vec<u8>> = samples
             .iter()
             .map(|raw| {
@@ -217,24 +258,57 @@ mod tests {
     }
 
     #[test]
-    fn zstd_dict_frames_decode_with_or_without_the_dictionary_id() {
+    fn bare_frames_leave_out_magic_and_size_and_every_frame_decodes_with_either_codec() {
         let samples: Vec<Vec<u8>> = (0..4000u32)
-            .map(|i| format!("word{i} noun: a thing numbered {} of the set {}", i * 7919 % 1000, i % 13).into_bytes())
+            .map(|i| {
+                format!("word{i} noun: a thing numbered {} of the set {}", i * 7919 % 1000, i % 13)
+                    .repeat(1 + i as usize % 9)
+                    .into_bytes()
+            })
             .collect();
         let dictionary = train_dictionary(&samples, 4096).unwrap();
         assert!(!dictionary.is_empty());
-        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, &dictionary).unwrap();
-        let mut with_id = zstd::bulk::Compressor::with_dictionary(ZSTD_DICT_LEVELS.dense, &dictionary).unwrap();
-        for raw in samples.iter().step_by(97) {
-            let mut ours = Vec::new();
-            zstd.compress(raw, Effort::Dense, &mut ours).unwrap();
-            let named = with_id.compress(raw).unwrap();
-            // Files written before frames dropped the id hold `named` frames: both decode.
-            assert_eq!(ours.len() + 4, named.len(), "the 4-byte dictionary id is left out");
-            for frame in [&ours, &named] {
-                let mut out = Vec::with_capacity(raw.len());
-                zstd.decompress(frame, raw.len(), &mut out).unwrap();
-                assert_eq!(&out, raw);
+        let make = |kind, framing| {
+            let (levels, dictionary) = if kind == CodecKind::Zstd {
+                (ZSTD_LEVELS, Vec::new())
+            } else {
+                (ZSTD_DICT_LEVELS, dictionary.clone())
+            };
+            Zstd::new(kind, levels, dictionary, framing).unwrap()
+        };
+        for kind in [CodecKind::Zstd, CodecKind::ZstdDict] {
+            let (standard, bare) = (make(kind, Framing::Standard), make(kind, Framing::Bare));
+            // As files wrote them before the dictionary id was dropped.
+            let mut named =
+                zstd::bulk::Compressor::with_dictionary(standard.levels.dense, standard.dictionary()).unwrap();
+            // Decoding alternates between the formats on one thread's context.
+            for raw in samples.iter().step_by(97) {
+                let (mut standard_frame, mut bare_frame) = (Vec::new(), Vec::new());
+                standard.compress(raw, Effort::Dense, &mut standard_frame).unwrap();
+                bare.compress(raw, Effort::Dense, &mut bare_frame).unwrap();
+                let named_frame = named.compress(raw).unwrap();
+                assert!(standard_frame.starts_with(&STANDARD_FRAME_MAGIC));
+                assert!(!bare_frame.starts_with(&STANDARD_FRAME_MAGIC));
+                assert_eq!(bare_frame.first().map(|header| header & 0x08), Some(0), "the reserved bit is clear");
+                // A single-segment frame states the size in 1 byte below 256, else 2 (RFC 8878);
+                // a frame without it has a 1-byte window descriptor instead.
+                let size_saving = usize::from(raw.len() >= 256);
+                assert_eq!(bare_frame.len() + 4 + size_saving, standard_frame.len(), "{kind}, {} bytes", raw.len());
+                let id_len = if kind == CodecKind::Zstd { 0 } else { 4 };
+                assert_eq!(standard_frame.len() + id_len, named_frame.len(), "{kind}");
+                for codec in [&standard, &bare] {
+                    for frame in [&bare_frame, &standard_frame, &named_frame, &bare_frame] {
+                        let mut out = Vec::with_capacity(raw.len());
+                        codec.decompress(frame, raw.len(), &mut out).unwrap();
+                        assert_eq!(&out, raw);
+                    }
+                    // A frame that lost its first byte never decodes to the value.
+                    for frame in [&bare_frame, &standard_frame] {
+                        let mut out = Vec::with_capacity(raw.len());
+                        let decoded = codec.decompress(&frame[1..], raw.len(), &mut out);
+                        assert!(decoded.is_err() || out != *raw);
+                    }
+                }
             }
         }
     }

@@ -4,12 +4,19 @@
 //! block and takes no bytes. A bucket that compression does not shrink is kept raw, and then
 //! a read needs no decoding at all.
 
-use crate::codec::{Codec, Effort};
+use crate::codec::{Codec, CodecKind, Effort, Framing};
 use crate::encoding::decode_varint;
 use crate::error::{Error, Result};
 
 const RAW: u8 = 0;
 const COMPRESSED: u8 = 1;
+
+/// The codec of a map's blocks: zstd's frames are bare (no magic number or content size, see
+/// `codec/framing.rs`), since a block lives in memory and under a 64-bit checksum in the
+/// snapshot.
+pub fn codec(kind: CodecKind, dictionary: Vec<u8>) -> Result<Codec> {
+    Codec::with_framing(kind, dictionary, Framing::Bare)
+}
 
 /// Encodes the raw bucket `raw` with `codec` at `effort` into `block` (cleared first; left
 /// empty when `raw` is), using `scratch` for the frame.
@@ -64,13 +71,12 @@ pub fn heap_size(len: usize) -> usize {
 mod tests {
     #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
-    use crate::codec::CodecKind;
 
     #[test]
     fn blocks_round_trip_with_every_codec_and_report_their_raw_length() {
         let raw: Vec<u8> = (0..3000u32).flat_map(|i| format!("{}", i % 37).into_bytes()).collect();
         for kind in CodecKind::ALL {
-            let codec = Codec::new(kind, Vec::new()).unwrap();
+            let codec = codec(kind, Vec::new()).unwrap();
             let (mut scratch, mut block) = (Vec::new(), Vec::new());
             encode(&codec, &raw, Effort::Quick, &mut scratch, &mut block).unwrap();
             assert_eq!(raw_len(&block), raw.len(), "{kind}");

@@ -94,7 +94,7 @@ fn parse_meta(value: &[u8]) -> Result<Meta> {
     }
     let count_bytes = head.get(10..18).ok_or_else(|| broken("short layout record"))?;
     let record_count = u64::from_le_bytes(count_bytes.try_into().map_err(|_| broken("short layout record"))?);
-    let codec = Codec::new(kind, dictionary.to_vec()).map_err(|e| broken(format!("codec: {}", e.message())))?;
+    let codec = block::codec(kind, dictionary.to_vec()).map_err(|e| broken(format!("codec: {}", e.message())))?;
     Ok(Meta { codec: Arc::new(codec), buckets_per_group, record_count })
 }
 

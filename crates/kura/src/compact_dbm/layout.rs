@@ -65,7 +65,7 @@ pub fn train_on_batch(dbm: &CompactDbm, batch: &WriteBatch) -> Result<()> {
     if dictionary.is_empty() {
         return Ok(());
     }
-    layout.codec = Arc::new(Codec::new(CodecKind::ZstdDict, dictionary)?);
+    layout.codec = Arc::new(block::codec(CodecKind::ZstdDict, dictionary)?);
     move_groups(&dbm.groups, &layout)
 }
 
@@ -89,7 +89,7 @@ pub fn rebuild(dbm: &CompactDbm, options: &Options) -> Result<()> {
     let kind = options.codec.unwrap_or(layout.codec.kind());
     let dictionary =
         if kind == CodecKind::ZstdDict { train_on_records(&dbm.groups, layout.dictionary_size)? } else { Vec::new() };
-    layout.codec = Arc::new(Codec::new(kind, dictionary)?);
+    layout.codec = Arc::new(block::codec(kind, dictionary)?);
     move_groups(&dbm.groups, &layout)?;
     // Every bucket was encoded just now: the contexts that did it are not needed until the
     // next write, which makes one again.

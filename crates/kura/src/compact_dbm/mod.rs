@@ -28,7 +28,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
-use crate::codec::{Codec, Effort};
+use crate::codec::Effort;
 use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
 use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
@@ -72,7 +72,7 @@ impl CompactDbm {
                 (loaded.codec, loaded.buckets_per_group, loaded.groups)
             }
             None => {
-                let codec = Arc::new(Codec::new(options.codec.unwrap_or(options::DEFAULT_CODEC), Vec::new())?);
+                let codec = Arc::new(block::codec(options.codec.unwrap_or(options::DEFAULT_CODEC), Vec::new())?);
                 let per_group = options
                     .buckets_per_group(options::DEFAULT_EXPECTED_RECORDS)
                     .unwrap_or_else(|| options::buckets_per_group_for(options::DEFAULT_EXPECTED_RECORDS));
