@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::codec::{Codec, CodecKind, Effort};
+use crate::codec::{Codec, CodecKind, Effort, Residence};
 use crate::dbm::{DbmExt, OpenMode, Params};
 use crate::hash_dbm::header::{HEADER_BYTES as HASH_HEADER_SIZE, MAGIC as HASH_MAGIC};
 use crate::memory_dbm::snapshot::MAGIC as SNAPSHOT_MAGIC;
@@ -33,6 +33,9 @@ const RESTORE_FIRST: u8 = 0x40;
 const DECODE_COMPRESSED: u8 = 0x08;
 /// Selector bit of `codec_decode`: a zstd-dict input starts with a dictionary (2-byte length).
 const DECODE_WITH_DICTIONARY: u8 = 0x10;
+/// Selector bit of `codec_decode`: the codec is one for memory (CompactDbm's, see
+/// `codec/residence.rs`), which decodes magicless zstd frames besides standard ones.
+const DECODE_IN_MEMORY: u8 = 0x20;
 /// Every checksum `fix_checksums` rewrites is an xxh3-64 in the last 8 bytes of what it
 /// covers: a memory snapshot's trailer (docs/memory.md), the HashDbm header's bytes 120..128
 /// (docs/format.md) and each TreeDbm header copy's (docs/tree.md).
@@ -238,7 +241,7 @@ fn scratch_dir() -> PathBuf {
     base.join(format!("kura-fuzz-{}-{call}", std::process::id()))
 }
 
-/// Decodes `data` with the codec and framing `data[0]` selects (kind by the low 3 bits, the
+/// Decodes `data` with the codec and residence `data[0]` selects (kind by the low 3 bits, the
 /// selector bits above): any error is fine, a panic is not. Then encodes the same bytes with
 /// that codec and checks that they decode to themselves.
 pub fn codec_decode(data: &[u8]) {
@@ -252,7 +255,8 @@ pub fn codec_decode(data: &[u8]) {
         }
         _ => (Vec::new(), rest),
     };
-    let Ok(codec) = Codec::new(kind, dictionary) else { return };
+    let residence = if selector & DECODE_IN_MEMORY != 0 { Residence::Memory } else { Residence::File };
+    let Ok(codec) = Codec::with_residence(kind, dictionary, residence) else { return };
     let mut decoded = Vec::new();
     let _ = codec.decode(stored, selector & DECODE_COMPRESSED != 0, &mut decoded);
 

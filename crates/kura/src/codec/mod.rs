@@ -10,20 +10,20 @@
 mod algorithm;
 mod dictionary;
 mod effort;
-mod framing;
 mod lz4;
 mod lzma;
 mod none;
 mod pool;
 mod registry;
+mod residence;
 mod snappy;
 mod zlib;
 mod zstd;
 
 pub use dictionary::{train_dictionary, DictionaryTraining, DEFAULT_DICTIONARY_SIZE};
 pub use effort::Effort;
-pub use framing::Framing;
 pub use registry::{names, CodecKind, CodecSpec, CODECS};
+pub use residence::Residence;
 
 use std::fmt;
 
@@ -57,18 +57,18 @@ impl fmt::Debug for Codec {
 }
 
 impl Codec {
-    /// A codec of `kind` writing standard frames; `dictionary` is used by `ZstdDict` only
-    /// and may be empty.
+    /// A codec of `kind` for a file; `dictionary` is used by `ZstdDict` only and may be empty.
     pub fn new(kind: CodecKind, dictionary: Vec<u8>) -> Result<Codec> {
-        Codec::with_framing(kind, dictionary, Framing::Standard)
+        Codec::with_residence(kind, dictionary, Residence::File)
     }
 
-    /// A codec of `kind` writing `framing`'s frames (only zstd's differ, see `framing.rs`).
-    pub fn with_framing(kind: CodecKind, dictionary: Vec<u8>, framing: Framing) -> Result<Codec> {
+    /// A codec of `kind` for frames kept in `residence` (only zstd's differ, see
+    /// `residence.rs`).
+    pub fn with_residence(kind: CodecKind, dictionary: Vec<u8>, residence: Residence) -> Result<Codec> {
         if !kind.spec().uses_dictionary && !dictionary.is_empty() {
             return Err(Error::invalid(format!("codec {kind} takes no dictionary")));
         }
-        let algorithm = kind.spec().make(dictionary, framing)?;
+        let algorithm = kind.spec().make(dictionary, residence)?;
         Ok(Codec { kind, algorithm })
     }
 

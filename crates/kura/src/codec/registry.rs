@@ -10,8 +10,8 @@ use super::lzma::Lzma;
 use super::none::Identity;
 use super::snappy::Snappy;
 use super::zlib::Zlib;
-use super::zstd::{Zstd, ZSTD_DICT_LEVELS, ZSTD_LEVELS};
-use super::Framing;
+use super::zstd::{Zstd, ZSTD_DICT_LEVELS, ZSTD_DICT_MEMORY_LEVELS, ZSTD_LEVELS};
+use super::Residence;
 use crate::error::{Error, Result};
 
 /// The compression algorithm of a database, recorded in its file header by its id.
@@ -46,7 +46,7 @@ pub struct CodecSpec {
     pub uses_dictionary: bool,
     /// One line for help texts.
     pub summary: &'static str,
-    make: fn(Vec<u8>, Framing) -> Result<Box<dyn Algorithm>>,
+    make: fn(Vec<u8>, Residence) -> Result<Box<dyn Algorithm>>,
 }
 
 /// Every codec, in id order: entry `i` is the codec of id `i` and `CodecKind` discriminant `i`
@@ -74,7 +74,7 @@ pub const CODECS: &[CodecSpec] = &[
         id: 2,
         uses_dictionary: false,
         summary: "one zstd frame per value, level 3",
-        make: |_, framing| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), framing)?)),
+        make: |_, residence| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), residence)?)),
     },
     CodecSpec {
         kind: CodecKind::Lz4,
@@ -106,9 +106,13 @@ pub const CODECS: &[CodecSpec] = &[
         id: 6,
         uses_dictionary: true,
         summary:
-            "zstd with a dictionary trained on the database's records: level 12 for bulk writes, 3 for single ones",
-        make: |dictionary, framing| {
-            Ok(Box::new(Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary, framing)?))
+            "zstd with a dictionary trained on the database's records: level 12 for bulk writes (16 in memory), 3 for single ones",
+        make: |dictionary, residence| {
+            let levels = match residence {
+                Residence::File => ZSTD_DICT_LEVELS,
+                Residence::Memory => ZSTD_DICT_MEMORY_LEVELS,
+            };
+            Ok(Box::new(Zstd::new(CodecKind::ZstdDict, levels, dictionary, residence)?))
         },
     },
 ];
@@ -175,8 +179,8 @@ const _: () = TABLE_IS_IN_KIND_ORDER;
 
 impl CodecSpec {
     /// A ready algorithm, with `dictionary` when the codec uses one.
-    pub(super) fn make(&self, dictionary: Vec<u8>, framing: Framing) -> Result<Box<dyn Algorithm>> {
-        (self.make)(dictionary, framing)
+    pub(super) fn make(&self, dictionary: Vec<u8>, residence: Residence) -> Result<Box<dyn Algorithm>> {
+        (self.make)(dictionary, residence)
     }
 }
 

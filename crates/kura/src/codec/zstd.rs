@@ -1,11 +1,12 @@
 //! `zstd` and `zstd-dict`: one zstd frame per value, the latter made with a dictionary
 //! trained on the database's own records (see `dictionary.rs`).
 //!
-//! No frame names its dictionary (a database has one). Files write standard frames,
-//! CompactDbm bare ones, without magic number and content size (`framing.rs`). Every frame
-//! decodes whatever the codec was made to write: one that starts with zstd's magic number is
-//! read as standard, any other as bare. No bare frame starts with it: its first byte would be
-//! a frame header descriptor (0x28) with the reserved bit (3) set.
+//! No frame names its dictionary (a database has one). A file's codec writes standard frames,
+//! a memory codec (CompactDbm's) bare ones, without magic number and content size
+//! (`residence.rs`). A file's codec reads standard frames only (a file never held others); a
+//! memory codec reads a frame that starts with zstd's magic number as standard (snapshots
+//! written before bare frames) and any other as bare. No bare frame starts with it: its first
+//! byte would be a frame header descriptor (0x28) with the reserved bit (3) set.
 
 use std::cell::RefCell;
 
@@ -13,7 +14,7 @@ use zstd::zstd_safe::{CParameter, DCtx, DDict, DParameter, FrameFormat};
 
 use super::algorithm::{corrupt, Algorithm};
 use super::pool::Pool;
-use super::{CodecKind, Effort, Framing};
+use super::{CodecKind, Effort, Residence};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The levels of one zstd codec, by `Effort`.
@@ -31,6 +32,9 @@ pub const ZSTD_LEVELS: Levels = Levels { dense: 3, quick: 3 };
 /// smaller than level 3's); level 3 for a single write, which it makes about 9 times faster
 /// on the dictionary data set (see `effort.rs`).
 pub const ZSTD_DICT_LEVELS: Levels = Levels { dense: 12, quick: 3 };
+/// `zstd-dict` in memory (CompactDbm): level 16 for bulk writes, where the density curve bends
+/// (`residence.rs`).
+pub const ZSTD_DICT_MEMORY_LEVELS: Levels = Levels { dense: 16, quick: 3 };
 
 type Compressor = zstd::bulk::Compressor<'static>;
 
@@ -51,9 +55,13 @@ impl DecodingContext {
         Ok(DecodingContext { context, format: FrameFormat::One })
     }
 
-    /// Sets the context to read `body`'s format, when it is set to the other one.
-    fn read_format_of(&mut self, body: &[u8]) -> Result<&mut DCtx<'static>> {
-        let format = if body.starts_with(&STANDARD_FRAME_MAGIC) { FrameFormat::One } else { FrameFormat::Magicless };
+    /// Sets the context to read `body` as a codec for `residence` reads it (see the file's
+    /// header), when it is set to the other format.
+    fn read_format_of(&mut self, body: &[u8], residence: Residence) -> Result<&mut DCtx<'static>> {
+        let format = match residence {
+            Residence::Memory if !body.starts_with(&STANDARD_FRAME_MAGIC) => FrameFormat::Magicless,
+            Residence::Memory | Residence::File => FrameFormat::One,
+        };
         if format != self.format {
             self.context.set_parameter(DParameter::Format(format)).map_err(|code| {
                 Error::new(ErrorKind::Limit, format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
@@ -67,7 +75,7 @@ impl DecodingContext {
 pub struct Zstd {
     kind: CodecKind,
     levels: Levels,
-    framing: Framing,
+    residence: Residence,
     dictionary: Vec<u8>,
     /// Contexts of the dense level, and of the quick level when it differs.
     dense_compressors: Pool<Compressor>,
@@ -87,7 +95,7 @@ impl Zstd {
     /// A zstd codec at `levels` with `dictionary` (empty: none). Loading the dictionary once
     /// here turns a bad stored dictionary into an error at open time rather than at the
     /// first record.
-    pub fn new(kind: CodecKind, levels: Levels, dictionary: Vec<u8>, framing: Framing) -> Result<Zstd> {
+    pub fn new(kind: CodecKind, levels: Levels, dictionary: Vec<u8>, residence: Residence) -> Result<Zstd> {
         let decoding_dictionary = if dictionary.is_empty() {
             None
         } else {
@@ -97,7 +105,7 @@ impl Zstd {
         Ok(Zstd {
             kind,
             levels,
-            framing,
+            residence,
             dictionary,
             dense_compressors: Pool::default(),
             quick_compressors: Pool::default(),
@@ -115,7 +123,7 @@ impl Zstd {
 
     /// Decodes `body` into `out` with `context`, up to `out`'s capacity.
     fn decompress_with(&self, context: &mut DecodingContext, body: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let context = context.read_format_of(body)?;
+        let context = context.read_format_of(body, self.residence)?;
         let decoded = match &self.decoding_dictionary {
             Some(dictionary) => context.decompress_using_ddict(out, body, dictionary),
             None => context.decompress(out, body),
@@ -133,7 +141,7 @@ impl Algorithm for Zstd {
             let zstd_error = |e: std::io::Error| Error::invalid(format!("zstd: {e}"));
             // The database has one dictionary: 4 bytes saved on every frame.
             compressor.set_parameter(CParameter::DictIdFlag(false)).map_err(zstd_error)?;
-            if self.framing == Framing::Bare {
+            if self.residence == Residence::Memory {
                 compressor.set_parameter(CParameter::Format(FrameFormat::Magicless)).map_err(zstd_error)?;
                 compressor.set_parameter(CParameter::ContentSizeFlag(false)).map_err(zstd_error)?;
             }
@@ -198,7 +206,7 @@ mod tests {
             })
             .collect();
         let dictionary = train_dictionary(&samples, 8192).unwrap();
-        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary.clone(), Framing::Standard).unwrap();
+        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary.clone(), Residence::File).unwrap();
         let mut differing = 0;
         for raw in samples.iter().step_by(7) {
             let (mut dense, mut quick) = (Vec::new(), Vec::new());
@@ -215,7 +223,7 @@ mod tests {
         // Which is smaller depends on the data (on this synthetic text level 3 wins; on the
         // dictionary data set level 12 makes frames 8% smaller): only the levels are asserted.
         // Plain zstd has one level: both efforts make the same frame.
-        let plain = Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), Framing::Standard).unwrap();
+        let plain = Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), Residence::File).unwrap();
         let (mut dense, mut quick) = (Vec::new(), Vec::new());
         plain.compress(&samples.concat(), Effort::Dense, &mut dense).unwrap();
         plain.compress(&samples.concat(), Effort::Quick, &mut quick).unwrap();
@@ -227,12 +235,12 @@ mod tests {
         // zstd's dictionary magic followed by tables that do not parse.
         let mut broken = vec![0x37, 0xa4, 0x30, 0xec, 1, 0, 0, 0];
         broken.extend(std::iter::repeat_n(0xff, 300));
-        let refused = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, broken, Framing::Standard).err();
+        let refused = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, broken, Residence::File).err();
         assert_eq!(refused.map(|e| e.kind()), Some(ErrorKind::BrokenData));
 
         let samples: Vec<Vec<u8>> = (0..2000u32).map(|i| format!("record {i} of {}", i % 17).into_bytes()).collect();
         let dictionary = train_dictionary(&samples, 2048).unwrap();
-        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary.clone(), Framing::Standard).unwrap();
+        let zstd = Zstd::new(CodecKind::ZstdDict, ZSTD_DICT_LEVELS, dictionary.clone(), Residence::File).unwrap();
         let frames: Vec<Vec<u8>> = samples
             .iter()
             .map(|raw| {
@@ -258,7 +266,7 @@ mod tests {
     }
 
     #[test]
-    fn bare_frames_leave_out_magic_and_size_and_every_frame_decodes_with_either_codec() {
+    fn bare_frames_leave_out_magic_and_size_and_decode_beside_standard_ones() {
         let samples: Vec<Vec<u8>> = (0..4000u32)
             .map(|i| {
                 format!("word{i} noun: a thing numbered {} of the set {}", i * 7919 % 1000, i % 13)
@@ -268,16 +276,17 @@ mod tests {
             .collect();
         let dictionary = train_dictionary(&samples, 4096).unwrap();
         assert!(!dictionary.is_empty());
-        let make = |kind, framing| {
+        // The same levels for both residences: the sizes below differ by framing only.
+        let make = |kind, residence| {
             let (levels, dictionary) = if kind == CodecKind::Zstd {
                 (ZSTD_LEVELS, Vec::new())
             } else {
                 (ZSTD_DICT_LEVELS, dictionary.clone())
             };
-            Zstd::new(kind, levels, dictionary, framing).unwrap()
+            Zstd::new(kind, levels, dictionary, residence).unwrap()
         };
         for kind in [CodecKind::Zstd, CodecKind::ZstdDict] {
-            let (standard, bare) = (make(kind, Framing::Standard), make(kind, Framing::Bare));
+            let (standard, bare) = (make(kind, Residence::File), make(kind, Residence::Memory));
             // As files wrote them before the dictionary id was dropped.
             let mut named =
                 zstd::bulk::Compressor::with_dictionary(standard.levels.dense, standard.dictionary()).unwrap();
@@ -296,12 +305,19 @@ mod tests {
                 assert_eq!(bare_frame.len() + 4 + size_saving, standard_frame.len(), "{kind}, {} bytes", raw.len());
                 let id_len = if kind == CodecKind::Zstd { 0 } else { 4 };
                 assert_eq!(standard_frame.len() + id_len, named_frame.len(), "{kind}");
+                for frame in [&bare_frame, &standard_frame, &named_frame, &bare_frame] {
+                    let mut out = Vec::with_capacity(raw.len());
+                    bare.decompress(frame, raw.len(), &mut out).unwrap();
+                    assert_eq!(&out, raw);
+                }
+                // A file never held bare frames: its codec reads standard ones only.
+                for frame in [&standard_frame, &named_frame] {
+                    let mut out = Vec::with_capacity(raw.len());
+                    standard.decompress(frame, raw.len(), &mut out).unwrap();
+                    assert_eq!(&out, raw);
+                }
+                assert!(standard.decompress(&bare_frame, raw.len(), &mut Vec::with_capacity(raw.len())).is_err());
                 for codec in [&standard, &bare] {
-                    for frame in [&bare_frame, &standard_frame, &named_frame, &bare_frame] {
-                        let mut out = Vec::with_capacity(raw.len());
-                        codec.decompress(frame, raw.len(), &mut out).unwrap();
-                        assert_eq!(&out, raw);
-                    }
                     // A frame that lost its first byte never decodes to the value.
                     for frame in [&bare_frame, &standard_frame] {
                         let mut out = Vec::with_capacity(raw.len());

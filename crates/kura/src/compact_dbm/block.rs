@@ -4,18 +4,18 @@
 //! block and takes no bytes. A bucket that compression does not shrink is kept raw, and then
 //! a read needs no decoding at all.
 
-use crate::codec::{Codec, CodecKind, Effort, Framing};
+use crate::codec::{Codec, CodecKind, Effort, Residence};
 use crate::encoding::decode_varint;
 use crate::error::{Error, Result};
 
 const RAW: u8 = 0;
 const COMPRESSED: u8 = 1;
 
-/// The codec of a map's blocks: zstd's frames are bare (no magic number or content size, see
-/// `codec/framing.rs`), since a block lives in memory and under a 64-bit checksum in the
-/// snapshot.
+/// The codec of a map's blocks, one for memory (`codec/residence.rs`): bare zstd frames (a
+/// block is in memory, and under a 64-bit checksum in the snapshot), and `zstd-dict` level 16
+/// for bulk writes.
 pub fn codec(kind: CodecKind, dictionary: Vec<u8>) -> Result<Codec> {
-    Codec::with_framing(kind, dictionary, Framing::Bare)
+    Codec::with_residence(kind, dictionary, Residence::Memory)
 }
 
 /// Encodes the raw bucket `raw` with `codec` at `effort` into `block` (cleared first; left
