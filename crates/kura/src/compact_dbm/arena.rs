@@ -67,13 +67,12 @@ impl BlockArena {
         self.spans.len()
     }
 
-    /// The block of `bucket` (empty for an empty bucket); None when out of range.
+    /// The block of `bucket` (empty for an empty bucket); BrokenData when the bucket is out of
+    /// range or its span points past the arena (a broken invariant of `replace`).
     #[inline]
-    pub fn get(&self, bucket: usize) -> Option<&[u8]> {
-        let (offset, length) = unpack(*self.spans.get(bucket)?);
-        // An out-of-range span would be a broken invariant of `replace`; it reads as None and
-        // the caller reports BrokenData.
-        self.bytes.get(offset..offset + length)
+    pub fn get(&self, bucket: usize) -> Result<&[u8]> {
+        let (offset, length) = unpack(*self.spans.get(bucket).ok_or_else(out_of_range)?);
+        self.bytes.get(offset..offset + length).ok_or_else(span_past_end)
     }
 
     /// Every bucket's block in bucket order.
@@ -272,7 +271,7 @@ mod tests {
         assert_eq!(arena.dead, 2, "a small batch rebuilt the arena");
         assert_eq!(arena.iter().collect::<Vec<_>>(), model.iter().map(Vec::as_slice).collect::<Vec<_>>());
         assert!(arena.replace_many(&[(buckets, 0..1)], b"x").is_err());
-        assert!(arena.get(buckets).is_none());
+        assert!(arena.get(buckets).is_err());
         assert!(arena.replace(buckets, b"xy").is_err());
         let listed: Vec<&[u8]> = arena.iter().collect();
         assert_eq!(listed, model.iter().map(Vec::as_slice).collect::<Vec<_>>());

@@ -15,7 +15,7 @@ use super::block;
 use super::bucket::{self, Edit};
 use super::cache::DecodedCache;
 use crate::codec::{Codec, Effort};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub struct Group {
     pub codec: Arc<Codec>,
@@ -69,10 +69,6 @@ fn account(raw_bytes: &mut u64, stored_bytes: &mut u64, old: &[u8], new: &[u8]) 
     *stored_bytes = (*stored_bytes + new.len() as u64).saturating_sub(old.len() as u64);
 }
 
-fn missing_bucket() -> Error {
-    Error::broken("compact: bucket index out of range")
-}
-
 impl Group {
     pub fn new(codec: Arc<Codec>, buckets: usize) -> Group {
         Group { codec, blocks: BlockArena::new(buckets), records: 0, raw_bytes: 0, stored_bytes: 0 }
@@ -94,7 +90,7 @@ impl Group {
     }
 
     pub fn block(&self, bucket: usize) -> Result<&[u8]> {
-        self.blocks.get(bucket).ok_or_else(missing_bucket)
+        self.blocks.get(bucket)
     }
 
     /// Makes room for `bytes` more bytes of blocks at once: for a bulk build that knows them.
