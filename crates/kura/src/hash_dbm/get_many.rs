@@ -10,12 +10,13 @@
 //! 4. read each chain's head (mostly in the cache by now): show the value when it is the
 //!    key's record; when it holds another key and the chain goes on (a third of lookups at
 //!    one bucket per record), prefetch the second record and leave the key for stage 5;
-//! 5. walk the chains left over (their heads in the cache, their second records on their
-//!    way or there), compare keys and show the values.
+//! 5. walk the chains left over from their second records (on their way or there), compare
+//!    keys and show the values.
 //!
 //! An earlier design prefetched the second records in a stage of their own before showing any
 //! value: it parsed every head twice, and that cost more than the misses it hid. Stage 4
-//! parses each head once and only the leftover keys' heads twice (docs/get_many.md).
+//! parses each head once, and stage 5 goes on from where stage 4 left each chain
+//! (docs/get_many.md).
 //!
 //! The locks are taken in stage 2 and held to the end of the group, so every value shown is the
 //! key's value at that moment; a rebuild that changed the bucket count before they were
@@ -24,7 +25,7 @@
 use parking_lot::RwLockReadGuard;
 
 use super::chain_lock::Chain;
-use super::storage::{bucket_of, hash_key, Found, HeadStep};
+use super::storage::{bucket_of, hash_key, AfterHead, Found, HeadStep};
 use super::{is_live, HashDbm, STRIPES};
 use crate::error::{Error, Result};
 use crate::multi_get::{groups, LockSet, GROUP};
@@ -45,8 +46,8 @@ impl HashDbm {
         let mut group: Vec<Lookup<'_>> = Vec::with_capacity(GROUP);
         let mut stripes = LockSet::default();
         let mut guards: Vec<RwLockReadGuard<'_, ()>> = Vec::with_capacity(GROUP);
-        // Positions in `group` of the keys left for stage 5.
-        let mut further: Vec<usize> = Vec::with_capacity(GROUP);
+        // Positions in `group` of the keys left for stage 5, with where their chains go on.
+        let mut further: Vec<(usize, AfterHead)> = Vec::with_capacity(GROUP);
         for (first, chunk) in groups(keys, GROUP) {
             loop {
                 // Stage 1: hashes, buckets, bucket entries on their way.
@@ -106,11 +107,11 @@ impl HashDbm {
                     match storage.find_at_head(chain_of(lookup)?, lookup.key, lookup.hash)? {
                         HeadStep::Found(found) => show(lookup, Some(found), visit)?,
                         HeadStep::Absent => show(lookup, None, visit)?,
-                        HeadStep::Further => further.push(at),
+                        HeadStep::Further(after) => further.push((at, after)),
                     }
                 }
-                for lookup in further.iter().filter_map(|&at| group.get(at)) {
-                    let found = storage.find(chain_of(lookup)?, lookup.key, lookup.hash)?;
+                for (lookup, after) in further.iter().filter_map(|&(at, after)| Some((group.get(at)?, after))) {
+                    let found = storage.find_after_head(chain_of(lookup)?, after, lookup.key)?;
                     show(lookup, found, visit)?;
                 }
                 guards.clear();

@@ -72,7 +72,26 @@ pub enum HeadStep {
     /// The chain holds no record of the key.
     Absent,
     /// The head holds another key and the chain goes on; its next record is on its way.
-    Further,
+    Further(AfterHead),
+}
+
+/// Where a lookup leaves a chain whose head holds another key: `Storage::find_after_head`
+/// goes on from the second record rather than reading the head again.
+#[derive(Debug, Clone, Copy)]
+pub struct AfterHead {
+    head: u64,
+    next: u64,
+    /// The link that points at `next` (the head's).
+    link: Link,
+}
+
+/// What walking a chain for a key found (`Storage::search_from`).
+enum Search {
+    Found(Found),
+    /// The chain does not hold the key; `filter` has the bits of every key it passed.
+    Absent {
+        filter: u32,
+    },
 }
 
 /// Settings of a new file.
@@ -659,33 +678,23 @@ impl Storage {
     /// Walks `chain` to the first record or tombstone of `key` (hashed `hash`). A walk that
     /// reaches the end of the chain leaves behind the chain's exact key filter.
     pub fn find(&self, chain: Chain<'_>, key: &[u8], hash: u64) -> Result<Option<Found>> {
-        let bucket = chain.bucket();
-        let entry = self.entry(bucket)?;
+        let entry = self.entry(chain.bucket())?;
         if !entry.may_contain(hash) {
             return Ok(None);
         }
-        let mut found = None;
-        let mut filter = 0;
-        self.walk(chain, |offset, header, link, record_key| {
-            if record_key == key {
-                found = Some(Found { offset, header: *header, link });
-                return Ok(false);
+        match self.search_from(chain, entry.head, Link::Bucket(chain.bucket()), key)? {
+            Search::Found(found) => Ok(Some(found)),
+            Search::Absent { filter } => {
+                self.refresh_filter(chain, filter)?;
+                Ok(None)
             }
-            filter |= filter_bits(hash_key(record_key));
-            Ok(true)
-        })?;
-        if found.is_none() {
-            // Readers may store this too: under the stripe lock no writer changes the chain,
-            // and every reader computes the same filter.
-            self.buckets.set(bucket, Entry { head: entry.head, filter });
         }
-        Ok(found)
     }
 
     /// The first step of `find`: the head of `chain` alone. When the head holds another key
     /// and the chain goes on, starts loading the next record and says `Further`, so that a
-    /// batch can look at every head of a group before it waits for any second record; `find`
-    /// then walks such a chain again from its head (now in the cache).
+    /// batch can look at every head of a group before it waits for any second record; then
+    /// `find_after_head` goes on from the second record.
     pub fn find_at_head(&self, chain: Chain<'_>, key: &[u8], hash: u64) -> Result<HeadStep> {
         if !self.entry(chain.bucket())?.may_contain(hash) {
             return Ok(HeadStep::Absent);
@@ -696,7 +705,8 @@ impl Storage {
                 HeadStep::Found(Found { offset, header: *header, link })
             } else if header.next != 0 {
                 self.file.prefetch_range(header.next, MAX_HEADER_SIZE.saturating_add(key.len()));
-                HeadStep::Further
+                let link = Link::Next { at: header.next_at, width: header.next_width };
+                HeadStep::Further(AfterHead { head: offset, next: header.next, link })
             } else {
                 HeadStep::Absent
             };
@@ -705,17 +715,66 @@ impl Storage {
         Ok(step)
     }
 
+    /// The rest of `find` for a key whose `find_at_head` said `Further` (in the same hold of
+    /// the chain's lock, so the chain is the one its head step saw).
+    pub fn find_after_head(&self, chain: Chain<'_>, after: AfterHead, key: &[u8]) -> Result<Option<Found>> {
+        match self.search_from(chain, after.next, after.link, key)? {
+            Search::Found(found) => Ok(Some(found)),
+            Search::Absent { filter } => {
+                let header = self.read_header(chain, after.head)?;
+                let head_filter = filter_bits(hash_key(self.key_of(chain, after.head, &header)?));
+                self.refresh_filter(chain, filter | head_filter)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Walks `chain` from the record at `offset`, which `link` points at, for `key`: the
+    /// key's record, or the filter bits of every key passed when the chain does not hold it.
+    fn search_from(&self, chain: Chain<'_>, offset: u64, link: Link, key: &[u8]) -> Result<Search> {
+        let mut found = None;
+        let mut filter = 0;
+        self.walk_from(chain, offset, link, |offset, header, link, record_key| {
+            if record_key == key {
+                found = Some(Found { offset, header: *header, link });
+                return Ok(false);
+            }
+            filter |= filter_bits(hash_key(record_key));
+            Ok(true)
+        })?;
+        Ok(found.map_or(Search::Absent { filter }, Search::Found))
+    }
+
+    /// Tightens the key filter of `chain`'s bucket to `filter`, the bits of every key in the
+    /// chain. Readers may store this too: under the stripe lock no writer changes the chain,
+    /// and every reader computes the same filter.
+    fn refresh_filter(&self, chain: Chain<'_>, filter: u32) -> Result<()> {
+        let bucket = chain.bucket();
+        let entry = self.entry(bucket)?;
+        self.buckets.set(bucket, Entry { head: entry.head, filter });
+        Ok(())
+    }
+
     /// Calls `visit(offset, header, link, key)` for each record of a chain in order until it
     /// returns false. A cycle or a pointer to something that is not a record is BrokenData;
     /// cycles are caught with Brent's algorithm in time linear in the chain's length.
     pub fn walk(
         &self,
         chain: Chain<'_>,
+        visit: impl FnMut(u64, &RecordHeader, Link, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        self.walk_from(chain, self.head(chain)?, Link::Bucket(chain.bucket()), visit)
+    }
+
+    /// `walk` from the record at `offset` of `chain`, which `link` points at.
+    fn walk_from(
+        &self,
+        chain: Chain<'_>,
+        mut offset: u64,
+        mut link: Link,
         mut visit: impl FnMut(u64, &RecordHeader, Link, &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let bucket = chain.bucket();
-        let mut offset = self.head(chain)?;
-        let mut link = Link::Bucket(bucket);
         let (mut marker, mut power, mut steps) = (0u64, 1u64, 0u64);
         while offset != 0 {
             let header = self.read_header(chain, offset)?;
