@@ -4,7 +4,8 @@
 //!
 //! Per group of `GROUP` keys:
 //! 1. hash every key, pick its bucket, and prefetch the bucket's entry in the memory copy;
-//! 2. take the group's stripe locks, shared, each once, in ascending order;
+//! 2. take the group's stripe locks, shared: each key's stripe tried in turn, and only when a
+//!    writer holds or awaits one, each stripe once in ascending order, waiting;
 //! 3. read each entry (now in the cache) and prefetch the first record of its chain, unless
 //!    the entry's filter rules the key out;
 //! 4. read each chain's head (mostly in the cache by now): show the value when it is the
@@ -26,7 +27,7 @@ use parking_lot::RwLockReadGuard;
 
 use super::chain_lock::Chain;
 use super::storage::{bucket_of, hash_key, AfterHead, Found, HeadStep};
-use super::{is_live, HashDbm, STRIPES};
+use super::{is_live, stripe_of, HashDbm};
 use crate::error::{Error, Result};
 use crate::multi_get::{groups, LockSet, GROUP};
 use std::sync::atomic::Ordering;
@@ -58,20 +59,15 @@ impl HashDbm {
                     let bucket = bucket_of(hash, num_buckets);
                     self.prefetcher.bucket(bucket, false);
                     group.push(Lookup { index: first + offset, key, hash, bucket, guard: 0 });
-                    stripes.insert(bucket as usize % STRIPES);
                 }
                 // Stage 2: the stripe locks.
-                let order = stripes.order();
-                guards.extend(order.iter().filter_map(|stripe| self.stripes.get(stripe)).map(|lock| lock.read()));
+                if !self.try_lock_each(&mut group, &mut guards) {
+                    self.lock_in_order(&mut group, &mut guards, &mut stripes)?;
+                }
                 if self.num_buckets.load(Ordering::Acquire) != num_buckets {
                     // A rebuild ran in between: the buckets were picked for the old file.
                     guards.clear();
                     continue;
-                }
-                for lookup in &mut group {
-                    lookup.guard = order
-                        .position(lookup.bucket as usize % STRIPES)
-                        .ok_or_else(|| Error::broken("get_many: a key's stripe lock was not taken"))?;
                 }
                 // The chunk is never empty, so at least one stripe lock is held.
                 let storage = self.storage_ref()?;
@@ -117,6 +113,45 @@ impl HashDbm {
                 guards.clear();
                 break;
             }
+        }
+        Ok(())
+    }
+
+    /// Stage 2, the common case: each key's stripe tried in the group's order, a guard per
+    /// key, with nothing to plan. Fails, holding nothing, when a stripe is held or awaited by a
+    /// writer: waiting for it while holding others could deadlock with a writer of several
+    /// stripes (rebuild, clear and close take them all, in ascending order), and a reader
+    /// that took it anyway would overtake the waiting writer.
+    fn try_lock_each<'d>(&'d self, group: &mut [Lookup<'_>], guards: &mut Vec<RwLockReadGuard<'d, ()>>) -> bool {
+        guards.clear();
+        for lookup in group.iter_mut() {
+            let Some(guard) = self.stripes.get(stripe_of(lookup.bucket)).and_then(|stripe| stripe.try_read()) else {
+                guards.clear();
+                return false;
+            };
+            lookup.guard = guards.len();
+            guards.push(guard);
+        }
+        true
+    }
+
+    /// Stage 2 when a writer is in the way: the group's stripes each taken once, in ascending
+    /// order (as `multi_get::LockSet` explains), waiting for the writers before them.
+    fn lock_in_order<'d>(
+        &'d self,
+        group: &mut [Lookup<'_>],
+        guards: &mut Vec<RwLockReadGuard<'d, ()>>,
+        stripes: &mut LockSet,
+    ) -> Result<()> {
+        for lookup in group.iter() {
+            stripes.insert(stripe_of(lookup.bucket));
+        }
+        let order = stripes.order();
+        guards.extend(order.iter().filter_map(|stripe| self.stripes.get(stripe)).map(|lock| lock.read()));
+        for lookup in group.iter_mut() {
+            lookup.guard = order
+                .position(stripe_of(lookup.bucket))
+                .ok_or_else(|| Error::broken("get_many: a key's stripe lock was not taken"))?;
         }
         Ok(())
     }

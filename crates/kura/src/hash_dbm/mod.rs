@@ -85,6 +85,11 @@ impl std::fmt::Debug for HashDbm {
     }
 }
 
+/// The lock stripe that guards `bucket`'s chain.
+fn stripe_of(bucket: u64) -> usize {
+    bucket as usize % STRIPES
+}
+
 fn is_live(found: &Found) -> bool {
     found.header.kind() == KIND_RECORD
 }
@@ -297,7 +302,7 @@ impl HashDbm {
         exclusive: bool,
         f: impl FnOnce(&Storage, ChainLock<'_>) -> Result<R>,
     ) -> Option<Result<R>> {
-        let stripe = self.stripes.get(bucket as usize % STRIPES)?;
+        let stripe = self.stripes.get(stripe_of(bucket))?;
         let current = || self.num_buckets.load(Ordering::Acquire) == num_buckets;
         if exclusive {
             let guard = stripe.write();
