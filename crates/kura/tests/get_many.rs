@@ -4,7 +4,7 @@
 //! random batches (repeated keys, missing keys, empty batches, one batch of 100,000 keys)
 //! between random writes must equal the model and per-key `get`; under concurrent writers,
 //! each result must be a value the key held at some moment during the call, also while the
-//! database is rebuilt.
+//! database is rebuilt; a batch that meets a writer holding one of its keys waits for it.
 
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 #![expect(clippy::indexing_slicing, reason = "indices come from the test's own bounded ranges")]
@@ -227,6 +227,50 @@ fn under_concurrent_writers_each_result_is_a_value_the_key_held() {
             for writer in writers {
                 writer.join().unwrap();
             }
+        });
+        db.close().unwrap();
+    }
+}
+
+/// A batch that meets a writer in the middle of a write to one of its keys waits for it and
+/// reads the new value: the batch's try at that key's lock fails, and the path that then
+/// waits must lock what it reads. (The concurrent test above reaches that path only when a
+/// writer happens to hold a lock at the moment a group tries it.)
+#[test]
+fn a_batch_that_meets_a_writer_waits_for_it_and_reads_its_write() {
+    const KEYS: u64 = 200;
+    /// Long enough for the batch to start while the writer holds the lock.
+    const HOLD: std::time::Duration = std::time::Duration::from_millis(150);
+    for (engine, params) in configurations() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(engine, dir.path(), &params, OpenMode::Create);
+        for number in 0..KEYS {
+            let key = key_of(number);
+            db.set(&key, &versioned(&key, 0), true).unwrap();
+        }
+        let what = format!("{} {params:?}", engine.name);
+        let written = key_of(KEYS / 2);
+        let (holding, held) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let db = db.as_ref();
+            let writer = scope.spawn(|| {
+                let new_value = versioned(&written, 1);
+                db.process(&written, &mut |_| {
+                    holding.send(()).unwrap();
+                    std::thread::sleep(HOLD);
+                    kura::Action::Set(new_value.clone().into())
+                })
+                .unwrap();
+            });
+            held.recv().unwrap();
+            let batch: Vec<Vec<u8>> = (0..KEYS).map(key_of).collect();
+            let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+            let values = db.get_many(&keys).unwrap();
+            for (key, value) in keys.iter().zip(&values) {
+                let generation = u64::from(*key == written.as_slice());
+                assert_eq!(value.as_deref(), Some(versioned(key, generation).as_slice()), "{what}");
+            }
+            writer.join().unwrap();
         });
         db.close().unwrap();
     }

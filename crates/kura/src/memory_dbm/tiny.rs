@@ -139,15 +139,27 @@ impl Dbm for TinyDbm {
         Ok(())
     }
 
-    /// The batched lookup of `slot_group.rs`: per group, each slot read-locked once, the
-    /// home cells prefetched, then the spilled records, then the compares.
+    /// The batched lookup of `slot_group.rs`: per group, each key's slot read-locked (tried
+    /// key by key; when a writer is in the way, each slot once in order), the home cells
+    /// prefetched, then the spilled records, then the compares.
     fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         let mut group = SlotGroup::default();
         let mut tables: Vec<RwLockReadGuard<'_, OpenTable>> = Vec::with_capacity(GROUP);
         for (first, chunk) in groups(keys, GROUP) {
-            group.plan(chunk, first, self.slots.len());
-            tables.extend(group.slots().filter_map(|slot| self.slots.get(slot)).map(|slot| slot.read()));
+            let tried = group.plan_per_key(chunk, first, |hash| match self.slot(hash).try_read() {
+                Some(table) => {
+                    tables.push(table);
+                    true
+                }
+                None => false,
+            });
+            if !tried {
+                // A writer holds or awaits a slot: each slot once, in order, waiting.
+                tables.clear();
+                group.plan(chunk, first, self.slots.len());
+                tables.extend(group.slots().filter_map(|slot| self.slots.get(slot)).map(|slot| slot.read()));
+            }
             let table = |lookup: &SlotLookup<'_>| tables.get(lookup.lock);
             for lookup in &group.lookups {
                 if let Some(table) = table(lookup) {
