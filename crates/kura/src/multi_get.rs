@@ -37,11 +37,16 @@ const WORDS: usize = MAX_LOCKS / WORD_BITS;
 /// keeps a reader from waiting on a lock it already holds behind a queued writer.
 pub struct LockSet {
     words: [u64; WORDS],
+    /// Which words hold a lock: a group's locks fill one word of TinyDbm's or CacheDbm's
+    /// slots, so `order` reads and clears only those.
+    used: u16,
 }
+
+const _: () = assert!(WORDS <= u16::BITS as usize, "a bit of `used` per word");
 
 impl Default for LockSet {
     fn default() -> LockSet {
-        LockSet { words: [0; WORDS] }
+        LockSet { words: [0; WORDS], used: 0 }
     }
 }
 
@@ -53,26 +58,36 @@ impl LockSet {
         debug_assert!(lock < MAX_LOCKS, "lock {lock} of a lock set of {MAX_LOCKS}");
         if let Some(word) = self.words.get_mut(lock / WORD_BITS) {
             *word |= 1 << (lock % WORD_BITS);
+            self.used |= 1 << (lock / WORD_BITS);
         }
     }
 
     /// The set, ready to be locked in order and searched; `self` is emptied for the next
     /// group.
     pub fn order(&mut self) -> LockOrder {
-        let words = std::mem::replace(&mut self.words, [0; WORDS]);
-        let mut before = [0u16; WORDS];
+        let mut order = LockOrder { words: [0; WORDS], before: [0; WORDS], used: self.used };
         let mut count = 0u16;
-        for (word, before) in words.iter().zip(&mut before) {
-            *before = count;
-            count += word.count_ones() as u16;
+        let mut used = std::mem::take(&mut self.used);
+        while used != 0 {
+            let index = used.trailing_zeros() as usize;
+            used &= used - 1;
+            if let (Some(word), Some(ordered), Some(before)) =
+                (self.words.get_mut(index), order.words.get_mut(index), order.before.get_mut(index))
+            {
+                *ordered = std::mem::take(word);
+                *before = count;
+                count += ordered.count_ones() as u16;
+            }
         }
-        LockOrder { words, before }
+        order
     }
 }
 
 /// A group's locks in ascending order, each once, with where each sits in that order.
 pub struct LockOrder {
     words: [u64; WORDS],
+    /// Which words hold a lock (as `LockSet::used`).
+    used: u16,
     /// How many locks of the set lie in the words before each word.
     before: [u16; WORDS],
 }
@@ -80,15 +95,19 @@ pub struct LockOrder {
 impl LockOrder {
     /// The locks, ascending.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(index, &word)| {
-            let mut rest = word;
-            std::iter::from_fn(move || {
-                (rest != 0).then(|| {
-                    let bit = rest.trailing_zeros() as usize;
-                    rest &= rest - 1;
-                    index * WORD_BITS + bit
-                })
-            })
+        let (mut used, mut index, mut rest) = (self.used, 0, 0u64);
+        std::iter::from_fn(move || {
+            while rest == 0 {
+                if used == 0 {
+                    return None;
+                }
+                index = used.trailing_zeros() as usize;
+                used &= used - 1;
+                rest = self.words.get(index).copied().unwrap_or(0);
+            }
+            let bit = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            Some(index * WORD_BITS + bit)
         })
     }
 
