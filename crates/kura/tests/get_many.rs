@@ -157,6 +157,16 @@ fn is_version_of(key: &[u8], value: &[u8]) -> bool {
     (0..GENERATIONS).any(|generation| value == versioned(key, generation))
 }
 
+/// A new database of `engine` holding the keys below `count`, each at version 0.
+fn filled(engine: &Engine, dir: &Path, params: &Params, count: u64) -> Box<dyn Dbm> {
+    let db = open(engine, dir, params, OpenMode::Create);
+    for number in 0..count {
+        let key = key_of(number);
+        db.set(&key, &versioned(&key, 0), true).unwrap();
+    }
+    db
+}
+
 #[test]
 fn under_concurrent_writers_each_result_is_a_value_the_key_held() {
     // Keys below STABLE always hold a version; below VOLATILE they come and go; the rest
@@ -166,11 +176,7 @@ fn under_concurrent_writers_each_result_is_a_value_the_key_held() {
     const NEVER: u64 = 2500;
     for (engine, params) in configurations() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(engine, dir.path(), &params, OpenMode::Create);
-        for number in 0..VOLATILE {
-            let key = key_of(number);
-            db.set(&key, &versioned(&key, 0), true).unwrap();
-        }
+        let db = filled(engine, dir.path(), &params, VOLATILE);
         let what = format!("{} {params:?}", engine.name);
         let writing = AtomicBool::new(true);
         std::thread::scope(|scope| {
@@ -243,11 +249,7 @@ fn a_batch_that_meets_a_writer_waits_for_it_and_reads_its_write() {
     const HOLD: std::time::Duration = std::time::Duration::from_millis(150);
     for (engine, params) in configurations() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(engine, dir.path(), &params, OpenMode::Create);
-        for number in 0..KEYS {
-            let key = key_of(number);
-            db.set(&key, &versioned(&key, 0), true).unwrap();
-        }
+        let db = filled(engine, dir.path(), &params, KEYS);
         let what = format!("{} {params:?}", engine.name);
         let written = key_of(KEYS / 2);
         let (holding, held) = std::sync::mpsc::channel();
