@@ -79,6 +79,8 @@ pub enum HeadStep {
 /// goes on from the second record rather than reading the head again.
 #[derive(Debug, Clone, Copy)]
 pub struct AfterHead {
+    /// The bucket whose chain it is: `find_after_head` must be given that chain's proof.
+    bucket: u64,
     head: u64,
     next: u64,
     /// The link that points at `next` (the head's).
@@ -725,7 +727,7 @@ impl Storage {
             } else if header.next != 0 {
                 self.file.prefetch_range(header.next, MAX_HEADER_SIZE.saturating_add(key.len()));
                 let link = Link::Next { at: header.next_at, width: header.next_width };
-                HeadStep::Further(AfterHead { head: offset, next: header.next, link })
+                HeadStep::Further(AfterHead { bucket: chain.bucket(), head: offset, next: header.next, link })
             } else {
                 HeadStep::Absent
             };
@@ -737,6 +739,7 @@ impl Storage {
     /// The rest of `find` for a key whose `find_at_head` said `Further` (in the same hold of
     /// the chain's lock, so the chain is the one its head step saw).
     pub fn find_after_head(&self, chain: Chain<'_>, after: AfterHead, key: &[u8]) -> Result<Option<Found>> {
+        debug_assert_eq!(after.bucket, chain.bucket(), "a head step of another chain");
         let mut search = KeySearch::new(key);
         self.walk_from(chain, after.next, after.link, |offset, header, link, record_key| {
             Ok(search.step(offset, header, link, record_key))
