@@ -22,6 +22,24 @@ pub fn groups<'b, 'k>(keys: &'b [&'k [u8]], size: usize) -> impl Iterator<Item =
     keys.chunks(size).enumerate().map(move |(number, group)| (number * size, group))
 }
 
+/// The common case of a group's locking (HashDbm, TinyDbm): each key's lock tried in the keys'
+/// order, the i-th key's guard kept at `guards[i]` (a shared lock met twice is held twice),
+/// nothing planned. False, with `guards` emptied, as soon as a try fails: a writer holds or
+/// awaits that lock, and the group then takes its locks each once in ascending order
+/// (`LockSet`), waiting. A try never waits, so this cannot deadlock, and a failed try leaves
+/// the waiting writer ahead.
+pub fn try_each_in_turn<G>(keys: usize, guards: &mut Vec<G>, mut try_lock: impl FnMut(usize) -> Option<G>) -> bool {
+    guards.clear();
+    for key in 0..keys {
+        let Some(guard) = try_lock(key) else {
+            guards.clear();
+            return false;
+        };
+        guards.push(guard);
+    }
+    true
+}
+
 /// The most locks an engine may have for its batched lookups to plan with a `LockSet`
 /// (HashDbm has 1,024 stripes; TinyDbm and CacheDbm 64 and 16 slots).
 pub const MAX_LOCKS: usize = 1024;

@@ -29,7 +29,7 @@ use super::chain_lock::Chain;
 use super::storage::{bucket_of, hash_key, AfterHead, Found, HeadStep};
 use super::{is_live, stripe_of, HashDbm};
 use crate::error::{Error, Result};
-use crate::multi_get::{groups, LockSet, GROUP};
+use crate::multi_get::{groups, try_each_in_turn, LockSet, GROUP};
 use std::sync::atomic::Ordering;
 
 /// One key of a group on its way through the stages.
@@ -117,20 +117,15 @@ impl HashDbm {
         Ok(())
     }
 
-    /// Stage 2, the common case: each key's stripe tried in the group's order, a guard per
-    /// key, with nothing to plan. Fails, holding nothing, when a stripe is held or awaited by a
-    /// writer: waiting for it while holding others could deadlock with a writer of several
-    /// stripes (rebuild, clear and close take them all, in ascending order), and a reader
-    /// that took it anyway would overtake the waiting writer.
+    /// Stage 2, the common case: each key's stripe tried in turn, a guard per key
+    /// (`multi_get::try_each_in_turn`); false, holding nothing, when a writer is in the way.
     fn try_lock_each<'d>(&'d self, group: &mut [Lookup<'_>], guards: &mut Vec<RwLockReadGuard<'d, ()>>) -> bool {
-        guards.clear();
-        for lookup in group.iter_mut() {
-            let Some(guard) = self.stripes.get(stripe_of(lookup.bucket)).and_then(|stripe| stripe.try_read()) else {
-                guards.clear();
-                return false;
-            };
-            lookup.guard = guards.len();
-            guards.push(guard);
+        let stripe = |at: usize| group.get(at).and_then(|lookup| self.stripes.get(stripe_of(lookup.bucket)));
+        if !try_each_in_turn(group.len(), guards, |at| stripe(at).and_then(|lock| lock.try_read())) {
+            return false;
+        }
+        for (at, lookup) in group.iter_mut().enumerate() {
+            lookup.guard = at;
         }
         true
     }

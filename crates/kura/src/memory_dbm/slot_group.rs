@@ -4,7 +4,7 @@
 //! Both engines then run the same stages on the group (docs/get_many.md): lock each slot the
 //! group needs once, in ascending order (`multi_get::LockSet`; CacheDbm only tries, and looks
 //! the keys of a slot held elsewhere up after the group; TinyDbm first tries each key's slot
-//! in turn, `plan_per_key`); prefetch every key's first
+//! in turn, `plan_per_key` and `multi_get::try_each_in_turn`); prefetch every key's first
 //! cell or bucket; prefetch what those point to (a spilled record, a chain entry); and only
 //! then compare and show the values, so the group's memory misses overlap.
 
@@ -50,22 +50,16 @@ impl<'k> SlotGroup<'k> {
     }
 
     /// Plans the keys of `chunk` (from index `first` of the batch) with a lock per key, in the
-    /// keys' order: the `lock` of the group's i-th key is i. `try_lock(hash)` tries the slot of
-    /// each key and keeps its guard; false as soon as one try fails, and the caller then drops
-    /// the guards it kept and plans with `plan`, which waits in ascending order. A try never
-    /// waits, so this path cannot deadlock, and it needs no lock set (TinyDbm: a batched key
-    /// 48.5-48.6 -> 42.4-42.6 ns on 20,000 records, 89-90 -> 81-82 ns on 1M, 2026-11-27).
-    pub fn plan_per_key(&mut self, chunk: &[&'k [u8]], first: usize, mut try_lock: impl FnMut(u64) -> bool) -> bool {
+    /// keys' order: the `lock` of the group's i-th key is i, for `multi_get::try_each_in_turn`
+    /// (TinyDbm: a batched key 48.5-48.6 -> 42.4-42.6 ns on 20,000 records, 89-90 -> 81-82
+    /// ns on 1M, against `plan`'s lock set, 2026-11-27). When a try fails, `plan` replans the
+    /// group.
+    pub fn plan_per_key(&mut self, chunk: &[&'k [u8]], first: usize) {
         self.lookups.clear();
         self.slots = None;
         for (offset, &key) in chunk.iter().enumerate() {
-            let hash = hash_key(key);
-            if !try_lock(hash) {
-                return false;
-            }
-            self.lookups.push(SlotLookup { index: first + offset, key, hash, lock: offset });
+            self.lookups.push(SlotLookup { index: first + offset, key, hash: hash_key(key), lock: offset });
         }
-        true
     }
 
     /// The slots the planned group needs, ascending, each once.

@@ -17,7 +17,7 @@ use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, Result};
-use crate::multi_get::{groups, GROUP};
+use crate::multi_get::{groups, try_each_in_turn, GROUP};
 
 /// Slots: enough that two threads rarely meet and that a table doubling (which holds one
 /// slot's lock) stalls only 1/64 of the keys.
@@ -147,12 +147,10 @@ impl Dbm for TinyDbm {
         let mut group = SlotGroup::default();
         let mut tables: Vec<RwLockReadGuard<'_, OpenTable>> = Vec::with_capacity(GROUP);
         for (first, chunk) in groups(keys, GROUP) {
-            let tried = group.plan_per_key(chunk, first, |hash| match self.slot(hash).try_read() {
-                Some(table) => {
-                    tables.push(table);
-                    true
-                }
-                None => false,
+            group.plan_per_key(chunk, first);
+            let lookups = &group.lookups;
+            let tried = try_each_in_turn(lookups.len(), &mut tables, |at| {
+                lookups.get(at).and_then(|lookup| self.slot(lookup.hash).try_read())
             });
             if !tried {
                 // A writer holds or awaits a slot: each slot once, in order, waiting.
