@@ -76,15 +76,14 @@ fn measure(engine: &str, records: u64, lookups: u64) -> kura::Result<(f64, f64)>
         }
         best_batch = best_batch.min(per_key(started, timed));
     }
-    drop(batch);
     drop(db);
     if let Some(path) = path {
         let _ = std::fs::remove_file(path);
     }
     // Every key was written: a miss would mean the figures timed something else.
-    let lookups = 2 * ROUNDS as u64 * timed;
-    if found != lookups {
-        return Err(kura::Error::broken(format!("{engine}: {found} of {lookups} lookups found")));
+    let expected = 2 * ROUNDS as u64 * timed;
+    if found != expected {
+        return Err(kura::Error::broken(format!("{engine}: {found} of {expected} lookups found")));
     }
     Ok((best_get, best_batch))
 }

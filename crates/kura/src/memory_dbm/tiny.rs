@@ -153,8 +153,8 @@ impl Dbm for TinyDbm {
                 lookups.get(at).and_then(|lookup| self.slot(lookup.hash).try_read())
             });
             if !tried {
-                // A writer holds or awaits a slot: each slot once, in order, waiting.
-                tables.clear();
+                // A writer holds or awaits a slot (the tries left `tables` empty): each slot
+                // once, in order, waiting.
                 group.plan(chunk, first, self.slots.len());
                 tables.extend(group.slots().filter_map(|slot| self.slots.get(slot)).map(|slot| slot.read()));
             }
