@@ -267,6 +267,28 @@ impl MappedFile {
         }
         Ok(())
     }
+
+    /// `sync(true)` for a file about to be closed: drops the mapping's page table entries,
+    /// then writes the file back and waits for the device.
+    ///
+    /// Why: writing back a page that a mapping has dirtied write-protects its entry (so that a
+    /// later store dirties it again), one page at a time, and while another thread of the
+    /// process runs on another core each of those interrupts that core to flush its TLB.
+    /// A 757 MB HashDbm took 0.31 s in `msync` alone, and two 378 MB shards closing side by
+    /// side 0.69 s each. Dropped entries hand their dirty state to the page cache at once, in
+    /// batches, and leave writeback nothing to write-protect. The mapping stays valid: a
+    /// later access faults its page back in from the page cache.
+    pub fn sync_for_close(&self) -> Result<()> {
+        let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
+        if self.writable && len > 0 {
+            // SAFETY: the mapping is shared and backed by the file, so MADV_DONTNEED frees no
+            // content: the pages stay in the page cache with their dirty state, and any
+            // slice still borrowed reads the same bytes after faulting them back in.
+            unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) }
+                .map_err(|e| Error::io(format!("madvise {}", self.path.display()), e))?;
+        }
+        self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))
+    }
 }
 
 /// Allocates `len` bytes of `file` from `offset` (extending it), with `fallocate`. A file
@@ -289,5 +311,48 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
             Some(libc::EOPNOTSUPP) => return Ok(()),
             _ => return Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on an error or a wrong index"
+    )]
+    use super::*;
+
+    /// `sync_for_close` drops the mapping's page table entries before writing back: the bytes
+    /// stored through the mapping must reach the file all the same (a private mapping, or a
+    /// drop that discarded dirty pages, would lose them), and the mapping must still read and
+    /// write the file afterwards.
+    #[test]
+    fn sync_for_close_keeps_what_the_mapping_wrote_and_the_mapping_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mapped");
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        let mapped = MappedFile::new(file, &path, 1 << 24, true).unwrap();
+        let len: usize = 5 * 4096 + 123;
+        mapped.ensure_len(len as u64).unwrap();
+        let mut expected = vec![0u8; usize::try_from(mapped.len()).unwrap()];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for byte in expected.iter_mut().take(len) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *byte = state as u8;
+        }
+        // SAFETY: this test is the only user of the mapping.
+        unsafe { mapped.write(0, &expected).unwrap() };
+        mapped.sync_for_close().unwrap();
+        assert!(std::fs::read(&path).unwrap() == expected, "the file lost bytes written through the mapping");
+        // SAFETY: as above.
+        assert!(unsafe { mapped.slice(0, expected.len()) }.unwrap() == expected.as_slice());
+        expected[4096 * 3 + 7] ^= 0xff;
+        // SAFETY: as above.
+        unsafe { mapped.write(0, &expected).unwrap() };
+        mapped.sync_for_close().unwrap();
+        assert!(std::fs::read(&path).unwrap() == expected, "a store after the first sync was lost");
     }
 }

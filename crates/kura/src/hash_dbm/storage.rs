@@ -538,7 +538,7 @@ impl Storage {
         self.header.free_list_checksum = xxh3_64(&list);
         self.header.closed_cleanly = true;
         self.write_header()?;
-        self.file.sync(true)
+        self.file.sync_for_close()
     }
 
     fn load_free_list(&self) {
