@@ -289,10 +289,15 @@ impl MappedFile {
     /// 3.4-3.6M sets a second. Populated in one call per chunk under the growth lock, it
     /// switched 1,300-1,600 times at 3.7-4.3M; one thread did not change (docs/shard.md).
     /// A failure (a kernel before 5.14) only leaves the pages to fault one by one as before.
+    ///
+    /// A thread that finds another populating or growing the file goes on without waiting:
+    /// waiting for the other's `madvise` (about a millisecond for 4 MiB) would cost more than
+    /// the faults it saves.
     #[cold]
     fn populate_ahead(&self, needed: u64) {
-        let guard = self.grow.lock();
-        self.populate_locked(&guard, needed);
+        if let Some(guard) = self.grow.try_lock() {
+            self.populate_locked(&guard, needed);
+        }
     }
 
     /// `populate_ahead` with the growth lock held.
