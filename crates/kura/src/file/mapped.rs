@@ -381,6 +381,23 @@ mod tests {
     )]
     use super::*;
 
+    /// A new writable file `name` in `dir`, mapped with room for `max_len` bytes.
+    fn fresh(dir: &tempfile::TempDir, name: &str, max_len: u64) -> (MappedFile, PathBuf) {
+        let path = dir.path().join(name);
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        (MappedFile::new(file, &path, max_len, true).unwrap(), path)
+    }
+
+    /// A xorshift generator of test bytes and choices.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// `sync_for_close` drops the mapping's page table entries before writing back: the bytes
     /// stored through the mapping must reach the file all the same (a private mapping, or a
     /// drop that discarded dirty pages, would lose them), and the mapping must still read and
@@ -388,18 +405,13 @@ mod tests {
     #[test]
     fn sync_for_close_keeps_what_the_mapping_wrote_and_the_mapping_usable() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mapped");
-        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
-        let mapped = MappedFile::new(file, &path, 1 << 24, true).unwrap();
+        let (mapped, path) = fresh(&dir, "mapped", 1 << 24);
         let len: usize = 5 * 4096 + 123;
         mapped.ensure_len(len as u64).unwrap();
         let mut expected = vec![0u8; usize::try_from(mapped.len()).unwrap()];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for byte in expected.iter_mut().take(len) {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            *byte = state as u8;
+            *byte = next() as u8;
         }
         // SAFETY: this test is the only user of the mapping.
         unsafe { mapped.write(0, &expected).unwrap() };
@@ -420,17 +432,9 @@ mod tests {
     #[test]
     fn a_file_grown_populated_and_shrunk_holds_what_was_written() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("grown");
-        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
-        let mapped = MappedFile::new(file, &path, 1 << 28, true).unwrap();
+        let (mapped, path) = fresh(&dir, "grown", 1 << 28);
         let mut model: Vec<u8> = Vec::new();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for step in 0..400u64 {
             let choice = next() % 10;
             if choice < 6 || model.is_empty() {
