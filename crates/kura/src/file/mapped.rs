@@ -35,7 +35,10 @@ pub struct MappedFile {
     /// Bytes of the file that exist on disk (its length). Invariant: `len <= map.len()`.
     len: AtomicU64,
     /// Where the pages mapped writable ahead of the appends end (`populate_ahead`); from here
-    /// to `len` they still fault on first touch. Invariant: `populated <= len`.
+    /// to `len` nothing has touched them yet. (Pages below may fault again: writeback
+    /// write-protects them, `sync_for_close` drops them.) Written only under `grow`, where
+    /// `populated <= len` holds; a reader without the lock may see it past a shrink for a
+    /// moment, and then skips populating, which only costs faults.
     populated: AtomicU64,
     grow: Mutex<()>,
     writable: bool,
@@ -290,6 +293,11 @@ impl MappedFile {
     /// switched 1,300-1,600 times at 3.7-4.3M; one thread did not change (docs/shard.md).
     /// A failure (a kernel before 5.14) only leaves the pages to fault one by one as before.
     ///
+    /// The cost: populated pages are dirty zeros until the appends fill them, so a
+    /// `synchronize(true)` or the kernel's writeback meanwhile writes up to a chunk and a half
+    /// of zeros a file, and those pages again once filled. Contents never change: the pages
+    /// lie within the file, already allocated (`set_len_locked`), and read as zeros.
+    ///
     /// A thread that finds another populating or growing the file goes on without waiting:
     /// waiting for the other's `madvise` (about a millisecond for 4 MiB) would cost more than
     /// the faults it saves.
@@ -336,14 +344,19 @@ impl MappedFile {
     /// side 0.69 s each. Dropped entries hand their dirty state to the page cache at once, in
     /// batches, and leave writeback nothing to write-protect. The mapping stays valid: a
     /// later access faults its page back in from the page cache.
+    ///
+    /// Where the kernel refuses the advice (locked memory, after `mlockall`), this is
+    /// `sync(true)`: the file reaches the device either way.
     pub fn sync_for_close(&self) -> Result<()> {
         let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
         if self.writable && len > 0 {
             // SAFETY: the mapping is shared and backed by the file, so MADV_DONTNEED frees no
             // content: the pages stay in the page cache with their dirty state, and any
             // slice still borrowed reads the same bytes after faulting them back in.
-            unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) }
-                .map_err(|e| Error::io(format!("madvise {}", self.path.display()), e))?;
+            let dropped = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) };
+            if dropped.is_err() {
+                return self.sync(true);
+            }
         }
         self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))
     }

@@ -492,14 +492,16 @@ impl Storage {
             return Ok(());
         }
         // The held records join the pool, to be saved with it. Their dead tags reach the disk
-        // after the pointers that unlinked them (`sync_holding`) and before the clean header
+        // after the pointers that unlinked them (the first sync) and before the clean header
         // does: a restore trusts a cleanly closed file to hold no unlinked record with a live
-        // tag (restore.rs, the scan when the chains fall short of the record count).
+        // tag (restore.rs, the scan when the chains fall short of the record count). Every
+        // sync of a close is `sync_for_close`; no caller uses a storage whose close failed,
+        // so a failed sync need not put the held records back, as `sync_holding` does.
         let held = self.freed.take_all();
         if !held.is_empty() {
-            self.sync_holding(&held)?;
+            self.file.sync_for_close()?;
             self.settle_held(&held)?;
-            self.file.sync(true)?;
+            self.file.sync_for_close()?;
         }
         // Free blocks that reach the end of the record area are given back to the file
         // system instead of being saved: removing records shrinks the file.
