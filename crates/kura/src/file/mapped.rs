@@ -393,22 +393,13 @@ mod tests {
         reason = "a test fails loudly on an error or a wrong index"
     )]
     use super::*;
+    use crate::split_mix::SplitMix64;
 
     /// A new writable file `name` in `dir`, mapped with room for `max_len` bytes.
     fn fresh(dir: &tempfile::TempDir, name: &str, max_len: u64) -> (MappedFile, PathBuf) {
         let path = dir.path().join(name);
         let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         (MappedFile::new(file, &path, max_len, true).unwrap(), path)
-    }
-
-    /// A xorshift generator of test bytes and choices.
-    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
     }
 
     /// `sync_for_close` drops the mapping's page table entries before writing back: the bytes
@@ -422,9 +413,9 @@ mod tests {
         let len: usize = 5 * 4096 + 123;
         mapped.ensure_len(len as u64).unwrap();
         let mut expected = vec![0u8; usize::try_from(mapped.len()).unwrap()];
-        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut rng = SplitMix64::new(1);
         for byte in expected.iter_mut().take(len) {
-            *byte = next() as u8;
+            *byte = rng.next_u64() as u8;
         }
         // SAFETY: this test is the only user of the mapping.
         unsafe { mapped.write(0, &expected).unwrap() };
@@ -447,7 +438,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mapped, path) = fresh(&dir, "grown", 1 << 28);
         let mut model: Vec<u8> = Vec::new();
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut rng = SplitMix64::new(2);
+        let mut next = move || rng.next_u64();
         for step in 0..400u64 {
             let choice = next() % 10;
             if choice < 6 || model.is_empty() {
