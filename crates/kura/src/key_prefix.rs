@@ -11,6 +11,9 @@ use std::cmp::Ordering;
 /// about the rest: compare the keys.
 #[inline]
 pub fn key_prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head); // one load (the padded copy below calls memcpy)
+    }
     let mut bytes = [0u8; 8];
     let taken = key.len().min(8);
     if let (Some(to), Some(from)) = (bytes.get_mut(..taken), key.get(..taken)) {

@@ -5,14 +5,20 @@
 //! A descent notes the leaf's upper separator (the tightest bound met on the way down, as
 //! the finger does); the keys that follow in sorted order belong to the same leaf while they
 //! stay below it. Branches are few and stay in the caches; what misses is each leaf: its
-//! page structure, then its index's top level, then one block of the index and the records
-//! it covers (see prefix_index.rs). So, for up to `LEAF_GROUP` runs at a time:
+//! page structure, then its index's top level, then one block of the index, then the entry
+//! and the record found there (see prefix_index.rs). So, for up to `LEAF_GROUP` runs at a
+//! time:
 //! 1. descend to each run's leaf, take it from the page cache (once: each cache access locks
 //!    a shard and looks up a map, which costs about what a leaf search does) and prefetch its
 //!    page structure;
 //! 2. prefetch each leaf's top index level;
-//! 3. prefetch, for each run's first key, its block of the index and its records;
-//! 4. search each run's keys in its leaf and show the values.
+//! 3. read it, for each run's first key, and prefetch the block of prefixes it points to;
+//! 4. read the block, which gives the key's position, and prefetch the one entry there and
+//!    the record bytes it likely points to;
+//! 5. search each run's keys in its leaf (the first from where stage 4 left it) and show the
+//!    values.
+//! Each stage reads only what the one before prefetched and carries what it found to the
+//! next (`Seek`), so no stage touches a line that is not on its way, nor reads one twice.
 //!
 //! The sorted batch is done in segments of `SEGMENT` keys, each under one hold of the tree's
 //! read lock, so a writer waits for one segment at most, not for a whole large batch.
@@ -22,6 +28,8 @@ use std::cmp::Ordering;
 use super::btree::{wrong_level, BTree, PageRef, TEMP_BIT};
 use super::comparator::Comparator;
 use super::page::{Leaf, Page};
+use super::prefix_index::same_prefix_order;
+use super::prefix_index::Seek;
 use super::TreeDbm;
 use crate::error::Result;
 use crate::file::prefetch_range;
@@ -40,6 +48,8 @@ struct Run<'tree> {
     leaf: PageRef<'tree>,
     start: usize,
     end: usize,
+    /// The lookup of the run's first key in its leaf, in stages.
+    seek: Option<Seek>,
 }
 
 impl TreeDbm {
@@ -66,54 +76,65 @@ impl BTree {
         }
         let comparator = self.comparator();
         let mut runs: Vec<Run> = Vec::with_capacity(LEAF_GROUP);
-        let mut high: Vec<u8> = Vec::new();
+        let mut high = UpperBound::default();
         let mut position = 0;
         while position < order.len() {
             // Stage 1: the runs' leaves, their page structures on their way.
             runs.clear();
             while runs.len() < LEAF_GROUP && position < order.len() {
                 let Some((_, first_key)) = key_at(position) else { break };
-                let (leaf, bounded) = self.descend(first_key, &mut high)?;
+                let leaf = self.descend(first_key, &mut high)?;
                 // The run's first key belongs to the leaf by the descent (so every run is at
                 // least one key long, even in a damaged tree); the next ones while below
                 // the leaf's upper separator.
                 let mut end = position + 1;
                 while let Some((_, key)) = key_at(end) {
-                    if bounded && comparator.compare(key, &high) != Ordering::Less {
+                    if !high.is_above(comparator, key) {
                         break;
                     }
                     end += 1;
                 }
                 let page = self.page(leaf)?;
                 prefetch_range(std::ptr::from_ref::<Page>(&page) as usize, std::mem::size_of::<Page>());
-                runs.push(Run { id: leaf, leaf: page, start: position, end });
+                runs.push(Run { id: leaf, leaf: page, start: position, end, seek: None });
                 position = end;
             }
             // Stage 2: the top levels of the leaves' indexes.
             for run in &runs {
                 leaf_of(run)?.prefetch_index();
             }
-            // Stage 3: the index blocks and records of the runs' first keys.
-            for run in &runs {
+            // Stage 3: the index blocks of the runs' first keys.
+            for run in &mut runs {
                 let first_key = key_at(run.start).map(|(_, key)| key).unwrap_or_default();
-                leaf_of(run)?.prefetch_block(comparator, first_key);
+                run.seek = leaf_of(run)?.seek(comparator, first_key);
             }
-            // Stage 4: the searches.
+            // Stage 4: the entries and records of the runs' first keys.
+            for Run { id, leaf, seek, .. } in &mut runs {
+                if let Some(seek) = seek {
+                    leaf_page(*id, leaf)?.seek_entry(seek);
+                }
+            }
+            // Stage 5: the searches (the first key of a run where the stages left it).
             for run in &runs {
                 let leaf = leaf_of(run)?;
-                for (index, key) in (run.start..run.end).filter_map(key_at) {
-                    visit(index, leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)));
+                for position in run.start..run.end {
+                    let Some((index, key)) = key_at(position) else { continue };
+                    let found = match run.seek {
+                        Some(seek) if position == run.start => leaf.seek_end(&seek, key),
+                        _ => leaf.find(comparator, key),
+                    };
+                    visit(index, found.and_then(|i| leaf.value(i)));
                 }
             }
         }
         Ok(())
     }
 
-    /// Descends the branches towards `key`: the id of the leaf it leads to, and whether that
-    /// leaf has an upper separator, which is then left in `high` (the last leaf has none).
-    fn descend(&self, key: &[u8], high: &mut Vec<u8>) -> Result<(u64, bool)> {
+    /// Descends the branches towards `key`: the id of the leaf it leads to, whose upper
+    /// separator (none for the last leaf) is left in `high`.
+    fn descend(&self, key: &[u8], high: &mut UpperBound) -> Result<u64> {
         let comparator = self.comparator();
-        let mut bounded = false;
+        high.clear();
         let mut id = self.root;
         for _ in 1..self.height {
             let mut child = |page: &Page| match page {
@@ -121,9 +142,7 @@ impl BTree {
                     let index = branch.child_index(comparator, key);
                     // Deeper separators are tighter: the last one met bounds the leaf.
                     if let Some(separator) = branch.keys.get(index) {
-                        high.clear();
-                        high.extend_from_slice(separator);
-                        bounded = true;
+                        high.set(comparator, separator);
                     }
                     branch.children.get(index).copied()
                 }
@@ -132,7 +151,54 @@ impl BTree {
             let next = if id & TEMP_BIT != 0 { child(&*self.page(id)?) } else { self.pager.with_page(id, child)? };
             id = next.ok_or_else(|| wrong_level(id))?;
         }
-        Ok((id, bounded))
+        Ok(id)
+    }
+}
+
+/// The upper separator of a leaf met on the way down: the keys below it belong to the leaf.
+/// In the bytewise order it is kept as its prefix and length, and its bytes only when it is
+/// longer than the prefix: a descent sets it once per level, and for short keys copying the
+/// bytes (a call to memcpy each) cost more than the comparisons it serves.
+#[derive(Default)]
+struct UpperBound {
+    present: bool,
+    prefix: u64,
+    len: usize,
+    /// The separator's bytes, when the prefix and length do not decide comparisons.
+    bytes: Vec<u8>,
+}
+
+impl UpperBound {
+    fn clear(&mut self) {
+        self.present = false;
+    }
+
+    fn set(&mut self, comparator: Comparator, separator: &[u8]) {
+        self.present = true;
+        self.len = separator.len();
+        self.bytes.clear();
+        if comparator == Comparator::Lexical {
+            self.prefix = key_prefix(separator);
+            if separator.len() <= 8 {
+                return;
+            }
+        }
+        self.bytes.extend_from_slice(separator);
+    }
+
+    /// Whether `key` is below the bound (every key is, when there is none).
+    fn is_above(&self, comparator: Comparator, key: &[u8]) -> bool {
+        if !self.present {
+            return true;
+        }
+        let order = if comparator == Comparator::Lexical {
+            key_prefix(key)
+                .cmp(&self.prefix)
+                .then_with(|| same_prefix_order(key.len(), self.len, || key.cmp(&self.bytes)))
+        } else {
+            comparator.compare(key, &self.bytes)
+        };
+        order == Ordering::Less
     }
 }
 
@@ -154,9 +220,14 @@ fn sorted_order(keys: &[&[u8]], comparator: Comparator) -> Vec<usize> {
 
 /// The leaf a run's page is; a branch where a leaf should be is BrokenData.
 fn leaf_of<'run>(run: &'run Run<'_>) -> Result<&'run Leaf> {
-    match &*run.leaf {
+    leaf_page(run.id, &run.leaf)
+}
+
+/// The leaf page `page` (of id `id`) is; a branch is BrokenData.
+fn leaf_page<'page>(id: u64, page: &'page PageRef<'_>) -> Result<&'page Leaf> {
+    match &**page {
         Page::Leaf(leaf) => Ok(leaf),
-        Page::Branch(_) => Err(wrong_level(run.id)),
+        Page::Branch(_) => Err(wrong_level(id)),
     }
 }
 

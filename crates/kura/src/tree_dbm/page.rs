@@ -20,7 +20,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 use super::comparator::Comparator;
 use super::format::{DATA_START, SLOT_ALIGN};
-use super::prefix_index::{key_prefix, same_prefix_order, search_run, PrefixIndex};
+use super::prefix_index::{key_prefix, same_prefix_order, search_run, PrefixIndex, Seek};
 use crate::file::prefetch_slice;
 
 /// Child references on disk are slot offsets; larger values are reserved in memory for pages
@@ -124,17 +124,36 @@ impl Leaf {
         self.entries.prefetch_top();
     }
 
-    /// Starts loading what a search for `key` reads next, once the top level is in the
-    /// cache: the block of the index and the records it covers (lexical order only; the
-    /// other comparators binary search the whole index).
+    /// The first step of a lookup of `key` in stages, once the top level is in the cache:
+    /// starts loading the block of the index it reads next (see `PrefixIndex::seek`). None
+    /// for the comparators other than the bytewise one, which binary search the whole index
+    /// (`find` then does the lookup).
     #[inline]
-    pub fn prefetch_block(&self, comparator: Comparator, key: &[u8]) {
-        if comparator == Comparator::Lexical {
-            self.entries.prefetch_block(key_prefix(key), |start, end| self.prefetch_records(start, end));
-        }
+    pub fn seek(&self, comparator: Comparator, key: &[u8]) -> Option<Seek> {
+        (comparator == Comparator::Lexical).then(|| self.entries.seek(key_prefix(key)))
     }
 
-    /// `Ok(index)` of `key`, or `Err(index)` where it would be inserted.
+    /// The second step, once the block is in the cache: starts loading the entry where the
+    /// key is or would be, and the record bytes it likely points to.
+    #[inline]
+    pub fn seek_entry(&self, seek: &mut Seek) {
+        let position = self.entries.seek_item(seek);
+        self.prefetch_records(position, position + 1);
+    }
+
+    /// The last step: the index of `key` (which `seek` was given), as `find` answers it.
+    #[inline]
+    pub fn seek_end(&self, seek: &Seek, key: &[u8]) -> Option<usize> {
+        let low = match seek.position() {
+            Some(position) => position,
+            None => self.entries.lower_bound_from_top(seek.probe(), |_, _| {}),
+        };
+        self.search_from(seek.probe(), low, key).ok()
+    }
+
+    /// `Ok(index)` of `key`, or `Err(index)` where it would be inserted. Before searching,
+    /// the page's first and last keys are checked (one line each), which makes writers in
+    /// key order (appends, deletes from the front) skip the search.
     #[inline]
     pub fn search(&self, comparator: Comparator, key: &[u8]) -> std::result::Result<usize, usize> {
         if comparator == Comparator::Lexical {
@@ -142,18 +161,42 @@ impl Leaf {
             if self.entries.last_prefix().is_some_and(|last| probe > last) {
                 return Err(self.entries.len()); // after every key (appending in key order)
             }
-            // (The entries of the block are prefetched by the index.)
             let low = self.entries.lower_bound(probe, |start, end| self.prefetch_records(start, end));
-            let high = self.entries.run_end(low, probe);
-            search_run(low, high, |i| match self.entries.get(i) {
-                Some(e) => {
-                    same_prefix_order(e.key_len as usize, key.len(), || self.bytes(e.offset, e.key_len).cmp(key))
-                }
-                None => Ordering::Greater,
-            })
+            self.search_from(probe, low, key)
         } else {
-            self.entries.items().binary_search_by(|e| comparator.compare(self.bytes(e.offset, e.key_len), key))
+            self.search_others(comparator, key)
         }
+    }
+
+    /// The index of `key`, as `search` finds it, for a reader: without the checks of the
+    /// page's ends, it touches only the lines that `prefetch_index` and `prefetch_block`
+    /// load (two more lines would miss the caches in a random lookup, and a batched lookup
+    /// would wait for them after its prefetches).
+    #[inline]
+    pub fn find(&self, comparator: Comparator, key: &[u8]) -> Option<usize> {
+        if comparator == Comparator::Lexical {
+            let probe = key_prefix(key);
+            let low = self.entries.lower_bound_from_top(probe, |start, end| self.prefetch_records(start, end));
+            self.search_from(probe, low, key).ok()
+        } else {
+            self.search_others(comparator, key).ok()
+        }
+    }
+
+    /// The search among the keys whose prefix is `probe`, from the first of them at `low`.
+    #[inline]
+    fn search_from(&self, probe: u64, low: usize, key: &[u8]) -> std::result::Result<usize, usize> {
+        let high = self.entries.run_end(low, probe);
+        search_run(low, high, |i| match self.entries.get(i) {
+            Some(e) => same_prefix_order(e.key_len as usize, key.len(), || self.bytes(e.offset, e.key_len).cmp(key)),
+            None => Ordering::Greater,
+        })
+    }
+
+    /// The search for the comparators other than the bytewise one: a binary search of the
+    /// whole index.
+    fn search_others(&self, comparator: Comparator, key: &[u8]) -> std::result::Result<usize, usize> {
+        self.entries.items().binary_search_by(|e| comparator.compare(self.bytes(e.offset, e.key_len), key))
     }
 
     /// Prefetches where the records `start..end` likely lie in the arena, so that reading the
@@ -602,6 +645,44 @@ mod tests {
                 bad[cut] ^= 0x55;
                 let _ = Leaf::decode(&bad, Comparator::Lexical);
                 let _ = Branch::decode(&bad, Comparator::Lexical);
+            }
+        }
+    }
+
+    /// A key of 0-11 bytes from a small alphabet: many keys share their first 8 bytes, and
+    /// zero bytes tie with the prefix's padding.
+    fn tied_key() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(b'a'), Just(0xff)], 0..12)
+    }
+
+    proptest! {
+        /// `find` and the staged lookup (`seek`, `seek_entry`, `seek_end`) answer as `search`
+        /// does, in pages with a gap at the front (removals from the front) and with keys
+        /// that tie on their prefix.
+        #[test]
+        fn lookups_agree_with_search(
+            keys in proptest::collection::btree_set(tied_key(), 0..300),
+            removed_from_front in 0usize..80,
+            probes in proptest::collection::vec(tied_key(), 1..60),
+        ) {
+            let mut leaf = Leaf::new();
+            for key in &keys {
+                let index = leaf.search(Comparator::Lexical, key).unwrap_err();
+                leaf.insert(index, key, key).unwrap();
+            }
+            for _ in 0..removed_from_front.min(leaf.len()) {
+                leaf.remove(0);
+            }
+            let stored: Vec<&Vec<u8>> = keys.iter().skip(removed_from_front).collect();
+            for probe in probes.iter().chain(stored.iter().copied()) {
+                let expected = leaf.search(Comparator::Lexical, probe).ok();
+                prop_assert_eq!(expected, stored.binary_search(&probe).ok());
+                prop_assert_eq!(leaf.find(Comparator::Lexical, probe), expected);
+                let seek = leaf.seek(Comparator::Lexical, probe).unwrap();
+                prop_assert_eq!(leaf.seek_end(&seek, probe), expected, "without seek_entry");
+                let mut seek = seek;
+                leaf.seek_entry(&mut seek);
+                prop_assert_eq!(leaf.seek_end(&seek, probe), expected, "after seek_entry");
             }
         }
     }

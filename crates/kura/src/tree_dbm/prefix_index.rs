@@ -56,6 +56,29 @@ pub struct PrefixIndex<T> {
     head: usize,
 }
 
+/// A lookup of one prefix in stages (`PrefixIndex::seek`, then `seek_item`): what the
+/// steps so far found, so that no step reads again what an earlier one read. Valid for the
+/// index it came from, unchanged since.
+#[derive(Debug, Clone, Copy)]
+pub struct Seek {
+    probe: u64,
+    /// The block the answer lies in, from the top level (see `block_below`).
+    block: Option<(usize, usize)>,
+    /// The answer of `lower_bound`, once `seek_item` read the block.
+    position: Option<usize>,
+}
+
+impl Seek {
+    pub fn probe(&self) -> u64 {
+        self.probe
+    }
+
+    /// The position `seek_item` found, if it ran.
+    pub fn position(&self) -> Option<usize> {
+        self.position
+    }
+}
+
 impl<T> Default for PrefixIndex<T> {
     fn default() -> Self {
         PrefixIndex { prefixes: Vec::new(), items: Vec::new(), fences: Vec::new(), head: 0 }
@@ -250,22 +273,27 @@ impl<T: Copy> PrefixIndex<T> {
         prefetch_slice(&self.fences);
     }
 
-    /// Starts loading the block of prefixes and items a lookup of `probe` reads after the
-    /// top level (which should be in the cache by now), and calls `on_block` with the block's
-    /// logical positions, as `lower_bound` does; reads nothing of the block itself.
-    pub fn prefetch_block(&self, probe: u64, on_block: impl FnOnce(usize, usize)) {
-        let blocks_below = if self.fences.len() <= LINEAR_TOP_LEVEL {
-            count_below(&self.fences, probe)
-        } else {
-            self.fences.partition_point(|f| *f < probe)
-        };
-        if let Some(block) = blocks_below.checked_sub(1) {
-            let start = block * STRIDE + 1;
-            let end = ((block + 1) * STRIDE).min(self.prefixes.len());
+    /// The first step of a lookup of `probe` in stages (a batched lookup's, see
+    /// tree_dbm/get_many.rs): reads the top level (which should be in the cache by now) and
+    /// starts loading the block of prefixes the lookup reads next.
+    #[inline]
+    pub fn seek(&self, probe: u64) -> Seek {
+        let block = self.block_below(probe);
+        if let Some((start, end)) = block {
             prefetch_slice(self.prefixes.get(start..end).unwrap_or_default());
-            prefetch_slice(self.items.get(start..end).unwrap_or_default());
-            on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
         }
+        Seek { probe, block, position: None }
+    }
+
+    /// The second step: reads the block (in the cache by now), which gives the lookup's
+    /// position, and starts loading the item there; returns the position, as `lower_bound`
+    /// would.
+    #[inline]
+    pub fn seek_item(&self, seek: &mut Seek) -> usize {
+        let position = self.position_in(seek.probe, seek.block);
+        prefetch_slice(self.items.get(self.head + position..).and_then(|rest| rest.get(..1)).unwrap_or_default());
+        seek.position = Some(position);
+        position
     }
 
     /// The number of prefixes below `probe`: the first position whose prefix is `>= probe`.
@@ -276,25 +304,55 @@ impl<T: Copy> PrefixIndex<T> {
         if self.prefixes.get(self.head).is_some_and(|first| probe <= *first) {
             return 0; // before every key (deleting in key order)
         }
+        self.lower_bound_from_top(probe, on_block)
+    }
+
+    /// `lower_bound` without its check of the first item: it reads only the top level and
+    /// one block, the lines a batched lookup prefetched (the first item is one more line,
+    /// which only pays for writers that delete in key order).
+    #[inline]
+    pub fn lower_bound_from_top(&self, probe: u64, on_block: impl FnOnce(usize, usize)) -> usize {
+        self.locate(probe, |start, end| {
+            prefetch_slice(self.items.get(start..end).unwrap_or_default());
+            on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
+        })
+    }
+
+    /// `lower_bound_from_top`, telling `on_block` the physical positions of the block it
+    /// reads before it reads them.
+    #[inline]
+    fn locate(&self, probe: u64, on_block: impl FnOnce(usize, usize)) -> usize {
+        let block = self.block_below(probe);
+        if let Some((start, end)) = block {
+            on_block(start, end);
+        }
+        self.position_in(probe, block)
+    }
+
+    /// The logical position `lower_bound` answers for `probe`, from its block (see
+    /// `block_below`).
+    #[inline]
+    fn position_in(&self, probe: u64, block: Option<(usize, usize)>) -> usize {
+        let physical = match block {
+            None => 0, // the very first prefix is not below
+            Some((start, end)) => start + count_below(self.prefixes.get(start..end).unwrap_or_default(), probe),
+        };
+        // Dead slots (prefix 0) count as below any probe but 0; they are not items.
+        physical.max(self.head) - self.head
+    }
+
+    /// The physical positions `start..end` after the last top-level entry below `probe`:
+    /// `prefixes[start - 1] < probe`, and `prefixes[end]` (if any) is not, so the answer of
+    /// `lower_bound` lies in `start..=end`. None when no entry is below `probe`.
+    #[inline]
+    fn block_below(&self, probe: u64) -> Option<(usize, usize)> {
         let blocks_below = if self.fences.len() <= LINEAR_TOP_LEVEL {
             count_below(&self.fences, probe)
         } else {
             self.fences.partition_point(|f| *f < probe)
         };
-        let physical = match blocks_below.checked_sub(1) {
-            None => 0, // the very first prefix is not below
-            Some(block) => {
-                // prefixes[block * STRIDE] < probe, and prefixes[(block + 1) * STRIDE] (if
-                // any) is not.
-                let start = block * STRIDE + 1;
-                let end = ((block + 1) * STRIDE).min(self.prefixes.len());
-                prefetch_slice(self.items.get(start..end).unwrap_or_default());
-                on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
-                start + count_below(self.prefixes.get(start..end).unwrap_or_default(), probe)
-            }
-        };
-        // Dead slots (prefix 0) count as below any probe but 0; they are not items.
-        physical.max(self.head) - self.head
+        let block = blocks_below.checked_sub(1)?;
+        Some((block * STRIDE + 1, ((block + 1) * STRIDE).min(self.prefixes.len())))
     }
 
     /// The end of the run of prefixes equal to `probe` that starts at position `start`.
