@@ -163,7 +163,17 @@ def print_demo(bench):
 
 def merged(previous, bench):
     """BENCH_MERGE=1: the engines (and parts) measured now replace theirs in the previous run,
-    the rest of the previous run stays; `merged_at` lists what was measured when."""
+    the rest of the previous run stays; `merged_at` lists what was measured when. Each
+    engine's single gets stay compared with the memory floor of the run that measured them:
+    when the floor is measured again, the engines not re-measured keep theirs in
+    `floor_of_engine`."""
+    old_floor = (previous.get("memory_latency") or {}).get("load_ns")
+    kept = previous.setdefault("floor_of_engine", {})
+    for engine in previous.get("sequence", {}):
+        if engine in (bench.get("sequence") or {}):
+            kept.pop(engine, None)
+        elif bench.get("memory_latency") and old_floor:
+            kept.setdefault(engine, old_floor)
     for section in ("sequence", "thread_scaling", "dictionary"):
         previous.setdefault(section, {}).update(bench.get(section) or {})
     for section in ("memory_latency", "hit_ratio"):

@@ -85,7 +85,7 @@ def floor(engine, loads):
                 f"floor/{engine}/1{keys}/kura/loads", None, "<=", loads,
                 "{metric:.2f} loads ({ns:.0f} ns per get, one load {load:.0f} ns)",
                 values={"ns": f"floor/{engine}/1{keys}/kura/ns_per_get",
-                        "load": "floor/load_ns"})
+                        "load": f"floor/{engine}/load_ns"})
             for keys in "sr"]
     return rows + [versus_tkrzw("floor", f"{engine}, {threads} thread{'s' * (threads > 1)}, "
                                          f"{KEYS[keys]} keys: get >= 1.0x Tkrzw",

@@ -63,12 +63,27 @@ def floor_section(bench):
         "not hold waits for at least one such load (docs/bench.md). Below, every get row of the "
         "sequence tables as the time one thread spends per get (threads / QPS) and that time "
         "in loads.",
+        *earlier_floors(bench),
         "",
-        tables.floor_table(bench["sequence"], titles, latency["load_ns"]),
+        tables.floor_table(bench["sequence"], titles, lambda engine: metrics.load_ns_of(bench, engine)),
         "",
         tables.latency_table(latency["buffers"], latency["floor_buffer_mib"]),
         "",
     ]
+
+
+def earlier_floors(bench):
+    """A note for the engines merged in from an earlier run: their rows use that run's floor."""
+    kept = bench.get("floor_of_engine") or {}
+    if not kept:
+        return []
+    by_floor = {}
+    for engine, load_ns in kept.items():
+        by_floor.setdefault(load_ns, []).append(engine)
+    return ["", "The engines not re-measured since an earlier run (see the header) are compared "
+            "with the load measured in that run: " + "; ".join(
+                f"{', '.join(engines)}: {load_ns:.0f} ns" for load_ns, engines in by_floor.items())
+            + "."]
 
 
 def dictionary_section(bench):

@@ -4,7 +4,7 @@ apart:
 
   sequence/ENGINE/CONFIG/SIDE/PHASE/FIELD    CONFIG: 1s, 2s, 1r, 2r (threads; sequential or
                                              random keys), SIDE: kura or tkrzw
-  floor/load_ns                              one dependent load of the run (memory_latency)
+  floor/ENGINE/load_ns                       one dependent load of the engine's run (memory_latency)
   floor/ENGINE/CONFIG/SIDE/ns_per_get        a get's time as one thread sees it
   floor/ENGINE/CONFIG/SIDE/loads             that time in loads
   dictionary/ENGINE/CODEC/SIDE/FIELD[/FIELD] e.g. dictionary/hash/lz4/kura/get1/qps
@@ -35,13 +35,21 @@ def ns_per_get(run, side):
     return run["threads"] * 1e9 / qps if qps else None
 
 
+def load_ns_of(bench, engine):
+    """The dependent load an engine's single gets are compared with: the floor measured in the
+    run that measured the engine (`floor_of_engine` keeps it for engines a BENCH_MERGE did
+    not re-measure), else the floor of this run."""
+    return ((bench.get("floor_of_engine") or {}).get(engine)
+            or (bench.get("memory_latency") or {}).get("load_ns"))
+
+
 def named_figures(bench):
     figures = {}
     flatten("settings", bench.get("settings", {}), figures)
-    load_ns = (bench.get("memory_latency") or {}).get("load_ns")
-    if load_ns:
-        figures["floor/load_ns"] = load_ns
     for engine, runs in bench.get("sequence", {}).items():
+        load_ns = load_ns_of(bench, engine)
+        if load_ns:
+            figures[f"floor/{engine}/load_ns"] = load_ns
         for run in runs:
             for side in ("kura", "tkrzw"):
                 flatten(f"sequence/{engine}/{config(run)}/{side}", run[side], figures)

@@ -102,9 +102,9 @@ def loads(value):
     return f"{value:.2f}" if value else "-"
 
 
-def floor_table(sequence, titles, load_ns):
+def floor_table(sequence, titles, load_ns_of):
     """Every single-get row of the sequence tables: the time one thread spends per get
-    (threads / QPS) on each side, and that time in dependent loads of `load_ns`."""
+    (threads / QPS) on each side, and that time in dependent loads of `load_ns_of(engine)`."""
     lines = ["| engine | workload | Tkrzw ns/get | Tkrzw loads | Kura ns/get | Kura loads |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     for engine, runs in sequence.items():
@@ -112,9 +112,10 @@ def floor_table(sequence, titles, load_ns):
             if "get" not in run["kura"] and "get" not in run["tkrzw"]:
                 continue
             cells = [titles[engine], run["label"]]
+            load_ns = load_ns_of(engine)
             for side in ("tkrzw", "kura"):
                 per_get = ns_per_get(run, side)
-                cells += [nanoseconds(per_get), loads(per_get and per_get / load_ns)]
+                cells += [nanoseconds(per_get), loads(per_get and load_ns and per_get / load_ns)]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

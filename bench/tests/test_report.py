@@ -160,6 +160,34 @@ def test_floor_rows_and_verdicts_follow_the_figures():
                     assert rows[name][1] == ("yes" if ours >= theirs else "**no**")
 
 
+def test_a_merge_keeps_each_engines_floor():
+    """BENCH_MERGE with the floor measured again: the engines re-measured are compared with
+    the new load, the others with the load of the run that measured them, until they are
+    re-measured too."""
+    import run
+    generator = random.Random(21)
+    for _ in range(20):
+        earlier, later, last = (synthetic_run(generator) for _ in range(3))
+        later["sequence"] = {"tiny": later["sequence"]["tiny"]}
+        last["sequence"] = {"hash": last["sequence"]["hash"]}
+        bench = run.merged(json.loads(json.dumps(earlier)), later)
+        loads = {engine: metrics.load_ns_of(bench, engine) for engine in bench["sequence"]}
+        old, new = earlier["memory_latency"]["load_ns"], later["memory_latency"]["load_ns"]
+        assert loads == {"hash": old, "tiny": new, "cache": old}
+        rows = target_rows(document.markdown(bench))
+        for engine in ("hash", "tiny", "cache"):
+            first = bench["sequence"][engine][0]
+            per_get = 1e9 / first["kura"]["get"]["qps"]
+            bound = 2.0 if engine == "hash" else 1.3
+            measured = rows[f"{engine}, sequential keys, 1 thread: get <= {bound} loads"][0]
+            assert measured == (f"{per_get / loads[engine]:.2f} loads ({per_get:.0f} ns per get, "
+                                f"one load {loads[engine]:.0f} ns)")
+        bench = run.merged(bench, last)
+        newest = last["memory_latency"]["load_ns"]
+        assert {engine: metrics.load_ns_of(bench, engine) for engine in bench["sequence"]} == \
+            {"hash": newest, "tiny": new, "cache": old}
+
+
 def test_tkrzw_perf_output_is_read_per_phase():
     output = ("Setting done: elapsed_time=0.480844 num_records=1000000 qps=2079676 mem=28060000\n"
               "  file_size=28198400\n"
