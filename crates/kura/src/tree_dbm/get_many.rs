@@ -17,6 +17,7 @@
 //!    the record bytes it likely points to;
 //! 5. search each run's keys in its leaf (the first from where stage 4 left it) and show the
 //!    values.
+//!
 //! Each stage reads only what the one before prefetched and carries what it found to the
 //! next (`Seek`), so no stage touches a line that is not on its way, nor reads one twice.
 //!
