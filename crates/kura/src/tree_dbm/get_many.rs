@@ -6,17 +6,17 @@
 //! the finger does); the keys that follow in sorted order belong to the same leaf while they
 //! stay below it. Branches are few and stay in the caches; what misses is each leaf: its
 //! page structure, then its index's top level, then one block of the index, then the entry
-//! and the record found there (see prefix_index.rs). So, for up to `LEAF_GROUP` runs at a
-//! time:
+//! found there, then the record it points to (see prefix_index.rs). So, for up to
+//! `LEAF_GROUP` runs at a time:
 //! 1. descend to each run's leaf, take it from the page cache (once: each cache access locks
 //!    a shard and looks up a map, which costs about what a leaf search does) and prefetch its
 //!    page structure;
 //! 2. prefetch each leaf's top index level;
 //! 3. read it, for each run's first key, and prefetch the block of prefixes it points to;
-//! 4. read the block, which gives the key's position, and prefetch the one entry there and
-//!    the record bytes it likely points to;
-//! 5. search each run's keys in its leaf (the first from where stage 4 left it) and show the
-//!    values.
+//! 4. read the block, which gives the key's position, and prefetch the one entry there;
+//! 5. read the entry and prefetch the record it points to;
+//! 6. search each run's keys in its leaf (the first from the position stage 4 found) and
+//!    show the values.
 //!
 //! Each stage reads only what the one before prefetched and carries what it found to the
 //! next (`Seek`), so no stage touches a line that is not on its way, nor reads one twice.
@@ -109,13 +109,19 @@ impl BTree {
                 let first_key = key_at(run.start).map(|(_, key)| key).unwrap_or_default();
                 run.seek = leaf_of(run)?.seek(comparator, first_key);
             }
-            // Stage 4: the entries and records of the runs' first keys.
+            // Stage 4: the entries of the runs' first keys.
             for Run { id, leaf, seek, .. } in &mut runs {
                 if let Some(seek) = seek {
                     leaf_page(*id, leaf)?.seek_entry(seek);
                 }
             }
-            // Stage 5: the searches (the first key of a run where the stages left it).
+            // Stage 5: the records of those entries.
+            for Run { id, leaf, seek, .. } in &runs {
+                if let Some(seek) = seek {
+                    leaf_page(*id, leaf)?.seek_record(seek);
+                }
+            }
+            // Stage 6: the searches (the first key of a run where the stages left it).
             for run in &runs {
                 let leaf = leaf_of(run)?;
                 for position in run.start..run.end {

@@ -134,11 +134,26 @@ impl Leaf {
     }
 
     /// The second step, once the block is in the cache: starts loading the entry where the
-    /// key is or would be, and the record bytes it likely points to.
+    /// key is or would be.
     #[inline]
     pub fn seek_entry(&self, seek: &mut Seek) {
-        let position = self.entries.seek_item(seek);
-        self.prefetch_records(position, position + 1);
+        self.entries.seek_item(seek);
+    }
+
+    /// The third step, once the entry is in the cache: starts loading the record it points to
+    /// (its first 512 bytes at most), which the value's visitor reads. (A guess from the
+    /// entry's rank, as `search` prefetches, would save this step only in pages whose
+    /// records still lie in key order, as decoding lays them out: a page written since holds
+    /// them in the order they came.)
+    #[inline]
+    pub fn seek_record(&self, seek: &Seek) {
+        /// Beyond this the record is large: its first lines are what the visitor reads first.
+        const MAX_PREFETCH: usize = 512;
+        if let Some(entry) = seek.position().and_then(|position| self.entries.get(position)) {
+            let start = entry.offset as usize;
+            let end = start + (entry.key_len as usize + entry.value_len as usize).min(MAX_PREFETCH);
+            prefetch_slice(self.arena.get(start..end.min(self.arena.len())).unwrap_or_default());
+        }
     }
 
     /// The last step: the index of `key` (which `seek` was given), as `find` answers it.
@@ -656,7 +671,7 @@ mod tests {
     }
 
     proptest! {
-        /// `find` and the staged lookup (`seek`, `seek_entry`, `seek_end`) answer as `search`
+        /// `find` and the staged lookup (`seek`, `seek_entry`, `seek_record`, `seek_end`) answer as `search`
         /// does, in pages with a gap at the front (removals from the front) and with keys
         /// that tie on their prefix.
         #[test]
@@ -682,6 +697,7 @@ mod tests {
                 prop_assert_eq!(leaf.seek_end(&seek, probe), expected, "without seek_entry");
                 let mut seek = seek;
                 leaf.seek_entry(&mut seek);
+                leaf.seek_record(&seek);
                 prop_assert_eq!(leaf.seek_end(&seek, probe), expected, "after seek_entry");
             }
         }
