@@ -22,7 +22,8 @@ BENCH_SKIP_DICTIONARY=1, BENCH_SKIP_HITRATIO=1, BENCH_SKIP_FLOOR=1, BENCH_SKIP_T
 BENCH_SKIP_MEMORY=1 (every in-memory engine) and BENCH_SKIP_<ENGINE>=1 (BENCH_SKIP_HASH, ...)
 skip parts; BENCH_RESUME=1 reuses the sequence part a failed run left in
 bench/results/bench.sequences.json; BENCH_MERGE=1 writes what this run measured into the
-existing bench.json (the engines measured replace theirs; `merged_at` records it); BENCH_REPEAT (default 3) sets how many times each dictionary get and
+existing bench.json (the engines measured replace theirs; `merged_at` records it, and
+`floor_of_engine` the memory floor of the engines it did not re-measure); BENCH_REPEAT (default 3) sets how many times each dictionary get and
 thread-scaling measurement runs, the best one counting (a run longer than BENCH_REPEAT_MAX_S
 seconds, default 8, is not repeated). CARGO_TARGET_DIR or KURA_BIN say where `kura` is.
 """
@@ -164,16 +165,24 @@ def print_demo(bench):
 def merged(previous, bench):
     """BENCH_MERGE=1: the engines (and parts) measured now replace theirs in the previous run,
     the rest of the previous run stays; `merged_at` lists what was measured when. Each
-    engine's single gets stay compared with the memory floor of the run that measured them:
-    when the floor is measured again, the engines not re-measured keep theirs in
-    `floor_of_engine`."""
+    engine's single gets stay compared with the memory floor of the run that measured them
+    (`floor_of_engine`, where that is not the floor the merged file shows; None: that run
+    measured none)."""
+    new_floor = (bench.get("memory_latency") or {}).get("load_ns")
     old_floor = (previous.get("memory_latency") or {}).get("load_ns")
-    kept = previous.setdefault("floor_of_engine", {})
-    for engine in previous.get("sequence", {}):
-        if engine in (bench.get("sequence") or {}):
-            kept.pop(engine, None)
-        elif bench.get("memory_latency") and old_floor:
-            kept.setdefault(engine, old_floor)
+    kept = previous.get("floor_of_engine") or {}
+    remeasured = set(bench.get("sequence") or {})
+    for engine in remeasured:
+        if new_floor:
+            kept.pop(engine, None)  # compared with the floor this merge brings
+        else:
+            kept[engine] = None  # the file keeps an earlier run's floor: not this engine's
+    if new_floor:
+        for engine in set(previous.get("sequence") or {}) - remeasured:
+            kept.setdefault(engine, old_floor)  # the floor it leaves is theirs
+    previous.pop("floor_of_engine", None)
+    if kept:
+        previous["floor_of_engine"] = kept
     for section in ("sequence", "thread_scaling", "dictionary"):
         previous.setdefault(section, {}).update(bench.get(section) or {})
     for section in ("memory_latency", "hit_ratio"):

@@ -73,17 +73,20 @@ def floor_section(bench):
 
 
 def earlier_floors(bench):
-    """A note for the engines merged in from an earlier run: their rows use that run's floor."""
+    """A note for the engines measured in another run than the floor shown: their rows use
+    their run's floor."""
     kept = bench.get("floor_of_engine") or {}
     if not kept:
         return []
     by_floor = {}
     for engine, load_ns in kept.items():
         by_floor.setdefault(load_ns, []).append(engine)
-    return ["", "The engines not re-measured since an earlier run (see the header) are compared "
-            "with the load measured in that run: " + "; ".join(
-                f"{', '.join(engines)}: {load_ns:.0f} ns" for load_ns, engines in by_floor.items())
-            + "."]
+    def floor(load_ns):
+        return f"{load_ns:.0f} ns" if load_ns else "none measured"
+    return ["", "The engines measured in another run than this floor (see the header) are "
+            "compared with the load measured in their run: " + "; ".join(
+                f"{', '.join(sorted(engines))}: {floor(load_ns)}"
+                for load_ns, engines in by_floor.items()) + "."]
 
 
 def dictionary_section(bench):

@@ -37,10 +37,12 @@ def ns_per_get(run, side):
 
 def load_ns_of(bench, engine):
     """The dependent load an engine's single gets are compared with: the floor measured in the
-    run that measured the engine (`floor_of_engine` keeps it for engines a BENCH_MERGE did
-    not re-measure), else the floor of this run."""
-    return ((bench.get("floor_of_engine") or {}).get(engine)
-            or (bench.get("memory_latency") or {}).get("load_ns"))
+    run that measured the engine (`floor_of_engine` keeps it where a BENCH_MERGE left the
+    file another run's floor; None when that run measured none), else the file's floor."""
+    kept = bench.get("floor_of_engine") or {}
+    if engine in kept:
+        return kept[engine]
+    return (bench.get("memory_latency") or {}).get("load_ns")
 
 
 def named_figures(bench):

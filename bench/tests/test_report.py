@@ -160,32 +160,36 @@ def test_floor_rows_and_verdicts_follow_the_figures():
                     assert rows[name][1] == ("yes" if ours >= theirs else "**no**")
 
 
-def test_a_merge_keeps_each_engines_floor():
-    """BENCH_MERGE with the floor measured again: the engines re-measured are compared with
-    the new load, the others with the load of the run that measured them, until they are
-    re-measured too."""
+def test_merges_keep_each_engines_floor():
+    """Model-based: runs that each measure some engines, with or without the memory floor
+    (BENCH_SKIP_FLOOR), merged one after another (BENCH_MERGE). Every engine stays compared
+    with the floor of the run that last measured it (None: that run measured none), and its
+    target rows show that floor."""
     import run
     generator = random.Random(21)
-    for _ in range(20):
-        earlier, later, last = (synthetic_run(generator) for _ in range(3))
-        later["sequence"] = {"tiny": later["sequence"]["tiny"]}
-        last["sequence"] = {"hash": last["sequence"]["hash"]}
-        bench = run.merged(json.loads(json.dumps(earlier)), later)
-        loads = {engine: metrics.load_ns_of(bench, engine) for engine in bench["sequence"]}
-        old, new = earlier["memory_latency"]["load_ns"], later["memory_latency"]["load_ns"]
-        assert loads == {"hash": old, "tiny": new, "cache": old}
-        rows = target_rows(document.markdown(bench))
-        for engine in ("hash", "tiny", "cache"):
-            first = bench["sequence"][engine][0]
-            per_get = 1e9 / first["kura"]["get"]["qps"]
-            bound = 2.0 if engine == "hash" else 1.3
-            measured = rows[f"{engine}, sequential keys, 1 thread: get <= {bound} loads"][0]
-            assert measured == (f"{per_get / loads[engine]:.2f} loads ({per_get:.0f} ns per get, "
-                                f"one load {loads[engine]:.0f} ns)")
-        bench = run.merged(bench, last)
-        newest = last["memory_latency"]["load_ns"]
-        assert {engine: metrics.load_ns_of(bench, engine) for engine in bench["sequence"]} == \
-            {"hash": newest, "tiny": new, "cache": old}
+    engines = ("hash", "tiny", "cache")
+    for _ in range(40):
+        bench, model = None, {}
+        for _ in range(generator.randint(1, 5)):
+            later = synthetic_run(generator)
+            measured = [e for e in engines if generator.random() < 0.5] or [generator.choice(engines)]
+            later["sequence"] = {e: later["sequence"][e] for e in measured}
+            if generator.random() < 0.3:
+                later["memory_latency"] = None
+            floor = (later["memory_latency"] or {}).get("load_ns")
+            bench = later if bench is None else run.merged(json.loads(json.dumps(bench)), later)
+            model.update({e: floor for e in measured})
+            assert {e: metrics.load_ns_of(bench, e) for e in bench["sequence"]} == model
+            rows = target_rows(document.markdown(bench))
+            for engine, load in model.items():
+                per_get = 1e9 / bench["sequence"][engine][0]["kura"]["get"]["qps"]
+                bound = 2.0 if engine == "hash" else 1.3
+                name = f"{engine}, sequential keys, 1 thread: get <= {bound} loads"
+                if load:
+                    assert rows[name][0] == (f"{per_get / load:.2f} loads ({per_get:.0f} ns per "
+                                             f"get, one load {load:.0f} ns)")
+                else:
+                    assert not rows.get(name, ("",))[0].endswith("ns)")
 
 
 def test_tkrzw_perf_output_is_read_per_phase():
