@@ -18,8 +18,9 @@
 //! 6. search each run's keys in its leaf (the first from the position stage 4 found) and
 //!    show the values.
 //!
-//! Each stage reads only what the one before prefetched and carries what it found to the
-//! next (`Seek`), so no stage touches a line that is not on its way, nor reads one twice.
+//! Each stage reads what the one before prefetched and carries what it found to the next
+//! (`Seek`), so that no stage reads the top level or the block again; the search reads the
+//! entries of the key's prefix from the position found, the block's lines by then cached.
 //!
 //! The sorted batch is done in segments of `SEGMENT` keys, each under one hold of the tree's
 //! read lock, so a writer waits for one segment at most, not for a whole large batch.
@@ -29,8 +30,7 @@ use std::cmp::Ordering;
 use super::btree::{wrong_level, BTree, PageRef, TEMP_BIT};
 use super::comparator::Comparator;
 use super::page::{Leaf, Page};
-use super::prefix_index::same_prefix_order;
-use super::prefix_index::Seek;
+use super::prefix_index::{same_prefix_order, Seek};
 use super::TreeDbm;
 use crate::error::Result;
 use crate::file::prefetch_range;
@@ -90,7 +90,7 @@ impl BTree {
                 // the leaf's upper separator.
                 let mut end = position + 1;
                 while let Some((_, key)) = key_at(end) {
-                    if !high.is_above(comparator, key) {
+                    if !high.admits(comparator, key) {
                         break;
                     }
                     end += 1;
@@ -102,12 +102,12 @@ impl BTree {
             }
             // Stage 2: the top levels of the leaves' indexes.
             for run in &runs {
-                leaf_of(run)?.prefetch_index();
+                leaf_page(run.id, &run.leaf)?.prefetch_index();
             }
             // Stage 3: the index blocks of the runs' first keys.
             for run in &mut runs {
                 let first_key = key_at(run.start).map(|(_, key)| key).unwrap_or_default();
-                run.seek = leaf_of(run)?.seek(comparator, first_key);
+                run.seek = leaf_page(run.id, &run.leaf)?.seek(comparator, first_key);
             }
             // Stage 4: the entries of the runs' first keys.
             for Run { id, leaf, seek, .. } in &mut runs {
@@ -123,7 +123,7 @@ impl BTree {
             }
             // Stage 6: the searches (the first key of a run where the stages left it).
             for run in &runs {
-                let leaf = leaf_of(run)?;
+                let leaf = leaf_page(run.id, &run.leaf)?;
                 for position in run.start..run.end {
                     let Some((index, key)) = key_at(position) else { continue };
                     let found = match run.seek {
@@ -194,7 +194,7 @@ impl UpperBound {
     }
 
     /// Whether `key` is below the bound (every key is, when there is none).
-    fn is_above(&self, comparator: Comparator, key: &[u8]) -> bool {
+    fn admits(&self, comparator: Comparator, key: &[u8]) -> bool {
         if !self.present {
             return true;
         }
@@ -225,11 +225,6 @@ fn sorted_order(keys: &[&[u8]], comparator: Comparator) -> Vec<usize> {
     keyed.into_iter().map(|(_, index)| index).collect()
 }
 
-/// The leaf a run's page is; a branch where a leaf should be is BrokenData.
-fn leaf_of<'run>(run: &'run Run<'_>) -> Result<&'run Leaf> {
-    leaf_page(run.id, &run.leaf)
-}
-
 /// The leaf page `page` (of id `id`) is; a branch is BrokenData.
 fn leaf_page<'page>(id: u64, page: &'page PageRef<'_>) -> Result<&'page Leaf> {
     match &**page {
@@ -243,6 +238,32 @@ mod tests {
     #![expect(clippy::indexing_slicing, reason = "a test fails loudly on a wrong index")]
     use super::*;
     use crate::split_mix::SplitMix64;
+
+    /// The bound admits exactly the keys its separator compares above, for every comparator,
+    /// with separators set one after another (long after short and short after long, so
+    /// bytes left by an earlier one would show) and keys that tie on their prefix.
+    #[test]
+    fn upper_bound_admits_the_keys_below_its_separator() {
+        let mut rng = SplitMix64::new(11);
+        let word = |rng: &mut SplitMix64| -> Vec<u8> {
+            (0..rng.below(12)).map(|_| [0u8, 1, b'a', 0xff][rng.below(4) as usize]).collect()
+        };
+        for comparator in Comparator::ALL {
+            let mut bound = UpperBound::default();
+            for round in 0..3000 {
+                let key = word(&mut rng);
+                assert!(bound.admits(comparator, &key) || bound.present, "round {round}: nothing bounds");
+                let separator = word(&mut rng);
+                bound.set(comparator, &separator);
+                let below = comparator.compare(&key, &separator) == Ordering::Less;
+                assert_eq!(bound.admits(comparator, &key), below, "round {round}: {key:?} against {separator:?}");
+                if rng.below(8) == 0 {
+                    bound.clear();
+                    assert!(bound.admits(comparator, &key));
+                }
+            }
+        }
+    }
 
     /// The integer-prefix sort gives the bytewise order on keys shorter and longer than the
     /// prefix, with zero bytes (which tie with the padding) and shared prefixes.

@@ -59,6 +59,11 @@ impl Page {
     }
 }
 
+/// The most arena bytes a lookup prefetches: past this a record is large, and its first lines
+/// are what a reader needs first (or, for a guessed range, the guess spans too many records
+/// to be worth it).
+const MAX_RECORD_PREFETCH: usize = 512;
+
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     offset: u32,
@@ -141,24 +146,23 @@ impl Leaf {
     }
 
     /// The third step, once the entry is in the cache: starts loading the record it points to
-    /// (its first 512 bytes at most), which the value's visitor reads. (A guess from the
+    /// (up to `MAX_RECORD_PREFETCH` bytes), which the value's visitor reads. (A guess from the
     /// entry's rank, as `search` prefetches, would save this step only in pages whose
     /// records still lie in key order, as decoding lays them out: a page written since holds
     /// them in the order they came.)
     #[inline]
     pub fn seek_record(&self, seek: &Seek) {
-        /// Beyond this the record is large: its first lines are what the visitor reads first.
-        const MAX_PREFETCH: usize = 512;
         if let Some(entry) = seek.position().and_then(|position| self.entries.get(position)) {
             let start = entry.offset as usize;
-            let end = start + (entry.key_len as usize + entry.value_len as usize).min(MAX_PREFETCH);
-            prefetch_slice(self.arena.get(start..end.min(self.arena.len())).unwrap_or_default());
+            let len = entry.key_len as usize + entry.value_len as usize;
+            self.prefetch_arena(start, start + len.min(MAX_RECORD_PREFETCH));
         }
     }
 
     /// The last step: the index of `key` (which `seek` was given), as `find` answers it.
     #[inline]
     pub fn seek_end(&self, seek: &Seek, key: &[u8]) -> Option<usize> {
+        debug_assert_eq!(seek.probe(), key_prefix(key), "a seek finished with another key");
         let low = match seek.position() {
             Some(position) => position,
             None => self.entries.lower_bound_from_top(seek.probe(), |_, _| {}),
@@ -184,9 +188,8 @@ impl Leaf {
     }
 
     /// The index of `key`, as `search` finds it, for a reader: without the checks of the
-    /// page's ends, it touches only the lines that `prefetch_index` and `prefetch_block`
-    /// load (two more lines would miss the caches in a random lookup, and a batched lookup
-    /// would wait for them after its prefetches).
+    /// page's ends (two more lines, which miss the caches in a random lookup), it reads the
+    /// top level and one block of the index and the entries of the key's prefix.
     #[inline]
     pub fn find(&self, comparator: Comparator, key: &[u8]) -> Option<usize> {
         if comparator == Comparator::Lexical {
@@ -220,14 +223,18 @@ impl Leaf {
     /// guess may miss, which costs nothing but the prefetch.
     #[inline]
     fn prefetch_records(&self, start: usize, end: usize) {
-        /// Beyond this the records are large: their first lines would not help much.
-        const MAX_PREFETCH: usize = 512;
         let count = self.entries.len().max(1);
         let per_record = self.arena.len() / count;
         let (from, to) = (start * per_record, (end + 1) * per_record);
-        if to - from <= MAX_PREFETCH {
-            prefetch_slice(self.arena.get(from..to.min(self.arena.len())).unwrap_or_default());
+        if to - from <= MAX_RECORD_PREFETCH {
+            self.prefetch_arena(from, to);
         }
+    }
+
+    /// Starts loading the arena bytes `from..to` (what lies inside the arena).
+    #[inline]
+    fn prefetch_arena(&self, from: usize, to: usize) {
+        prefetch_slice(self.arena.get(from..to.min(self.arena.len())).unwrap_or_default());
     }
 
     /// The number of records whose key is below `key` (or not above it, with `inclusive`).

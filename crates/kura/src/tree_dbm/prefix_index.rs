@@ -286,14 +286,12 @@ impl<T: Copy> PrefixIndex<T> {
     }
 
     /// The second step: reads the block (in the cache by now), which gives the lookup's
-    /// position, and starts loading the item there; returns the position, as `lower_bound`
-    /// would.
+    /// position (`lower_bound`'s answer), and starts loading the item there.
     #[inline]
-    pub fn seek_item(&self, seek: &mut Seek) -> usize {
+    pub fn seek_item(&self, seek: &mut Seek) {
         let position = self.position_in(seek.probe, seek.block);
         prefetch_slice(self.items.get(self.head + position..).and_then(|rest| rest.get(..1)).unwrap_or_default());
         seek.position = Some(position);
-        position
     }
 
     /// The number of prefixes below `probe`: the first position whose prefix is `>= probe`.
@@ -312,19 +310,10 @@ impl<T: Copy> PrefixIndex<T> {
     /// which only pays for writers that delete in key order).
     #[inline]
     pub fn lower_bound_from_top(&self, probe: u64, on_block: impl FnOnce(usize, usize)) -> usize {
-        self.locate(probe, |start, end| {
-            prefetch_slice(self.items.get(start..end).unwrap_or_default());
-            on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
-        })
-    }
-
-    /// `lower_bound_from_top`, telling `on_block` the physical positions of the block it
-    /// reads before it reads them.
-    #[inline]
-    fn locate(&self, probe: u64, on_block: impl FnOnce(usize, usize)) -> usize {
         let block = self.block_below(probe);
         if let Some((start, end)) = block {
-            on_block(start, end);
+            prefetch_slice(self.items.get(start..end).unwrap_or_default());
+            on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
         }
         self.position_in(probe, block)
     }
@@ -391,6 +380,11 @@ mod tests {
         assert_eq!(index.items(), &items[..]);
         let low = model.partition_point(|(p, _)| *p < probe);
         assert_eq!(index.lower_bound(probe, |_, _| {}), low);
+        assert_eq!(index.lower_bound_from_top(probe, |_, _| {}), low);
+        let mut seek = index.seek(probe);
+        assert_eq!(seek.position(), None);
+        index.seek_item(&mut seek);
+        assert_eq!(seek.position(), Some(low));
         assert_eq!(index.run_end(low, probe), low + model[low..].partition_point(|(p, _)| *p == probe));
         assert!(index.prefixes.windows(2).all(|w| w[0] <= w[1]));
         assert!(index.prefixes[..index.head].iter().all(|p| *p == 0));
