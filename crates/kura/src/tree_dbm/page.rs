@@ -677,25 +677,44 @@ mod tests {
         proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(b'a'), Just(0xff)], 0..12)
     }
 
+    /// A key that is mostly 8 equal bytes and a short suffix: long runs of equal prefixes,
+    /// across the index's blocks.
+    fn shared_prefix_key() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a')], 0..4).prop_map(|suffix| {
+            let mut key = b"aaaaaaaa".to_vec();
+            key.extend(suffix);
+            key
+        })
+    }
+
     proptest! {
-        /// `find` and the staged lookup (`seek`, `seek_entry`, `seek_record`, `seek_end`) answer as `search`
-        /// does, in pages with a gap at the front (removals from the front) and with keys
-        /// that tie on their prefix.
+        /// `find` and the staged lookup (`seek`, `seek_entry`, `seek_record`, `seek_end`)
+        /// answer as `search` does and as a sorted model says, in pages built by inserts in
+        /// random order and removals anywhere (which open and move the gap at the front),
+        /// with keys that tie on their prefix, shorter ones that tie with its zero padding,
+        /// and long runs of one prefix.
         #[test]
         fn lookups_agree_with_search(
-            keys in proptest::collection::btree_set(tied_key(), 0..300),
-            removed_from_front in 0usize..80,
-            probes in proptest::collection::vec(tied_key(), 1..60),
+            inserted in proptest::collection::vec(prop_oneof![tied_key(), shared_prefix_key()], 0..300),
+            removals in proptest::collection::vec(prop_oneof![Just(0usize), 0usize..300], 0..120),
+            probes in proptest::collection::vec(prop_oneof![tied_key(), shared_prefix_key()], 1..60),
         ) {
             let mut leaf = Leaf::new();
-            for key in &keys {
-                let index = leaf.search(Comparator::Lexical, key).unwrap_err();
-                leaf.insert(index, key, key).unwrap();
+            let mut model = std::collections::BTreeSet::new();
+            for key in &inserted {
+                if let Err(index) = leaf.search(Comparator::Lexical, key) {
+                    leaf.insert(index, key, key).unwrap();
+                    model.insert(key.clone());
+                }
             }
-            for _ in 0..removed_from_front.min(leaf.len()) {
-                leaf.remove(0);
+            for removal in removals {
+                if let Some(key) = model.iter().nth(removal % model.len().max(1)).cloned() {
+                    leaf.remove(removal % model.len());
+                    model.remove(&key);
+                }
             }
-            let stored: Vec<&Vec<u8>> = keys.iter().skip(removed_from_front).collect();
+            let stored: Vec<&Vec<u8>> = model.iter().collect();
+            prop_assert_eq!(leaf.len(), stored.len());
             for probe in probes.iter().chain(stored.iter().copied()) {
                 let expected = leaf.search(Comparator::Lexical, probe).ok();
                 prop_assert_eq!(expected, stored.binary_search(&probe).ok());
