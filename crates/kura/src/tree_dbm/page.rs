@@ -165,7 +165,7 @@ impl Leaf {
         debug_assert_eq!(seek.probe(), key_prefix(key), "a seek finished with another key");
         let low = match seek.position() {
             Some(position) => position,
-            None => self.entries.lower_bound_from_top(seek.probe(), |_, _| {}),
+            None => self.entries.lower_bound_cached(seek.probe()),
         };
         self.search_from(seek.probe(), low, key).ok()
     }
@@ -187,15 +187,16 @@ impl Leaf {
         }
     }
 
-    /// The index of `key`, as `search` finds it, for a reader: without the checks of the
-    /// page's ends (two more lines, which miss the caches in a random lookup), it reads the
-    /// top level and one block of the index and the entries of the key's prefix.
+    /// The index of `key`, as `search` finds it, for a batched lookup's later keys in a leaf
+    /// it is reading (sorted batches meet a leaf's keys one after another): it reads the top
+    /// level, one block of the index and the entries of the key's prefix, and prefetches
+    /// nothing, as their lines came in with the earlier keys or lie next to theirs; nor does
+    /// it check the page's ends (two more lines).
     #[inline]
     pub fn find(&self, comparator: Comparator, key: &[u8]) -> Option<usize> {
         if comparator == Comparator::Lexical {
             let probe = key_prefix(key);
-            let low = self.entries.lower_bound_from_top(probe, |start, end| self.prefetch_records(start, end));
-            self.search_from(probe, low, key).ok()
+            self.search_from(probe, self.entries.lower_bound_cached(probe), key).ok()
         } else {
             self.search_others(comparator, key).ok()
         }

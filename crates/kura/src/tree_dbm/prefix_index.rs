@@ -302,20 +302,21 @@ impl<T: Copy> PrefixIndex<T> {
         if self.prefixes.get(self.head).is_some_and(|first| probe <= *first) {
             return 0; // before every key (deleting in key order)
         }
-        self.lower_bound_from_top(probe, on_block)
-    }
-
-    /// `lower_bound` without its check of the first item: it reads only the top level and
-    /// one block, the lines a batched lookup prefetched (the first item is one more line,
-    /// which only pays for writers that delete in key order).
-    #[inline]
-    pub fn lower_bound_from_top(&self, probe: u64, on_block: impl FnOnce(usize, usize)) -> usize {
         let block = self.block_below(probe);
         if let Some((start, end)) = block {
             prefetch_slice(self.items.get(start..end).unwrap_or_default());
             on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
         }
         self.position_in(probe, block)
+    }
+
+    /// `lower_bound` for a lookup whose lines are likely in the cache already (a batched
+    /// lookup's, after its stages or in a leaf it is reading): it reads the top level and one
+    /// block, and prefetches nothing. (The check of the first item would read one more line,
+    /// which only pays for writers that delete in key order.)
+    #[inline]
+    pub fn lower_bound_cached(&self, probe: u64) -> usize {
+        self.position_in(probe, self.block_below(probe))
     }
 
     /// The logical position `lower_bound` answers for `probe`, from its block (see
@@ -380,7 +381,7 @@ mod tests {
         assert_eq!(index.items(), &items[..]);
         let low = model.partition_point(|(p, _)| *p < probe);
         assert_eq!(index.lower_bound(probe, |_, _| {}), low);
-        assert_eq!(index.lower_bound_from_top(probe, |_, _| {}), low);
+        assert_eq!(index.lower_bound_cached(probe), low);
         let mut seek = index.seek(probe);
         assert_eq!(seek.position(), None);
         index.seek_item(&mut seek);
