@@ -230,8 +230,7 @@ impl MappedFile {
     pub fn ensure_len(&self, needed: u64) -> Result<()> {
         let len = self.len();
         if needed <= len {
-            let populated = self.populated.load(Ordering::Relaxed);
-            if populated < len && needed.saturating_add(POPULATE_CHUNK / 2) > populated {
+            if population_due(needed, len, self.populated.load(Ordering::Relaxed)) {
                 self.populate_ahead(needed);
             }
             return Ok(());
@@ -311,7 +310,7 @@ impl MappedFile {
     /// `populate_ahead` with the growth lock held.
     fn populate_locked(&self, _grow: &MutexGuard<'_, ()>, needed: u64) {
         let (len, populated) = (self.len(), self.populated.load(Ordering::Relaxed));
-        if populated >= len || needed.saturating_add(POPULATE_CHUNK / 2) <= populated {
+        if !population_due(needed, len, populated) {
             return; // another thread populated it meanwhile
         }
         let start = populated.max(needed);
@@ -383,6 +382,13 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
             _ => return Err(error),
         }
     }
+}
+
+/// Whether an append reaching `needed` should populate more of the file: it has grown past
+/// what is populated (`populated < len`), and `needed` comes within half a chunk of the
+/// populated end.
+fn population_due(needed: u64, len: u64, populated: u64) -> bool {
+    populated < len && needed.saturating_add(POPULATE_CHUNK / 2) > populated
 }
 
 #[cfg(test)]
