@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, OpenMode, Params, TreeDbm};
+use kura::{Action, Dbm, OpenMode, PackedValues, Params, TreeDbm};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
@@ -25,7 +25,6 @@ use crate::convert::Encoding;
 use crate::cursor::{Cursor, KeyIter, RangeIter, RecordIter, Yield};
 use crate::engine::Engine;
 use crate::errors::{self, OrRaise};
-use crate::get_many;
 use crate::gil;
 use crate::params;
 
@@ -287,7 +286,10 @@ impl Database {
         let raw: Vec<Cow<'_, [u8]>> = objects.iter().map(|key| self.key(key)).collect::<PyResult<_>>()?;
         let refs: Vec<&[u8]> = raw.iter().map(|key| key.as_ref()).collect();
         let engine = self.typed(py)?;
-        let fetched = gil::detach(py, || get_many::fetch(engine, &refs)).or_raise(py)?;
+        // The keys were converted with the GIL held (a bad one is a TypeError before anything
+        // is looked up); the values come back in one buffer, made into objects once it is back.
+        let fetched = gil::detach(py, || PackedValues::collect(refs.len(), |visit| engine.get_many_with(&refs, visit)))
+            .or_raise(py)?;
         if as_dict {
             let found = PyDict::new(py);
             for (key, value) in objects.iter().zip(fetched.values()) {

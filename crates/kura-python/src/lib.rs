@@ -19,7 +19,6 @@ mod cursor;
 mod database;
 mod engine;
 mod errors;
-mod get_many;
 mod gil;
 mod import;
 mod params;
