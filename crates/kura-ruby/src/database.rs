@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, OpenMode, Params};
+use kura::{Action, Dbm, OpenMode, PackedValues, Params};
 use magnus::encoding::{Index, RbEncoding};
-use magnus::{Error, IntoValue, RHash, RString, Ruby, Value};
+use magnus::{Error, IntoValue, RArray, RHash, RString, Ruby, Value};
 
 use crate::batch::Batch;
 use crate::convert::{Input, Output};
@@ -153,6 +153,33 @@ impl Database {
             key.with_bytes(|k| engine.get(k))
         };
         Ok(found.or_raise(ruby)?.map(|value| rb_self.string(ruby, &value)))
+    }
+
+    /// `db._get_many(keys)`: the values of an Array of keys in its order, nil where a key has
+    /// no record, as one batched lookup (`Dbm::get_many_with`, docs/get_many.md) with the
+    /// GVL released. The keys are copied out first, end to end into one buffer (Ruby strings
+    /// may change once the GVL is released), so a key that is not a String or Symbol is a
+    /// TypeError before anything is looked up; the values come back in one buffer too
+    /// (`PackedValues`) and become Ruby strings once the GVL is back.
+    pub fn get_many(ruby: &Ruby, rb_self: &Database, keys: RArray) -> Result<RArray, Error> {
+        rb_self.live(ruby)?;
+        let mut packed = Vec::new();
+        let mut ends = Vec::with_capacity(keys.len());
+        for at in 0..keys.len() {
+            let key = Input::key(ruby, keys.entry::<Value>(at as isize)?)?;
+            key.with_bytes(|bytes| packed.extend_from_slice(bytes));
+            ends.push(packed.len());
+        }
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let refs: Vec<&[u8]> =
+            starts.zip(&ends).map(|(start, &end)| packed.get(start..end).unwrap_or_default()).collect();
+        let fetched = rb_self
+            .run(ruby, true, |dbm| PackedValues::collect(refs.len(), |visit| dbm.get_many_with(&refs, visit)))?;
+        let values = RArray::with_capacity(fetched.len());
+        for value in fetched.values() {
+            values.push(value.map(|value| rb_self.string(ruby, value)))?;
+        }
+        Ok(values)
     }
 
     /// `db[key] = value`: stores the record, replacing any; returns `value`.

@@ -35,6 +35,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     db.define_singleton_method("_open", function!(Database::open, 5))?;
     db.define_method("[]", method!(Database::aref, 1))?;
     db.define_method("[]=", method!(Database::aset, 2))?;
+    db.define_method("_get_many", method!(Database::get_many, 1))?;
     db.define_method("key?", method!(Database::has_key, 1))?;
     db.define_method("_delete", method!(Database::remove, 1))?;
     db.define_method("size", method!(Database::size, 0))?;

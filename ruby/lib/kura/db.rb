@@ -152,9 +152,41 @@ module Kura
       each_with_object({}) { |(key, value), hash| hash[key] = value }
     end
 
-    # The values of `keys`, nil where absent.
+    # The values of `keys`, nil where absent (Hash#values_at), looked up as one batch with
+    # the GVL released: the engine overlaps the batch's memory misses (hash engines) or walks
+    # the tree once per leaf (docs/get_many.md). A key that is not a String or Symbol raises
+    # TypeError before anything is looked up.
     def values_at(*keys)
-      keys.map { |key| self[key] }
+      _get_many(keys)
+    end
+
+    # `values_at` for a collection of keys (an Array, a Set, any Enumerable), the name the
+    # Python binding and the Rust API use.
+    def get_many(keys)
+      raise TypeError, "Kura: get_many takes a collection of keys, not one key" if keys.is_a?(String) || keys.is_a?(Symbol)
+
+      _get_many(keys.to_a)
+    end
+
+    # The values of `keys` (Hash#fetch_values): for a key with no record, the block's value
+    # for it, or KeyError without a block. One batched lookup, as `values_at`.
+    def fetch_values(*keys)
+      _get_many(keys).each_with_index.map do |value, index|
+        next value unless value.nil?
+
+        key = keys[index]
+        raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key) unless block_given?
+
+        yield key
+      end
+    end
+
+    # The given keys that have a record, as given, to their values (Hash#slice; memcached's
+    # get_multi). One batched lookup, as `values_at`.
+    def slice(*keys)
+      keys.zip(_get_many(keys)).each_with_object({}) do |(key, value), found|
+        found[key] = value unless value.nil?
+      end
     end
 
     # Stores every pair of a Hash (or anything with each_pair).
