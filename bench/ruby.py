@@ -20,8 +20,14 @@
    sizes) from one Ruby thread, then from two: Kura releases the GVL while it decompresses. HashDbm (each read decompresses its record: the target) and TreeDbm (pages
    compressed, recently read ones cached). Best of the rounds for each.
 
-BENCH_RUBY_PARTS (default zstd,seed) measures only the parts named and keeps the others from
-the existing ruby.json.
+3. Batched reads: BENCH_RUBY_BATCH_RECORDS records (default 1,000,000) written as in 1, then
+   read back in one process through `db[k]` and through `db.values_at` in batches of
+   BATCH_KEYS keys, the two alternating over BENCH_RUBY_REPEAT rounds (bench/ruby_seed.rb
+   `batched`): Kura's TreeDbm and HashDbm, whose `values_at` is one batched lookup with the
+   GVL released, and Ruby's DBM, whose `values_at` loops over its keys. Best of each.
+
+BENCH_RUBY_PARTS (default zstd,seed,batched) measures only the parts named and keeps the
+others from the existing ruby.json.
 
 `report` reads only the JSON and checks the targets below (data, not code).
 """
@@ -47,6 +53,10 @@ LEVELDB_BINARY = os.path.join(WORK, "leveldb_seed")
 RUBY_LIB = os.path.join(ROOT, "ruby", "lib")
 
 STORES = ["kura-tree", "kura-hash", "leveldb-c++", "dbm", "hash"]
+PARTS = ["zstd", "seed", "batched"]
+BATCHED_STORES = ["kura-tree", "kura-hash", "dbm"]
+# Keys per `db.values_at` call in the batched part (as python/bench.py's `get_many`).
+BATCH_KEYS = 1000
 ZSTD_ENGINES = ["hash", "tree"]
 # Stores measured in the first round only: Ruby's DBM takes minutes for 10M writes (60x the
 # others), so a best of three would change nothing but the run's length.
@@ -113,9 +123,9 @@ def measure():
     zstd_records = int(os.environ.get("BENCH_RUBY_ZSTD_RECORDS", "1000000"))
     repeat = int(os.environ.get("BENCH_RUBY_REPEAT", "3"))
     build_leveldb_driver()
-    parts = [p for p in os.environ.get("BENCH_RUBY_PARTS", "zstd,seed").split(",") if p]
+    parts = [p for p in os.environ.get("BENCH_RUBY_PARTS", ",".join(PARTS)).split(",") if p]
     previous = {}
-    if set(parts) != {"zstd", "seed"} and os.path.exists(JSON_PATH):
+    if set(parts) != set(PARTS) and os.path.exists(JSON_PATH):
         with open(JSON_PATH) as f:
             previous = json.load(f)
     value_sizes = [int(v) for v in os.environ.get("BENCH_RUBY_ZSTD_VALUE_BYTES", "1024,16384").split(",") if v]
@@ -157,6 +167,7 @@ def measure():
             kept["read_s"] = min(kept["read_s"], figures["read_s"])
     for figures in best.values():
         figures["total_s"] = figures["write_s"] + figures["read_s"]
+    batched = measure_batched(repeat) if "batched" in parts else previous.get("batched", {})
     ruby_version = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], capture_output=True, text=True).stdout
     document = {
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -164,12 +175,57 @@ def measure():
         "repeat": repeat,
         "seed": best,
         "zstd": zstd,
+        "batched": batched,
     }
     os.makedirs(RESULTS, exist_ok=True)
     with open(JSON_PATH, "w") as f:
         json.dump(document, f, indent=2)
         f.write("\n")
     log(f"wrote {JSON_PATH}")
+
+
+def measure_batched(repeat):
+    """{store: {records, batch, read_s, batched_s}}: each store in its own process, which
+    alternates its two read loops `repeat` times and keeps the best of each."""
+    records = int(os.environ.get("BENCH_RUBY_BATCH_RECORDS", "1000000"))
+    batched = {}
+    for store in BATCHED_STORES:
+        directory = tempfile.mkdtemp(dir=WORK)
+        try:
+            figures = run_json(["ruby", "-I", RUBY_LIB, SEED_SCRIPT, "batched", store, str(records), directory,
+                                str(BATCH_KEYS), str(repeat)])
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        log(f"batched {store}: db[k] {figures['read_s']:.3f} s, values_at {figures['batched_s']:.3f} s")
+        batched[store] = {name: figures[name] for name in ("records", "batch", "read_s", "batched_s")}
+    return batched
+
+
+def batched_lines(document):
+    """The batched part's table, or nothing when the JSON has none."""
+    batched = document.get("batched") or {}
+    dbm = batched.get("dbm")
+    if not batched:
+        return []
+    lines = [
+        "",
+        f"Batched reads: {next(iter(batched.values()))['records']:,} keys `\"%016d\" % i` read back in one process, "
+        f"every key through `db[k]` and through `db.values_at(*keys)` in batches of {BATCH_KEYS:,} keys, the two "
+        "loops taking turns (key formatting included); best of each. Kura's `values_at` is one batched lookup "
+        "with the GVL released (docs/get_many.md); Ruby's DBM loops over its keys.",
+        "",
+        "| store | db[k] reads/s | values_at reads/s | values_at / own db[k] | values_at / DBM's values_at |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for store in BATCHED_STORES:
+        row = batched.get(store)
+        if row is None:
+            continue
+        versus_dbm = f"{dbm['batched_s'] / row['batched_s']:.2f}x" if dbm else "-"
+        lines.append(f"| {STORE_TITLES[store]} | {row['records'] / row['read_s']:,.0f} | "
+                     f"{row['records'] / row['batched_s']:,.0f} | {row['read_s'] / row['batched_s']:.2f}x | "
+                     f"{versus_dbm} |")
+    return lines
 
 
 def lookup(document, path):
@@ -221,6 +277,7 @@ def report():
                      f"{row['two_threads_s']:.3f} | {row['one_thread_s'] / row['two_threads_s']:.2f}x | "
                      f"{row['ruby_only_s']:.3f} | {row['ruby_only_s'] / row['one_thread_s']:.0%} | "
                      f"{amdahl_bound(row):.2f}x |")
+    lines += batched_lines(document)
     lines += [
         "",
         "## Targets",
@@ -251,7 +308,12 @@ def plot(document):
         return
     seed = document["seed"]
     stores = [store for store in STORES if store in seed]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 1]})
+    batched = document.get("batched") or {}
+    batched_stores = [store for store in BATCHED_STORES if store in batched]
+    panels = 3 if batched_stores else 2
+    figure, axes = plt.subplots(1, panels, figsize=(12 + 4 * (panels - 2), 4.5),
+                                gridspec_kw={"width_ratios": [3, 1, 1.5][:panels]})
+    left, right = axes[0], axes[1]
     positions = range(len(stores))
     width = 0.38
     left.bar([p - width / 2 for p in positions], [seed[s]["write_s"] for s in stores], width, label="write")
@@ -273,6 +335,18 @@ def plot(document):
     right.set_ylabel("reads/s (higher is better)")
     right.set_title("zstd reads from Ruby threads")
     right.legend()
+    if batched_stores:
+        third = axes[2]
+        for offset, (field, label, color) in enumerate([("read_s", "db[k]", "tab:gray"),
+                                                        ("batched_s", f"values_at, {BATCH_KEYS:,} keys", "tab:blue")]):
+            third.bar([p + (offset - 0.5) * width for p in range(len(batched_stores))],
+                      [batched[s]["records"] / batched[s][field] for s in batched_stores], width, label=label,
+                      color=color)
+        third.set_xticks(list(range(len(batched_stores))))
+        third.set_xticklabels([STORE_TITLES[s].replace(" (Ruby)", "") for s in batched_stores], rotation=15)
+        third.set_ylabel("reads/s (higher is better)")
+        third.set_title("batched reads")
+        third.legend()
     figure.tight_layout()
     figure.savefig(PNG_PATH, dpi=100)
     log(f"wrote {PNG_PATH}")

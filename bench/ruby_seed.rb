@@ -6,6 +6,7 @@
 #
 #   ruby -Iruby/lib bench/ruby_seed.rb seed STORE RECORDS DIR    STORE: kura-tree kura-hash dbm hash
 #   ruby -Iruby/lib bench/ruby_seed.rb zstd-threads ENGINE RECORDS DIR [VALUE_BYTES]   ENGINE: hash tree
+#   ruby -Iruby/lib bench/ruby_seed.rb batched STORE RECORDS DIR BATCH ROUNDS    STORE: kura-tree kura-hash dbm
 #
 # The timed spans are the whole Ruby program's: opening, every key formatted and every
 # call made, and closing (which flushes), as in bench/leveldb_seed.cc.
@@ -122,8 +123,48 @@ def zstd_threads(engine, records, dir, value_bytes)
   end
 end
 
+# Batched reads: RECORDS records written as in `seed`, then read back twice in one process,
+# the rounds alternating: every key through `db[k]`, and every key through `db.values_at`
+# in batches of BATCH keys (one batched lookup each, the GVL released for it). Ruby's DBM
+# has no batched read, so only its `db[k]` loop is timed. Best time of each over the rounds.
+def batched(store, records, dir, batch, rounds)
+  db = open_store(store, dir, records, true)
+  i = 0
+  while i < records
+    key = format("%016d", i)
+    db[key] = key
+    i += 1
+  end
+  db.close
+  db = open_store(store, dir, records, false)
+  best = { read_s: Float::INFINITY }
+  best[:batched_s] = Float::INFINITY if db.respond_to?(:values_at)
+  rounds.times do
+    found = 0
+    best[:read_s] = [best[:read_s], timed { i = 0; while i < records; found += 1 if db[format("%016d", i)]; i += 1; end }].min
+    raise "#{store}: read #{found} of #{records} records" unless found == records
+    next unless best.key?(:batched_s)
+
+    found = 0
+    elapsed = timed do
+      i = 0
+      while i < records
+        last = [i + batch, records].min
+        found += db.values_at(*(i...last).map { |n| format("%016d", n) }).count { |value| value }
+        i = last
+      end
+    end
+    raise "#{store}: read #{found} of #{records} records in batches" unless found == records
+
+    best[:batched_s] = [best[:batched_s], elapsed].min
+  end
+  db.close
+  { store: store, records: records, batch: batch, **best }
+end
+
 case ARGV[0]
 when "seed" then puts JSON.generate(seed(ARGV[1], Integer(ARGV[2]), ARGV[3]))
+when "batched" then puts JSON.generate(batched(ARGV[1], Integer(ARGV[2]), ARGV[3], Integer(ARGV[4]), Integer(ARGV[5])))
 when "zstd-threads" then puts JSON.generate(zstd_threads(ARGV[1], Integer(ARGV[2]), ARGV[3], Integer(ARGV[4] || 1024)))
-else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR [VALUE_BYTES]"
+else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR [VALUE_BYTES] | batched STORE RECORDS DIR BATCH ROUNDS"
 end
