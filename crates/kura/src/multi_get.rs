@@ -85,10 +85,8 @@ impl LockSet {
     pub fn order(&mut self) -> LockOrder {
         let mut order = LockOrder { words: [0; WORDS], before: [0; WORDS], used: self.used };
         let mut count = 0u16;
-        let mut used = std::mem::take(&mut self.used);
-        while used != 0 {
-            let index = used.trailing_zeros() as usize;
-            used &= used - 1;
+        let mut used = u64::from(std::mem::take(&mut self.used));
+        while let Some(index) = take_lowest_bit(&mut used) {
             if let (Some(word), Some(ordered), Some(before)) =
                 (self.words.get_mut(index), order.words.get_mut(index), order.before.get_mut(index))
             {
@@ -99,6 +97,14 @@ impl LockSet {
         }
         order
     }
+}
+
+/// The position of the lowest bit set in `bits`, cleared from it; None when none is set.
+#[inline]
+fn take_lowest_bit(bits: &mut u64) -> Option<usize> {
+    let position = (*bits != 0).then(|| bits.trailing_zeros() as usize)?;
+    *bits &= *bits - 1;
+    Some(position)
 }
 
 /// A group's locks in ascending order, each once, with where each sits in that order.
@@ -113,19 +119,13 @@ pub struct LockOrder {
 impl LockOrder {
     /// The locks, ascending.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        let (mut used, mut index, mut rest) = (self.used, 0, 0u64);
+        let (mut used, mut index, mut rest) = (u64::from(self.used), 0, 0u64);
         std::iter::from_fn(move || {
             while rest == 0 {
-                if used == 0 {
-                    return None;
-                }
-                index = used.trailing_zeros() as usize;
-                used &= used - 1;
+                index = take_lowest_bit(&mut used)?;
                 rest = self.words.get(index).copied().unwrap_or(0);
             }
-            let bit = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            Some(index * WORD_BITS + bit)
+            take_lowest_bit(&mut rest).map(|bit| index * WORD_BITS + bit)
         })
     }
 
