@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, OpenMode, PackedValues, Params, TreeDbm};
+use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TreeDbm};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
@@ -288,11 +288,11 @@ impl Database {
         let engine = self.typed(py)?;
         // The keys were converted with the GIL held (a bad one is a TypeError before anything
         // is looked up); the values come back in one buffer, made into objects once it is back.
-        let fetched = gil::detach(py, || PackedValues::collect(refs.len(), |visit| engine.get_many_with(&refs, visit)))
+        let fetched = gil::detach(py, || PackedBytes::collect(refs.len(), |visit| engine.get_many_with(&refs, visit)))
             .or_raise(py)?;
         if as_dict {
             let found = PyDict::new(py);
-            for (key, value) in objects.iter().zip(fetched.values()) {
+            for (key, value) in objects.iter().zip(fetched.iter()) {
                 if let Some(value) = value {
                     found.set_item(key, self.encoding.output(py, value)?)?;
                 }
@@ -300,7 +300,7 @@ impl Database {
             return Ok(found.into_any());
         }
         let values = fetched
-            .values()
+            .iter()
             .map(|value| match value {
                 Some(value) => self.encoding.output(py, value),
                 None => Ok(py.None().into_bound(py)),

@@ -5,7 +5,8 @@
 //!
 //! Threads: a `Kura::DB` may be shared by Ruby threads; each engine call is atomic. The GVL
 //! is released (`gvl::without_gvl`) around calls that do I/O or may wait (open, close, sync,
-//! rebuild, clear, stats, batches, the chunks of a walk) and around record calls on
+//! rebuild, clear, stats, batches, batched lookups of `LONG_BATCH` keys or more, the chunks
+//! of a walk) and around record calls (smaller batched lookups included) on
 //! databases whose records are compressed (decompression takes microseconds) or that were
 //! opened with `release_gvl: true`. Uncompressed record calls keep it: they take about as
 //! long as releasing and re-taking it; except while another thread of this database is in
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, OpenMode, PackedValues, Params};
+use kura::{Action, Dbm, OpenMode, PackedBytes, Params};
 use magnus::encoding::{Index, RbEncoding};
 use magnus::{Error, IntoValue, RArray, RHash, RString, Ruby, Value};
 
@@ -70,6 +71,12 @@ fn releases_by_default(dbm: &dyn Dbm) -> bool {
         .map(|props| props.iter().any(|(name, value)| name == "record_comp" && value != "none"))
         .unwrap_or(false)
 }
+
+/// Keys from which a batched lookup (`values_at` and its kin) runs as a long call, with the
+/// GVL released: about where the batch takes as long as releasing and re-taking the GVL
+/// (a few microseconds on a virtual machine) at a few hundred nanoseconds a key. Smaller
+/// batches follow the database's record calls (`record_call_releases`).
+const LONG_BATCH: usize = 16;
 
 fn params_of(pairs: Vec<(String, String)>) -> Params {
     pairs.into_iter().fold(Params::new(), |params, (name, value)| params.with(&name, value))
@@ -156,27 +163,26 @@ impl Database {
     }
 
     /// `db._get_many(keys)`: the values of an Array of keys in its order, nil where a key has
-    /// no record, as one batched lookup (`Dbm::get_many_with`, docs/get_many.md) with the
-    /// GVL released. The keys are copied out first, end to end into one buffer (Ruby strings
-    /// may change once the GVL is released), so a key that is not a String or Symbol is a
-    /// TypeError before anything is looked up; the values come back in one buffer too
-    /// (`PackedValues`) and become Ruby strings once the GVL is back.
+    /// no record, as one batched lookup (`Dbm::get_many_with`, docs/get_many.md). The keys
+    /// are copied out first, end to end into one buffer (Ruby strings may change once the
+    /// GVL is released), so a key that is not a String or Symbol is a TypeError before
+    /// anything is looked up; the values come back in one buffer too and become Ruby strings
+    /// once the GVL is held again. A batch of `LONG_BATCH` keys or more is a long call (the
+    /// GVL released, `busy` counted); a smaller one is a record call. lib/kura/db.rb passes
+    /// an Array no Ruby code can reach (a Symbol's `name` runs Ruby code).
     pub fn get_many(ruby: &Ruby, rb_self: &Database, keys: RArray) -> Result<RArray, Error> {
         rb_self.live(ruby)?;
-        let mut packed = Vec::new();
-        let mut ends = Vec::with_capacity(keys.len());
+        let mut packed = PackedBytes::with_capacity(keys.len(), 0);
         for at in 0..keys.len() {
             let key = Input::key(ruby, keys.entry::<Value>(at as isize)?)?;
-            key.with_bytes(|bytes| packed.extend_from_slice(bytes));
-            ends.push(packed.len());
+            key.with_bytes(|bytes| packed.push(Some(bytes)));
         }
-        let starts = std::iter::once(0).chain(ends.iter().copied());
-        let refs: Vec<&[u8]> =
-            starts.zip(&ends).map(|(start, &end)| packed.get(start..end).unwrap_or_default()).collect();
-        let fetched = rb_self
-            .run(ruby, true, |dbm| PackedValues::collect(refs.len(), |visit| dbm.get_many_with(&refs, visit)))?;
-        let values = RArray::with_capacity(fetched.len());
-        for value in fetched.values() {
+        let refs = packed.slices();
+        let long = refs.len() >= LONG_BATCH;
+        let fetched =
+            rb_self.run(ruby, long, |dbm| PackedBytes::collect(refs.len(), |visit| dbm.get_many_with(&refs, visit)))?;
+        let values = ruby.ary_new_capa(fetched.len());
+        for value in fetched.iter() {
             values.push(value.map(|value| rb_self.string(ruby, value)))?;
         }
         Ok(values)

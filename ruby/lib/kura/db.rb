@@ -23,7 +23,7 @@ module Kura
 
     # The native primitives (crates/kura-ruby/src/database.rs) behind the methods below.
     private_class_method :_open
-    private :_delete, :_walk, :_increment, :_sync, :_rebuild
+    private :_delete, :_walk, :_increment, :_sync, :_rebuild, :_get_many
 
     # `Kura::DB.new(path, mode = "c", **params)`: see Kura.open.
     def self.new(path, mode = "c", encoding: nil, release_gvl: nil, **params)
@@ -84,7 +84,7 @@ module Kura
       return yield(key) if block_given?
       return default.first unless default.empty?
 
-      raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key)
+      raise key_not_found(key)
     end
 
     # Yields `[key, value]` for every record (Hash#each style: `|k, v|` splats). On
@@ -161,11 +161,12 @@ module Kura
     end
 
     # `values_at` for a collection of keys (an Array, a Set, any Enumerable), the name the
-    # Python binding and the Rust API use.
+    # Python binding and the Rust API use. The keys are copied into an Array of this call's
+    # own, which no other Ruby code can change while the native side reads it.
     def get_many(keys)
-      raise TypeError, "Kura: get_many takes a collection of keys, not one key" if keys.is_a?(String) || keys.is_a?(Symbol)
+      raise TypeError, "Kura: get_many takes an Enumerable of keys, not #{keys.class}" unless keys.is_a?(Enumerable)
 
-      _get_many(keys.to_a)
+      _get_many(keys.to_a.dup)
     end
 
     # The values of `keys` (Hash#fetch_values): for a key with no record, the block's value
@@ -175,7 +176,7 @@ module Kura
         next value unless value.nil?
 
         key = keys[index]
-        raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key) unless block_given?
+        raise key_not_found(key) unless block_given?
 
         yield key
       end
@@ -243,6 +244,11 @@ module Kura
 
     def size_unless_bounded(from, to)
       from.nil? && to.nil? ? size : nil
+    end
+
+    # The KeyError Hash#fetch raises for `key`.
+    def key_not_found(key)
+      KeyError.new("key not found: #{key.inspect}", receiver: self, key: key)
     end
   end
 end

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use kura::Dbm;
+use kura::{Dbm, PackedBytes};
 
 use super::workload::{format_key, KeyOrder};
 use super::BenchArgs;
@@ -27,23 +27,18 @@ pub fn get_in_batches(args: &BenchArgs, db: &dyn Dbm, batch: usize) -> kura::Res
                 scope.spawn(move || -> kura::Result<()> {
                     let mut keys = KeyOrder::new(args.random_key, thread_id, args.threads, args.iter);
                     // The batch's keys end to end in one buffer, reused from batch to batch.
-                    let mut packed: Vec<u8> = Vec::with_capacity(batch * 20);
-                    let mut ends: Vec<usize> = Vec::with_capacity(batch);
+                    let mut packed = PackedBytes::with_capacity(batch, batch * 20);
                     let mut key = Vec::with_capacity(20);
                     let mut missed = 0u64;
                     let mut i = 0;
                     while i < args.iter {
                         packed.clear();
-                        ends.clear();
                         let len = (args.iter - i).min(batch as u64);
                         for j in i..i + len {
                             format_key(keys.key_number(j), &mut key);
-                            packed.extend_from_slice(&key);
-                            ends.push(packed.len());
+                            packed.push(Some(&key));
                         }
-                        let starts = std::iter::once(0).chain(ends.iter().copied());
-                        let refs: Vec<&[u8]> =
-                            starts.zip(&ends).map(|(start, &end)| packed.get(start..end).unwrap_or_default()).collect();
+                        let refs = packed.slices();
                         db.get_many_with(&refs, &mut |_, value| missed += u64::from(value.is_none()))?;
                         bar.inc(len);
                         i += len;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use kura::{Error, OpenMode, Params};
+use kura::{Error, OpenMode, PackedBytes, Params};
 use serde_json::json;
 
 use super::report::Phase;
@@ -31,7 +31,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
     }
     let mut keys = read_keys(tsv)?;
     shuffle(&mut keys, SHUFFLE_SEED);
-    let keys = KeyList::pack(keys);
+    let keys = pack(keys);
 
     let db = crate::commands::open(path, OpenMode::ReadOnly, &params)?;
     let engine = kura::registry::resolve(path, &params).map_or("unknown", |e| e.name);
@@ -51,7 +51,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
                     let mut value = Vec::new();
                     for (done, index) in (begin..end).enumerate() {
                         let mut found = false;
-                        db.get_with(keys.get(index), &mut |stored| {
+                        db.get_with(keys.get(index).unwrap_or_default(), &mut |stored| {
                             if let Some(stored) = stored {
                                 value.clear();
                                 value.extend_from_slice(stored);
@@ -120,7 +120,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
         let start_key = |thread_id: usize, i: u64, key: &mut Vec<u8>| {
             let index = (thread_id as u64 * per_thread + i) as usize % keys.len().max(1);
             key.clear();
-            key.extend_from_slice(keys.get(index));
+            key.extend_from_slice(keys.get(index).unwrap_or_default());
         };
         let scanned = scan::range_scans(db.as_ref(), args.threads, per_thread, span, &start_key)?;
         let mut line = scan_phase("range", &scanned)?;
@@ -136,38 +136,6 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
         return Err(Error::infeasible(format!("{misses} of {} keys were not found", keys.len())));
     }
     Ok(())
-}
-
-/// The shuffled keys packed end to end in one buffer, in the order they are read. Fetching
-/// the next key is then a sequential read, as it is for the short strings stored inline in
-/// `bench/tkrzw_get.cc`'s list (which packs its keys the same way): the time measured is the
-/// database's, not the cache misses of a list of separately allocated keys.
-struct KeyList {
-    bytes: Vec<u8>,
-    /// Where each key ends in `bytes`; key `i` starts where key `i - 1` ends.
-    ends: Vec<usize>,
-}
-
-impl KeyList {
-    fn pack(keys: Vec<Vec<u8>>) -> KeyList {
-        let mut list = KeyList { bytes: Vec::with_capacity(keys.iter().map(Vec::len).sum()), ends: Vec::new() };
-        for key in keys {
-            list.bytes.extend_from_slice(&key);
-            list.ends.push(list.bytes.len());
-        }
-        list
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// Key `index`, or an empty key past the end.
-    fn get(&self, index: usize) -> &[u8] {
-        let start = index.checked_sub(1).and_then(|i| self.ends.get(i)).copied().unwrap_or(0);
-        let end = self.ends.get(index).copied().unwrap_or(start);
-        self.bytes.get(start..end).unwrap_or_default()
-    }
 }
 
 /// The first column of every line that has a tab.
@@ -186,4 +154,16 @@ fn read_keys(tsv: &Path) -> kura::Result<Vec<Vec<u8>>> {
             keys.push(line.get(..tab).unwrap_or_default().to_vec());
         }
     }
+}
+
+/// The shuffled keys packed end to end in one buffer, in the order they are read. Fetching
+/// the next key is then a sequential read, as it is for the short strings stored inline in
+/// `bench/tkrzw_get.cc`'s list (which packs its keys the same way): the time measured is the
+/// database's, not the cache misses of a list of separately allocated keys.
+fn pack(keys: Vec<Vec<u8>>) -> PackedBytes {
+    let mut packed = PackedBytes::with_capacity(keys.len(), keys.iter().map(Vec::len).sum());
+    for key in &keys {
+        packed.push(Some(key));
+    }
+    packed
 }
