@@ -122,7 +122,6 @@ def measure():
     records = int(os.environ.get("BENCH_RUBY_RECORDS", "10000000"))
     zstd_records = int(os.environ.get("BENCH_RUBY_ZSTD_RECORDS", "1000000"))
     repeat = int(os.environ.get("BENCH_RUBY_REPEAT", "3"))
-    build_leveldb_driver()
     parts = [p for p in os.environ.get("BENCH_RUBY_PARTS", ",".join(PARTS)).split(",") if p]
     previous = {}
     if set(parts) != set(PARTS) and os.path.exists(JSON_PATH):
@@ -150,6 +149,8 @@ def measure():
                 for field in ("one_thread_s", "two_threads_s", "ruby_only_s"):
                     kept[field] = min(kept[field], figures[field])
     best = {} if "seed" in parts else previous.get("seed", {})
+    if "seed" in parts:
+        build_leveldb_driver()
     for round_index in range(repeat if "seed" in parts else 0):
         shift = round_index % len(STORES)
         for store in STORES[shift:] + STORES[:shift]:
@@ -169,19 +170,32 @@ def measure():
         figures["total_s"] = figures["write_s"] + figures["read_s"]
     batched = measure_batched(repeat) if "batched" in parts else previous.get("batched", {})
     ruby_version = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], capture_output=True, text=True).stdout
-    document = {
+    this_run = {
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "ruby": ruby_version},
         "repeat": repeat,
-        "seed": best,
-        "zstd": zstd,
-        "batched": batched,
     }
+    # Each part keeps the run that measured it: this one, or the one the kept figures came from.
+    runs = {part: this_run if part in parts else run_of(previous, part) for part in PARTS}
+    document = {**this_run, "runs": runs, "seed": best, "zstd": zstd, "batched": batched}
     os.makedirs(RESULTS, exist_ok=True)
     with open(JSON_PATH, "w") as f:
         json.dump(document, f, indent=2)
         f.write("\n")
     log(f"wrote {JSON_PATH}")
+
+
+def run_of(document, part):
+    """{when, machine, repeat} of the run that measured `part` of a ruby.json (files written
+    before parts were measured separately have one run for all)."""
+    return document.get("runs", {}).get(part) or {name: document.get(name) for name in ("when", "machine", "repeat")}
+
+
+def measured_line(document, part):
+    run = run_of(document, part)
+    machine = run.get("machine") or {}
+    return (f"Measured {run.get('when')} by `bench/ruby.py` ({machine.get('cpus')} CPUs, Ruby {machine.get('ruby')}, "
+            f"best of {run.get('repeat')} rounds)")
 
 
 def measure_batched(repeat):
@@ -204,14 +218,15 @@ def measure_batched(repeat):
 def batched_lines(document):
     """The batched part's table, or nothing when the JSON has none."""
     batched = document.get("batched") or {}
-    dbm = batched.get("dbm")
     if not batched:
         return []
+    first = next(iter(batched.values()))
+    rate = {store: row["records"] / row["batched_s"] for store, row in batched.items()}
     lines = [
         "",
-        f"Batched reads: {next(iter(batched.values()))['records']:,} keys `\"%016d\" % i` read back in one process, "
-        f"every key through `db[k]` and through `db.values_at(*keys)` in batches of {BATCH_KEYS:,} keys, the two "
-        "loops taking turns (key formatting included); best of each. Kura's `values_at` is one batched lookup "
+        f"{measured_line(document, 'batched')}: {first['records']:,} keys `\"%016d\" % i` read back in one "
+        f"process, every key through `db[k]` and through `db.values_at(*keys)` in batches of {first['batch']:,} "
+        "keys, the two loops taking turns (key formatting included). Kura's `values_at` is one batched lookup "
         "with the GVL released (docs/get_many.md); Ruby's DBM loops over its keys.",
         "",
         "| store | db[k] reads/s | values_at reads/s | values_at / own db[k] | values_at / DBM's values_at |",
@@ -221,10 +236,9 @@ def batched_lines(document):
         row = batched.get(store)
         if row is None:
             continue
-        versus_dbm = f"{dbm['batched_s'] / row['batched_s']:.2f}x" if dbm else "-"
-        lines.append(f"| {STORE_TITLES[store]} | {row['records'] / row['read_s']:,.0f} | "
-                     f"{row['records'] / row['batched_s']:,.0f} | {row['read_s'] / row['batched_s']:.2f}x | "
-                     f"{versus_dbm} |")
+        versus_dbm = f"{rate[store] / rate['dbm']:.2f}x" if "dbm" in rate else "-"
+        lines.append(f"| {STORE_TITLES[store]} | {row['records'] / row['read_s']:,.0f} | {rate[store]:,.0f} | "
+                     f"{row['read_s'] / row['batched_s']:.2f}x | {versus_dbm} |")
     return lines
 
 
@@ -241,8 +255,7 @@ def report():
     lines = [
         "# Ruby binding: the seed's LevelDB workload from Ruby",
         "",
-        f"Measured {document['when']} by `bench/ruby.py` ({document['machine']['cpus']} CPUs, Ruby "
-        f"{document['machine']['ruby']}, best of {document['repeat']} rounds, stores taking turns). "
+        f"{measured_line(document, 'seed')}, stores taking turns. "
         "Keys `\"%016d\" % i` with equal values, written then read through `db[k] = v` / `db[k]`; "
         "each time covers open, loop (key formatting included) and close.",
         "",
@@ -260,7 +273,8 @@ def report():
             f"{ratio} |")
     lines += [
         "",
-        "Reads of a zstd-compressed database (English-like text values, every key once) from Ruby "
+        f"{measured_line(document, 'zstd')}: reads of a zstd-compressed database (English-like text values, "
+        "every key once) from Ruby "
         "threads. *Ruby alone* is the same one-thread loop with the database call replaced by what "
         "Ruby itself spends per read with the GVL held (the key formatted, a new String of the "
         "value's size); the *bound* is what two threads could reach if nothing but that part "
@@ -331,22 +345,24 @@ def plot(document):
         right.bar([p + (offset - 0.5) * width for p in range(len(engines))],
                   [row["records"] / row[field] for row in rows], width, label=label, color=color)
     right.set_xticks(list(range(len(engines))))
-    right.set_xticklabels(engines)
+    right.set_xticklabels(engines, rotation=15)
     right.set_ylabel("reads/s (higher is better)")
     right.set_title("zstd reads from Ruby threads")
     right.legend()
     if batched_stores:
         third = axes[2]
         for offset, (field, label, color) in enumerate([("read_s", "db[k]", "tab:gray"),
-                                                        ("batched_s", f"values_at, {BATCH_KEYS:,} keys", "tab:blue")]):
+                                                        ("batched_s", "values_at", "tab:blue")]):
             third.bar([p + (offset - 0.5) * width for p in range(len(batched_stores))],
                       [batched[s]["records"] / batched[s][field] for s in batched_stores], width, label=label,
                       color=color)
         third.set_xticks(list(range(len(batched_stores))))
         third.set_xticklabels([STORE_TITLES[s].replace(" (Ruby)", "") for s in batched_stores], rotation=15)
         third.set_ylabel("reads/s (higher is better)")
-        third.set_title("batched reads")
-        third.legend()
+        third.set_title(f"batched reads, {batched[batched_stores[0]]['batch']:,} keys a call")
+        third.legend(loc="upper right", fontsize="small")
+        third.set_ylim(top=max(batched[s]["records"] / batched[s][f] for s in batched_stores
+                               for f in ("read_s", "batched_s")) * 1.3)
     figure.tight_layout()
     figure.savefig(PNG_PATH, dpi=100)
     log(f"wrote {PNG_PATH}")

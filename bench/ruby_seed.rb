@@ -2,7 +2,8 @@
 
 # One side of bench/ruby.py, run in its own Ruby process: the seed's workload (`"%016d" % i`
 # keys with equal values, written then read through `db[k] = v` / `db[k]`) on one store,
-# or the two-thread read of a zstd-compressed database. Prints one JSON object.
+# the two-thread read of a zstd-compressed database, or the batched reads (`values_at`)
+# against `db[k]`. Prints one JSON object.
 #
 #   ruby -Iruby/lib bench/ruby_seed.rb seed STORE RECORDS DIR    STORE: kura-tree kura-hash dbm hash
 #   ruby -Iruby/lib bench/ruby_seed.rb zstd-threads ENGINE RECORDS DIR [VALUE_BYTES]   ENGINE: hash tree
@@ -124,9 +125,10 @@ def zstd_threads(engine, records, dir, value_bytes)
 end
 
 # Batched reads: RECORDS records written as in `seed`, then read back twice in one process,
-# the rounds alternating: every key through `db[k]`, and every key through `db.values_at`
-# in batches of BATCH keys (one batched lookup each, the GVL released for it). Ruby's DBM
-# has no batched read, so only its `db[k]` loop is timed. Best time of each over the rounds.
+# every key through `db[k]` and every key through `db.values_at` in batches of BATCH keys
+# (Kura: one batched lookup each, the GVL released for it; Ruby's DBM: a loop over the keys),
+# the two loops taking turns over ROUNDS rounds, each round starting with the other one.
+# Best time of each.
 def batched(store, records, dir, batch, rounds)
   db = open_store(store, dir, records, true)
   i = 0
@@ -137,26 +139,36 @@ def batched(store, records, dir, batch, rounds)
   end
   db.close
   db = open_store(store, dir, records, false)
-  best = { read_s: Float::INFINITY }
-  best[:batched_s] = Float::INFINITY if db.respond_to?(:values_at)
-  rounds.times do
-    found = 0
-    best[:read_s] = [best[:read_s], timed { i = 0; while i < records; found += 1 if db[format("%016d", i)]; i += 1; end }].min
-    raise "#{store}: read #{found} of #{records} records" unless found == records
-    next unless best.key?(:batched_s)
-
-    found = 0
-    elapsed = timed do
+  loops = {
+    read_s: lambda do
+      found = 0
+      i = 0
+      while i < records
+        found += 1 if db[format("%016d", i)]
+        i += 1
+      end
+      found
+    end,
+    batched_s: lambda do
+      found = 0
       i = 0
       while i < records
         last = [i + batch, records].min
         found += db.values_at(*(i...last).map { |n| format("%016d", n) }).count { |value| value }
         i = last
       end
+      found
     end
-    raise "#{store}: read #{found} of #{records} records in batches" unless found == records
+  }
+  best = loops.keys.to_h { |name| [name, Float::INFINITY] }
+  rounds.times do |round|
+    loops.to_a.rotate(round).each do |name, body|
+      found = nil
+      elapsed = timed { found = body.call }
+      raise "#{store}: #{name} read #{found} of #{records} records" unless found == records
 
-    best[:batched_s] = [best[:batched_s], elapsed].min
+      best[name] = [best[name], elapsed].min
+    end
   end
   db.close
   { store: store, records: records, batch: batch, **best }
