@@ -178,5 +178,6 @@ case ARGV[0]
 when "seed" then puts JSON.generate(seed(ARGV[1], Integer(ARGV[2]), ARGV[3]))
 when "batched" then puts JSON.generate(batched(ARGV[1], Integer(ARGV[2]), ARGV[3], Integer(ARGV[4]), Integer(ARGV[5])))
 when "zstd-threads" then puts JSON.generate(zstd_threads(ARGV[1], Integer(ARGV[2]), ARGV[3], Integer(ARGV[4] || 1024)))
-else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR [VALUE_BYTES] | batched STORE RECORDS DIR BATCH ROUNDS"
+else abort "usage: ruby_seed.rb seed STORE RECORDS DIR | zstd-threads ENGINE RECORDS DIR [VALUE_BYTES] | " \
+           "batched STORE RECORDS DIR BATCH ROUNDS"
 end
