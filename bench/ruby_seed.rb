@@ -36,6 +36,18 @@ def open_store(store, dir, records, writing)
   end
 end
 
+# Writes the seed's records into a new store through `db[k] = v`, then closes it.
+def write_seed(store, dir, records)
+  db = open_store(store, dir, records, true)
+  i = 0
+  while i < records
+    key = format("%016d", i)
+    db[key] = key
+    i += 1
+  end
+  db.close
+end
+
 def seed(store, records, dir)
   if store == "hash"
     hash = {}
@@ -43,16 +55,7 @@ def seed(store, records, dir)
     found = 0
     read_s = timed { i = 0; while i < records; found += 1 if hash[format("%016d", i)]; i += 1; end }
   else
-    write_s = timed do
-      db = open_store(store, dir, records, true)
-      i = 0
-      while i < records
-        key = format("%016d", i)
-        db[key] = key
-        i += 1
-      end
-      db.close
-    end
+    write_s = timed { write_seed(store, dir, records) }
     found = 0
     read_s = timed do
       db = open_store(store, dir, records, false)
@@ -130,14 +133,7 @@ end
 # the two loops taking turns over ROUNDS rounds, each round starting with the other one.
 # Best time of each.
 def batched(store, records, dir, batch, rounds)
-  db = open_store(store, dir, records, true)
-  i = 0
-  while i < records
-    key = format("%016d", i)
-    db[key] = key
-    i += 1
-  end
-  db.close
+  write_seed(store, dir, records)
   db = open_store(store, dir, records, false)
   loops = {
     read_s: lambda do
