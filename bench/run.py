@@ -18,7 +18,8 @@ BENCH_DICT_LIMIT (records of the dictionary, default all), BENCH_CODECS (comma l
 tree), BENCH_TREE_CODECS (comma list for ordered engines only, default BENCH_CODECS),
 BENCH_HIT_OPS (requests of the hit-ratio trace, default 5000000), BENCH_SEQUENCE_REPEAT (runs
 of each sequence configuration per side, default 3); BENCH_SKIP_SEQUENCE=1,
-BENCH_SKIP_DICTIONARY=1, BENCH_SKIP_HITRATIO=1, BENCH_SKIP_FLOOR=1, BENCH_SKIP_TKRZW=1,
+BENCH_SKIP_DICTIONARY=1, BENCH_SKIP_HITRATIO=1, BENCH_SKIP_FLOOR=1, BENCH_SKIP_TKRZW=1
+(every peer), BENCH_SKIP_LEVELDB=1 (the tree's LevelDB columns),
 BENCH_SKIP_MEMORY=1 (every in-memory engine) and BENCH_SKIP_<ENGINE>=1 (BENCH_SKIP_HASH, ...)
 skip parts; BENCH_RESUME=1 reuses the sequence part a failed run left in
 bench/results/bench.sequences.json; BENCH_MERGE=1 writes what this run measured into the

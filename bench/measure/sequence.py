@@ -8,7 +8,7 @@ import os
 import engines
 import harness
 import tkrzw_peers
-from measure import repeats, tkrzw_output
+from measure import leveldb_peer, repeats, tkrzw_output
 
 # (threads, random keys), in the order of the report's rows.
 CONFIGURATIONS = [(1, False), (2, False), (1, True), (2, True)]
@@ -77,19 +77,25 @@ def sequence_workload(engine, iterations, with_tkrzw):
     """Each configuration runs `harness.sequence_repeat()` times, Tkrzw and Kura taking turns,
     and each side keeps its best run per phase: taking turns exposes both to the same spells
     of outside load."""
+    with_leveldb = with_tkrzw and leveldb_peer.wanted(engine["name"])
     with_tkrzw = with_tkrzw and tkrzw_peers.peer(engine["name"]) is not None
     results = []
     for threads, random_key in CONFIGURATIONS:
         name = label(threads, random_key)
         harness.log(f"sequence {engine['name']}: {name}, {iterations} iterations per thread, "
                     f"{harness.sequence_repeat()} runs each")
-        tkrzw_runs, kura_runs = [], []
+        tkrzw_runs, leveldb_runs, kura_runs = [], [], []
         for _ in range(harness.sequence_repeat()):
             if with_tkrzw:
                 tkrzw_runs.append(tkrzw_sequence(engine, iterations, threads, random_key))
+            if with_leveldb:
+                leveldb_runs.append(leveldb_peer.sequence(iterations, threads, random_key))
             kura_runs.append(kura_sequence(engine, iterations, threads, random_key))
-        results.append({"engine": engine["name"], "threads": threads, "random_key": random_key,
-                        "label": name, "iterations": iterations,
-                        "tkrzw": repeats.best_phases(tkrzw_runs),
-                        "kura": repeats.best_phases(kura_runs)})
+        row = {"engine": engine["name"], "threads": threads, "random_key": random_key,
+               "label": name, "iterations": iterations,
+               "tkrzw": repeats.best_phases(tkrzw_runs),
+               "kura": repeats.best_phases(kura_runs)}
+        if with_leveldb:
+            row["leveldb"] = repeats.best_phases(leveldb_runs)
+        results.append(row)
     return results

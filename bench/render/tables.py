@@ -7,30 +7,36 @@ from render.metrics import ns_per_get
 
 PHASES = ["set", "get", "get_batch16", "get_batch64", "iterate", "remove"]
 SCAN_PHASES = ["scan", "scan_back", "range"]
+# The programs of a sequence run, in the order of `sequence_table`'s `row` arguments.
+SIDES = ("tkrzw", "kura", "leveldb")
 
 
 def sequence_table(results, in_memory, range_span):
     """Rows per workload and phase: QPS of both, ratio; the file size for file engines and the
     RSS after setting for in-memory ones; Kura's scan phases (QPS: records/s for full scans,
-    scans/s for range scans) where it ran them."""
-    lines = ["| workload | phase | Tkrzw | Kura | Kura/Tkrzw |",
-             "| --- | --- | ---: | ---: | ---: |"]
+    scans/s for range scans) where it ran them. Runs that measured LevelDB too (the tree's)
+    get its columns beside Tkrzw's."""
+    with_leveldb = any("leveldb" in run for run in results)
+    lines = ["| workload | phase | Tkrzw | Kura | Kura/Tkrzw |", "| --- | --- | ---: | ---: | ---: |"]
+    if with_leveldb:
+        lines = [lines[0] + " LevelDB | Kura/LevelDB |", lines[1] + " ---: | ---: |"]
     names = {"scan": "full scan, forward", "scan_back": "full scan, backward",
              "range": f"{range_span}-key range scans", "get_batch16": "get_many, batches of 16",
              "get_batch64": "get_many, batches of 64"}
+
+    def row(label, name, theirs, ours, leveldb, show):
+        line = f"| {label} | {name} | {show(theirs)} | {show(ours)} | {ratio(ours, theirs)} |"
+        return line + (f" {show(leveldb)} | {ratio(ours, leveldb)} |" if with_leveldb else "")
+
     for run in results:
         for phase in PHASES + SCAN_PHASES:
             if phase not in run["kura"] and phase not in run["tkrzw"]:
                 continue
-            theirs = run["tkrzw"].get(phase, {}).get("qps", 0)
-            ours = run["kura"].get(phase, {}).get("qps", 0)
-            lines.append(f"| {run['label']} | {names.get(phase, phase)} | {qps(theirs)} | "
-                         f"{qps(ours)} | {ratio(ours, theirs)} |")
+            figures = [run.get(side, {}).get(phase, {}).get("qps", 0) for side in SIDES]
+            lines.append(row(run["label"], names.get(phase, phase), *figures, qps))
         measure, name = ("rss_bytes", "RSS after set") if in_memory else ("file_size", "file size")
-        theirs = run["tkrzw"].get("set", {}).get(measure, 0)
-        ours = run["kura"].get("set", {}).get(measure, 0)
-        lines.append(f"| {run['label']} | {name} | {mb(theirs)} | {mb(ours)} | "
-                     f"{ratio(ours, theirs)} |")
+        sizes = [run.get(side, {}).get("set", {}).get(measure, 0) for side in SIDES]
+        lines.append(row(run["label"], name, *sizes, mb))
     return "\n".join(lines)
 
 

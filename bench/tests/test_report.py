@@ -241,3 +241,47 @@ def test_comparisons_include_their_bound_and_tolerance():
     assert not verdicts.met(">=", 0.998, [1.0], 1, 0.001)
     assert verdicts.met("<=", 39e6, [], 40e6, 0) and not verdicts.met("<=", 41e6, [], 40e6, 0)
     assert not verdicts.met(">=", 0.81, [0.80, 0.82], 1, 0)
+
+
+def test_sequence_tables_show_leveldb_beside_tkrzw_only_where_it_ran():
+    """Random runs, with and without LevelDB's figures: its columns appear exactly when a run
+    has them, and every LevelDB cell and Kura/LevelDB ratio is the run's own figure (a phase
+    LevelDB has not, such as get_many, shows none)."""
+    from render import tables
+    rng = random.Random(20)
+    labels = ["1 thread, sequential keys", "2 threads, random keys"]
+    phases = {"set": "set", "get": "get", "get_batch64": "get_many, batches of 64", "remove": "remove"}
+    for _ in range(50):
+        with_leveldb = rng.random() < 0.5
+        runs = []
+        for label in labels:
+            run = {"label": label, "tkrzw": {}, "kura": {}}
+            for phase in phases:
+                run["kura"][phase] = {"qps": rng.uniform(1e4, 1e7)}
+                if phase != "get_batch64":
+                    run["tkrzw"][phase] = {"qps": rng.uniform(1e4, 1e7)}
+            for side in ("kura", "tkrzw"):
+                run[side]["set"]["file_size"] = rng.randrange(1, 10**8)
+            if with_leveldb:
+                run["leveldb"] = {phase: {"qps": rng.uniform(1e4, 1e7)} for phase in ("set", "get", "remove")}
+                run["leveldb"]["set"]["file_size"] = rng.randrange(1, 10**8)
+            runs.append(run)
+        lines = tables.sequence_table(runs, False, 100).splitlines()
+        assert ("LevelDB" in lines[0]) == with_leveldb
+        for run in runs:
+            cells_of = {}
+            for line in lines:
+                cells = [cell.strip() for cell in line.strip("|").split("|")]
+                if cells[0] == run["label"]:
+                    cells_of[cells[1]] = cells
+            for phase, name in list(phases.items()) + [("file size", "file size")]:
+                cells = cells_of[name]
+                assert len(cells) == (7 if with_leveldb else 5)
+                measure, show = ("file_size", figures.mb) if phase == "file size" else ("qps", figures.qps)
+                key = "set" if phase == "file size" else phase
+                ours = run["kura"][key][measure]
+                assert cells[3] == show(ours)
+                if with_leveldb:
+                    theirs = run["leveldb"].get(key, {}).get(measure, 0)
+                    assert cells[5] == show(theirs)
+                    assert cells[6] == figures.ratio(ours, theirs)

@@ -1,0 +1,217 @@
+// The sequence workload of `kura bench` against LevelDB itself (Debian's libleveldb), so that
+// make bench shows TreeDbm's gets, batched and single, next to LevelDB's reads (issue #20):
+// the same keys in the same order (zero-padded numbers, sequential or drawn by SplitMix64
+// seeded with the thread's number, as crates/kura-cli/src/bench/workload.rs draws them), the
+// same 8-byte values, THREADS threads each doing ITER operations per phase.
+//
+//   g++ -O2 -std=c++17 -o leveldb_sequence bench/leveldb_sequence.cc -lleveldb -lpthread
+//   leveldb_sequence ITER THREADS RANDOM(0|1) VALUE_SIZE DIR
+//
+// Prints one JSON line per phase, as `kura bench --json` does: set, get, remove, each timed
+// from the first operation to the last with the database open (opening and closing are not
+// timed, as in `kura bench`), with LevelDB's default options (a 4 MiB write buffer, Snappy
+// compression, an 8 MiB block cache) and default write options (no sync per write).
+// `file_size` is the bytes of the database's directory after each phase's close.
+
+#include <leveldb/db.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
+// The distance between value offsets, as in Tkrzw and `kura bench`.
+constexpr uint64_t kValueSpread = 2039;
+
+// crates/kura/src/split_mix.rs, step for step.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    state_ += kGamma;
+    uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint64_t Below(uint64_t bound) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * bound) >> 64);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// `KeyOrder` of workload.rs: thread t's i-th key number.
+class KeyOrder {
+ public:
+  KeyOrder(bool random, uint64_t thread_id, uint64_t threads, uint64_t iterations)
+      : random_(random), thread_id_(thread_id), threads_(threads), rng_(thread_id),
+        key_count_(iterations * threads) {}
+  uint64_t KeyNumber(uint64_t i) { return random_ ? rng_.Below(key_count_) : i * threads_ + thread_id_; }
+
+ private:
+  bool random_;
+  uint64_t thread_id_;
+  uint64_t threads_;
+  SplitMix64 rng_;
+  uint64_t key_count_;
+};
+
+// `Values` of workload.rs: the window of a patterned buffer at (i * (i + 1)) mod 2039.
+class Values {
+ public:
+  Values(uint64_t thread_id, size_t size) : size_(size) {
+    for (size_t j = 0; j < size + kValueSpread; ++j) {
+      const size_t period = j % 2 == 1 ? 26 : 9;
+      pattern_.push_back(static_cast<char>('a' + (thread_id + j) % period));
+    }
+  }
+  leveldb::Slice Get(uint64_t i) const {
+    const uint32_t product = static_cast<uint32_t>(i * (i + 1));
+    return leveldb::Slice(pattern_.data() + product % kValueSpread, size_);
+  }
+
+ private:
+  std::string pattern_;
+  size_t size_;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+[[noreturn]] void Fail(const std::string& what, const leveldb::Status& status) {
+  std::fprintf(stderr, "leveldb_sequence: %s: %s\n", what.c_str(), status.ToString().c_str());
+  std::exit(1);
+}
+
+std::unique_ptr<leveldb::DB> Open(const std::string& path, bool create) {
+  leveldb::Options options;
+  options.create_if_missing = create;
+  options.error_if_exists = create;
+  leveldb::DB* db = nullptr;
+  leveldb::Status status = leveldb::DB::Open(options, path, &db);
+  if (!status.ok()) Fail("open " + path, status);
+  return std::unique_ptr<leveldb::DB>(db);
+}
+
+uint64_t DirectoryBytes(const std::string& path) {
+  uint64_t total = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
+
+// `kura bench`'s format_key: the number in decimal, zero-padded to at least 8 digits.
+int FormatKey(uint64_t number, char* out, size_t room) {
+  return std::snprintf(out, room, "%08llu", static_cast<unsigned long long>(number));
+}
+
+struct Options {
+  uint64_t iterations;
+  uint64_t threads;
+  bool random;
+  size_t value_size;
+  std::string path;
+};
+
+// Runs `operation(db, thread_id, i, key, values)` ITER times on each thread; returns the
+// seconds from the start to the last thread's end and the operations that missed.
+template <typename Operation>
+std::pair<double, uint64_t> RunThreads(leveldb::DB* db, const Options& options, Operation operation) {
+  std::atomic<uint64_t> misses{0};
+  std::vector<std::thread> workers;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t thread_id = 0; thread_id < options.threads; ++thread_id) {
+    workers.emplace_back([&, thread_id] {
+      KeyOrder keys(options.random, thread_id, options.threads, options.iterations);
+      Values values(thread_id, options.value_size);
+      char key[32];
+      uint64_t missed = 0;
+      for (uint64_t i = 0; i < options.iterations; ++i) {
+        const int length = FormatKey(keys.KeyNumber(i), key, sizeof(key));
+        if (!operation(db, leveldb::Slice(key, length), values.Get(i))) ++missed;
+      }
+      misses += missed;
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  return {SecondsSince(start), misses.load()};
+}
+
+void PrintPhase(const char* phase, const Options& options, double seconds, uint64_t misses, uint64_t file_size) {
+  const uint64_t operations = options.iterations * options.threads;
+  std::printf(
+      "{\"engine\": \"leveldb\", \"phase\": \"%s\", \"threads\": %llu, \"operations\": %llu, "
+      "\"elapsed_s\": %.6f, \"qps\": %.1f, \"misses\": %llu, \"file_size\": %llu}\n",
+      phase, static_cast<unsigned long long>(options.threads), static_cast<unsigned long long>(operations), seconds,
+      operations / seconds, static_cast<unsigned long long>(misses), static_cast<unsigned long long>(file_size));
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: leveldb_sequence ITER THREADS RANDOM(0|1) VALUE_SIZE DIR\n");
+    return 2;
+  }
+  Options options{std::strtoull(argv[1], nullptr, 10), std::strtoull(argv[2], nullptr, 10),
+                  std::strtol(argv[3], nullptr, 10) != 0, std::strtoull(argv[4], nullptr, 10),
+                  std::string(argv[5]) + "/sequence.leveldb"};
+  if (options.threads == 0 || options.iterations == 0) {
+    std::fprintf(stderr, "leveldb_sequence: ITER and THREADS must be at least 1\n");
+    return 2;
+  }
+
+  double seconds;
+  uint64_t misses;
+  {
+    auto db = Open(options.path, true);
+    leveldb::WriteOptions write;
+    std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice value) {
+      leveldb::Status status = db->Put(write, key, value);
+      if (!status.ok()) Fail("put", status);
+      return true;
+    });
+  }
+  PrintPhase("set", options, seconds, misses, DirectoryBytes(options.path));
+
+  {
+    auto db = Open(options.path, false);
+    leveldb::ReadOptions read;
+    std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
+      // Into one string per call, as `tkrzw_dbm_perf` and bench/tkrzw_get.cc copy a value.
+      std::string value;
+      leveldb::Status status = db->Get(read, key, &value);
+      if (!status.ok() && !status.IsNotFound()) Fail("get", status);
+      return status.ok();
+    });
+  }
+  PrintPhase("get", options, seconds, misses, DirectoryBytes(options.path));
+
+  {
+    auto db = Open(options.path, false);
+    leveldb::WriteOptions write;
+    std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
+      // LevelDB's Delete does not say whether the key was there: no miss is counted.
+      leveldb::Status status = db->Delete(write, key);
+      if (!status.ok()) Fail("delete", status);
+      return true;
+    });
+  }
+  PrintPhase("remove", options, seconds, misses, DirectoryBytes(options.path));
+  return 0;
+}
