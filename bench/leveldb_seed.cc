@@ -16,26 +16,7 @@
 #include <memory>
 #include <string>
 
-namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::unique_ptr<leveldb::DB> Open(const std::string& path, bool create) {
-  leveldb::Options options;
-  options.create_if_missing = create;
-  options.error_if_exists = create;
-  leveldb::DB* db = nullptr;
-  leveldb::Status status = leveldb::DB::Open(options, path, &db);
-  if (!status.ok()) {
-    std::fprintf(stderr, "leveldb_seed: open %s: %s\n", path.c_str(), status.ToString().c_str());
-    std::exit(1);
-  }
-  return std::unique_ptr<leveldb::DB>(db);
-}
-
-}  // namespace
+#include "leveldb_open.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -48,7 +29,7 @@ int main(int argc, char** argv) {
 
   auto start = std::chrono::steady_clock::now();
   {
-    auto db = Open(path, true);
+    auto db = OpenLevelDb("leveldb_seed", path, true);
     leveldb::WriteOptions write_options;
     for (long i = 0; i < records; ++i) {
       int length = std::snprintf(key, sizeof(key), "%016ld", i);
@@ -64,7 +45,7 @@ int main(int argc, char** argv) {
   start = std::chrono::steady_clock::now();
   long found = 0;
   {
-    auto db = Open(path, false);
+    auto db = OpenLevelDb("leveldb_seed", path, false);
     leveldb::ReadOptions read_options;
     std::string value;
     for (long i = 0; i < records; ++i) {

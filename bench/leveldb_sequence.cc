@@ -27,30 +27,13 @@
 #include <tuple>
 #include <vector>
 
+#include "leveldb_open.h"
+#include "split_mix.h"
+
 namespace {
 
-constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
 // The distance between value offsets, as in Tkrzw and `kura bench`.
 constexpr uint64_t kValueSpread = 2039;
-
-// crates/kura/src/split_mix.rs, step for step.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ += kGamma;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t Below(uint64_t bound) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * bound) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
 
 // `KeyOrder` of workload.rs: thread t's i-th key number.
 class KeyOrder {
@@ -87,23 +70,9 @@ class Values {
   size_t size_;
 };
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 [[noreturn]] void Fail(const std::string& what, const leveldb::Status& status) {
   std::fprintf(stderr, "leveldb_sequence: %s: %s\n", what.c_str(), status.ToString().c_str());
   std::exit(1);
-}
-
-std::unique_ptr<leveldb::DB> Open(const std::string& path, bool create) {
-  leveldb::Options options;
-  options.create_if_missing = create;
-  options.error_if_exists = create;
-  leveldb::DB* db = nullptr;
-  leveldb::Status status = leveldb::DB::Open(options, path, &db);
-  if (!status.ok()) Fail("open " + path, status);
-  return std::unique_ptr<leveldb::DB>(db);
 }
 
 uint64_t DirectoryBytes(const std::string& path) {
@@ -179,7 +148,7 @@ int main(int argc, char** argv) {
   double seconds;
   uint64_t misses;
   {
-    auto db = Open(options.path, true);
+    auto db = OpenLevelDb("leveldb_sequence", options.path, true);
     leveldb::WriteOptions write;
     std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice value) {
       leveldb::Status status = db->Put(write, key, value);
@@ -190,7 +159,7 @@ int main(int argc, char** argv) {
   PrintPhase("set", options, seconds, misses, DirectoryBytes(options.path));
 
   {
-    auto db = Open(options.path, false);
+    auto db = OpenLevelDb("leveldb_sequence", options.path, false);
     leveldb::ReadOptions read;
     std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
       // Into one string per call, as `tkrzw_dbm_perf` and bench/tkrzw_get.cc copy a value.
@@ -203,7 +172,7 @@ int main(int argc, char** argv) {
   PrintPhase("get", options, seconds, misses, DirectoryBytes(options.path));
 
   {
-    auto db = Open(options.path, false);
+    auto db = OpenLevelDb("leveldb_sequence", options.path, false);
     leveldb::WriteOptions write;
     std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
       // LevelDB's Delete does not say whether the key was there: no miss is counted.

@@ -29,31 +29,13 @@
 #include <thread>
 #include <vector>
 
+#include "split_mix.h"
 #include "tkrzw_dbm_poly.h"
 
 namespace {
 
 // The same generator and seed as crates/kura-cli/src/bench/workload.rs.
 constexpr uint64_t kShuffleSeed = 0x6b757261;  // "kura"
-
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // A number in [0, bound): multiply-shift, as the Rust side does.
-  uint64_t Below(uint64_t bound) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * bound) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
 
 std::vector<std::string> ReadKeys(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

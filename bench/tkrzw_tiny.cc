@@ -22,28 +22,10 @@
 
 #include <malloc.h>
 
+#include "split_mix.h"
 #include "tkrzw_dbm_tiny.h"
 
 namespace {
-
-// The same generator and seed as the Rust driver's shuffle.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t Below(uint64_t bound) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * bound) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
 
 // After malloc_trim, as the Rust driver measures: memory freed again is not the map's.
 uint64_t ResidentBytes() {

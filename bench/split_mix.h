@@ -1,0 +1,29 @@
+// SplitMix64 for the C++ drivers of the benchmark (bench/tkrzw_get.cc, bench/tkrzw_tiny.cc,
+// bench/leveldb_sequence.cc): step for step crates/kura/src/split_mix.rs, so that a driver
+// shuffles or draws keys exactly as `kura bench` and the Rust drivers do.
+
+#ifndef KURA_BENCH_SPLIT_MIX_H_
+#define KURA_BENCH_SPLIT_MIX_H_
+
+#include <cstdint>
+
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // A number in [0, bound): multiply-shift, as the Rust side does.
+  uint64_t Below(uint64_t bound) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * bound) >> 64);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+#endif  // KURA_BENCH_SPLIT_MIX_H_
