@@ -29,7 +29,8 @@ DICTIONARY := bench/data/dictionary.tsv
 DEB_PACKAGES := tkrzw-utils libtkrzw-dev python3-tkrzw python3-gdbm wordnet-base edict pkg-config g++ \
 	python3-venv ca-certificates curl
 # The Ruby binding: Ruby 3.1 and its headers, minitest and rake for its tests, libclang for
-# rb-sys' bindgen; Ruby's DBM and LevelDB for its benchmark (bench/ruby.py).
+# rb-sys' bindgen; Ruby's DBM and LevelDB for its benchmark (bench/ruby.py), LevelDB also for
+# make bench's tree table (bench/leveldb_sequence.cc).
 DEB_PACKAGES += ruby ruby-dev ruby-minitest rake libclang-dev ruby-dbm libleveldb-dev
 # kura serve: memcached and its tools (memccapable, memcaslap) and twemproxy, for its tests,
 # the scale-out check and the benchmark.

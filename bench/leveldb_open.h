@@ -1,7 +1,6 @@
 // What the two LevelDB drivers (bench/leveldb_seed.cc for the Ruby benchmark,
 // bench/leveldb_sequence.cc for make bench's tree table) open and time alike: a database
-// with LevelDB's default options, created new or required to exist, and seconds on the
-// monotonic clock.
+// created new or required to exist, and seconds on the monotonic clock.
 
 #ifndef KURA_BENCH_LEVELDB_OPEN_H_
 #define KURA_BENCH_LEVELDB_OPEN_H_
@@ -18,10 +17,12 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Opens `path` with default options: a new database when `create` (one already there is an
-// error), else an existing one. Exits with the status on failure, naming `program`.
-inline std::unique_ptr<leveldb::DB> OpenLevelDb(const char* program, const std::string& path, bool create) {
-  leveldb::Options options;
+// Opens `path` with `base`'s options (LevelDB's defaults unless given): a new database when
+// `create` (one already there is an error), else an existing one. Exits with the status on
+// failure, naming `program`.
+inline std::unique_ptr<leveldb::DB> OpenLevelDb(const char* program, const std::string& path, bool create,
+                                                leveldb::Options base = leveldb::Options()) {
+  leveldb::Options options = base;
   options.create_if_missing = create;
   options.error_if_exists = create;
   leveldb::DB* db = nullptr;

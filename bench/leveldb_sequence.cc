@@ -5,14 +5,21 @@
 // same 8-byte values, THREADS threads each doing ITER operations per phase.
 //
 //   g++ -O2 -std=c++17 -o leveldb_sequence bench/leveldb_sequence.cc -lleveldb -lpthread
-//   leveldb_sequence ITER THREADS RANDOM(0|1) VALUE_SIZE DIR
+//   leveldb_sequence ITER THREADS RANDOM(0|1) VALUE_SIZE DIR     (the database: DIR/sequence.leveldb)
 //
 // Prints one JSON line per phase, as `kura bench --json` does: set, get, remove, each timed
-// from the first operation to the last with the database open (opening and closing are not
-// timed, as in `kura bench`), with LevelDB's default options (a 4 MiB write buffer, Snappy
-// compression, an 8 MiB block cache) and default write options (no sync per write).
-// `file_size` is the bytes of the database's directory after each phase's close.
+// from the first operation to the last with the database open; opening and closing are not
+// timed, as in `kura bench`. (`kura bench` also times a `synchronize(false)` at the end of
+// set and remove, which hands its dirty pages to the OS; LevelDB has handed each write's log
+// record to the OS already, with `write(2)`, when its loop ends.)
+//
+// LevelDB gets the memory TreeDbm has by default: a 256 MiB block cache (TreeDbm caches
+// 256 MiB of decoded pages) and a 64 MiB write buffer (TreeDbm keeps up to 10,000 dirty 8 KiB
+// pages); otherwise LevelDB's defaults: Snappy compression, no Bloom filter, no sync per
+// write. `file_size` is the settled size after the set phase: the database reopened and
+// fully compacted (untimed), counting its tables, log and manifest, not its text LOG files.
 
+#include <leveldb/cache.h>
 #include <leveldb/db.h>
 
 #include <atomic>
@@ -70,17 +77,30 @@ class Values {
   size_t size_;
 };
 
+// Ends the process at once: a worker thread may call this while others still use the
+// database, so no destructor may run.
 [[noreturn]] void Fail(const std::string& what, const leveldb::Status& status) {
   std::fprintf(stderr, "leveldb_sequence: %s: %s\n", what.c_str(), status.ToString().c_str());
-  std::exit(1);
+  std::fflush(stderr);
+  std::_Exit(1);
 }
 
-uint64_t DirectoryBytes(const std::string& path) {
+// The bytes of the database's own files (tables, logs, manifest, CURRENT), not its text LOG.
+uint64_t DatabaseBytes(const std::string& path) {
   uint64_t total = 0;
   for (const auto& entry : std::filesystem::directory_iterator(path)) {
-    if (entry.is_regular_file()) total += entry.file_size();
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.rfind("LOG", 0) != 0) total += entry.file_size();
   }
   return total;
+}
+
+// The options of every open: TreeDbm's default memory (see the header), LevelDB's other defaults.
+leveldb::Options SameMemoryAsTreeDbm() {
+  leveldb::Options options;
+  options.block_cache = leveldb::NewLRUCache(256 << 20);
+  options.write_buffer_size = 64 << 20;
+  return options;
 }
 
 // `kura bench`'s format_key: the number in decimal, zero-padded to at least 8 digits.
@@ -88,7 +108,7 @@ int FormatKey(uint64_t number, char* out, size_t room) {
   return std::snprintf(out, room, "%08llu", static_cast<unsigned long long>(number));
 }
 
-struct Options {
+struct Args {
   uint64_t iterations;
   uint64_t threads;
   bool random;
@@ -96,20 +116,20 @@ struct Options {
   std::string path;
 };
 
-// Runs `operation(db, thread_id, i, key, values)` ITER times on each thread; returns the
-// seconds from the start to the last thread's end and the operations that missed.
+// Runs `operation(db, key, value)` (false: a miss) ITER times on each thread, with thread t's
+// keys and values; returns the seconds from the start to the last thread's end and the misses.
 template <typename Operation>
-std::pair<double, uint64_t> RunThreads(leveldb::DB* db, const Options& options, Operation operation) {
+std::pair<double, uint64_t> RunThreads(leveldb::DB* db, const Args& args, Operation operation) {
   std::atomic<uint64_t> misses{0};
   std::vector<std::thread> workers;
   const auto start = std::chrono::steady_clock::now();
-  for (uint64_t thread_id = 0; thread_id < options.threads; ++thread_id) {
+  for (uint64_t thread_id = 0; thread_id < args.threads; ++thread_id) {
     workers.emplace_back([&, thread_id] {
-      KeyOrder keys(options.random, thread_id, options.threads, options.iterations);
-      Values values(thread_id, options.value_size);
+      KeyOrder keys(args.random, thread_id, args.threads, args.iterations);
+      Values values(thread_id, args.value_size);
       char key[32];
       uint64_t missed = 0;
-      for (uint64_t i = 0; i < options.iterations; ++i) {
+      for (uint64_t i = 0; i < args.iterations; ++i) {
         const int length = FormatKey(keys.KeyNumber(i), key, sizeof(key));
         if (!operation(db, leveldb::Slice(key, length), values.Get(i))) ++missed;
       }
@@ -120,12 +140,14 @@ std::pair<double, uint64_t> RunThreads(leveldb::DB* db, const Options& options, 
   return {SecondsSince(start), misses.load()};
 }
 
-void PrintPhase(const char* phase, const Options& options, double seconds, uint64_t misses, uint64_t file_size) {
-  const uint64_t operations = options.iterations * options.threads;
+void PrintPhase(const char* phase, const Args& args, double seconds, uint64_t misses, uint64_t file_size) {
+  const uint64_t operations = args.iterations * args.threads;
+  // A phase too short for the clock counts as one nanosecond, so that the QPS stays finite.
+  seconds = seconds > 0 ? seconds : 1e-9;
   std::printf(
       "{\"engine\": \"leveldb\", \"phase\": \"%s\", \"threads\": %llu, \"operations\": %llu, "
       "\"elapsed_s\": %.6f, \"qps\": %.1f, \"misses\": %llu, \"file_size\": %llu}\n",
-      phase, static_cast<unsigned long long>(options.threads), static_cast<unsigned long long>(operations), seconds,
+      phase, static_cast<unsigned long long>(args.threads), static_cast<unsigned long long>(operations), seconds,
       operations / seconds, static_cast<unsigned long long>(misses), static_cast<unsigned long long>(file_size));
   std::fflush(stdout);
 }
@@ -137,50 +159,59 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: leveldb_sequence ITER THREADS RANDOM(0|1) VALUE_SIZE DIR\n");
     return 2;
   }
-  Options options{std::strtoull(argv[1], nullptr, 10), std::strtoull(argv[2], nullptr, 10),
+  const Args args{std::strtoull(argv[1], nullptr, 10), std::strtoull(argv[2], nullptr, 10),
                   std::strtol(argv[3], nullptr, 10) != 0, std::strtoull(argv[4], nullptr, 10),
                   std::string(argv[5]) + "/sequence.leveldb"};
-  if (options.threads == 0 || options.iterations == 0) {
+  if (args.threads == 0 || args.iterations == 0) {
     std::fprintf(stderr, "leveldb_sequence: ITER and THREADS must be at least 1\n");
     return 2;
   }
+  const char* program = "leveldb_sequence";
+  const leveldb::Options options = SameMemoryAsTreeDbm();
 
   double seconds;
   uint64_t misses;
   {
-    auto db = OpenLevelDb("leveldb_sequence", options.path, true);
-    leveldb::WriteOptions write;
-    std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice value) {
+    auto db = OpenLevelDb(program, args.path, true, options);
+    const leveldb::WriteOptions write;
+    std::tie(seconds, misses) = RunThreads(db.get(), args, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice value) {
       leveldb::Status status = db->Put(write, key, value);
       if (!status.ok()) Fail("put", status);
       return true;
     });
   }
-  PrintPhase("set", options, seconds, misses, DirectoryBytes(options.path));
+  {
+    // Settled before its size is taken (untimed): the log turned into tables, all compacted.
+    auto db = OpenLevelDb(program, args.path, false, options);
+    db->CompactRange(nullptr, nullptr);
+  }
+  PrintPhase("set", args, seconds, misses, DatabaseBytes(args.path));
 
   {
-    auto db = OpenLevelDb("leveldb_sequence", options.path, false);
-    leveldb::ReadOptions read;
-    std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
-      // Into one string per call, as `tkrzw_dbm_perf` and bench/tkrzw_get.cc copy a value.
+    auto db = OpenLevelDb(program, args.path, false, options);
+    const leveldb::ReadOptions read;
+    std::tie(seconds, misses) = RunThreads(db.get(), args, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
+      // LevelDB copies each value out (it has no zero-copy get); 8 bytes fit in the string's
+      // own buffer, so this allocates nothing.
       std::string value;
       leveldb::Status status = db->Get(read, key, &value);
       if (!status.ok() && !status.IsNotFound()) Fail("get", status);
       return status.ok();
     });
   }
-  PrintPhase("get", options, seconds, misses, DirectoryBytes(options.path));
+  PrintPhase("get", args, seconds, misses, DatabaseBytes(args.path));
 
   {
-    auto db = OpenLevelDb("leveldb_sequence", options.path, false);
-    leveldb::WriteOptions write;
-    std::tie(seconds, misses) = RunThreads(db.get(), options, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
+    auto db = OpenLevelDb(program, args.path, false, options);
+    const leveldb::WriteOptions write;
+    std::tie(seconds, misses) = RunThreads(db.get(), args, [&](leveldb::DB* db, leveldb::Slice key, leveldb::Slice) {
       // LevelDB's Delete does not say whether the key was there: no miss is counted.
       leveldb::Status status = db->Delete(write, key);
       if (!status.ok()) Fail("delete", status);
       return true;
     });
   }
-  PrintPhase("remove", options, seconds, misses, DirectoryBytes(options.path));
+  PrintPhase("remove", args, seconds, misses, DatabaseBytes(args.path));
+  delete options.block_cache;
   return 0;
 }

@@ -4,14 +4,18 @@ Debian's libleveldb (installed by `make deps`), runs `kura bench`'s keys, values
 (set, get, remove) on LevelDB itself. LevelDB has no batched get (RocksDB's MultiGet is not
 in it), so its get is what TreeDbm's get_many rows stand next to."""
 
+import functools
 import os
 import shutil
+import subprocess
 import tempfile
 
 import harness
 from measure import repeats
 
 SOURCE = os.path.join(harness.ROOT, "bench", "leveldb_sequence.cc")
+# What the driver includes from the repository: a change to any of them rebuilds it.
+HEADERS = [os.path.join(harness.ROOT, "bench", name) for name in ("leveldb_open.h", "split_mix.h")]
 BINARY = os.path.join(harness.WORK, "leveldb_sequence")
 # The Kura engines whose sequence tables show LevelDB: the ordered file engine it competes with.
 ENGINES = {"tree"}
@@ -19,20 +23,33 @@ TITLE = "LevelDB"
 
 
 def wanted(engine_name):
-    """Whether LevelDB runs beside this engine: the tree's, unless BENCH_SKIP_LEVELDB is set."""
-    return engine_name in ENGINES and not harness.skipped("LEVELDB")
+    """Whether LevelDB runs beside this engine: the tree's, unless BENCH_SKIP_LEVELDB is set or
+    the driver cannot be built here (no g++ or no libleveldb-dev: said once, then skipped)."""
+    return engine_name in ENGINES and not harness.skipped("LEVELDB") and built()
 
 
-def build():
-    """Compiles the driver unless it is newer than its source."""
-    if not os.path.exists(BINARY) or os.path.getmtime(BINARY) < os.path.getmtime(SOURCE):
-        os.makedirs(harness.WORK, exist_ok=True)
-        harness.run(["g++", "-O2", "-std=c++17", SOURCE, "-o", BINARY, "-lleveldb", "-lpthread"])
+@functools.lru_cache(maxsize=None)
+def built():
+    """Compiles the driver unless it is newer than its sources; False when it cannot be."""
+    sources = [SOURCE, *HEADERS]
+    if os.path.exists(BINARY) and os.path.getmtime(BINARY) >= max(map(os.path.getmtime, sources)):
+        return True
+    os.makedirs(harness.WORK, exist_ok=True)
+    try:
+        result = subprocess.run(["g++", "-O2", "-std=c++17", SOURCE, "-o", BINARY, "-lleveldb", "-lpthread"],
+                                capture_output=True, text=True)
+    except OSError as error:
+        harness.log(f"bench: no LevelDB columns (g++: {error})")
+        return False
+    if result.returncode != 0:
+        harness.log(f"bench: no LevelDB columns (building {os.path.relpath(SOURCE, harness.ROOT)} failed; "
+                    f"make deps installs libleveldb-dev):\n{result.stderr[-1000:]}")
+        return False
+    return True
 
 
 def sequence(iterations, threads, random_key, value_size=8):
     """Phase -> figures of one run, in a fresh directory removed afterwards."""
-    build()
     directory = tempfile.mkdtemp(dir=harness.WORK)
     try:
         output = harness.run([BINARY, str(iterations), str(threads), "1" if random_key else "0",

@@ -1,7 +1,8 @@
-"""The sequence workload: `tkrzw_dbm_perf sequence` against `kura bench`, the same keys and
-8-byte values, 1 and 2 threads, sequential and random keys; QPS of set, get, iterate and
-remove, the file size or the RSS, Kura's batched gets (`get_many`, batches of GET_BATCHES
-keys; Tkrzw has no batched get), and on ordered engines Kura's full and range scans."""
+"""The sequence workload: `tkrzw_dbm_perf sequence` (and, beside the tree, LevelDB through
+bench/leveldb_sequence.cc) against `kura bench`, the same keys and 8-byte values, 1 and 2
+threads, sequential and random keys; QPS of set, get, iterate and remove, the file size or
+the RSS, Kura's batched gets (`get_many`, batches of GET_BATCHES keys; neither peer has a
+batched get), and on ordered engines Kura's full and range scans."""
 
 import os
 
@@ -74,9 +75,9 @@ def kura_sequence(engine, iterations, threads, random_key):
 
 
 def sequence_workload(engine, iterations, with_tkrzw):
-    """Each configuration runs `harness.sequence_repeat()` times, Tkrzw and Kura taking turns,
-    and each side keeps its best run per phase: taking turns exposes both to the same spells
-    of outside load."""
+    """Each configuration runs `harness.sequence_repeat()` times, Tkrzw, LevelDB (the tree's
+    only) and Kura taking turns, and each side keeps its best run per phase: taking turns
+    exposes all to the same spells of outside load."""
     with_leveldb = with_tkrzw and leveldb_peer.wanted(engine["name"])
     with_tkrzw = with_tkrzw and tkrzw_peers.peer(engine["name"]) is not None
     results = []

@@ -3,8 +3,8 @@
 //! Kura needs reproducible, well-spread numbers in a few places: the record sample that trains
 //! a zstd dictionary (the same input must train the same dictionary), the TinyLFU sketch's
 //! counter positions, the random operation sequences of the tests, and the key orders and
-//! shuffles of the benchmarks (whose C++ counterpart, `bench/tkrzw_get.cc`, implements the
-//! same generator so that both sides read keys in the same order). None of them needs a
+//! shuffles of the benchmarks (whose C++ drivers implement the same generator, in
+//! `bench/split_mix.h`, so that both sides read keys in the same order). None of them needs a
 //! cryptographic or seedable-trait generator, so a dozen lines here serve them all instead of
 //! a dependency.
 
@@ -71,7 +71,7 @@ mod tests {
     #[test]
     fn matches_the_reference_sequence() {
         // The first outputs for seed 0 of the reference C implementation (Vigna's
-        // splitmix64.c), which bench/tkrzw_get.cc must also produce.
+        // splitmix64.c), which bench/split_mix.h must also produce.
         let mut rng = SplitMix64::new(0);
         assert_eq!(rng.next_u64(), 0xe220_a839_7b1d_cdaf);
         assert_eq!(rng.next_u64(), 0x6e78_9e6a_a1b9_65f4);

@@ -1,9 +1,9 @@
 //! The keys, values and random numbers of the benchmarks, defined as `tkrzw_dbm_perf`
 //! defines them so that both programs do the same work.
 
-/// The generator of random keys and of the dictionary benchmark's shuffle. The C++
-/// counterpart of that benchmark (`bench/tkrzw_get.cc`) implements the same one, so both
-/// shuffle the keys into the same order.
+/// The generator of random keys and of the dictionary benchmark's shuffle. The C++ drivers
+/// (`bench/split_mix.h`, used by `bench/tkrzw_get.cc` and `bench/leveldb_sequence.cc`)
+/// implement the same one, so both sides draw and shuffle keys into the same order.
 pub use kura::split_mix::SplitMix64;
 
 /// The seed of the dictionary benchmark's shuffle (also in `bench/tkrzw_get.cc`).
