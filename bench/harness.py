@@ -41,6 +41,22 @@ def run(command, **kwargs):
     return result.stdout
 
 
+def run_or_none(command, consequence, **kwargs):
+    """Runs a command of an optional part of the benchmark and returns its stdout; None, after
+    saying why and what the report goes without (`consequence`), when it cannot start or
+    fails."""
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    except OSError as error:
+        log(f"bench: cannot run {command[0]} ({error}); {consequence}")
+        return None
+    if result.returncode != 0:
+        log(f"bench: {' '.join(command)} failed ({result.returncode}); {consequence}:\n"
+            f"{result.stderr[-2000:]}")
+        return None
+    return result.stdout
+
+
 def database_files(path):
     """The files of the database at `path`: the file itself, or a shard set's members
     (`PATH-00000-of-00004` ..., Tkrzw's and Kura's naming), which exist without `path`."""

@@ -7,7 +7,6 @@ in it), so its get is what TreeDbm's get_many rows stand next to."""
 import functools
 import os
 import shutil
-import subprocess
 import tempfile
 
 import harness
@@ -35,17 +34,8 @@ def built():
     if os.path.exists(BINARY) and os.path.getmtime(BINARY) >= max(map(os.path.getmtime, sources)):
         return True
     os.makedirs(harness.WORK, exist_ok=True)
-    try:
-        result = subprocess.run(["g++", "-O2", "-std=c++17", SOURCE, "-o", BINARY, "-lleveldb", "-lpthread"],
-                                capture_output=True, text=True)
-    except OSError as error:
-        harness.log(f"bench: no LevelDB columns (g++: {error})")
-        return False
-    if result.returncode != 0:
-        harness.log(f"bench: no LevelDB columns (building {os.path.relpath(SOURCE, harness.ROOT)} failed; "
-                    f"make deps installs libleveldb-dev):\n{result.stderr[-1000:]}")
-        return False
-    return True
+    command = ["g++", "-O2", "-std=c++17", SOURCE, "-o", BINARY, "-lleveldb", "-lpthread"]
+    return harness.run_or_none(command, "no LevelDB columns (make deps installs libleveldb-dev)") is not None
 
 
 def sequence(iterations, threads, random_key, value_size=8):

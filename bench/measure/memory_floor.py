@@ -3,7 +3,6 @@ machine, measured in the same run by `cargo run --release -p kura --example memo
 (a pointer chase through random cache lines of buffers from 1 MiB to 256 MiB)."""
 
 import re
-import subprocess
 
 import harness
 
@@ -29,16 +28,10 @@ def measure():
     (the report then has no floor) when the example cannot run: the other workloads' figures,
     measured before it, are kept rather than lost to a missing cargo."""
     harness.log("memory floor: " + " ".join(COMMAND))
-    try:
-        result = subprocess.run(COMMAND, cwd=harness.ROOT, capture_output=True, text=True)
-    except OSError as error:
-        harness.log(f"bench: cannot run cargo ({error}); no memory floor")
+    output = harness.run_or_none(COMMAND, "no memory floor", cwd=harness.ROOT)
+    if output is None:
         return None
-    if result.returncode != 0:
-        harness.log(f"bench: memory_latency failed ({result.returncode}); no memory floor:\n"
-                    f"{result.stderr[-2000:]}")
-        return None
-    buffers = parse(result.stdout)
+    buffers = parse(output)
     floor = next((row for row in buffers if row["mib"] == FLOOR_BUFFER_MIB), None)
     if floor is None:
         harness.log(f"bench: memory_latency printed no {FLOOR_BUFFER_MIB} MiB row; no floor")
