@@ -16,6 +16,7 @@ Dir.mktmpdir("kura-demo") do |dir|
     puts "from date down to banana: #{db.each(from: "date", to: "banana", reversed: true).map { |k, v| "#{k}=#{v}" }.join(' ')}"
     puts "apple is #{db['apple']} (#{db['apple'].encoding}), fig is #{db['fig'].inspect}"
     puts "fetch fig: #{begin; db.fetch('fig'); rescue KeyError => e; e.message; end}"
+    puts "values_at apple, fig, cherry (one batched lookup): #{db.values_at('apple', 'fig', 'cherry').inspect}"
   end
   Kura.open(path, "r", encoding: "UTF-8") do |db|
     puts "reopened read-only: #{db.to_h.inspect}"
