@@ -73,9 +73,10 @@ fn releases_by_default(dbm: &dyn Dbm) -> bool {
 }
 
 /// Keys from which a batched lookup (`values_at` and its kin) runs as a long call, with the
-/// GVL released: about where the batch takes as long as releasing and re-taking the GVL
-/// (a few microseconds on a virtual machine) at a few hundred nanoseconds a key. Smaller
-/// batches follow the database's record calls (`record_call_releases`).
+/// GVL released: 16 keys at a few hundred nanoseconds each take several microseconds, more
+/// than one GVL hand-over (about a 1.3 µs read's worth, docs/ruby.md), so other threads
+/// gain. An estimate, not a measured crossing point. Smaller batches follow the database's
+/// record calls (`record_call_releases`).
 const LONG_BATCH: usize = 16;
 
 fn params_of(pairs: Vec<(String, String)>) -> Params {
