@@ -57,6 +57,16 @@ pub fn varint_len(value: u64) -> usize {
 /// or longer than 10 bytes / 64 bits.
 #[inline]
 pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    match bytes.first() {
+        // One byte: the common case for lengths and counts (a tree leaf's decoding reads
+        // three per record), spared the general loop.
+        Some(&byte) if byte < 0x80 => Some((u64::from(byte), 1)),
+        _ => decode_long_varint(bytes),
+    }
+}
+
+/// `decode_varint` of two bytes or more (or of a truncated input).
+fn decode_long_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for (i, &byte) in bytes.iter().enumerate().take(MAX_VARINT_LEN) {
         let group = u64::from(byte & 0x7f);

@@ -211,9 +211,13 @@ impl<T: Copy> PrefixIndex<T> {
     }
 
     pub fn push(&mut self, prefix: u64, item: T) {
+        // Only a push that starts a block adds a fence (decoding a leaf pushes every record).
+        if self.prefixes.len().is_multiple_of(STRIDE) {
+            self.fences.push(prefix);
+        }
         self.prefixes.push(prefix);
         self.items.push(item);
-        self.refresh_fences_from(self.prefixes.len() - 1);
+        self.debug_check();
     }
 
     pub fn remove(&mut self, index: usize) -> Option<T> {
