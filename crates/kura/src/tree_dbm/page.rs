@@ -512,9 +512,7 @@ impl Branch {
         // (`keys` is public: a forged branch may not have its index; then compare fully.)
         if comparator == Comparator::Lexical && self.index.len() == self.keys.len() {
             let probe = key_prefix(key);
-            let low = self.index.lower_bound(probe, |start, end| {
-                prefetch_slice(self.keys.get(start..end).unwrap_or_default());
-            });
+            let low = self.index.lower_bound_hot(probe);
             let high = self.index.run_end(low, probe);
             let found = search_run(low, high, |i| match self.keys.get(i) {
                 Some(k) => same_prefix_order(k.len(), key.len(), || k.as_slice().cmp(key)),
