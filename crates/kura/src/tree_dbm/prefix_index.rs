@@ -8,8 +8,10 @@
 //! depends on the last). Here the top level (a few adjacent lines) and then one block of 16
 //! prefixes are counted linearly: the loads do not depend on each other, so the CPU fetches
 //! them in parallel; the block's items are prefetched meanwhile, and a lookup costs about two
-//! chained misses before it reaches the item. Two keys with unequal prefixes compare as their
-//! prefixes do (a zero pad sorts like "ended"); with equal prefixes, see `same_prefix_order`.
+//! chained misses before it reaches the item. (A branch, which every lookup passes through and
+//! so stays in the cache, binary searches its top level instead: `lower_bound_hot`.) Two keys
+//! with unequal prefixes compare as their prefixes do (a zero pad sorts like "ended"); with
+//! equal prefixes, see `same_prefix_order`.
 //!
 //! Updates. Inserting or removing an item moves the shorter side of the array: the tail, or
 //! the head into a gap kept at the front (`head` dead slots, see `open_gap`). Removing the
