@@ -18,13 +18,17 @@ use crate::dbm::{DbmExt, OpenMode, Params};
 use crate::hash_dbm::header::{HEADER_BYTES as HASH_HEADER_SIZE, MAGIC as HASH_MAGIC};
 use crate::memory_dbm::snapshot::MAGIC as SNAPSHOT_MAGIC;
 use crate::registry::{engines, Engine};
-use crate::tree_dbm::format::{HEADER_SIZE as TREE_HEADER_SIZE, MAGIC as TREE_MAGIC};
+use crate::tree_dbm::format::{
+    SlotHeader, DATA_START as TREE_DATA_START, HEADER_SIZE as TREE_HEADER_SIZE, MAGIC as TREE_MAGIC,
+    SLOT_HEADER_SIZE as TREE_SLOT_HEADER_SIZE,
+};
 
 /// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
 const OPEN_WRITABLE: u8 = 0x10;
 /// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer), of a
-/// HashDbm header or of both TreeDbm header copies right, so that the code behind it sees
-/// the mutated bytes rather than stopping at the checksum (see `fix_checksums`).
+/// HashDbm header or of both TreeDbm header copies and the tree's page slots right, so that
+/// the code behind it sees the mutated bytes rather than stopping at the checksum (see
+/// `fix_checksums`).
 const FIX_CHECKSUMS: u8 = 0x20;
 /// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
 /// have it) and read the salvaged copy.
@@ -206,7 +210,7 @@ fn small_params(engine: &Engine) -> Params {
 
 /// Rewrites the whole-file or whole-header checksum the file's magic announces, as its
 /// writer would have: a snapshot's last 8 bytes, a HashDbm header's bytes 120..128, each
-/// TreeDbm header copy's bytes 120..128.
+/// TreeDbm header copy's bytes 120..128 and the checksum of each of the tree's page slots.
 fn fix_checksums(bytes: &mut [u8]) {
     if bytes.starts_with(TREE_MAGIC) {
         for copy in bytes.chunks_exact_mut(TREE_HEADER_SIZE).take(2) {
@@ -215,6 +219,7 @@ fn fix_checksums(bytes: &mut [u8]) {
                 checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
             }
         }
+        fix_tree_slot_checksums(bytes);
         return;
     }
     let covered = if bytes.starts_with(SNAPSHOT_MAGIC) {
@@ -228,6 +233,27 @@ fn fix_checksums(bytes: &mut [u8]) {
     let (body, rest) = bytes.split_at_mut(covered);
     if let Some(checksum) = rest.get_mut(..CHECKSUM_LEN) {
         checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+    }
+}
+
+/// Rewrites the checksum of each TreeDbm slot (docs/tree.md), walking them from the first
+/// by their lengths up to the first header that does not parse, so that the page decoders
+/// (leaves, branches, their compressed forms) see mutated pages rather than stopping at the
+/// slot's checksum.
+fn fix_tree_slot_checksums(bytes: &mut [u8]) {
+    let file_end = bytes.len() as u64;
+    let mut offset = TREE_DATA_START;
+    while let Ok(start) = usize::try_from(offset) {
+        let Some(slot_bytes) = bytes.get(start..) else { break };
+        let Ok(mut slot) = SlotHeader::decode(slot_bytes, offset, file_end) else { break };
+        let body_start = start + TREE_SLOT_HEADER_SIZE;
+        let Some(body) = bytes.get(body_start..body_start + slot.stored_len as usize) else { break };
+        slot.checksum = slot.checksum_of(offset, body);
+        if let Some(header) = bytes.get_mut(start..body_start) {
+            header.copy_from_slice(&slot.encode());
+        }
+        // `decode` checked that the slot ends within the file.
+        offset += slot.slot_len;
     }
 }
 
@@ -291,5 +317,50 @@ mod tests {
             fix_checksums(&mut fixed);
             assert!(fixed == written, "{}: the fix-up rewrote a correct checksum", engine.name);
         }
+    }
+
+    /// The errors met reading every record of the TreeDbm file `bytes`, as text.
+    fn tree_read_errors(engine: &Engine, path: &std::path::Path, bytes: &[u8]) -> Vec<String> {
+        std::fs::write(path, bytes).unwrap();
+        let db = match engine.open(path, OpenMode::ReadOnly, &small_params(engine)) {
+            Ok(db) => db,
+            Err(e) => return vec![e.to_string()],
+        };
+        let errors = match db.records() {
+            Ok(records) => records.filter_map(|record| record.err().map(|e| e.to_string())).take(1).collect(),
+            Err(e) => vec![e.to_string()],
+        };
+        let _ = db.close();
+        errors
+    }
+
+    /// With the slot checksums fixed, a changed byte inside a tree page reaches the page
+    /// decoders instead of stopping at the slot's checksum, as it does unfixed.
+    #[test]
+    fn fixed_tree_slots_let_a_changed_page_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engines().iter().find(|engine| engine.extension == "kut").unwrap();
+        let path = dir.path().join("db.kut");
+        let db = engine.open(&path, OpenMode::Create, &small_params(engine)).unwrap();
+        for i in 0..3000u32 {
+            db.set(format!("key{i:06}").as_bytes(), &i.to_le_bytes(), true).unwrap();
+        }
+        db.close().unwrap();
+        let written = std::fs::read(&path).unwrap();
+        let data_start = usize::try_from(TREE_DATA_START).unwrap();
+        let (mut caught_unfixed, mut caught_fixed) = (0, 0);
+        for position in (data_start..written.len()).step_by(written.len() / 40) {
+            let mut changed = written.clone();
+            if let Some(byte) = changed.get_mut(position) {
+                *byte ^= 0x5a;
+            }
+            let unfixed = tree_read_errors(engine, &path, &changed);
+            caught_unfixed += usize::from(unfixed.iter().any(|e| e.contains("checksum mismatch")));
+            fix_checksums(&mut changed);
+            let fixed = tree_read_errors(engine, &path, &changed);
+            caught_fixed += usize::from(fixed.iter().any(|e| e.contains("checksum mismatch")));
+        }
+        assert!(caught_unfixed > 10, "only {caught_unfixed} changed pages met their checksum");
+        assert_eq!(caught_fixed, 0, "fixed slots still stopped at their checksum");
     }
 }
