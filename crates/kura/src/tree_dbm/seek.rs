@@ -8,13 +8,15 @@
 //! neighbouring leaf is checked to lie beyond the target (`Seek::admits`), so a cursor, which
 //! seeks past the key it stands on to leave a leaf, only ever moves on in key order, and
 //! meets a damaged tree's overlapping leaves as BrokenData instead of circling through them.
+//! And every leaf a seek lands in is checked to hold only keys within the range its branches
+//! give it (`check_leaf_range`), so a scan never shows a record that lookups cannot reach.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::btree::{wrong_level, BTree, PageRef};
 use super::comparator::Comparator;
-use super::page::Page;
+use super::page::{Leaf, Page};
 use crate::error::{Error, Result};
 
 /// Empty leaves never exist in a sound tree; a damaged one may hold some, but a scan that
@@ -98,6 +100,7 @@ impl BTree {
                         Seek::Below(key) => leaf.rank(comparator, key, false).checked_sub(1),
                     };
                     if let Some(index) = found {
+                        check_leaf_range(comparator, &path, leaf)?;
                         return Ok(Some(Position { leaf: page.into_arc(), index }));
                     }
                     break;
@@ -136,6 +139,7 @@ impl BTree {
                             if !target.admits(comparator, leaf.key(index).unwrap_or_default()) {
                                 return Err(Error::broken("tree leaves out of key order"));
                             }
+                            check_leaf_range(comparator, &path, leaf)?;
                             return Ok(Some(Position { leaf: page.into_arc(), index }));
                         }
                         // An empty leaf (only in a damaged file): keep going, within reason.
@@ -150,6 +154,29 @@ impl BTree {
             }
         }
     }
+}
+
+/// Checks that the keys of `leaf`, reached through the branches and child indices of `path`,
+/// lie within the range each of those branches gives that child: from the separator before
+/// it (inclusive) to the one after it (exclusive), as lookups descend. A sound tree always
+/// holds this; a damaged one may hold a key in a leaf that lookups never reach, which a scan
+/// would show with a value `get` does not give (or, from two such leaves, twice). Within a
+/// leaf, decoding has checked the order, so its first and last keys stand for all.
+fn check_leaf_range(comparator: Comparator, path: &[(PageRef<'_>, usize)], leaf: &Leaf) -> Result<()> {
+    let (Some(first), Some(last)) = (leaf.key(0), leaf.len().checked_sub(1).and_then(|i| leaf.key(i))) else {
+        return Ok(());
+    };
+    for (page, index) in path {
+        let Page::Branch(branch) = &**page else { continue };
+        let below = index.checked_sub(1).and_then(|i| branch.keys.get(i));
+        let above = branch.keys.get(*index);
+        if below.is_some_and(|low| comparator.compare(first, low) == Ordering::Less)
+            || above.is_some_and(|high| comparator.compare(last, high) != Ordering::Less)
+        {
+            return Err(Error::broken("tree leaf holds keys outside its branch's range"));
+        }
+    }
+    Ok(())
 }
 
 impl PageRef<'_> {
