@@ -120,28 +120,37 @@ fn keys_out_of_order() {
     assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData);
 }
 
-/// Two leaves whose keys overlap, under a separator that sends every key to the first: a
-/// forward scan ending the first leaf is sent on to the second, whose first key is not beyond
-/// where it stands, and a backward scan the other way round. Before the seek checked the
-/// record it finds in a neighbouring leaf, a scan came back to keys it had shown and never
-/// ended (found by fuzzing `open_file` with the pages' checksums fixed up).
-#[test]
-fn overlapping_leaves_end_a_scan_with_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = build(dir.path(), CodecKind::None);
+/// A tree of height 2 made from a real file: a root branch over two leaves holding `first`
+/// and `second`, separated by `separator` (forged into slots of the file, checksums valid).
+fn two_leaves(dir: &Path, first: &[(&[u8], &[u8])], second: &[(&[u8], &[u8])], separator: &[u8]) -> PathBuf {
+    let path = build(dir, CodecKind::None);
     let (root, height, _) = forge::root(&path).unwrap();
     let mut branch = root;
     for _ in 2..height {
         branch = forge::children(&path, branch).unwrap()[0];
     }
     let leaves = forge::children(&path, branch).unwrap();
-    let first = forge::leaf_bytes(&[(b"key000001", b"a"), (b"key000002", b"b")]);
-    let second = forge::leaf_bytes(&[(b"key000001", b"c"), (b"key000003", b"d")]);
-    forge::write_page(&path, leaves[0], false, &first, false).unwrap();
-    forge::write_page(&path, leaves[1], false, &second, false).unwrap();
-    forge::write_page(&path, root, true, &forge::branch_bytes(&[leaves[0], leaves[1]], &[b"key999999"]), false)
-        .unwrap();
+    forge::write_page(&path, leaves[0], false, &forge::leaf_bytes(first), false).unwrap();
+    forge::write_page(&path, leaves[1], false, &forge::leaf_bytes(second), false).unwrap();
+    forge::write_page(&path, root, true, &forge::branch_bytes(&leaves[..2], &[separator]), false).unwrap();
     forge::set_root(&path, root, 2).unwrap();
+    path
+}
+
+/// Two leaves whose keys overlap, under a separator that sends every key to the first: a
+/// forward scan ending the first leaf is sent on to the second, whose first key is not beyond
+/// where it stands, and a backward scan the other way round. Before the seek checked the
+/// leaves it lands in against their branches' ranges, a scan came back to keys it had shown
+/// and never ended (found by fuzzing `open_file` with the pages' checksums fixed up).
+#[test]
+fn overlapping_leaves_end_a_scan_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = two_leaves(
+        dir.path(),
+        &[(b"key000001", b"a"), (b"key000002", b"b")],
+        &[(b"key000001", b"c"), (b"key000003", b"d")],
+        b"key999999",
+    );
     let db = TreeDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
     // Bounded, so that a scan that loops fails the test instead of hanging it.
     let forward: Vec<_> = db.range(..).take(100).collect();
@@ -166,20 +175,12 @@ fn overlapping_leaves_end_a_scan_with_an_error() {
 #[test]
 fn a_leaf_key_beyond_its_separator_is_reported_by_a_scan() {
     let dir = tempfile::tempdir().unwrap();
-    let path = build(dir.path(), CodecKind::None);
-    let (root, height, _) = forge::root(&path).unwrap();
-    let mut branch = root;
-    for _ in 2..height {
-        branch = forge::children(&path, branch).unwrap()[0];
-    }
-    let leaves = forge::children(&path, branch).unwrap();
-    let first = forge::leaf_bytes(&[(b"key000001", b"a"), (b"key000700", b"stray")]);
-    let second = forge::leaf_bytes(&[(b"key000600", b"b")]);
-    forge::write_page(&path, leaves[0], false, &first, false).unwrap();
-    forge::write_page(&path, leaves[1], false, &second, false).unwrap();
-    forge::write_page(&path, root, true, &forge::branch_bytes(&[leaves[0], leaves[1]], &[b"key000500"]), false)
-        .unwrap();
-    forge::set_root(&path, root, 2).unwrap();
+    let path = two_leaves(
+        dir.path(),
+        &[(b"key000001", b"a"), (b"key000700", b"stray")],
+        &[(b"key000600", b"b")],
+        b"key000500",
+    );
     let db = TreeDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
     assert_eq!(db.get(b"key000700").unwrap_err().kind(), ErrorKind::NotFound);
     for scan in [db.range(..).collect::<Vec<_>>(), db.range(..).rev().collect()] {

@@ -4,12 +4,13 @@
 //!
 //! The search keeps its path of branches, so moving to a neighbouring leaf climbs only as far
 //! as needed. Every step either descends one level (at most `height` levels) or moves the
-//! path strictly sideways, so even a corrupted tree cannot make it loop. A record found in a
-//! neighbouring leaf is checked to lie beyond the target (`Seek::admits`), so a cursor, which
-//! seeks past the key it stands on to leave a leaf, only ever moves on in key order, and
-//! meets a damaged tree's overlapping leaves as BrokenData instead of circling through them.
-//! And every leaf a seek lands in is checked to hold only keys within the range its branches
-//! give it (`check_leaf_range`), so a scan never shows a record that lookups cannot reach.
+//! path strictly sideways, so even a corrupted tree cannot make it loop. Every leaf a seek
+//! returns a record of is checked to hold only keys within the range its branches give it
+//! (`check_leaf_range`). So a scan never shows a record that lookups cannot reach, and a
+//! record found in a neighbouring leaf lies beyond the target (that leaf's range starts past
+//! the one the target led to): a cursor, which seeks past the key it stands on to leave a
+//! leaf, only ever moves on in key order, and meets a damaged tree's overlapping leaves as
+//! BrokenData instead of circling through them (both found by fuzzing).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -41,20 +42,6 @@ pub enum Seek<'k> {
 impl Seek<'_> {
     fn forward(self) -> bool {
         matches!(self, Seek::First | Seek::AtLeast(_) | Seek::Above(_))
-    }
-
-    /// Whether `key` lies where the target asks. A record found in a neighbouring leaf does
-    /// in a sound tree (the separators put that leaf's keys beyond the target's); in a damaged
-    /// one it may not, and a cursor stepping on from it would come back to keys it already
-    /// showed, for ever (found by fuzzing with the pages' checksums fixed up).
-    fn admits(self, comparator: Comparator, key: &[u8]) -> bool {
-        match self {
-            Seek::First | Seek::Last => true,
-            Seek::AtLeast(target) => comparator.compare(key, target) != Ordering::Less,
-            Seek::Above(target) => comparator.compare(key, target) == Ordering::Greater,
-            Seek::AtMost(target) => comparator.compare(key, target) != Ordering::Greater,
-            Seek::Below(target) => comparator.compare(key, target) == Ordering::Less,
-        }
     }
 }
 
@@ -136,9 +123,6 @@ impl BTree {
                     (Page::Leaf(leaf), true) => {
                         let found = if forward { (!leaf.is_empty()).then_some(0) } else { leaf.len().checked_sub(1) };
                         if let Some(index) = found {
-                            if !target.admits(comparator, leaf.key(index).unwrap_or_default()) {
-                                return Err(Error::broken("tree leaves out of key order"));
-                            }
                             check_leaf_range(comparator, &path, leaf)?;
                             return Ok(Some(Position { leaf: page.into_arc(), index }));
                         }
