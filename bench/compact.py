@@ -28,6 +28,8 @@ import platform
 import subprocess
 import sys
 
+import harness
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "bench", "data")
 WORK = os.path.join(DATA, "work")
@@ -137,7 +139,7 @@ def build():
                    check=True, cwd=ROOT)
     os.makedirs(WORK, exist_ok=True)
     source = os.path.join(ROOT, "bench", "tkrzw_tiny.cc")
-    if not os.path.exists(TKRZW_TINY) or os.path.getmtime(TKRZW_TINY) < os.path.getmtime(source):
+    if not harness.driver_is_current(TKRZW_TINY, source):
         cflags = subprocess.run(["pkg-config", "--cflags", "tkrzw"], capture_output=True,
                                 text=True).stdout.split()
         subprocess.run(["g++", "-O2", "-std=c++17", *cflags, source, "-o", TKRZW_TINY, "-ltkrzw",

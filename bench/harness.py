@@ -4,6 +4,7 @@ failure stops the run with the program's output."""
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,26 @@ def run_or_none(command, consequence, **kwargs):
             f"{result.stderr[-2000:]}")
         return None
     return result.stdout
+
+
+# A C++ driver's include of a header of its own (`#include "split_mix.h"`).
+LOCAL_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"')
+
+
+def driver_is_current(binary, source):
+    """Whether the C++ driver `binary` is newer than its `source` and than every header of
+    the repository the source includes (`#include "name.h"` found beside it, read from the
+    source itself so that no list of headers can fall behind it): else it must be rebuilt."""
+    if not os.path.exists(binary):
+        return False
+    sources = [source]
+    with open(source, encoding="utf-8") as text:
+        for line in text:
+            match = LOCAL_INCLUDE.match(line)
+            header = match and os.path.join(os.path.dirname(source), match.group(1))
+            if header and os.path.exists(header):
+                sources.append(header)
+    return os.path.getmtime(binary) >= max(map(os.path.getmtime, sources))
 
 
 def database_files(path):

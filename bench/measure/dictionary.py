@@ -44,7 +44,7 @@ def count_records(tsv):
 
 def build_tkrzw_get():
     source = os.path.join(harness.ROOT, "bench", "tkrzw_get.cc")
-    if not os.path.exists(TKRZW_GET) or os.path.getmtime(TKRZW_GET) < os.path.getmtime(source):
+    if not harness.driver_is_current(TKRZW_GET, source):
         cflags = subprocess.run(["pkg-config", "--cflags", "tkrzw"], capture_output=True,
                                 text=True).stdout.split()
         harness.run(["g++", "-O2", "-std=c++17", *cflags, source, "-o", TKRZW_GET, "-ltkrzw",

@@ -13,8 +13,6 @@ import harness
 from measure import repeats
 
 SOURCE = os.path.join(harness.ROOT, "bench", "leveldb_sequence.cc")
-# What the driver includes from the repository: a change to any of them rebuilds it.
-HEADERS = [os.path.join(harness.ROOT, "bench", name) for name in ("leveldb_open.h", "split_mix.h")]
 BINARY = os.path.join(harness.WORK, "leveldb_sequence")
 # The Kura engines whose sequence tables show LevelDB: the ordered file engine it competes with.
 ENGINES = {"tree"}
@@ -30,8 +28,7 @@ def wanted(engine_name):
 @functools.lru_cache(maxsize=None)
 def built():
     """Compiles the driver unless it is newer than its sources; False when it cannot be."""
-    sources = [SOURCE, *HEADERS]
-    if os.path.exists(BINARY) and os.path.getmtime(BINARY) >= max(map(os.path.getmtime, sources)):
+    if harness.driver_is_current(BINARY, SOURCE):
         return True
     os.makedirs(harness.WORK, exist_ok=True)
     command = ["g++", "-O2", "-std=c++17", SOURCE, "-o", BINARY, "-lleveldb", "-lpthread"]
