@@ -154,8 +154,8 @@ module Kura
 
     # The values of `keys`, nil where absent (Hash#values_at), looked up as one batch (the
     # GVL released from 16 keys on): the engine overlaps the batch's memory misses (hash
-    # engines) or walks the tree once per leaf (docs/get_many.md). A key that is not a String or Symbol raises
-    # TypeError before anything is looked up.
+    # engines) or walks the tree once per leaf (docs/get_many.md). A key that is not a String
+    # or Symbol raises TypeError before anything is looked up.
     def values_at(*keys)
       _get_many(keys)
     end
