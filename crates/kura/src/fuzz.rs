@@ -15,7 +15,12 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::{Codec, CodecKind, Effort, Residence};
 use crate::dbm::{DbmExt, OpenMode, Params};
-use crate::hash_dbm::header::{HEADER_BYTES as HASH_HEADER_SIZE, MAGIC as HASH_MAGIC};
+use crate::hash_dbm::header::{Header as HashHeader, HEADER_BYTES as HASH_HEADER_SIZE, MAGIC as HASH_MAGIC};
+use crate::hash_dbm::record::{
+    append_wide_check, checksum as record_checksum, encode_record_header, parse_block, Block, RecordHeader,
+    KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
+};
+use crate::hash_dbm::storage::hash_key;
 use crate::memory_dbm::snapshot::MAGIC as SNAPSHOT_MAGIC;
 use crate::registry::{engines, Engine};
 use crate::tree_dbm::format::{
@@ -25,10 +30,10 @@ use crate::tree_dbm::format::{
 
 /// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
 const OPEN_WRITABLE: u8 = 0x10;
-/// Selector bit of `open_file`: make the checksum of a memory snapshot (its trailer), of a
-/// HashDbm header or of both TreeDbm header copies and the tree's page slots right, so that
-/// the code behind it sees the mutated bytes rather than stopping at the checksum (see
-/// `fix_checksums`).
+/// Selector bit of `open_file`: make the checksums right that a file's writer would have
+/// written (a memory snapshot's trailer; a HashDbm header, its dictionary, free list and
+/// records; both TreeDbm header copies and the tree's page slots), so that the code behind
+/// them sees the mutated bytes rather than stopping at a checksum (see `fix_checksums`).
 const FIX_CHECKSUMS: u8 = 0x20;
 /// Selector bit of `open_file`: salvage the file first (`kura restore`, for the engines that
 /// have it) and read the salvaged copy.
@@ -40,12 +45,10 @@ const DECODE_WITH_DICTIONARY: u8 = 0x10;
 /// Selector bit of `codec_decode`: the codec is one for memory (CompactDbm's, see
 /// `codec/residence.rs`), which decodes magicless zstd frames besides standard ones.
 const DECODE_IN_MEMORY: u8 = 0x20;
-/// Every checksum `fix_checksums` rewrites is an xxh3-64 in the last 8 bytes of what it
-/// covers: a memory snapshot's trailer (docs/memory.md), the HashDbm header's bytes 120..128
-/// (docs/format.md) and each TreeDbm header copy's (docs/tree.md).
+/// The whole-file and header checksums `fix_checksums` rewrites are each an xxh3-64 in the
+/// last 8 bytes of what they cover: a memory snapshot's trailer (docs/memory.md), the HashDbm
+/// header's bytes 120..128 (docs/format.md) and each TreeDbm header copy's (docs/tree.md).
 const CHECKSUM_LEN: usize = 8;
-const HASH_CHECKSUMMED_LEN: usize = HASH_HEADER_SIZE - CHECKSUM_LEN;
-const TREE_CHECKSUMMED_LEN: usize = TREE_HEADER_SIZE - CHECKSUM_LEN;
 
 /// The engine a selector byte picks, by its position in the registry.
 pub fn engine_of_selector(selector: u8) -> &'static Engine {
@@ -208,32 +211,111 @@ fn small_params(engine: &Engine) -> Params {
     }
 }
 
-/// Rewrites the whole-file or whole-header checksum the file's magic announces, as its
-/// writer would have: a snapshot's last 8 bytes, a HashDbm header's bytes 120..128, each
+/// Rewrites the checksums the file's magic announces, as its writer would have: a snapshot's
+/// last 8 bytes; a HashDbm header's bytes 120..128 and what `fix_hash_checksums` adds; each
 /// TreeDbm header copy's bytes 120..128 and the checksum of each of the tree's page slots.
 fn fix_checksums(bytes: &mut [u8]) {
+    if bytes.starts_with(HASH_MAGIC) {
+        fix_hash_checksums(bytes);
+        return;
+    }
     if bytes.starts_with(TREE_MAGIC) {
-        for copy in bytes.chunks_exact_mut(TREE_HEADER_SIZE).take(2) {
-            let (body, checksum) = copy.split_at_mut(TREE_CHECKSUMMED_LEN);
-            if let Some(checksum) = checksum.get_mut(..CHECKSUM_LEN) {
-                checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
-            }
-        }
+        bytes.chunks_exact_mut(TREE_HEADER_SIZE).take(2).for_each(fix_trailing_checksum);
         fix_tree_slot_checksums(bytes);
         return;
     }
-    let covered = if bytes.starts_with(SNAPSHOT_MAGIC) {
-        bytes.len().checked_sub(CHECKSUM_LEN)
-    } else if bytes.starts_with(HASH_MAGIC) && bytes.len() >= HASH_CHECKSUMMED_LEN + CHECKSUM_LEN {
-        Some(HASH_CHECKSUMMED_LEN)
-    } else {
-        None
-    };
-    let Some(covered) = covered else { return };
-    let (body, rest) = bytes.split_at_mut(covered);
-    if let Some(checksum) = rest.get_mut(..CHECKSUM_LEN) {
-        checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+    if bytes.starts_with(SNAPSHOT_MAGIC) {
+        fix_trailing_checksum(bytes);
     }
+}
+
+/// Writes the xxh3-64 of all but the last 8 bytes of `covered` into those 8 bytes.
+fn fix_trailing_checksum(covered: &mut [u8]) {
+    let Some(body_len) = covered.len().checked_sub(CHECKSUM_LEN) else { return };
+    let (body, checksum) = covered.split_at_mut(body_len);
+    checksum.copy_from_slice(&xxh3_64(body).to_le_bytes());
+}
+
+/// Rewrites a HashDbm file's checksums (docs/format.md): the header's, so that the header
+/// decodes; then each record's and tombstone's (dead records keep theirs: the compressed
+/// flag they were computed with is gone from their tag), walking the record area block by
+/// block up to the data end (the end of the file after a crash) or the first block that
+/// does not parse; then, from version 2 on, the dictionary's and the free list's, and the
+/// header's again. So the value decoders, the codec frames and the dictionary see mutated
+/// bytes instead of stopping at a 13-bit check.
+fn fix_hash_checksums(bytes: &mut [u8]) {
+    if let Some(header) = bytes.get_mut(..HASH_HEADER_SIZE) {
+        fix_trailing_checksum(header);
+    }
+    let file_len = bytes.len() as u64;
+    let Ok(mut header) = HashHeader::decode(bytes, file_len) else { return };
+    let end = if header.closed_cleanly { header.data_end } else { file_len };
+    let layout = header.check_layout();
+    let mut offset = header.data_start();
+    while offset < end {
+        let Ok(start) = usize::try_from(offset) else { break };
+        let Some(block_bytes) = bytes.get(start..) else { break };
+        let block_len = match parse_block(block_bytes, offset, layout) {
+            Ok(Block::Filler) => 1,
+            Ok(Block::FreeSpan { len }) => len,
+            Ok(Block::Record(record)) => {
+                if !fix_record_checksum(bytes, start, &record) {
+                    break;
+                }
+                record.total_len()
+            }
+            Err(_) => break,
+        };
+        offset = offset.saturating_add(block_len);
+    }
+    if !header.has_shared_checksums() {
+        return;
+    }
+    let checksum_of = |offset: u64, len: u32| {
+        let start = usize::try_from(offset).ok()?;
+        bytes.get(start..start.checked_add(len as usize)?).map(xxh3_64)
+    };
+    // A writer stores 0 for a dictionary or free list it does not have.
+    if header.dictionary_len > 0 {
+        header.dictionary_checksum = checksum_of(header.dictionary_offset(), header.dictionary_len).unwrap_or(0);
+    }
+    if header.free_list_len > 0 {
+        header.free_list_checksum = checksum_of(header.free_list_offset, header.free_list_len).unwrap_or(0);
+    }
+    if let Some(target) = bytes.get_mut(..HASH_HEADER_SIZE) {
+        target.copy_from_slice(&header.encode());
+    }
+}
+
+/// Rewrites the check bits of the record or tombstone at `start` to match its key and stored
+/// value, by encoding its header again with the new check: a header its writer would not
+/// have written (a size field padded with continuation bytes) is left alone, as is a dead
+/// record. False if the record runs past the end of the file.
+fn fix_record_checksum(bytes: &mut [u8], start: usize, record: &RecordHeader) -> bool {
+    let key_start = start + record.header_len;
+    let value_start = key_start + record.key_len;
+    let (Some(key), Some(value)) =
+        (bytes.get(key_start..value_start), bytes.get(value_start..value_start.saturating_add(record.value_len)))
+    else {
+        return false;
+    };
+    if record.kind() != KIND_RECORD && record.kind() != KIND_TOMBSTONE {
+        return true;
+    }
+    let check = record_checksum(hash_key(key), record.is_compressed(), value);
+    let mut encoded = [0u8; MAX_HEADER_SIZE];
+    let (kind, compressed, width) = (record.kind(), record.is_compressed(), usize::from(record.next_width));
+    let mut len =
+        encode_record_header(&mut encoded, kind, compressed, check, record.next, width, key.len(), value.len());
+    if record.check_wide.is_some() {
+        len = append_wide_check(&mut encoded, len, check);
+    }
+    if len == record.header_len {
+        if let (Some(target), Some(source)) = (bytes.get_mut(start..key_start), encoded.get(..len)) {
+            target.copy_from_slice(source);
+        }
+    }
+    true
 }
 
 /// Rewrites the checksum of each TreeDbm slot (docs/tree.md), walking them from the first
@@ -319,8 +401,46 @@ mod tests {
         }
     }
 
-    /// The errors met reading every record of the TreeDbm file `bytes`, as text.
-    fn tree_read_errors(engine: &Engine, path: &std::path::Path, bytes: &[u8]) -> Vec<String> {
+    /// A HashDbm file with every kind of block and checksum (compressed records, tombstones
+    /// and dead records, free spans, a trained dictionary, a saved free list) comes out of
+    /// the fix-up unchanged, in both update modes.
+    #[test]
+    fn fixing_the_checksums_of_a_used_hash_file_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engines().iter().find(|engine| engine.extension == "kuh").unwrap();
+        for (codec, mode) in [("none", "in_place"), ("zstd", "appending"), ("zstd-dict", "in_place")] {
+            let path = dir.path().join(format!("{codec}-{mode}.kuh"));
+            let params = small_params(engine).with("record_comp", codec).with("update_mode", mode);
+            let db = engine.open(&path, OpenMode::Create, &params).unwrap();
+            for i in 0..600u32 {
+                db.set(
+                    format!("key{i:04}").as_bytes(),
+                    format!("value {i} {}", "x".repeat(i as usize % 90)).as_bytes(),
+                    true,
+                )
+                .unwrap();
+            }
+            if codec == "zstd-dict" {
+                db.rebuild(&Params::new()).unwrap();
+            }
+            for i in (0..600u32).step_by(3) {
+                db.remove(format!("key{i:04}").as_bytes()).unwrap();
+            }
+            for i in (1..600u32).step_by(7) {
+                db.set(format!("key{i:04}").as_bytes(), b"short", true).unwrap();
+            }
+            db.close().unwrap();
+            let written = std::fs::read(&path).unwrap();
+            let header = HashHeader::decode(&written, written.len() as u64).unwrap();
+            assert_eq!(header.dictionary_len > 0, codec == "zstd-dict", "{codec}: no dictionary to check");
+            let mut fixed = written.clone();
+            fix_checksums(&mut fixed);
+            assert!(fixed == written, "{codec}, {mode}: the fix-up rewrote a correct checksum");
+        }
+    }
+
+    /// The errors met reading every record of the file `bytes`, as text.
+    fn read_errors(engine: &Engine, path: &std::path::Path, bytes: &[u8]) -> Vec<String> {
         std::fs::write(path, bytes).unwrap();
         let db = match engine.open(path, OpenMode::ReadOnly, &small_params(engine)) {
             Ok(db) => db,
@@ -334,33 +454,52 @@ mod tests {
         errors
     }
 
-    /// With the slot checksums fixed, a changed byte inside a tree page reaches the page
-    /// decoders instead of stopping at the slot's checksum, as it does unfixed.
-    #[test]
-    fn fixed_tree_slots_let_a_changed_page_through() {
+    /// Changes one byte at each of 40 places from `data_start` on in a file of the engine of
+    /// `extension` holding 3,000 records, and counts the reads of every record that stopped
+    /// at a checksum: without the fix-up, then with it.
+    fn reads_stopped_by_a_checksum(extension: &str, data_start: impl Fn(&[u8]) -> usize) -> (usize, usize) {
         let dir = tempfile::tempdir().unwrap();
-        let engine = engines().iter().find(|engine| engine.extension == "kut").unwrap();
-        let path = dir.path().join("db.kut");
+        let engine = engines().iter().find(|engine| engine.extension == extension).unwrap();
+        let path = dir.path().join(format!("db.{extension}"));
         let db = engine.open(&path, OpenMode::Create, &small_params(engine)).unwrap();
         for i in 0..3000u32 {
             db.set(format!("key{i:06}").as_bytes(), &i.to_le_bytes(), true).unwrap();
         }
         db.close().unwrap();
         let written = std::fs::read(&path).unwrap();
-        let data_start = usize::try_from(TREE_DATA_START).unwrap();
-        let (mut caught_unfixed, mut caught_fixed) = (0, 0);
-        for position in (data_start..written.len()).step_by(written.len() / 40) {
+        let (mut stopped_unfixed, mut stopped_fixed) = (0, 0);
+        let start = data_start(&written);
+        for position in (start..written.len()).step_by((written.len() - start) / 40) {
             let mut changed = written.clone();
             if let Some(byte) = changed.get_mut(position) {
                 *byte ^= 0x5a;
             }
-            let unfixed = tree_read_errors(engine, &path, &changed);
-            caught_unfixed += usize::from(unfixed.iter().any(|e| e.contains("checksum mismatch")));
+            let unfixed = read_errors(engine, &path, &changed);
+            stopped_unfixed += usize::from(unfixed.iter().any(|e| e.contains("checksum mismatch")));
             fix_checksums(&mut changed);
-            let fixed = tree_read_errors(engine, &path, &changed);
-            caught_fixed += usize::from(fixed.iter().any(|e| e.contains("checksum mismatch")));
+            let fixed = read_errors(engine, &path, &changed);
+            stopped_fixed += usize::from(fixed.iter().any(|e| e.contains("checksum mismatch")));
         }
-        assert!(caught_unfixed > 10, "only {caught_unfixed} changed pages met their checksum");
-        assert_eq!(caught_fixed, 0, "fixed slots still stopped at their checksum");
+        (stopped_unfixed, stopped_fixed)
+    }
+
+    /// With the slot checksums fixed, a changed byte inside a tree page reaches the page
+    /// decoders instead of stopping at the slot's checksum, as it does unfixed.
+    #[test]
+    fn fixed_tree_slots_let_a_changed_page_through() {
+        let (unfixed, fixed) = reads_stopped_by_a_checksum("kut", |_| usize::try_from(TREE_DATA_START).unwrap());
+        assert!(unfixed > 10, "only {unfixed} changed pages met their checksum");
+        assert_eq!(fixed, 0, "fixed slots still stopped at their checksum");
+    }
+
+    /// With the record checksums fixed, a changed byte in a HashDbm record's key or value is
+    /// read as it is instead of stopping at the record's check, as it does unfixed.
+    #[test]
+    fn fixed_hash_records_let_a_changed_record_through() {
+        let data_start =
+            |file: &[u8]| usize::try_from(HashHeader::decode(file, file.len() as u64).unwrap().data_start()).unwrap();
+        let (unfixed, fixed) = reads_stopped_by_a_checksum("kuh", data_start);
+        assert!(unfixed > 10, "only {unfixed} changed records met their checksum");
+        assert_eq!(fixed, 0, "fixed records still stopped at their checksum");
     }
 }

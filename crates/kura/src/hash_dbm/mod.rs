@@ -20,14 +20,14 @@ pub(crate) mod header;
 mod layout_tests;
 mod options;
 mod prefetch;
-mod record;
+pub(crate) mod record;
 mod restore;
 #[cfg(test)]
 mod restore_tests;
 #[cfg(test)]
 mod reuse_tests;
 mod space;
-mod storage;
+pub(crate) mod storage;
 
 use std::cell::UnsafeCell;
 use std::path::{Path, PathBuf};
