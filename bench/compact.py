@@ -30,12 +30,8 @@ import sys
 
 import harness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "bench", "data")
-WORK = os.path.join(DATA, "work")
-RESULTS = os.path.join(ROOT, "bench", "results")
-TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-DRIVER = os.path.join(TARGET, "release", "kura-compact-bench")
+ROOT, DATA, WORK, RESULTS = harness.ROOT, harness.DATA, harness.WORK, harness.RESULTS
+DRIVER = os.path.join(harness.release_dir(), "kura-compact-bench")
 TKRZW_TINY = os.path.join(WORK, "tkrzw_tiny")
 
 # CompactDbm settings measured: (codec, records per bucket[, more parameters]). The default is

@@ -41,8 +41,9 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "bench", "results")
+import harness
+
+ROOT, RESULTS = harness.ROOT, harness.RESULTS
 JSON_PATH = os.path.join(RESULTS, "ruby.json")
 MD_PATH = os.path.join(RESULTS, "ruby.md")
 PNG_PATH = os.path.join(RESULTS, "ruby.png")
@@ -96,6 +97,9 @@ def run_json(command):
 
 
 def build_leveldb_driver():
+    """Builds the LevelDB driver unless the binary is newer than its source and headers."""
+    if harness.driver_is_current(LEVELDB_BINARY, LEVELDB_SOURCE):
+        return
     os.makedirs(WORK, exist_ok=True)
     subprocess.run(["g++", "-O2", "-o", LEVELDB_BINARY, LEVELDB_SOURCE, "-lleveldb"], check=True)
 
