@@ -11,7 +11,7 @@ mod exit;
 mod options;
 mod progress;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -101,11 +101,12 @@ enum Command {
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
     },
-    /// Loads a TSV (key<TAB>value) or JSON-lines ({"key": ..., "value": ...}) file, creating
-    /// the database if missing; with --shards N, into a shard set written in parallel.
+    /// Loads a TSV (key<TAB>value) or JSON-lines ({"key": ..., "value": ...}) file, or stdin
+    /// when FILE is `-` or absent, creating the database if missing; with --shards N, into a
+    /// shard set written in parallel.
     Import {
         path: PathBuf,
-        file: PathBuf,
+        file: Option<PathBuf>,
         #[command(flatten)]
         layout: LayoutArgs,
         /// Parser threads, and writers of a single database (default: the number of CPUs, at most 8).
@@ -117,7 +118,8 @@ enum Command {
         /// Records per write batch (default 16384).
         #[arg(long, value_name = "N")]
         batch: Option<usize>,
-        /// Input format: tsv or jsonl (default: jsonl for .jsonl/.ndjson/.json files, else tsv).
+        /// Input format: tsv or jsonl (default: jsonl for .jsonl/.ndjson/.json files, else tsv,
+        /// also for stdin).
         #[arg(long, value_name = "FORMAT")]
         format: Option<String>,
         /// Skip and count malformed lines instead of stopping at the first one.
@@ -200,7 +202,7 @@ fn run(cli: Cli) -> kura::Result<()> {
             let params = options::engine_params(global, &layout)?;
             let format = format.as_deref().map(kura::import::Format::from_name).transpose()?;
             let options = kura::import::ImportOptions { threads, shards, batch, format, skip_bad };
-            commands::import::import(&path, &file, &params, &options)
+            commands::import::import(&path, file.as_deref().filter(|file| *file != Path::new("-")), &params, &options)
         }
         Command::Export { path, file } => {
             commands::transfer::export(&path, &options::plain_params(global)?, file.as_deref())

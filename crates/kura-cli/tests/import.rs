@@ -1,17 +1,40 @@
 //! End-to-end tests of `kura import`'s parallel loader: the same records whatever the shard
-//! count, thread count and batch size; keyless JSON rows; malformed and empty inputs; and a
-//! SIGKILLed import that leaves every shard openable with only records of the input.
+//! count, thread count and batch size, and whether they come from a file or a stream (stdin,
+//! `/dev/stdin`); keyless JSON rows; malformed and empty inputs; and a SIGKILLed import that
+//! leaves every shard openable with only records of the input.
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use kura::split_mix::SplitMix64;
 use kura::{DbmExt, OpenMode, Params};
 
 fn kura(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().unwrap()
+}
+
+/// Runs `kura` with `input` written to its standard input (from a thread of its own, so that a
+/// child that has not read yet cannot block the writer against a full pipe).
+fn kura_reading(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A child that stops reading early (an error) closes the pipe: not the test's failure.
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
 }
 
 #[track_caller]
@@ -159,6 +182,65 @@ fn malformed_and_empty_inputs_are_clear_errors() {
     ok(&["create", &text(&plain)]);
     fails(&["import", &text(&plain), &text(&truncated), "--shards", "2"], 2, &["single database"]);
     fails(&["import", &text(&plain), &text(&truncated), "--format", "xml"], 2, &["tsv or jsonl"]);
+}
+
+#[test]
+fn a_stream_loads_the_same_records_as_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tsv, expected) = sample_tsv(dir.path(), 6000);
+    let body = std::fs::read(&tsv).unwrap();
+    let streams: [&[&str]; 3] = [&["-"], &[], &["/dev/stdin"]];
+    let mut run = 0;
+    for (extension, extra) in
+        [("kuh", &[][..]), ("kut", &["--shards", "2"][..]), ("kuh", &["--record-comp", "zstd"][..])]
+    {
+        for stream in streams {
+            run += 1;
+            let db = dir.path().join(format!("stream{run}.{extension}"));
+            let db_text = text(&db);
+            let args: Vec<&str> = ["import", db_text.as_str()].iter().chain(stream).chain(extra).copied().collect();
+            let output = kura_reading(&args, &body);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "kura {args:?}: {stderr}");
+            assert!(String::from_utf8_lossy(&output.stdout).contains("records=6000"), "kura {args:?}");
+            assert_eq!(records(&db), expected, "kura {args:?}");
+        }
+    }
+
+    // Read once, a stream cannot size the buckets: a database it overfills is rebuilt for them.
+    let db = dir.path().join("overfilled.kuh");
+    let output = kura_reading(&["import", &text(&db), "-", "--buckets", "64"], &body);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("rebuilt=yes"), "{output:?}");
+    assert_eq!(records(&db), expected);
+    let buckets = kura::open(&db, OpenMode::ReadOnly, &Params::new()).unwrap().inspect().unwrap();
+    let buckets: u64 = buckets.iter().find(|(name, _)| name == "num_buckets").unwrap().1.parse().unwrap();
+    assert!(buckets >= expected.len() as u64 / 2, "rebuilt with {buckets} buckets for {} records", expected.len());
+}
+
+#[test]
+fn a_stream_that_is_empty_malformed_or_unsized_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.kuh");
+    let output = kura_reading(&["import", &text(&db), "-"], b"");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("standard input is empty"), "{output:?}");
+    assert!(!db.exists(), "nothing is left behind");
+
+    let db = dir.path().join("bad.kut");
+    let output = kura_reading(&["import", &text(&db)], b"a\t1\nb\t2\nno tab here\nc\t3\n");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("standard input line 3"), "{output:?}");
+    assert_eq!(records(&db).len(), 2, "the lines before the bad one were imported, and nothing else");
+
+    // A cache's record cap is sized from a file's line count; a stream has none to give.
+    let db = dir.path().join("cache.kumc");
+    let output = kura_reading(&["import", &text(&db), "-"], b"a\t1\n");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cap_rec_num"), "{output:?}");
+    let output = kura_reading(&["import", &text(&db), "-", "--params", "cap_rec_num=10"], b"a\t1\n");
+    assert!(output.status.success(), "{output:?}");
+    let cache = kura::open(&db, OpenMode::ReadOnly, &Params::new().with("cap_rec_num", 10)).unwrap();
+    assert_eq!(cache.get(b"a").unwrap(), b"1");
 }
 
 #[test]

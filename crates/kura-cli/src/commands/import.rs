@@ -3,15 +3,21 @@
 
 use std::path::Path;
 
-use kura::import::{import_file, ImportOptions};
+use kura::import::{import_file, import_reader, ImportOptions};
 use kura::Params;
 
 use crate::progress;
 
-pub fn import(path: &Path, input: &Path, params: &Params, options: &ImportOptions) -> kura::Result<()> {
-    let input_size = std::fs::metadata(input).map_or(0, |m| m.len());
+/// Imports the file `input`, or standard input when there is none.
+pub fn import(path: &Path, input: Option<&Path>, params: &Params, options: &ImportOptions) -> kura::Result<()> {
+    // A regular file's size is the bar's end; a stream's is unknown, so its bar only counts.
+    let input_size = input.and_then(|input| std::fs::metadata(input).ok()).filter(|m| m.is_file()).map(|m| m.len());
     let bar = progress::bytes(input_size, "import");
-    let summary = import_file(path, input, params, options, &|bytes| bar.inc(bytes));
+    let progress = |bytes| bar.inc(bytes);
+    let summary = match input {
+        Some(input) => import_file(path, input, params, options, &progress),
+        None => import_reader(path, std::io::stdin().lock(), "standard input", params, options, &progress),
+    };
     bar.finish_and_clear();
     let summary = summary?;
     println!(

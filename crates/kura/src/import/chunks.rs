@@ -35,6 +35,20 @@ impl<R: Read> ChunkReader<R> {
         ChunkReader { input, name, carry: Vec::new(), seq: 0, next_line: 1, finished: false }
     }
 
+    /// Whether the input holds a byte at all, read ahead (and kept for the first chunk)
+    /// when nothing was read yet: an input that can only be read once (a pipe) can only be
+    /// found empty this way.
+    pub fn has_input(&mut self) -> Result<bool> {
+        while self.carry.is_empty() && !self.finished {
+            let read = (&mut self.input)
+                .take(64 << 10)
+                .read_to_end(&mut self.carry)
+                .map_err(|e| Error::io(format!("read {}", self.name), e))?;
+            self.finished = read == 0;
+        }
+        Ok(!self.carry.is_empty())
+    }
+
     /// The next chunk, or None at the end of the input.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
         let mut bytes = std::mem::take(&mut self.carry);

@@ -9,6 +9,11 @@
 //! `threads` writers write at once, so `threads` bounds the cores an import uses for parsing
 //! and for compressing alike, however many shards there are. `kura import`
 //! and Python's `kura.import_file` are this function with a progress bar or without.
+//!
+//! A regular file is read twice when a new database is sized for it (its lines counted
+//! first); standard input, a pipe or any other stream is read once (`import_reader`), and
+//! the new database takes its engine's default size, rebuilt at the end if its records
+//! outgrew it (`Dbm::should_be_rebuilt`).
 
 // Crate-visible for `crate::fuzz::import_lines`, which drives the pipeline on arbitrary input.
 pub(crate) mod chunks;
@@ -17,7 +22,7 @@ pub(crate) mod parse;
 pub(crate) mod pipeline;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::time::Instant;
 
@@ -121,16 +126,18 @@ fn naming(path: &Path) -> impl Fn(Error) -> Error + '_ {
 }
 
 /// Opens the target, giving a new database the parameters its engine sizes for the input's
-/// line count (per shard for a set), unless the user gave them.
-fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>) -> Result<Target> {
+/// line count (per shard for a set), unless the user gave them or the input is a stream
+/// (`countable` None), whose lines cannot be counted before they are imported.
+fn open_target(path: &Path, countable: Option<&Path>, params: &Params, shards: Option<usize>) -> Result<Target> {
     let engine = crate::registry::resolve(path, params)?;
     let sharded = shards.is_some() || engine.name == "shard";
     if !sharded {
         let sized = (engine.import_params)(0);
-        let params = if path.exists() || sized.names().all(|name| params.get(name).is_some()) {
-            params.clone()
-        } else {
-            params.or_defaults(&(engine.import_params)(count_lines(input)?))
+        let params = match countable {
+            Some(input) if !path.exists() && !sized.names().all(|name| params.get(name).is_some()) => {
+                params.or_defaults(&(engine.import_params)(count_lines(input)?))
+            }
+            _ => params.clone(),
         };
         return engine
             .open(path, OpenMode::Create, &params.without("engine"))
@@ -155,7 +162,7 @@ fn open_target(path: &Path, input: &Path, params: &Params, shards: Option<usize>
         };
         let inner = shard_dbm::inner_engine_of(crate::registry::ENGINES, path, &params)?;
         let sized = (inner.import_params)(0);
-        if !sized.names().all(|name| params.get(name).is_some()) {
+        if let Some(input) = countable.filter(|_| !sized.names().all(|name| params.get(name).is_some())) {
             params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
         }
     }
@@ -181,6 +188,9 @@ fn keyless_prefix() -> String {
 
 /// Imports `input` into the database or shard set at `path` (created if missing, with
 /// `params`). `progress` is told the bytes of each chunk as the reader hands it over.
+/// A regular file sizes a new database for its line count; any other file (a named pipe,
+/// `/dev/stdin`) is read once, as by `import_reader`. The format, unless `options` gives it,
+/// follows the file's extension (`Format::of_file`).
 ///
 /// A malformed line (without `skip_bad`) stops the import: exactly the records of the lines
 /// before it are written, the database is closed cleanly, and the error (BrokenData) names
@@ -192,18 +202,54 @@ pub fn import_file(
     options: &ImportOptions,
     progress: &dyn Fn(u64),
 ) -> Result<ImportSummary> {
-    let started = Instant::now();
     let file = File::open(input).map_err(|e| Error::io(format!("open {}", input.display()), e))?;
-    let input_size = file.metadata().map_or(0, |m| m.len());
-    if input_size == 0 {
-        return Err(Error::invalid(format!("{} is empty: nothing to import", input.display())));
+    let regular = file.metadata().is_ok_and(|metadata| metadata.is_file());
+    let format = options.format.unwrap_or_else(|| Format::of_file(input));
+    let name = input.display().to_string();
+    import_from(path, file, &name, format, regular.then_some(input), params, options, progress)
+}
+
+/// Imports the lines `input` gives (standard input, a pipe, a decompressor's output) into
+/// the database or shard set at `path`, reading them once: a new database takes its engine's
+/// default size and is rebuilt at the end if its records outgrew it. An engine that cannot
+/// open without a size (CacheDbm's `cap_rec_num`) needs it in `params`. `name` names the
+/// input in errors; the format is TSV unless `options` gives another. Otherwise as
+/// `import_file`.
+pub fn import_reader(
+    path: &Path,
+    input: impl Read,
+    name: &str,
+    params: &Params,
+    options: &ImportOptions,
+    progress: &dyn Fn(u64),
+) -> Result<ImportSummary> {
+    let format = options.format.unwrap_or(Format::Tsv);
+    import_from(path, input, name, format, None, params, options, progress)
+}
+
+/// The import itself; `countable` is the input's path when it can be read twice (a regular
+/// file), to count its lines and size a new database for them.
+#[allow(clippy::too_many_arguments, reason = "the two public entry points' arguments, passed on as they are")]
+fn import_from(
+    path: &Path,
+    input: impl Read,
+    name: &str,
+    format: Format,
+    countable: Option<&Path>,
+    params: &Params,
+    options: &ImportOptions,
+    progress: &dyn Fn(u64),
+) -> Result<ImportSummary> {
+    let started = Instant::now();
+    let mut reader = chunks::ChunkReader::new(input, name.to_string());
+    if !reader.has_input()? {
+        return Err(Error::invalid(format!("{name} is empty: nothing to import")));
     }
     if options.shards == Some(0) || options.batch == Some(0) || options.threads == Some(0) {
         return Err(Error::invalid("shards, threads and batch must be at least 1"));
     }
-    let format = options.format.unwrap_or_else(|| Format::of_file(input));
     let threads = options.threads.unwrap_or_else(default_threads).max(1);
-    let target = open_target(path, input, params, options.shards)?;
+    let target = open_target(path, countable, params, options.shards)?;
     let (dbs, writers_per_db): (Vec<&dyn Dbm>, usize) = match &target {
         Target::Single(db) => (vec![db.as_ref()], threads),
         Target::Shards(set) => {
@@ -224,7 +270,6 @@ pub fn import_file(
         writing: threads,
         keyless_prefix: keyless_prefix(),
     };
-    let mut reader = chunks::ChunkReader::new(file, input.display().to_string());
     let outcome = pipeline::run(&mut reader, &dbs, writers_per_db, &settings, progress);
     let db = target.as_dbm();
     let outcome = match outcome {
@@ -251,11 +296,8 @@ pub fn import_file(
     db.close()?;
     if let Some(bad) = outcome.bad_line {
         return Err(Error::broken(format!(
-            "{} line {}: {}; the {} records of the lines before it were imported (--skip-bad skips such lines)",
-            input.display(),
-            bad.line,
-            bad.message,
-            outcome.stored
+            "{name} line {}: {}; the {} records of the lines before it were imported (--skip-bad skips such lines)",
+            bad.line, bad.message, outcome.stored
         )));
     }
     Ok(ImportSummary {
