@@ -126,9 +126,12 @@ def test_persists_after_close(engine):
     with kura.open(path, "c", **params) as db:
         for i in range(500):
             db[b"%05d" % i] = b"v%d" % i
-    with kura.open(path, "r", **params) as db:
+        settings = {name: value for name, value in db.inspect().items() if name in params}
+    # By its path alone: a file keeps what reopening it needs (a cache its caps).
+    with kura.open(path, "r") as db:
         assert len(db) == 500
         assert db[b"00042"] == b"v42"
+        assert {name: value for name, value in db.inspect().items() if name in params} == settings
 
 
 def test_properties_and_maintenance(engine):

@@ -44,6 +44,11 @@ const FIXTURES: &[(&str, &str)] = &[
     ("baby.kumb", ""),
     ("cache.kumc", "cap_rec_num=10000"),
     ("compact-zstd.kumz", "num_buckets=256,bucket_comp=zstd"),
+    // Memory snapshot version 2 (the parameters a reopen needs); the four above are version 1.
+    ("tiny-v2.kumt", ""),
+    ("baby-v2.kumb", ""),
+    ("cache-v2.kumc", "cap_rec_num=10000,policy=tinylfu"),
+    ("compact-v2-zstd.kumz", "num_buckets=256,bucket_comp=zstd"),
 ];
 
 /// The records every fixture holds: 400 keys with values of varied length and

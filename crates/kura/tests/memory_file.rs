@@ -122,3 +122,48 @@ fn cache_keeps_recency_order_across_reopen_and_applies_smaller_caps() {
     let smaller = CacheDbm::open(&path, OpenMode::Write, &Params::parse("cap_rec_num=3,num_slots=1").unwrap()).unwrap();
     assert_eq!(smaller.slot_keys_oldest_first(0), before[7..].to_vec());
 }
+
+/// The cache's own parameters, as `inspect` reports them.
+fn cache_settings(dbm: &dyn Dbm) -> Vec<(String, String)> {
+    let wanted = ["cap_rec_num", "cap_mem_bytes", "num_slots", "policy"];
+    dbm.inspect().unwrap().into_iter().filter(|(name, _)| wanted.contains(&name.as_str())).collect()
+}
+
+#[test]
+fn a_cache_file_keeps_its_parameters_and_reopens_without_any() {
+    let dir = tempfile::tempdir().unwrap();
+    for params in ["cap_rec_num=5000,cap_mem_bytes=400000,num_slots=3,policy=tinylfu", "cap_rec_num=2000"] {
+        let path = dir.path().join("kept.kumc");
+        let dbm = reopen(&path, params, OpenMode::Truncate).unwrap();
+        let model = fill(dbm.as_ref());
+        let settings = cache_settings(dbm.as_ref());
+        let kept = content(dbm.as_ref());
+        assert!(kept.len() < model.len(), "{params}: the caps evicted some records");
+        dbm.close().unwrap();
+        for mode in [OpenMode::ReadOnly, OpenMode::Write, OpenMode::Create] {
+            let reopened = reopen(&path, "", mode).unwrap();
+            assert_eq!(cache_settings(reopened.as_ref()), settings, "{params}, {mode:?}");
+            assert_eq!(content(reopened.as_ref()), kept, "{params}, {mode:?}");
+            reopened.close().unwrap();
+        }
+        // A parameter given at the reopen replaces the saved one; the others stay.
+        let smaller = reopen(&path, "cap_rec_num=20", OpenMode::Write).unwrap();
+        let expected: Vec<(String, String)> = settings
+            .iter()
+            .map(|(name, value)| (name.clone(), if name == "cap_rec_num" { "20".to_string() } else { value.clone() }))
+            .collect();
+        assert_eq!(cache_settings(smaller.as_ref()), expected, "{params}");
+        assert!(smaller.count().unwrap() <= 20);
+        smaller.close().unwrap();
+        assert_eq!(cache_settings(reopen(&path, "", OpenMode::ReadOnly).unwrap().as_ref()), expected, "{params}");
+    }
+}
+
+#[test]
+fn a_cache_file_of_format_version_1_still_needs_its_caps() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cache.kumc");
+    assert_eq!(std::fs::read(&fixture).unwrap()[8], 1, "the fixture is a version 1 snapshot");
+    let error = reopen(&fixture, "", OpenMode::ReadOnly).err().unwrap();
+    assert!(error.message().contains("cap_rec_num"), "{error}");
+    assert!(reopen(&fixture, "cap_rec_num=10000", OpenMode::ReadOnly).unwrap().count().unwrap() > 0);
+}

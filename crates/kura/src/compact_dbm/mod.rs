@@ -99,7 +99,7 @@ impl CompactDbm {
 
     fn save(&self) -> Result<()> {
         let layout = self.layout.lock();
-        self.backing.save(|writer| {
+        self.backing.save("", |writer| {
             let guards: Vec<_> = self.groups.iter().map(|g| g.lock.read()).collect();
             let count = guards.iter().map(|g| g.records).sum();
             image::write_meta(writer, &layout.codec, layout.buckets_per_group, count)?;

@@ -49,7 +49,7 @@ impl BabyDbm {
     }
 
     fn save(&self) -> Result<()> {
-        self.backing.save(|writer| {
+        self.backing.save("", |writer| {
             let tree = self.tree.read();
             tree.for_each(|record| writer.record(record.key(), record.value()))
         })

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use super::snapshot::{self, SnapshotWriter};
+use super::snapshot::{Snapshot, SnapshotWriter};
 use crate::dbm::OpenMode;
 use crate::dbm::Properties;
 use crate::error::{Error, Result};
@@ -104,17 +104,17 @@ impl Backing {
         Ok(())
     }
 
-    /// Writes every record given by `write_records` to the backing file, atomically: into a
-    /// sibling temporary file, fsynced, then renamed over. Does nothing without a file or
-    /// when read-only.
-    pub fn save(&self, write_records: impl FnOnce(&mut SnapshotWriter) -> Result<()>) -> Result<()> {
+    /// Writes `params` (what a reopen takes from the file, `name=value,...`) and every record
+    /// given by `write_records` to the backing file, atomically: into a sibling temporary
+    /// file, fsynced, then renamed over. Does nothing without a file or when read-only.
+    pub fn save(&self, params: &str, write_records: impl FnOnce(&mut SnapshotWriter) -> Result<()>) -> Result<()> {
         let Some(path) = self.path.as_deref() else { return Ok(()) };
         if !self.writable {
             return Ok(());
         }
         let _one_at_a_time = self.saving.lock();
         let temporary = sibling_path(path, ".tmp");
-        let outcome = SnapshotWriter::create(&temporary, self.class).and_then(|mut writer| {
+        let outcome = SnapshotWriter::create(&temporary, self.class, params).and_then(|mut writer| {
             write_records(&mut writer)?;
             writer.finish()
         });
@@ -182,7 +182,7 @@ pub fn read_only() -> Error {
     Error::infeasible("the database is opened read-only")
 }
 
-/// Loads a snapshot's records through `insert`.
+/// Loads a snapshot's records through `insert`, for an engine that stores no parameters.
 pub fn load(bytes: &[u8], insert: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
-    snapshot::parse(bytes, insert)
+    Snapshot::read(bytes)?.records(insert)
 }

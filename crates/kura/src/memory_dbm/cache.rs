@@ -30,6 +30,7 @@ use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
 use super::slot_group::SlotGroup;
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
+use super::snapshot::Snapshot;
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
@@ -356,12 +357,19 @@ impl CacheDbm {
     }
 
     /// Opens `path` (empty: no file), loading its snapshot as `mode` says; records beyond the
-    /// caps are evicted while loading, the oldest first.
+    /// caps are evicted while loading, the oldest first. The file keeps the parameters it was
+    /// saved with (`saved_params`): they are the defaults of a reopen, so that one needs none,
+    /// and any given here replace them.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<CacheDbm> {
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
-        let dbm = Self::with_backing(params, opened.backing)?;
-        if let Some(bytes) = opened.snapshot {
-            backing::load(&bytes, |key, value| {
+        let snapshot = opened.snapshot.as_deref().map(Snapshot::read).transpose()?;
+        let params = match &snapshot {
+            Some(snapshot) => params.or_defaults(&Params::parse(snapshot.params())?),
+            None => params.clone(),
+        };
+        let dbm = Self::with_backing(&params, opened.backing)?;
+        if let Some(snapshot) = snapshot {
+            snapshot.records(|key, value| {
                 let hash = hash_key(key);
                 let mut slot = dbm.slot(hash).lock();
                 let found = slot.table.find(key, hash);
@@ -456,10 +464,18 @@ impl CacheDbm {
         &slots.get(slot_of(hash, slots.len())).expect("slot_of stays below the slot count").0
     }
 
+    /// The parameters a snapshot keeps, as `Params::parse` reads them: the caps, the slot
+    /// count and the policy.
+    fn saved_params(&self) -> String {
+        let memory_cap = self.cap_mem_bytes.map(|cap| format!(",cap_mem_bytes={cap}")).unwrap_or_default();
+        let (records, slots, policy) = (self.cap_rec_num, self.slots.len(), self.policy.name());
+        format!("cap_rec_num={records}{memory_cap},num_slots={slots},policy={policy}")
+    }
+
     fn save(&self) -> Result<()> {
         // Oldest first, so that loading the file back rebuilds the same recency order (under
         // tinylfu every loaded record starts in probation, in that order).
-        self.backing.save(|writer| {
+        self.backing.save(&self.saved_params(), |writer| {
             for slot in self.slots.iter() {
                 let slot = slot.lock();
                 for index in slot.eviction_order() {

@@ -84,7 +84,7 @@ impl TinyDbm {
     }
 
     fn save(&self) -> Result<()> {
-        self.backing.save(|writer| {
+        self.backing.save("", |writer| {
             for slot in self.slots.iter() {
                 let table = slot.read();
                 for (_, record) in table.records_from(0) {

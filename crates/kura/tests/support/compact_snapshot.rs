@@ -19,9 +19,20 @@ pub fn varint(value: u64) -> Vec<u8> {
     buffer[..used].to_vec()
 }
 
-/// The snapshot's header and records (the trailer is recomputed by `assemble`).
+/// Byte 8 of a snapshot: its format version.
+const VERSION_AT: usize = 8;
+
+/// The snapshot's bytes before its records (the header, and from version 2 on the
+/// parameters after it) and its records (the trailer is recomputed by `assemble`).
 pub fn split(bytes: &[u8]) -> (Vec<u8>, Records) {
-    let body = &bytes[HEADER_LEN..bytes.len() - 16];
+    let records_start = match bytes[VERSION_AT] {
+        1 => HEADER_LEN,
+        _ => {
+            let (params_len, used) = decode_varint(&bytes[HEADER_LEN..]).unwrap();
+            HEADER_LEN + used + params_len as usize
+        }
+    };
+    let body = &bytes[records_start..bytes.len() - 16];
     let mut rest = body;
     let mut records = Vec::new();
     while !rest.is_empty() {
@@ -34,7 +45,7 @@ pub fn split(bytes: &[u8]) -> (Vec<u8>, Records) {
         records.push((key.to_vec(), value.to_vec()));
         rest = after;
     }
-    (bytes[..HEADER_LEN].to_vec(), records)
+    (bytes[..records_start].to_vec(), records)
 }
 
 pub fn assemble(header: &[u8], records: &Records) -> Vec<u8> {
