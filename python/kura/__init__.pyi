@@ -3,7 +3,7 @@
 import os
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, MutableMapping, ValuesView
 from types import TracebackType
-from typing import Any, Literal, Optional, TypeVar, Union, overload
+from typing import Any, BinaryIO, Literal, Optional, TypeVar, Union, overload
 
 from .errors import (
     BrokenDataError as BrokenDataError,
@@ -34,7 +34,7 @@ EXTENSIONS: dict[str, str]
 def engines() -> list[dict[str, Any]]: ...
 def import_file(
     path: Union[str, os.PathLike[str]],
-    input: Union[str, os.PathLike[str]],
+    input: Union[str, os.PathLike[str], BinaryIO],
     *,
     shards: Optional[int] = None,
     threads: Optional[int] = None,
@@ -43,8 +43,9 @@ def import_file(
     skip_bad: bool = False,
     **params: Param,
 ) -> dict[str, Any]:
-    """Loads a TSV or JSON-lines file into the database or shard set at ``path`` in
-    parallel; returns ``stored``, ``skipped``, ``keyless``, ``count``, ``seconds``, ... ."""
+    """Loads a TSV or JSON-lines file (a path, or a binary file object read once) into the
+    database or shard set at ``path`` in parallel; returns ``stored``, ``skipped``,
+    ``keyless``, ``count``, ``seconds``, ... ."""
 __version__: str
 
 class Cursor(Iterator[tuple[Result, Result]]):

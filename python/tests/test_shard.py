@@ -1,7 +1,9 @@
 """Shard sets and the parallel loader from Python: `kura.import_file` into one database and
-into shard sets gives the same records, keyless rows arrive, bad lines raise, and a set opens
-by its base path like any database."""
+into shard sets gives the same records, from a path or a binary file object, keyless rows
+arrive, bad lines raise, and a set opens by its base path like any database."""
 
+import gzip
+import io
 import json
 
 import pytest
@@ -27,6 +29,55 @@ def test_import_gives_the_same_records_whatever_the_split(tmp_path, shards, thre
         assert len(db) == 2000
         assert dict(db.items()) == records
         assert db["key0042"] == "value 42"
+
+
+@pytest.mark.parametrize("shards", [None, 3])
+def test_a_binary_file_object_is_read_once_as_a_stream(tmp_path, shards):
+    records = {f"key{i:05}".encode(): f"value {i} {'x' * (i % 70)}".encode() for i in range(5000)}
+    body = b"".join(key + b"\t" + value + b"\n" for key, value in records.items())
+    with gzip.open(tmp_path / "dump.tsv.gz", "wb") as packed:
+        packed.write(body)
+    sources = [
+        ("bytesio", lambda: io.BytesIO(body)),
+        ("gzip", lambda: gzip.open(tmp_path / "dump.tsv.gz", "rb")),
+        ("open file", lambda: open(tmp_path / "plain.tsv", "rb")),
+    ]
+    (tmp_path / "plain.tsv").write_bytes(body)
+    for name, source in sources:
+        path = tmp_path / f"{name.replace(' ', '-')}-{shards}.kuh"
+        with source() as stream:
+            summary = kura.import_file(path, stream, shards=shards, threads=2)
+        assert summary["stored"] == summary["count"] == len(records), name
+        with kura.open(path, "r") as db:
+            assert dict(db.items()) == records, name
+    rows = io.BytesIO(b"".join(json.dumps({"key": k.decode(), "value": v.decode()}).encode() + b"\n"
+                               for k, v in list(records.items())[:100]))
+    kura.import_file(tmp_path / "rows.kut", rows, format="jsonl")
+    with kura.open(tmp_path / "rows.kut", "r") as db:
+        assert dict(db.items()) == dict(list(records.items())[:100])
+
+
+def test_a_stream_that_fails_or_is_not_binary_raises(tmp_path):
+    class Failing(io.RawIOBase):
+        def __init__(self):
+            self.calls = 0
+
+        def read(self, size=-1):
+            self.calls += 1
+            if self.calls > 3:
+                raise ValueError("the network went away")
+            return b"".join(b"k%d\tv\n" % (self.calls * 10_000 + i) for i in range(min(size, 65536) // 16))
+
+    with pytest.raises(kura.FileError, match="the network went away"):
+        kura.import_file(tmp_path / "failing.kuh", Failing())
+    text = write_lines(tmp_path / "text.tsv", ["a\t1"])
+    with open(text, "r") as handle, pytest.raises(kura.FileError, match="binary mode"):
+        kura.import_file(tmp_path / "text.kuh", handle)
+    with pytest.raises(kura.InvalidArgumentError, match="empty"):
+        kura.import_file(tmp_path / "empty.kuh", io.BytesIO(b""))
+    assert not (tmp_path / "empty.kuh").exists()
+    with pytest.raises(TypeError, match="binary file object"):
+        kura.import_file(tmp_path / "number.kuh", 42)
 
 
 def test_keyless_json_rows_get_distinct_keys(tmp_path):
