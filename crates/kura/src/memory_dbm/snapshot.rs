@@ -64,15 +64,16 @@ impl SnapshotWriter {
         header.put_u8(VERSION_FIELD, VERSION);
         header.put_u8(CLASS_FIELD, class);
         writer.put(header.as_bytes())?;
-        writer.put_length_prefixed(params.as_bytes())?;
+        writer.put_len(params.len())?;
+        writer.put(params.as_bytes())?;
         Ok(writer)
     }
 
-    fn put_length_prefixed(&mut self, bytes: &[u8]) -> Result<()> {
+    /// Writes a length as a varint.
+    fn put_len(&mut self, len: usize) -> Result<()> {
         let mut buffer = [0u8; MAX_VARINT_LEN];
-        let used = encode_varint(bytes.len() as u64, &mut buffer);
-        self.put(buffer.get(..used).unwrap_or(&[]))?;
-        self.put(bytes)
+        let used = encode_varint(len as u64, &mut buffer);
+        self.put(buffer.get(..used).unwrap_or(&[]))
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
@@ -81,11 +82,8 @@ impl SnapshotWriter {
     }
 
     pub fn record(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut buffer = [0u8; MAX_VARINT_LEN];
-        for len in [key.len(), value.len()] {
-            let used = encode_varint(len as u64, &mut buffer);
-            self.put(buffer.get(..used).unwrap_or(&[]))?;
-        }
+        self.put_len(key.len())?;
+        self.put_len(value.len())?;
         self.put(key)?;
         self.put(value)?;
         self.count += 1;
