@@ -10,10 +10,12 @@ pub fn enabled() -> bool {
 
 /// A bar measuring bytes out of `total`, or only counting them when the total is unknown.
 pub fn bytes(total: Option<u64>, what: &str) -> ProgressBar {
-    match total {
-        Some(_) => bar(total, what, "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}"),
-        None => bar(total, what, "{msg} {bytes} {bytes_per_sec}"),
-    }
+    let template = if total.is_some() {
+        "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}"
+    } else {
+        "{msg} {bytes} {bytes_per_sec}"
+    };
+    bar(total, what, template)
 }
 
 /// A bar counting items out of `total`.
