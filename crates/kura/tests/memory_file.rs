@@ -2,6 +2,9 @@
 //! a truncated or corrupted file refused with BrokenData (never a panic).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "support/compact_snapshot.rs"]
+mod compact_snapshot;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -166,4 +169,37 @@ fn a_cache_file_of_format_version_1_still_needs_its_caps() {
     let error = reopen(&fixture, "", OpenMode::ReadOnly).err().unwrap();
     assert!(error.message().contains("cap_rec_num"), "{error}");
     assert!(reopen(&fixture, "cap_rec_num=10000", OpenMode::ReadOnly).unwrap().count().unwrap() > 0);
+}
+
+/// A cache snapshot (version 2) whose saved parameters are `params`, checksum right.
+fn cache_snapshot_saving(params: &[u8]) -> Vec<u8> {
+    let mut head = b"KURAMEM\0\x02c\0\0\0\0\0\0".to_vec();
+    head.extend(compact_snapshot::varint(params.len() as u64));
+    head.extend_from_slice(params);
+    compact_snapshot::assemble(&head, &vec![(b"k".to_vec(), b"v".to_vec())])
+}
+
+#[test]
+fn saved_cache_parameters_that_are_damaged_or_impossible_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forged.kumc");
+    std::fs::write(&path, cache_snapshot_saving(b"cap_rec_num=9")).unwrap();
+    assert_eq!(reopen(&path, "", OpenMode::ReadOnly).unwrap().get(b"k").unwrap(), b"v", "the forgery is sound");
+    let cases: [(&[u8], ErrorKind); 5] = [
+        (b"cap_rec_num", ErrorKind::BrokenData),
+        (b"cap_rec_num=9,\xff\xfe=1", ErrorKind::BrokenData),
+        (b"cap_rec_num=nine", ErrorKind::InvalidArgument),
+        (b"cap_rec_num=0", ErrorKind::InvalidArgument),
+        (b"cap_rec_num=9,num_slots=99999,policy=fifo", ErrorKind::InvalidArgument),
+    ];
+    for (params, kind) in cases {
+        std::fs::write(&path, cache_snapshot_saving(params)).unwrap();
+        let error = reopen(&path, "", OpenMode::ReadOnly).err().unwrap();
+        assert_eq!(error.kind(), kind, "{:?}: {error}", String::from_utf8_lossy(params));
+        // Parameters given at the open replace the saved ones that are wrong.
+        if kind == ErrorKind::InvalidArgument {
+            let given = "cap_rec_num=9,num_slots=1,policy=lru";
+            assert_eq!(reopen(&path, given, OpenMode::ReadOnly).unwrap().get(b"k").unwrap(), b"v");
+        }
+    }
 }

@@ -364,7 +364,9 @@ impl CacheDbm {
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
         let snapshot = opened.snapshot.as_deref().map(Snapshot::read).transpose()?;
         let params = match &snapshot {
-            Some(snapshot) => params.or_defaults(&Params::parse(snapshot.params())?),
+            Some(snapshot) => params.or_defaults(&Params::parse(snapshot.params()).map_err(|e| {
+                Error::broken(format!("memory snapshot: the saved parameters do not parse: {}", e.message()))
+            })?),
             None => params.clone(),
         };
         let dbm = Self::with_backing(&params, opened.backing)?;
