@@ -39,7 +39,7 @@ def import_file(
     shards: Optional[int] = None,
     threads: Optional[int] = None,
     batch: Optional[int] = None,
-    format: Optional[Literal["tsv", "jsonl"]] = None,
+    format: Optional[Literal["tsv", "tsv-escaped", "jsonl"]] = None,
     skip_bad: bool = False,
     **params: Param,
 ) -> dict[str, Any]:

@@ -118,16 +118,26 @@ enum Command {
         /// Records per write batch (default 16384).
         #[arg(long, value_name = "N")]
         batch: Option<usize>,
-        /// Input format: tsv or jsonl (default: jsonl for .jsonl/.ndjson/.json files, else tsv,
-        /// also for stdin).
+        /// Input format: tsv, tsv-escaped or jsonl (default: jsonl for .jsonl/.ndjson/.json
+        /// files, else tsv, also for stdin).
         #[arg(long, value_name = "FORMAT")]
         format: Option<String>,
+        /// The input is what `kura export --escape` writes: the same as --format tsv-escaped.
+        #[arg(long)]
+        escape: bool,
         /// Skip and count malformed lines instead of stopping at the first one.
         #[arg(long)]
         skip_bad: bool,
     },
-    /// Writes every record as TSV to FILE, or to stdout.
-    Export { path: PathBuf, file: Option<PathBuf> },
+    /// Writes every record as TSV to FILE, or to stdout. A record plain TSV cannot hold (a key
+    /// with a tab or a line break, a value with a line break) stops it unless --escape is given.
+    Export {
+        path: PathBuf,
+        file: Option<PathBuf>,
+        /// Escape both fields (\t \n \r \\ \xHH) so that any record fits; import with --escape.
+        #[arg(long)]
+        escape: bool,
+    },
     /// Rewrites the database compactly, optionally with another codec or bucket count.
     Rebuild {
         path: PathBuf,
@@ -198,14 +208,20 @@ fn run(cli: Cli) -> kura::Result<()> {
             let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit };
             commands::records::list(&path, &options::plain_params(global)?, &listing)
         }
-        Command::Import { path, file, layout, threads, shards, batch, format, skip_bad } => {
+        Command::Import { path, file, layout, threads, shards, batch, format, escape, skip_bad } => {
             let params = options::engine_params(global, &layout)?;
-            let format = format.as_deref().map(kura::import::Format::from_name).transpose()?;
+            let format = match (format.as_deref(), escape) {
+                (None | Some("tsv" | "tsv-escaped"), true) => Some(kura::import::Format::EscapedTsv),
+                (Some(other), true) => {
+                    return Err(kura::Error::invalid(format!("--escape reads escaped TSV, not --format {other}")))
+                }
+                (name, false) => name.map(kura::import::Format::from_name).transpose()?,
+            };
             let options = kura::import::ImportOptions { threads, shards, batch, format, skip_bad };
             commands::import::import(&path, file.as_deref().filter(|file| *file != Path::new("-")), &params, &options)
         }
-        Command::Export { path, file } => {
-            commands::transfer::export(&path, &options::plain_params(global)?, file.as_deref())
+        Command::Export { path, file, escape } => {
+            commands::transfer::export(&path, &options::plain_params(global)?, file.as_deref(), escape)
         }
         Command::Rebuild { path, layout } => {
             let params = options::engine_params(global, &layout)?;

@@ -67,6 +67,15 @@ fn records(path: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
     all
 }
 
+/// Creates the database at `path` holding `model`, through the library.
+fn write_records(path: &Path, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let db = kura::open(path, OpenMode::Create, &Params::new()).unwrap();
+    for (key, value) in model {
+        db.set(key, value, true).unwrap();
+    }
+    db.close().unwrap();
+}
+
 /// TSV lines with repeated keys (the last one wins) and values of varied sizes.
 fn sample_tsv(dir: &Path, lines: u32) -> (PathBuf, BTreeMap<Vec<u8>, Vec<u8>>) {
     let mut random = SplitMix64::new(15);
@@ -181,7 +190,7 @@ fn malformed_and_empty_inputs_are_clear_errors() {
     let plain = dir.path().join("plain.kuh");
     ok(&["create", &text(&plain)]);
     fails(&["import", &text(&plain), &text(&truncated), "--shards", "2"], 2, &["single database"]);
-    fails(&["import", &text(&plain), &text(&truncated), "--format", "xml"], 2, &["tsv or jsonl"]);
+    fails(&["import", &text(&plain), &text(&truncated), "--format", "xml"], 2, &["tsv, tsv-escaped or jsonl"]);
 }
 
 #[test]
@@ -215,6 +224,69 @@ fn a_stream_loads_the_same_records_as_the_file() {
     let buckets = kura::open(&db, OpenMode::ReadOnly, &Params::new()).unwrap().inspect().unwrap();
     let buckets: u64 = buckets.iter().find(|(name, _)| name == "num_buckets").unwrap().1.parse().unwrap();
     assert!(buckets >= expected.len() as u64 / 2, "rebuilt with {buckets} buckets for {} records", expected.len());
+}
+
+/// Random records of any bytes: tabs, line breaks, backslashes and control bytes included.
+fn awkward_records(count: usize, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut random = SplitMix64::new(seed);
+    let alphabet = b"ab\t\n\r\\x\x00\x01\x7f\xc3\xa9\xff ";
+    let mut field = |max: u64| -> Vec<u8> {
+        let len = random.next_u64() % max;
+        (0..len).map(|_| alphabet.get((random.next_u64() % alphabet.len() as u64) as usize).copied().unwrap()).collect()
+    };
+    (0..count).map(|_| (field(12), field(40))).collect()
+}
+
+#[test]
+fn an_escaped_export_imports_back_to_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = awkward_records(3000, 77);
+    let source = dir.path().join("source.kut");
+    write_records(&source, &model);
+    // Plain TSV cannot hold these records: the export says so rather than write lines that
+    // would import as other records.
+    fails(&["export", &text(&source)], 2, &["--escape"]);
+
+    let exported = kura(&["export", &text(&source), "--escape"]);
+    assert!(exported.status.success(), "{exported:?}");
+    let lines = exported.stdout.iter().filter(|&&b| b == b'\n').count();
+    assert_eq!(lines, model.len(), "one line a record");
+    for (extension, extra) in [("kuh", &[][..]), ("kut", &["--shards", "3"][..])] {
+        let target = dir.path().join(format!("copy.{extension}"));
+        let target_text = text(&target);
+        let args: Vec<&str> = ["import", target_text.as_str(), "-", "--escape"].iter().chain(extra).copied().collect();
+        let output = kura_reading(&args, &exported.stdout);
+        assert!(output.status.success(), "kura {args:?}: {output:?}");
+        assert_eq!(records(&target), model, "kura {args:?}");
+    }
+    // The same lines as a file, by the format's name.
+    let file = dir.path().join("dump.tsv");
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let target = dir.path().join("by-name.kuh");
+    ok(&["import", &text(&target), &text(&file), "--format", "tsv-escaped"]);
+    assert_eq!(records(&target), model);
+    fails(&["import", &text(&target), &text(&file), "--escape", "--format", "jsonl"], 2, &["escaped TSV"]);
+
+    // Records plain TSV holds export plain, as before, and import back as they were.
+    let plain: BTreeMap<Vec<u8>, Vec<u8>> =
+        model.into_iter().filter(|(k, v)| !k.contains(&b'\t') && !k.contains(&b'\n') && !v.contains(&b'\n')).collect();
+    let plain_source = dir.path().join("plain.kuh");
+    write_records(&plain_source, &plain);
+    let exported = kura(&["export", &text(&plain_source)]);
+    assert!(exported.status.success(), "{exported:?}");
+    let target = dir.path().join("plain-copy.kut");
+    assert!(kura_reading(&["import", &text(&target)], &exported.stdout).status.success());
+    assert_eq!(records(&target), plain);
+}
+
+#[test]
+fn a_damaged_escape_is_a_malformed_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("damaged.kuh");
+    let output = kura_reading(&["import", &text(&target), "--escape"], b"a\\tb\tv\\n\nc\t\\q\nd\tv\n");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("standard input line 2"), "{output:?}");
+    assert_eq!(records(&target), BTreeMap::from([(b"a\tb".to_vec(), b"v\n".to_vec())]));
 }
 
 #[test]

@@ -86,17 +86,19 @@ pub fn open_file(data: &[u8]) {
 }
 
 /// Selector bits of `import_lines`: JSON lines (else TSV), skip malformed lines (else stop
-/// at the first), two writer lanes (else one); bits 3-4 are the batch size minus one.
+/// at the first), two writer lanes (else one); bits 3-4 are the batch size minus one; bit 5
+/// makes TSV escaped TSV.
 const IMPORT_JSONL: u8 = 0x01;
 const IMPORT_SKIP_BAD: u8 = 0x02;
 const IMPORT_TWO_LANES: u8 = 0x04;
 const IMPORT_BATCH_SHIFT: u8 = 3;
+const IMPORT_ESCAPED: u8 = 0x20;
 /// The generated keys' prefix in `import_lines`: fixed, so that the model can predict them.
 const IMPORT_KEYLESS_PREFIX: &str = "keyless-";
 /// The initial cell count of `import_lines`' TinyDbm (over all its slots).
 const IMPORT_NUM_BUCKETS: u64 = 256;
 
-/// Imports `data[1..]` (TSV or JSON lines, as `data[0]` selects) through the import pipeline
+/// Imports `data[1..]` (TSV, escaped TSV or JSON lines, as `data[0]` selects) through the import pipeline
 /// (reader, parsers, writer lanes, batches) into a TinyDbm, and checks the outcome against a
 /// model that parses the same lines one by one: the same records, the last line of a key
 /// winning, nothing after the first malformed line unless malformed lines are skipped, the
@@ -110,7 +112,11 @@ pub fn import_lines(data: &[u8]) {
     use crate::import::pipeline::{run, Settings};
 
     let Some((&selector, input)) = data.split_first() else { return };
-    let format = if selector & IMPORT_JSONL != 0 { Format::Jsonl } else { Format::Tsv };
+    let format = match (selector & IMPORT_JSONL != 0, selector & IMPORT_ESCAPED != 0) {
+        (true, _) => Format::Jsonl,
+        (false, true) => Format::EscapedTsv,
+        (false, false) => Format::Tsv,
+    };
     let skip_bad = selector & IMPORT_SKIP_BAD != 0;
     let lanes = if selector & IMPORT_TWO_LANES != 0 { 2 } else { 1 };
     let batch = usize::from((selector >> IMPORT_BATCH_SHIFT) & 0x03) + 1;

@@ -17,6 +17,7 @@
 
 // Crate-visible for `crate::fuzz::import_lines`, which drives the pipeline on arbitrary input.
 pub(crate) mod chunks;
+pub mod escape;
 mod newlines;
 pub(crate) mod parse;
 pub(crate) mod pipeline;

@@ -1,4 +1,5 @@
-//! One input line to one record: TSV (`key<TAB>value`) or JSON lines
+//! One input line to one record: TSV (`key<TAB>value`), escaped TSV (the same with both
+//! fields escaped, `escape.rs`: what `kura export --escape` writes) or JSON lines
 //! (`{"key": ..., "value": ...}`).
 //!
 //! A JSON value that is a string is stored as its text; any other JSON value (number, object,
@@ -12,6 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::escape::unescape;
 use crate::error::{Error, Result};
 
 /// The input's line format.
@@ -19,17 +21,20 @@ use crate::error::{Error, Result};
 pub enum Format {
     /// `key<TAB>value` lines.
     Tsv,
+    /// `key<TAB>value` lines whose fields are escaped (`escape.rs`), so that any bytes fit.
+    EscapedTsv,
     /// JSON lines: `{"key": ..., "value": ...}`, the key optional.
     Jsonl,
 }
 
 impl Format {
-    /// The format called `tsv` or `jsonl`; InvalidArgument otherwise.
+    /// The format called `tsv`, `tsv-escaped` or `jsonl`; InvalidArgument otherwise.
     pub fn from_name(name: &str) -> Result<Format> {
         match name {
             "tsv" => Ok(Format::Tsv),
+            "tsv-escaped" => Ok(Format::EscapedTsv),
             "jsonl" | "ndjson" | "json" => Ok(Format::Jsonl),
-            _ => Err(Error::invalid(format!("--format {name:?} is not tsv or jsonl"))),
+            _ => Err(Error::invalid(format!("--format {name:?} is not tsv, tsv-escaped or jsonl"))),
         }
     }
 
@@ -58,16 +63,24 @@ pub enum Row<'a> {
 /// Parses one line (without its newline); the error says what is wrong with it.
 pub fn parse_line(format: Format, line: &[u8]) -> std::result::Result<Row<'_>, String> {
     match format {
-        Format::Tsv => parse_tsv(line),
+        Format::Tsv => {
+            split_tsv(line).map(|(key, value)| Row::Keyed { key: Cow::Borrowed(key), value: Cow::Borrowed(value) })
+        }
+        Format::EscapedTsv => {
+            let (key, value) = split_tsv(line)?;
+            let in_key = |e: String| format!("key: {e}");
+            let in_value = |e: String| format!("value: {e}");
+            Ok(Row::Keyed { key: unescape(key).map_err(in_key)?, value: unescape(value).map_err(in_value)? })
+        }
         Format::Jsonl => parse_json(line),
     }
 }
 
-fn parse_tsv(line: &[u8]) -> std::result::Result<Row<'_>, String> {
+/// A TSV line's key (up to the first tab) and value (the rest, tabs included).
+fn split_tsv(line: &[u8]) -> std::result::Result<(&[u8], &[u8]), String> {
     let tab = line.iter().position(|&b| b == b'\t').ok_or("no tab between key and value")?;
     let (key, rest) = line.split_at(tab);
-    let value = rest.get(1..).unwrap_or_default();
-    Ok(Row::Keyed { key: Cow::Borrowed(key), value: Cow::Borrowed(value) })
+    Ok((key, rest.get(1..).unwrap_or_default()))
 }
 
 fn parse_json(line: &[u8]) -> std::result::Result<Row<'static>, String> {
@@ -108,6 +121,11 @@ mod tests {
         assert_eq!(keyed(Format::Tsv, "k\tv\tw"), ("k".into(), "v\tw".into()));
         assert_eq!(keyed(Format::Tsv, "k\t"), ("k".into(), String::new()));
         assert!(parse_line(Format::Tsv, b"no tab").is_err());
+        assert_eq!(keyed(Format::EscapedTsv, "k\\tey\tv\\nw\tx"), ("k\tey".into(), "v\nw\tx".into()));
+        assert_eq!(keyed(Format::EscapedTsv, "a\\\\b\t"), ("a\\b".into(), String::new()));
+        for bad in [&b"k\\q\tv"[..], b"k\tv\\", b"no tab"] {
+            assert!(parse_line(Format::EscapedTsv, bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
         assert_eq!(keyed(Format::Jsonl, r#"{"key":"a","value":"text"}"#), ("a".into(), "text".into()));
         assert_eq!(keyed(Format::Jsonl, r#"{"key":7,"value":{"x": [1, 2]}}"#), ("7".into(), r#"{"x":[1,2]}"#.into()));
         assert!(matches!(parse_line(Format::Jsonl, br#"{"value":"v"}"#), Ok(Row::Keyless { .. })));
