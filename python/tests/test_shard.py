@@ -57,6 +57,26 @@ def test_a_binary_file_object_is_read_once_as_a_stream(tmp_path, shards):
         assert dict(db.items()) == dict(list(records.items())[:100])
 
 
+def escaped(field):
+    """Escaped TSV as docs/shard.md specifies it, written independently of the library."""
+    named = {0x09: b"\\t", 0x0A: b"\\n", 0x0D: b"\\r", 0x5C: b"\\\\"}
+    return b"".join(named.get(byte) or (b"\\x%02x" % byte if byte < 0x20 or byte == 0x7F else bytes([byte]))
+                    for byte in field)
+
+
+@given(st.dictionaries(st.binary(max_size=10), st.binary(max_size=30), max_size=80))
+def test_escaped_tsv_holds_any_bytes(tmp_path_factory, model):
+    body = b"".join(escaped(key) + b"\t" + escaped(value) + b"\n" for key, value in model.items())
+    path = tmp_path_factory.mktemp("escaped") / "db.kuh"
+    if not model:
+        with pytest.raises(kura.InvalidArgumentError, match="empty"):
+            kura.import_file(path, io.BytesIO(body), format="tsv-escaped")
+        return
+    kura.import_file(path, io.BytesIO(body), format="tsv-escaped")
+    with kura.open(path, "r") as db:
+        assert dict(db.items()) == model
+
+
 def test_a_stream_that_fails_or_is_not_binary_raises(tmp_path):
     class Failing(io.RawIOBase):
         def __init__(self):
