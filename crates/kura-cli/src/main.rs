@@ -129,7 +129,7 @@ enum Command {
         #[arg(long)]
         skip_bad: bool,
     },
-    /// Writes every record as TSV to FILE, or to stdout. A record plain TSV cannot hold (a key
+    /// Writes every record as TSV to FILE, or to stdout when FILE is `-` or absent. A record plain TSV cannot hold (a key
     /// with a tab or a line break, a value with a line break) stops it unless --escape is given.
     Export {
         path: PathBuf,
@@ -192,6 +192,12 @@ fn restore_default_sigpipe() {
     }
 }
 
+/// The file a FILE argument names: none for `-` or an absent one, which mean the standard
+/// stream.
+fn named_file(file: Option<&Path>) -> Option<&Path> {
+    file.filter(|file| *file != Path::new("-"))
+}
+
 fn run(cli: Cli) -> kura::Result<()> {
     let global = cli.params.as_deref();
     match cli.command {
@@ -218,10 +224,10 @@ fn run(cli: Cli) -> kura::Result<()> {
                 (name, false) => name.map(kura::import::Format::from_name).transpose()?,
             };
             let options = kura::import::ImportOptions { threads, shards, batch, format, skip_bad };
-            commands::import::import(&path, file.as_deref().filter(|file| *file != Path::new("-")), &params, &options)
+            commands::import::import(&path, named_file(file.as_deref()), &params, &options)
         }
         Command::Export { path, file, escape } => {
-            commands::transfer::export(&path, &options::plain_params(global)?, file.as_deref(), escape)
+            commands::transfer::export(&path, &options::plain_params(global)?, named_file(file.as_deref()), escape)
         }
         Command::Rebuild { path, layout } => {
             let params = options::engine_params(global, &layout)?;

@@ -249,6 +249,7 @@ fn an_escaped_export_imports_back_to_the_same_records() {
 
     let exported = kura(&["export", &text(&source), "--escape"]);
     assert!(exported.status.success(), "{exported:?}");
+    assert_eq!(kura(&["export", &text(&source), "-", "--escape"]).stdout, exported.stdout, "- is stdout");
     let lines = exported.stdout.iter().filter(|&&b| b == b'\n').count();
     assert_eq!(lines, model.len(), "one line a record");
     for (extension, extra) in [("kuh", &[][..]), ("kut", &["--shards", "3"][..])] {
