@@ -46,7 +46,17 @@ fn ok(args: &[&str]) -> String {
 
 #[track_caller]
 fn fails(args: &[&str], code: i32, needles: &[&str]) {
-    let output = kura(args);
+    expect_failure(args, &kura(args), code, needles);
+}
+
+/// As `fails`, with `input` on the standard input.
+#[track_caller]
+fn fails_reading(args: &[&str], input: &[u8], code: i32, needles: &[&str]) {
+    expect_failure(args, &kura_reading(args, input), code, needles);
+}
+
+#[track_caller]
+fn expect_failure(args: &[&str], output: &Output, code: i32, needles: &[&str]) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(code), "kura {args:?}: {stderr}");
     for needle in needles {
@@ -284,9 +294,8 @@ fn an_escaped_export_imports_back_to_the_same_records() {
 fn a_damaged_escape_is_a_malformed_line() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("damaged.kuh");
-    let output = kura_reading(&["import", &text(&target), "--escape"], b"a\\tb\tv\\n\nc\t\\q\nd\tv\n");
-    assert_eq!(output.status.code(), Some(3), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("standard input line 2"), "{output:?}");
+    let input = b"a\\tb\tv\\n\nc\t\\q\nd\tv\n";
+    fails_reading(&["import", &text(&target), "--escape"], input, 3, &["standard input line 2", "\\q"]);
     assert_eq!(records(&target), BTreeMap::from([(b"a\tb".to_vec(), b"v\n".to_vec())]));
 }
 
@@ -294,25 +303,20 @@ fn a_damaged_escape_is_a_malformed_line() {
 fn a_stream_that_is_empty_malformed_or_unsized_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("empty.kuh");
-    let output = kura_reading(&["import", &text(&db), "-"], b"");
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("standard input is empty"), "{output:?}");
+    fails_reading(&["import", &text(&db), "-"], b"", 2, &["standard input is empty"]);
     assert!(!db.exists(), "nothing is left behind");
 
     let db = dir.path().join("bad.kut");
-    let output = kura_reading(&["import", &text(&db)], b"a\t1\nb\t2\nno tab here\nc\t3\n");
-    assert_eq!(output.status.code(), Some(3), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("standard input line 3"), "{output:?}");
+    fails_reading(&["import", &text(&db)], b"a\t1\nb\t2\nno tab here\nc\t3\n", 3, &["standard input line 3"]);
     assert_eq!(records(&db).len(), 2, "the lines before the bad one were imported, and nothing else");
 
     // A cache's record cap is sized from a file's line count; a stream has none to give.
     let db = dir.path().join("cache.kumc");
-    let output = kura_reading(&["import", &text(&db), "-"], b"a\t1\n");
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("cap_rec_num"), "{output:?}");
+    fails_reading(&["import", &text(&db), "-"], b"a\t1\n", 2, &["cap_rec_num"]);
     let output = kura_reading(&["import", &text(&db), "-", "--params", "cap_rec_num=10"], b"a\t1\n");
     assert!(output.status.success(), "{output:?}");
-    let cache = kura::open(&db, OpenMode::ReadOnly, &Params::new().with("cap_rec_num", 10)).unwrap();
+    // The cache file keeps its cap: it reopens without one.
+    let cache = kura::open(&db, OpenMode::ReadOnly, &Params::new()).unwrap();
     assert_eq!(cache.get(b"a").unwrap(), b"1");
 }
 
