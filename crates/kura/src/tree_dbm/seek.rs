@@ -151,7 +151,11 @@ fn check_leaf_range(comparator: Comparator, path: &[(PageRef<'_>, usize)], leaf:
         return Ok(());
     };
     for (page, index) in path {
-        let Page::Branch(branch) = &**page else { continue };
+        // The descents push branches only: a leaf here is a broken invariant, not a range.
+        let Page::Branch(branch) = &**page else {
+            debug_assert!(false, "a seek's path holds a leaf");
+            return Err(Error::broken("a seek's path holds a leaf"));
+        };
         let below = index.checked_sub(1).and_then(|i| branch.keys.get(i));
         let above = branch.keys.get(*index);
         if below.is_some_and(|low| comparator.compare(first, low) == Ordering::Less)
