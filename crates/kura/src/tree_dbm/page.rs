@@ -461,9 +461,11 @@ pub struct Branch {
     /// Child references: file offsets, or ids of pages modified since the last commit.
     pub children: Vec<u64>,
     key_bytes: usize,
-    /// `key_prefix` of each key, rebuilt after every change (branches change rarely).
+    /// `key_prefix` of each key with its length (saturated at `u32::MAX`, which still tells
+    /// a key over 8 bytes), rebuilt after every change (branches change rarely): a search
+    /// and a batch's upper bound read them instead of the key, which lies elsewhere in memory.
     /// Invariant: `index.len() == keys.len()`.
-    index: PrefixIndex<()>,
+    index: PrefixIndex<u32>,
 }
 
 impl Branch {
@@ -478,7 +480,7 @@ impl Branch {
             self.keys.len(),
             self.children.len()
         );
-        self.index.rebuild(self.keys.iter().map(|k| (key_prefix(k), ())));
+        self.index.rebuild(self.keys.iter().map(|k| (key_prefix(k), u32::try_from(k.len()).unwrap_or(u32::MAX))));
         debug_assert_eq!(self.index.len(), self.keys.len());
     }
 
@@ -498,9 +500,9 @@ impl Branch {
             let probe = key_prefix(key);
             let low = self.index.lower_bound_hot(probe);
             let high = self.index.run_end(low, probe);
-            let found = search_run(low, high, |i| match self.keys.get(i) {
-                Some(k) => same_prefix_order(k.len(), key.len(), || k.as_slice().cmp(key)),
-                None => Ordering::Greater,
+            let found = search_run(low, high, |i| match (self.index.get(i), self.keys.get(i)) {
+                (Some(&len), Some(k)) => same_prefix_order(len as usize, key.len(), || k.as_slice().cmp(key)),
+                _ => Ordering::Greater,
             });
             // A separator equal to the key opens the child that holds it.
             return match found {
@@ -509,6 +511,18 @@ impl Branch {
             };
         }
         self.keys.partition_point(|k| comparator.compare(k, key) != Ordering::Greater)
+    }
+
+    /// The `key_prefix` and length of separator `index` (the upper bound of child `index`;
+    /// None for the last child), from the index where the branch has one, without touching
+    /// the separator itself.
+    #[inline]
+    pub fn separator_prefix(&self, index: usize) -> Option<(u64, usize)> {
+        if self.index.len() == self.keys.len() {
+            Some((self.index.prefix(index)?, *self.index.get(index)? as usize))
+        } else {
+            self.keys.get(index).map(|k| (key_prefix(k), k.len()))
+        }
     }
 
     /// Inserts `child` after position `index`, separated from it by `key`.
@@ -753,6 +767,56 @@ mod tests {
         joined.append(&right).unwrap();
         assert_eq!(joined.len(), 99);
         assert_eq!(joined.encoded_size(), leaf.encoded_size() + right.encoded_size() - 4);
+    }
+
+    /// A branch built and thinned in random order, with separators that tie on their first 8
+    /// bytes, hold zero bytes and are shorter and longer than 8: its index (prefix and length
+    /// of each separator) stays that of its keys, through splits too, and its child search
+    /// answers as a full comparison does.
+    #[test]
+    fn branch_index_follows_its_separators() {
+        let mut rng = crate::split_mix::SplitMix64::new(5);
+        let word = |rng: &mut crate::split_mix::SplitMix64| -> Vec<u8> {
+            (0..rng.below(14)).map(|_| [0u8, 1, b'a', 0xff][rng.below(4) as usize]).collect()
+        };
+        let check = |branch: &Branch, rng: &mut crate::split_mix::SplitMix64, round: usize| {
+            for (i, key) in branch.keys.iter().enumerate() {
+                assert_eq!(branch.separator_prefix(i), Some((key_prefix(key), key.len())), "round {round}");
+            }
+            assert_eq!(branch.separator_prefix(branch.keys.len()), None);
+            for _ in 0..20 {
+                let probe = word(rng);
+                let expected = branch.keys.partition_point(|k| k.as_slice() <= probe.as_slice());
+                assert_eq!(branch.child_index(Comparator::Lexical, &probe), expected, "round {round}: {probe:?}");
+            }
+        };
+        for round in 0..200 {
+            let mut separators: Vec<Vec<u8>> = (0..rng.below(60)).map(|_| word(&mut rng)).collect();
+            separators.sort();
+            separators.dedup();
+            let mut branch = Branch::new(0);
+            // Inserted in random order, each after the child whose range it splits.
+            let mut order: Vec<usize> = (0..separators.len()).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            for (n, &i) in order.iter().enumerate() {
+                let key = separators[i].clone();
+                let at = branch.keys.partition_point(|k| *k < key);
+                branch.insert_after(at, key, n as u64 + 1);
+            }
+            assert_eq!(branch.keys, separators);
+            check(&branch, &mut rng, round);
+            for _ in 0..rng.below(10).min(branch.keys.len() as u64) {
+                branch.remove_child(rng.below(branch.children.len() as u64) as usize);
+            }
+            check(&branch, &mut rng, round);
+            if branch.keys.len() >= 3 {
+                let (_, right) = branch.split().unwrap();
+                check(&branch, &mut rng, round);
+                check(&right, &mut rng, round);
+            }
+        }
     }
 
     #[test]

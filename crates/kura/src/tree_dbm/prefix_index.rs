@@ -130,6 +130,12 @@ impl<T: Copy> PrefixIndex<T> {
         self.items.get(self.head.checked_add(index)?)
     }
 
+    /// The prefix of item `index`.
+    #[inline]
+    pub fn prefix(&self, index: usize) -> Option<u64> {
+        self.prefixes.get(self.head.checked_add(index)?).copied()
+    }
+
     pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
         self.items.get_mut(self.head.checked_add(index)?)
     }
