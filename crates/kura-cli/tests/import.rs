@@ -231,9 +231,81 @@ fn a_stream_loads_the_same_records_as_the_file() {
     let output = kura_reading(&["import", &text(&db), "-", "--buckets", "64"], &body);
     assert!(String::from_utf8_lossy(&output.stdout).contains("rebuilt=yes"), "{output:?}");
     assert_eq!(records(&db), expected);
-    let buckets = kura::open(&db, OpenMode::ReadOnly, &Params::new()).unwrap().inspect().unwrap();
-    let buckets: u64 = buckets.iter().find(|(name, _)| name == "num_buckets").unwrap().1.parse().unwrap();
+    let buckets = num_buckets(&db);
     assert!(buckets >= expected.len() as u64 / 2, "rebuilt with {buckets} buckets for {} records", expected.len());
+}
+
+/// The `num_buckets` a database reports.
+fn num_buckets(db: &Path) -> u64 {
+    num_buckets_of(db, &Params::new())
+}
+
+fn num_buckets_of(db: &Path, params: &Params) -> u64 {
+    let properties = kura::open(db, OpenMode::ReadOnly, params).unwrap().inspect().unwrap();
+    properties.iter().find(|(name, _)| name == "num_buckets").unwrap().1.parse().unwrap()
+}
+
+#[test]
+fn a_new_database_from_a_stream_is_sized_as_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for lines in [10, 6000] {
+        let (tsv, expected) = sample_tsv(dir.path(), lines);
+        let body = std::fs::read(&tsv).unwrap();
+        for extension in ["kuh", "kumz"] {
+            let from_file = dir.path().join(format!("file{lines}.{extension}"));
+            ok(&["import", &text(&from_file), &text(&tsv)]);
+            let from_stream = dir.path().join(format!("stream{lines}.{extension}"));
+            let output = kura_reading(&["import", &text(&from_stream), "-"], &body);
+            assert!(String::from_utf8_lossy(&output.stdout).contains("rebuilt=yes"), "{output:?}");
+            assert_eq!(records(&from_stream), expected);
+            // The file sizes for its lines, the stream for its records (fewer: keys repeat).
+            let (stream_buckets, file_buckets) = (num_buckets(&from_stream), num_buckets(&from_file));
+            assert!(stream_buckets <= file_buckets, "{lines} lines into .{extension}: {stream_buckets} buckets");
+            if extension == "kuh" {
+                // (A compact map's bucket holds many records.)
+                assert!(stream_buckets >= expected.len() as u64 / 2, "{lines} lines: {stream_buckets} buckets");
+            }
+            let (stream_size, file_size) = (file_len(&from_stream), file_len(&from_file));
+            assert!(
+                stream_size <= file_size + file_size / 10,
+                "{lines} lines: {stream_size} bytes against {file_size}"
+            );
+        }
+        // Each shard of a new set, too.
+        let set = dir.path().join(format!("set{lines}.kuh"));
+        ok(&["import", &text(&set), &text(&tsv), "--shards", "3"]);
+        let stream_set = dir.path().join(format!("stream_set{lines}.kuh"));
+        let output = kura_reading(&["import", &text(&stream_set), "-", "--shards", "3"], &body);
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(records(&stream_set), expected);
+        let shards = |base: &Path| {
+            let count = kura::shard_dbm::find_set(base).unwrap().unwrap();
+            let hash = Params::new().with("engine", "hash");
+            (0..count)
+                .map(|index| num_buckets_of(&kura::shard_dbm::shard_path(base, index, count), &hash))
+                .collect::<Vec<_>>()
+        };
+        for (stream_buckets, file_buckets) in shards(&stream_set).into_iter().zip(shards(&set)) {
+            assert!(stream_buckets <= file_buckets, "{lines} lines: a shard of {stream_buckets} buckets");
+        }
+    }
+
+    // A size given, or a database that exists, is the user's: the stream keeps it.
+    let (tsv, _) = sample_tsv(dir.path(), 600);
+    let body = std::fs::read(&tsv).unwrap();
+    let given = dir.path().join("given.kuh");
+    let output = kura_reading(&["import", &text(&given), "-", "--buckets", "50000"], &body);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("rebuilt=no"), "{output:?}");
+    assert_eq!(num_buckets(&given), 50000);
+    let existing = dir.path().join("existing.kuh");
+    ok(&["create", &text(&existing), "--params", "num_buckets=40000"]);
+    let output = kura_reading(&["import", &text(&existing), "-"], &body);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("rebuilt=no"), "{output:?}");
+    assert_eq!(num_buckets(&existing), 40000);
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
 }
 
 /// Random records of any bytes: tabs, line breaks, backslashes and control bytes included.

@@ -12,8 +12,8 @@
 //!
 //! A regular file is read twice when a new database is sized for it (its lines counted
 //! first); standard input, a pipe or any other stream is read once (`import_reader`), and
-//! the new database takes its engine's default size, rebuilt at the end if its records
-//! outgrew it (`Dbm::should_be_rebuilt`).
+//! the new database takes its engine's default size and is rebuilt at the end, which sizes
+//! it for the records it got.
 
 // Crate-visible for `crate::fuzz::import_lines`, which drives the pipeline on arbitrary input.
 pub(crate) mod chunks;
@@ -28,6 +28,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::dbm::{Dbm, OpenMode, Params};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::shard_dbm::{self, ShardDbm};
 use crate::split_mix::mix;
@@ -127,22 +128,30 @@ fn naming(path: &Path) -> impl Fn(Error) -> Error + '_ {
 }
 
 /// Opens the target, giving a new database the parameters its engine sizes for the input's
-/// line count (per shard for a set), unless the user gave them or the input is a stream
-/// (`countable` None), whose lines cannot be counted before they are imported.
-fn open_target(path: &Path, countable: Option<&Path>, params: &Params, shards: Option<usize>) -> Result<Target> {
+/// line count (per shard for a set), unless the user gave them. A stream (`countable` None)
+/// cannot be counted before it is imported: then a new database takes its engine's defaults,
+/// and the flag returned says it is to be sized at the end, by a rebuild, which sizes the
+/// engines that have sizing parameters (hash, compact) for the records they hold.
+fn open_target(
+    path: &Path,
+    countable: Option<&Path>,
+    params: &Params,
+    shards: Option<usize>,
+) -> Result<(Target, bool)> {
     let engine = crate::registry::resolve(path, params)?;
     let sharded = shards.is_some() || engine.name == "shard";
+    // Whether the import is to size a new database whose engine sizes for its records.
+    let to_size =
+        |engine: &Engine, params: &Params| !(engine.import_params)(0).names().all(|name| params.get(name).is_some());
     if !sharded {
-        let sized = (engine.import_params)(0);
+        let new_unsized = !path.exists() && to_size(engine, params);
         let params = match countable {
-            Some(input) if !path.exists() && !sized.names().all(|name| params.get(name).is_some()) => {
-                params.or_defaults(&(engine.import_params)(count_lines(input)?))
-            }
+            Some(input) if new_unsized => params.or_defaults(&(engine.import_params)(count_lines(input)?)),
             _ => params.clone(),
         };
         return engine
             .open(path, OpenMode::Create, &params.without("engine"))
-            .map(Target::Single)
+            .map(|db| (Target::Single(db), new_unsized && countable.is_none()))
             .map_err(naming(path));
     }
     if path.is_file() {
@@ -156,18 +165,25 @@ fn open_target(path: &Path, countable: Option<&Path>, params: &Params, shards: O
     if let Some(count) = shards {
         params = params.with("num_shards", count);
     }
+    let mut size_at_end = false;
     if shard_dbm::find_set(path)?.is_none() {
         let count = match params.get_u64("num_shards")? {
             Some(count) => count.max(1),
             None => shard_dbm::DEFAULT_NUM_SHARDS as u64,
         };
         let inner = shard_dbm::inner_engine_of(crate::registry::ENGINES, path, &params)?;
-        let sized = (inner.import_params)(0);
-        if let Some(input) = countable.filter(|_| !sized.names().all(|name| params.get(name).is_some())) {
-            params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
+        if to_size(inner, &params) {
+            match countable {
+                Some(input) => {
+                    params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
+                }
+                None => size_at_end = true,
+            }
         }
     }
-    ShardDbm::open(path, OpenMode::Create, &params, crate::registry::ENGINES).map(Target::Shards).map_err(naming(path))
+    ShardDbm::open(path, OpenMode::Create, &params, crate::registry::ENGINES)
+        .map(|set| (Target::Shards(set), size_at_end))
+        .map_err(naming(path))
 }
 
 /// Bytes the database occupies on disk after closing: its file, or its shards' files.
@@ -212,7 +228,8 @@ pub fn import_file(
 
 /// Imports the lines `input` gives (standard input, a pipe, a decompressor's output) into
 /// the database or shard set at `path`, reading them once: a new database takes its engine's
-/// default size and is rebuilt at the end if its records outgrew it. An engine that cannot
+/// default size and is rebuilt at the end, sized for its records (unless `params` gives its
+/// size: then it is rebuilt only if it asks to be, `Dbm::should_be_rebuilt`). An engine that cannot
 /// open without a size (CacheDbm's `cap_rec_num`) needs it in `params`. `name` names the
 /// input in errors; the format is TSV unless `options` gives another. Otherwise as
 /// `import_file`.
@@ -250,7 +267,7 @@ fn import_from(
         return Err(Error::invalid("shards, threads and batch must be at least 1"));
     }
     let threads = options.threads.unwrap_or_else(default_threads).max(1);
-    let target = open_target(path, countable, params, options.shards)?;
+    let (target, size_at_end) = open_target(path, countable, params, options.shards)?;
     let (dbs, writers_per_db): (Vec<&dyn Dbm>, usize) = match &target {
         Target::Single(db) => (vec![db.as_ref()], threads),
         Target::Shards(set) => {
@@ -283,10 +300,13 @@ fn import_from(
     };
 
     // A database whose codec needs a trained dictionary (zstd-dict) or whose buckets became
-    // too few asks for a rebuild; doing it now leaves the file in its best shape. Each shard
-    // of a set rebuilds (and trains its dictionary) on its own, in parallel, on no more
-    // threads than the import was given.
-    let rebuilt = outcome.bad_line.is_none() && db.should_be_rebuilt()?;
+    // too few asks for a rebuild; doing it now leaves the file in its best shape. So does a
+    // new one created from a stream with its engine's default size (a hash file's 1M buckets
+    // for ten records, a compact map's default buckets for a million): a rebuild sizes it
+    // for its records, as a counted input sizes it at the start. Each shard of a set
+    // rebuilds (and trains its dictionary) on its own, in parallel, on no more threads than
+    // the import was given.
+    let rebuilt = outcome.bad_line.is_none() && (size_at_end || db.should_be_rebuilt()?);
     if rebuilt {
         match &target {
             Target::Single(single) => single.rebuild(&Params::new())?,
