@@ -17,6 +17,9 @@ use crate::spin_lock::SpinRwLock;
 
 const CLASS: u8 = b'b';
 
+/// Keys of a batched lookup looked up under one hold of the read lock.
+const SEGMENT: usize = 512;
+
 /// The in-memory ordered database (`.kumb`): a B+ tree behind one reader-writer lock.
 pub struct BabyDbm {
     tree: SpinRwLock<OrderedTree>,
@@ -98,6 +101,18 @@ impl Dbm for BabyDbm {
         self.backing.check_open()?;
         let tree = self.tree.read();
         visit(tree.get(key).map(RecordBytes::value));
+        Ok(())
+    }
+
+    /// The batched lookup of `btree/get_many.rs`, under the read lock one segment of
+    /// `SEGMENT` keys at a time, so that a writer waits for a segment at most, not for a whole
+    /// large batch.
+    fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        self.backing.check_open()?;
+        for (number, segment) in keys.chunks(SEGMENT).enumerate() {
+            let tree = self.tree.read();
+            tree.get_many(segment, |index, record| visit(number * SEGMENT + index, record.map(RecordBytes::value)));
+        }
         Ok(())
     }
 

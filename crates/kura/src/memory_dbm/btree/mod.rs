@@ -5,10 +5,12 @@
 //! an array of their keys' 8-byte prefixes (`prefix.rs`): a search is a binary search over
 //! integers in one compact array, and reads a full key only where prefixes tie. Inner nodes
 //! hold up to `INNER_CAPACITY` separator keys, with prefixes too, and the child nodes by value.
-//! Updates are in `node.rs` (splits, merges), reads in `walk.rs`. There are no leaf links and
+//! Updates are in `node.rs` (splits, merges), reads in `walk.rs`, batched lookups in
+//! `get_many.rs`. There are no leaf links and
 //! no parent pointers: cursors stand on keys and search again from the root, so they need no
 //! node to stay put.
 
+mod get_many;
 mod node;
 mod prefix;
 #[cfg(test)]

@@ -7,9 +7,10 @@
 //!   `children[i]` is `< separators[i] <=` every key under `children[i + 1]`;
 //! - all leaves are at the same depth; a node holds at most its capacity (between operations).
 
-use super::prefix::{key_prefix, search, Probe};
+use super::prefix::{count_less, key_prefix, search, search_from, Probe};
 use super::{GROWTH, INNER_CAPACITY, LEAF_CAPACITY};
 use crate::error::{Error, Result};
+use crate::file::prefetch_slice;
 use crate::memory_dbm::record::RecordBytes;
 
 pub enum Node {
@@ -203,6 +204,20 @@ impl Leaf {
         search(self.prefixes(), probe, |i| records.get(i).map(RecordBytes::key))
     }
 
+    /// The first step of `search` in stages (a batched lookup's): the position of the first
+    /// record whose key's prefix is not below `prefix`, reading the prefixes only.
+    #[inline]
+    pub(super) fn lower_bound(&self, prefix: u64) -> usize {
+        count_less(self.prefixes(), prefix)
+    }
+
+    /// The last step: `search`'s answer, from `start = lower_bound(probe.prefix)`.
+    #[inline]
+    pub(super) fn search_from(&self, probe: &Probe<'_>, start: usize) -> std::result::Result<usize, usize> {
+        let records = self.records();
+        search_from(self.prefixes(), probe, start, |i| records.get(i).map(RecordBytes::key))
+    }
+
     fn put(&mut self, probe: &Probe<'_>, value: &[u8], overwrite: bool) -> Result<(Put, Option<Split>)> {
         match self.search(probe) {
             Ok(index) => {
@@ -254,6 +269,18 @@ impl Leaf {
         let removed = std::mem::replace(records.first_mut()?, VACANT);
         self.vacant += 1;
         Some(removed)
+    }
+}
+
+impl Node {
+    /// Starts loading the prefixes a search of the node reads first (a batched lookup's
+    /// stage: the node's structure should be in the cache by now).
+    #[inline]
+    pub(super) fn prefetch_prefixes(&self) {
+        match self {
+            Node::Leaf(leaf) => prefetch_slice(leaf.prefixes()),
+            Node::Inner(inner) => prefetch_slice(&inner.prefixes),
+        }
     }
 }
 

@@ -27,7 +27,7 @@ const BLOCK: usize = 8;
 /// memory latency per node, where a binary search waits for one miss after another, measured
 /// faster for nodes out of cache), and compares 2 x 8 prefixes of a full node instead of 64.
 #[inline]
-fn count_less(prefixes: &[u64], prefix: u64) -> usize {
+pub fn count_less(prefixes: &[u64], prefix: u64) -> usize {
     let mut heads = 0;
     let mut at = 0;
     while let Some(&head) = prefixes.get(at) {
@@ -49,7 +49,19 @@ pub fn search<'a>(
     probe: &Probe<'_>,
     key_at: impl Fn(usize) -> Option<&'a [u8]>,
 ) -> Result<usize, usize> {
-    let start = count_less(prefixes, probe.prefix);
+    search_from(prefixes, probe, count_less(prefixes, probe.prefix), key_at)
+}
+
+/// `search`'s second half, from `start = count_less(prefixes, probe.prefix)` (a batched
+/// lookup computes it a stage earlier, then loads the entry there before finishing).
+#[inline]
+pub fn search_from<'a>(
+    prefixes: &[u64],
+    probe: &Probe<'_>,
+    start: usize,
+    key_at: impl Fn(usize) -> Option<&'a [u8]>,
+) -> Result<usize, usize> {
+    debug_assert_eq!(start, count_less(prefixes, probe.prefix), "a search resumed from elsewhere");
     let run = prefixes.get(start..).unwrap_or_default();
     let run_len = run.iter().take_while(|&&p| p == probe.prefix).count();
     search_run(start, start + run_len, |i| key_at(i).unwrap_or_default().cmp(probe.key))

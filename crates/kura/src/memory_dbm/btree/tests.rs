@@ -18,6 +18,8 @@ enum Op {
     Put(Vec<u8>, Vec<u8>, bool),
     Remove(Vec<u8>),
     Get(Vec<u8>),
+    /// A batched lookup (several groups, duplicates and missing keys among them).
+    GetMany(Vec<Vec<u8>>),
     WalkForward(Vec<u8>, bool),
     WalkBackward(Vec<u8>, bool),
     /// Removes a run of keys from a point: empties whole nodes, forcing merges up the tree.
@@ -38,6 +40,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (key(), proptest::collection::vec(any::<u8>(), 0..30), any::<bool>()).prop_map(|(k, v, o)| Op::Put(k, v, o)),
         3 => key().prop_map(Op::Remove),
         1 => key().prop_map(Op::Get),
+        1 => proptest::collection::vec(key(), 0..80).prop_map(Op::GetMany),
         1 => (key(), any::<bool>()).prop_map(|(k, i)| Op::WalkForward(k, i)),
         1 => (key(), any::<bool>()).prop_map(|(k, i)| Op::WalkBackward(k, i)),
         1 => (key(), 1usize..200).prop_map(|(k, n)| Op::RemoveRun(k, n)),
@@ -140,6 +143,13 @@ proptest! {
                 }
                 Op::Get(key) => {
                     prop_assert_eq!(tree.get(&key).map(|r| r.value().to_vec()), model.get(&key).cloned());
+                }
+                Op::GetMany(keys) => {
+                    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                    let mut seen = Vec::new();
+                    tree.get_many(&refs, |index, record| seen.push((index, pair(record))));
+                    let expected: Vec<_> = keys.iter().enumerate().map(|(i, k)| (i, model_pair(model.get_key_value(k)))).collect();
+                    prop_assert_eq!(seen, expected);
                 }
                 Op::WalkForward(key, inclusive) => {
                     // Walks to the end key by key, as a cursor does.
