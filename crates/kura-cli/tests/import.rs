@@ -293,6 +293,15 @@ fn a_new_database_from_a_stream_is_sized_as_from_the_file() {
     // A size given, or a database that exists, is the user's: the stream keeps it.
     let (tsv, _) = sample_tsv(dir.path(), 600);
     let body = std::fs::read(&tsv).unwrap();
+    // (A compact map's `num_buckets` given without `expected_records`, which the import sizes:
+    // the given one wins, from a stream as from the file.)
+    let compact_file = dir.path().join("given_file.kumz");
+    ok(&["--params", "num_buckets=4096", "import", &text(&compact_file), &text(&tsv)]);
+    let compact_stream = dir.path().join("given_stream.kumz");
+    let output = kura_reading(&["--params", "num_buckets=4096", "import", &text(&compact_stream), "-"], &body);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(num_buckets(&compact_stream), num_buckets(&compact_file));
+    assert!(num_buckets(&compact_stream) >= 4096 / 2, "{}", num_buckets(&compact_stream));
     let given = dir.path().join("given.kuh");
     let output = kura_reading(&["import", &text(&given), "-", "--buckets", "50000"], &body);
     assert!(String::from_utf8_lossy(&output.stdout).contains("rebuilt=no"), "{output:?}");

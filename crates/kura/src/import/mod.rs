@@ -127,17 +127,41 @@ fn naming(path: &Path) -> impl Fn(Error) -> Error + '_ {
     }
 }
 
+/// A new database that a stream (which cannot be counted before it is read) created with its
+/// engine's default size: the import sizes it at the end, for the records it got, by a
+/// rebuild with the parameters a counted input would have created it with.
+struct SizeAtEnd {
+    engine: &'static Engine,
+    /// The parameters the user gave.
+    given: Params,
+    /// The databases the records are shared out among (a set's shards, each sized alike).
+    ways: u64,
+}
+
+impl SizeAtEnd {
+    /// The rebuild's parameters for `records` in all: the engine's sizes for its share, under
+    /// the user's own values of the engine's parameters (a compact map's `num_buckets` wins
+    /// over the `expected_records` sized here, as when a counted input creates it).
+    fn params(&self, records: u64) -> Params {
+        let given = self.engine.params.iter().filter_map(|name| self.given.get(name).map(|value| (*name, value)));
+        given.fold(Params::new(), |params, (name, value)| params.with(name, value)).or_defaults(&(self
+            .engine
+            .import_params)(
+            records.div_ceil(self.ways.max(1)),
+        ))
+    }
+}
+
 /// Opens the target, giving a new database the parameters its engine sizes for the input's
 /// line count (per shard for a set), unless the user gave them. A stream (`countable` None)
 /// cannot be counted before it is imported: then a new database takes its engine's defaults,
-/// and the flag returned says it is to be sized at the end, by a rebuild, which sizes the
-/// engines that have sizing parameters (hash, compact) for the records they hold.
+/// to be sized at the end (`SizeAtEnd`).
 fn open_target(
     path: &Path,
     countable: Option<&Path>,
     params: &Params,
     shards: Option<usize>,
-) -> Result<(Target, bool)> {
+) -> Result<(Target, Option<SizeAtEnd>)> {
     let engine = crate::registry::resolve(path, params)?;
     let sharded = shards.is_some() || engine.name == "shard";
     // Whether the import is to size a new database whose engine sizes for its records.
@@ -151,7 +175,11 @@ fn open_target(
         };
         return engine
             .open(path, OpenMode::Create, &params.without("engine"))
-            .map(|db| (Target::Single(db), new_unsized && countable.is_none()))
+            .map(|db| {
+                let size_at_end =
+                    (new_unsized && countable.is_none()).then(|| SizeAtEnd { engine, given: params.clone(), ways: 1 });
+                (Target::Single(db), size_at_end)
+            })
             .map_err(naming(path));
     }
     if path.is_file() {
@@ -165,7 +193,7 @@ fn open_target(
     if let Some(count) = shards {
         params = params.with("num_shards", count);
     }
-    let mut size_at_end = false;
+    let mut size_at_end = None;
     if shard_dbm::find_set(path)?.is_none() {
         let count = match params.get_u64("num_shards")? {
             Some(count) => count.max(1),
@@ -177,7 +205,7 @@ fn open_target(
                 Some(input) => {
                     params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
                 }
-                None => size_at_end = true,
+                None => size_at_end = Some(SizeAtEnd { engine: inner, given: params.clone(), ways: count }),
             }
         }
     }
@@ -306,11 +334,15 @@ fn import_from(
     // for its records, as a counted input sizes it at the start. Each shard of a set
     // rebuilds (and trains its dictionary) on its own, in parallel, on no more threads than
     // the import was given.
-    let rebuilt = outcome.bad_line.is_none() && (size_at_end || db.should_be_rebuilt()?);
+    let rebuilt = outcome.bad_line.is_none() && (size_at_end.is_some() || db.should_be_rebuilt()?);
     if rebuilt {
+        let params = match &size_at_end {
+            Some(size) => size.params(db.count()?),
+            None => Params::new(),
+        };
         match &target {
-            Target::Single(single) => single.rebuild(&Params::new())?,
-            Target::Shards(set) => set.rebuild_on(&Params::new(), threads)?,
+            Target::Single(single) => single.rebuild(&params)?,
+            Target::Shards(set) => set.rebuild_on(&params, threads)?,
         }
     }
     let count = db.count()?;
