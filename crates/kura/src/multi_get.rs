@@ -1,5 +1,6 @@
-//! What the batched lookups (the `Dbm::get_many_with` overrides of the hash engines) share:
-//! how many keys they overlap, and the order in which a group takes its locks.
+//! What the batched lookups (the `Dbm::get_many_with` overrides) share: how many keys they
+//! overlap, how many the tree engines look up under one hold of their lock, and the order in
+//! which a hash engine's group takes its locks.
 //!
 //! A lookup of a million-record table waits on one or two random memory loads. A batch
 //! overlaps them: for a group of keys it first computes every hash and prefetches every
@@ -12,6 +13,11 @@
 /// and 9%): each key's stages wait on two or three dependent lines, and the L2 queues more
 /// prefetches than the L1 has buffers. Smaller groups leave that parallelism unused.
 pub const GROUP: usize = 32;
+
+/// Keys a batch looks up under one hold of a lock that writers wait for (the tree engines'
+/// one reader-writer lock): a writer then waits for one segment at most, not for a whole
+/// large batch.
+pub const SEGMENT: usize = 512;
 
 /// The batch `keys` cut into groups of at most `size` keys, of nearly even sizes (a batch of
 /// 17 in groups of 16 makes groups of 9 and 8, not 16 and a lone key whose misses overlap

@@ -13,12 +13,10 @@ use super::record::RecordBytes;
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, ErrorKind, Result};
+use crate::multi_get::SEGMENT;
 use crate::spin_lock::SpinRwLock;
 
 const CLASS: u8 = b'b';
-
-/// Keys of a batched lookup looked up under one hold of the read lock.
-const SEGMENT: usize = 512;
 
 /// The in-memory ordered database (`.kumb`): a B+ tree behind one reader-writer lock.
 pub struct BabyDbm {
@@ -104,9 +102,8 @@ impl Dbm for BabyDbm {
         Ok(())
     }
 
-    /// The batched lookup of `btree/get_many.rs`, under the read lock one segment of
-    /// `SEGMENT` keys at a time, so that a writer waits for a segment at most, not for a whole
-    /// large batch.
+    /// The batched lookup of `btree/get_many.rs`, under the read lock one segment of keys at
+    /// a time (`multi_get::SEGMENT`).
     fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         for (number, segment) in keys.chunks(SEGMENT).enumerate() {

@@ -43,9 +43,7 @@ use super::TreeDbm;
 use crate::error::Result;
 use crate::file::prefetch_range;
 use crate::key_prefix::key_prefix;
-
-/// Sorted keys looked up under one hold of the read lock.
-const SEGMENT: usize = 512;
+use crate::multi_get::SEGMENT;
 
 /// Leaf runs whose stages overlap (as `multi_get::GROUP` keys do in the hash engines).
 const LEAF_GROUP: usize = 16;

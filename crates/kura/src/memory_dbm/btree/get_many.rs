@@ -58,7 +58,7 @@ impl OrderedTree {
                         let child = inner.children.get(inner.child_index(&key.probe));
                         debug_assert!(child.is_some(), "invariant: an inner node has a child for every key");
                         if let Some(child) = child.filter(|&child| !same_node(previous, child)) {
-                            crate::file::prefetch_range(std::ptr::from_ref(child) as usize, size_of::<Node>());
+                            crate::file::prefetch_slice(std::slice::from_ref(child));
                         }
                         key.node = child;
                         previous = child;
