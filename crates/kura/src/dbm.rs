@@ -88,7 +88,7 @@ pub trait Dbm: Send + Sync + std::any::Any {
     /// Looks up every key of `keys` and shows each value to `visit` with the key's index in
     /// `keys` (`None` when the key has no record): the batched zero-copy read, and what
     /// `get_many` is made of. Every index is visited exactly once (a key given twice is looked
-    /// up twice), in an order the engine chooses (an ordered engine visits in key order); a
+    /// up twice), in an order the engine chooses (TreeDbm visits in key order); a
     /// missing key is not an error. Each value is one the key held at some moment during the
     /// call: the batch is not a snapshot, and writers may run between two of its keys. An
     /// error (broken data, a closed database) ends the call, and the indices not visited by

@@ -72,6 +72,9 @@ pub struct Engine {
     /// Parameters a new database made by an import of `records` records gets where the user
     /// gives none (HashDbm: one bucket a record, not the default million).
     pub import_params: fn(records: u64) -> Params,
+    /// The parameters that fix a new database's size (`import_params` gives one of them): a
+    /// user who gives any of them has sized the database, and an import sizes nothing.
+    pub sized_by: &'static [&'static str],
     /// Opens (or creates) a database of this engine; call it through `Engine::open`.
     pub(crate) open: fn(&Path, OpenMode, &Params) -> Result<Box<dyn Dbm>>,
     /// What `kura restore` does for this engine.

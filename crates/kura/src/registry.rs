@@ -58,6 +58,7 @@ pub static ENGINES: &[Engine] = &[
         params: HashDbm::PARAMS,
         bench_params: no_params,
         import_params: hash_import_params,
+        sized_by: &["num_buckets"],
         open: |path, mode, params| Ok(Box::new(HashDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(|source, dest| HashDbm::salvage_file(source, dest)),
     },
@@ -71,6 +72,7 @@ pub static ENGINES: &[Engine] = &[
         params: TreeDbm::PARAMS,
         bench_params: no_params,
         import_params: no_params,
+        sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TreeDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(|source, dest| TreeDbm::salvage_file(source, dest)),
     },
@@ -84,6 +86,7 @@ pub static ENGINES: &[Engine] = &[
         params: TinyDbm::PARAMS,
         bench_params: no_params,
         import_params: no_params,
+        sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TinyDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
     },
@@ -97,6 +100,7 @@ pub static ENGINES: &[Engine] = &[
         params: BabyDbm::PARAMS,
         bench_params: no_params,
         import_params: no_params,
+        sized_by: &[],
         open: |path, mode, params| Ok(Box::new(BabyDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
     },
@@ -110,6 +114,7 @@ pub static ENGINES: &[Engine] = &[
         params: CacheDbm::PARAMS,
         bench_params: cache_capacity_params,
         import_params: cache_capacity_params,
+        sized_by: &["cap_rec_num"],
         open: |path, mode, params| Ok(Box::new(CacheDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
     },
@@ -125,6 +130,7 @@ pub static ENGINES: &[Engine] = &[
         params: ShardDbm::PARAMS,
         bench_params: shard_bench_params,
         import_params: no_params,
+        sized_by: &[],
         open: |path, mode, params| Ok(Box::new(ShardDbm::open(path, mode, params, ENGINES)?)),
         restore: Restore::Salvage(|source, dest| ShardDbm::restore_set(source, dest, ENGINES)),
     },
@@ -138,6 +144,7 @@ pub static ENGINES: &[Engine] = &[
         params: CompactDbm::PARAMS,
         bench_params: compact_sized_params,
         import_params: compact_sized_params,
+        sized_by: &["num_buckets", "expected_records"],
         open: |path, mode, params| Ok(Box::new(CompactDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
     },
@@ -213,6 +220,20 @@ mod tests {
         }
         assert!(super::engine("nope").is_err());
         assert!(resolve(Path::new("x.txt"), &Params::new()).is_err());
+    }
+
+    /// What an import sizes a new database with is among the parameters that size it, and
+    /// those are parameters the engine takes.
+    #[test]
+    fn import_sizes_are_among_the_sizing_params() {
+        for engine in ENGINES {
+            for name in (engine.import_params)(1000).names() {
+                assert!(engine.sized_by.contains(&name), "{}: {name}", engine.name);
+            }
+            for name in engine.sized_by {
+                assert!(engine.params.contains(name), "{}: {name}", engine.name);
+            }
+        }
     }
 
     #[test]

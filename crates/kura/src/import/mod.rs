@@ -164,9 +164,11 @@ fn open_target(
 ) -> Result<(Target, Option<SizeAtEnd>)> {
     let engine = crate::registry::resolve(path, params)?;
     let sharded = shards.is_some() || engine.name == "shard";
-    // Whether the import is to size a new database whose engine sizes for its records.
-    let to_size =
-        |engine: &Engine, params: &Params| !(engine.import_params)(0).names().all(|name| params.get(name).is_some());
+    // Whether the import is to size a new database: its engine sizes for its records, and
+    // the user gave none of the parameters that size it.
+    let to_size = |engine: &Engine, params: &Params| {
+        !engine.sized_by.is_empty() && engine.sized_by.iter().all(|name| params.get(name).is_none())
+    };
     if !sharded {
         let new_unsized = !path.exists() && to_size(engine, params);
         let params = match countable {
@@ -256,9 +258,10 @@ pub fn import_file(
 
 /// Imports the lines `input` gives (standard input, a pipe, a decompressor's output) into
 /// the database or shard set at `path`, reading them once: a new database takes its engine's
-/// default size and is rebuilt at the end, sized for its records (unless `params` gives its
-/// size: then it is rebuilt only if it asks to be, `Dbm::should_be_rebuilt`). An engine that cannot
-/// open without a size (CacheDbm's `cap_rec_num`) needs it in `params`. `name` names the
+/// default size and is rebuilt at the end, sized for its records (unless `params` gives
+/// one of the parameters that size it, `Engine::sized_by`: then it is rebuilt only if it
+/// asks to be, `Dbm::should_be_rebuilt`). An engine that cannot open without a size
+/// (CacheDbm's `cap_rec_num`) needs it in `params`. `name` names the
 /// input in errors; the format is TSV unless `options` gives another. Otherwise as
 /// `import_file`.
 pub fn import_reader(
