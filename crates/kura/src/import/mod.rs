@@ -143,12 +143,14 @@ impl SizeAtEnd {
     /// the user's own values of the engine's parameters (a compact map's `num_buckets` wins
     /// over the `expected_records` sized here, as when a counted input creates it).
     fn params(&self, records: u64) -> Params {
-        let given = self.engine.params.iter().filter_map(|name| self.given.get(name).map(|value| (*name, value)));
-        given.fold(Params::new(), |params, (name, value)| params.with(name, value)).or_defaults(&(self
-            .engine
-            .import_params)(
-            records.div_ceil(self.ways.max(1)),
-        ))
+        let sized = (self.engine.import_params)(records.div_ceil(self.ways.max(1)));
+        let mut params = Params::new();
+        for name in self.engine.params {
+            if let Some(value) = self.given.get(name) {
+                params = params.with(name, value);
+            }
+        }
+        params.or_defaults(&sized)
     }
 }
 
