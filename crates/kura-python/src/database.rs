@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TreeDbm};
+use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TreeDbm, TypedDbm};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
@@ -23,7 +23,6 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use crate::batch::Batch;
 use crate::convert::Encoding;
 use crate::cursor::{Cursor, KeyIter, RangeIter, RecordIter, Yield};
-use crate::engine::Engine;
 use crate::errors::{self, OrRaise};
 use crate::gil;
 use crate::params;
@@ -37,7 +36,7 @@ const BIG_VALUE: usize = 64 * 1024;
 pub struct Database {
     /// The engine, typed for the hot path (`db[k]`, `db[k] = v`) and for what only TreeDbm
     /// has (atomic batches, ranges in the tree's own key order).
-    engine: Engine,
+    engine: TypedDbm,
     /// The same engine as a trait object, for everything else.
     dbm: Arc<dyn Dbm>,
     kind: &'static kura::Engine,
@@ -75,7 +74,7 @@ impl Database {
 
     /// The typed engine of the hot paths, or ClosedError.
     #[inline]
-    fn typed(&self, py: Python<'_>) -> PyResult<&Engine> {
+    fn typed(&self, py: Python<'_>) -> PyResult<&TypedDbm> {
         if self.closed.load(Ordering::Acquire) {
             return Err(errors::closed(py));
         }
@@ -179,7 +178,7 @@ impl Database {
         let kind = kura::registry::resolve(&path, &params).or_raise(py)?;
         let engine = py
             .detach(|| kind.open(&path, open_mode, &params.without("engine")))
-            .map(|dbm| Engine::new(Arc::from(dbm)))
+            .map(|dbm| TypedDbm::new(Arc::from(dbm)))
             .or_raise(py)?;
         let dbm = engine.shared();
         let release_gil = match release_gil {

@@ -1,7 +1,6 @@
 //! The native half of the Python package `kura` (module `kura._kura`).
 //!
 //! - `database.rs`: `Database`, one open database with the mapping protocol;
-//! - `engine.rs`: the engine behind it, typed for the hot path;
 //! - `cursor.rs`: cursors and the iterators behind `iter(db)`, `items()`, `range()`;
 //! - `batch.rs`: atomic write batches of TreeDbm;
 //! - `convert.rs`: keys and values between `bytes`/`str` and Kura;
@@ -17,7 +16,6 @@ mod batch;
 mod convert;
 mod cursor;
 mod database;
-mod engine;
 mod errors;
 mod gil;
 mod import;

@@ -20,13 +20,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, OpenMode, PackedBytes, Params};
+use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TypedDbm};
 use magnus::encoding::{Index, RbEncoding};
 use magnus::{Error, IntoValue, RArray, RHash, RString, Ruby, Value};
 
 use crate::batch::Batch;
 use crate::convert::{Input, Output};
-use crate::engine::Engine;
 use crate::errors::{self, OrRaise};
 use crate::gvl::without_gvl;
 use crate::walk::{Kind, Walk, Yield};
@@ -34,7 +33,7 @@ use crate::walk::{Kind, Walk, Yield};
 #[magnus::wrap(class = "Kura::DB", free_immediately, size)]
 pub struct Database {
     /// Typed for the hot path (`[]`, `[]=`) and for TreeDbm's ranges.
-    engine: Engine,
+    engine: TypedDbm,
     /// The same engine as a trait object, for everything else.
     dbm: Arc<dyn Dbm>,
     kind: &'static kura::Engine,
@@ -102,7 +101,7 @@ impl Database {
         let dbm: Arc<dyn Dbm> = Arc::from(without_gvl(|| kind.open(&path, open_mode, &engine_params)).or_raise(ruby)?);
         let release_gvl = release_gvl.unwrap_or_else(|| without_gvl(|| releases_by_default(&*dbm)));
         Ok(Database {
-            engine: Engine::new(dbm.clone()),
+            engine: TypedDbm::new(dbm.clone()),
             dbm,
             kind,
             path,
@@ -116,7 +115,7 @@ impl Database {
 
     /// The engine, or ClosedError.
     #[inline]
-    fn live(&self, ruby: &Ruby) -> Result<&Engine, Error> {
+    fn live(&self, ruby: &Ruby) -> Result<&TypedDbm, Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(errors::closed(ruby));
         }
@@ -195,9 +194,9 @@ impl Database {
         let (raw_key, raw_value) = (Input::key(ruby, key)?, Input::value(ruby, value)?);
         let outcome = if rb_self.record_call_releases() {
             let (k, v) = (raw_key.to_vec(), raw_value.to_vec());
-            without_gvl(|| engine.set(&k, &v))
+            without_gvl(|| engine.set(&k, &v, true))
         } else {
-            raw_key.with_bytes(|k| raw_value.with_bytes(|v| engine.set(k, v)))
+            raw_key.with_bytes(|k| raw_value.with_bytes(|v| engine.set(k, v, true)))
         };
         outcome.or_raise(ruby)?;
         Ok(value)

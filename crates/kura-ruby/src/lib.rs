@@ -2,7 +2,6 @@
 //! `kura/kura_ext.so` by ruby/lib/kura.rb, which adds the Ruby half of the API.
 //!
 //! - `database.rs`: `Kura::DB`, one open database, and its native methods;
-//! - `engine.rs`: the engine behind it, typed for the hot path;
 //! - `walk.rs`: reading records in chunks for `each` and `range`;
 //! - `batch.rs`: `Kura::Batch`, the operations of `db.batch { |b| ... }`;
 //! - `convert.rs`: keys and values between Ruby Strings and bytes;
@@ -12,7 +11,6 @@
 mod batch;
 mod convert;
 mod database;
-mod engine;
 mod errors;
 mod gvl;
 mod walk;

@@ -16,7 +16,9 @@
 //!   `.kumc`), with the two hash tables and the B+ tree they are built on;
 //! - `shard_dbm/`: ShardDbm, N databases of another engine split by key hash;
 //! - `compact_dbm/`: CompactDbm, records kept serialized and compressed in buckets (`.kumz`);
-//! - `import/`: the parallel bulk loader of TSV and JSON lines (`kura import`).
+//! - `import/`: the parallel bulk loader of TSV and JSON lines (`kura import`);
+//! - `typed_dbm.rs`: an open database with its two file engines called by type, for the
+//!   bindings' hot paths.
 
 #![deny(missing_docs)]
 
@@ -48,6 +50,7 @@ pub mod split_mix;
 mod split_mix;
 mod sync;
 pub mod tree_dbm;
+mod typed_dbm;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use codec::{Codec, CodecKind};
@@ -61,3 +64,4 @@ pub use packed_bytes::PackedBytes;
 pub use registry::{engines, open, Engine, Storage};
 pub use shard_dbm::ShardDbm;
 pub use tree_dbm::TreeDbm;
+pub use typed_dbm::TypedDbm;
