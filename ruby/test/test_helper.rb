@@ -14,11 +14,10 @@ module KuraTest
   # Records the sized parameters are computed for: more than any test stores.
   CAPACITY = 10_000
 
-  # [label, engine Hash, open options] for each configuration.
+  # [label, engine Hash, open options] for each configuration, and a shard set of trees:
+  # ordered, though the registry's shard entry (which describes hash shards) says not.
   def self.configurations(only_ordered: false)
-    Kura.engines.flat_map do |engine|
-      next [] if only_ordered && !engine[:ordered]
-
+    configurations = Kura.engines.flat_map do |engine|
       options = Kura.sized_params(engine[:name], CAPACITY)
       plain = [engine[:name], engine, options]
       if engine[:params].include?("record_comp")
@@ -27,6 +26,10 @@ module KuraTest
         [plain]
       end
     end
+    shard = Kura.engines.find { |engine| engine[:name] == "shard" }
+    tree_shards = Kura.sized_params("shard", CAPACITY).merge(inner_engine: "tree", num_shards: 3)
+    configurations << ["shard-tree", shard.merge(ordered: true), tree_shards]
+    configurations.select { |_, engine, _| !only_ordered || engine[:ordered] }
   end
 
   # assert_equal that also accepts nil (minitest wants assert_nil for an expected nil).

@@ -107,6 +107,12 @@ class ModelTest < Minitest::Test
       assert_equal db.to_a.reverse, db.reverse_each.to_a
       assert_equal 4, db.each.size
       assert_equal db, db.each { |_| nil }
+      # leveldb-ruby's sync: option writes through to the device; the records are the same.
+      assert_equal "5", db.put("e", "5", sync: true)
+      assert_equal "5", db.delete("e", sync: true)
+      assert_equal db, db.batch(sync: true) { |b| b.put("f", "6") }
+      assert_equal "6", db["f"]
+      assert_nil db.delete("zz", sync: true)
     end
   end
 
@@ -147,5 +153,9 @@ class ModelTest < Minitest::Test
     assert_equal "hash", db.engine
     refute_predicate db, :closed?
     db.close
+    # Kura::DB.open is Kura.open; Kura::DB.new refuses a block, which it could only drop.
+    assert_equal 7, Kura::DB.open(path, "w") { |db2| kept = db2; 7 }
+    assert_predicate kept, :closed?
+    assert_raises(ArgumentError) { Kura::DB.new(path) { |_| flunk "the block of new ran" } }
   end
 end

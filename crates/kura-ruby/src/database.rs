@@ -37,6 +37,9 @@ pub struct Database {
     /// The same engine as a trait object, for everything else.
     dbm: Arc<dyn Dbm>,
     kind: &'static kura::Engine,
+    /// Whether the engine keeps keys in order (a shard set of trees does, though its
+    /// registry entry, which describes the default hash shards, says not).
+    ordered: bool,
     path: PathBuf,
     mode: String,
     output: Output,
@@ -100,8 +103,10 @@ impl Database {
         let engine_params = params.without("engine");
         let dbm: Arc<dyn Dbm> = Arc::from(without_gvl(|| kind.open(&path, open_mode, &engine_params)).or_raise(ruby)?);
         let release_gvl = release_gvl.unwrap_or_else(|| without_gvl(|| releases_by_default(&*dbm)));
+        let engine = TypedDbm::new(dbm.clone());
         Ok(Database {
-            engine: TypedDbm::new(dbm.clone()),
+            ordered: engine.is_ordered(),
+            engine,
             dbm,
             kind,
             path,
@@ -261,7 +266,7 @@ impl Database {
         let tree = rb_self.engine.tree().cloned();
         let mut walk = match &tree {
             Some(tree) => Walk::new(Kind::Tree { range: tree.range((lower, upper)), reversed }),
-            None if rb_self.kind.ordered => Walk::new(Kind::Ordered {
+            None if rb_self.ordered => Walk::new(Kind::Ordered {
                 cursor: dbm.ordered_cursor().or_raise(ruby)?,
                 lower,
                 upper,
@@ -383,7 +388,7 @@ impl Database {
 
     /// Whether the engine keeps keys in order (from:, to:, reversed:, range).
     pub fn is_ordered(&self) -> bool {
-        self.kind.ordered
+        self.ordered
     }
 
     pub fn is_writable(&self) -> bool {

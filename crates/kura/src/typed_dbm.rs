@@ -62,6 +62,17 @@ impl TypedDbm {
         }
     }
 
+    /// Whether the engine keeps its keys in order, so that ranges and backward cursors work:
+    /// TreeDbm, BabyDbm, and a shard set of either (whose registry entry describes the
+    /// default hash shards, so the bindings cannot read this off the registry).
+    pub fn is_ordered(&self) -> bool {
+        match self {
+            TypedDbm::Hash(_) => false,
+            TypedDbm::Tree(_) => true,
+            TypedDbm::Other(dbm) => dbm.ordered_cursor().is_ok(),
+        }
+    }
+
     /// The value of `key`, copied out; None when there is no record.
     #[inline]
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -134,6 +145,7 @@ mod tests {
             let expected = if matches!(engine.class, "HashDbm" | "TreeDbm") { engine.class } else { "other" };
             assert_eq!(typed, expected, "{}", engine.name);
             assert_eq!(db.tree().is_some(), engine.class == "TreeDbm", "{}", engine.name);
+            assert_eq!(db.is_ordered(), engine.ordered, "{}", engine.name);
 
             let mut model = BTreeMap::new();
             let mut rng = SplitMix64::new(5);
@@ -159,6 +171,21 @@ mod tests {
             for (key, got) in keys.iter().zip(seen) {
                 assert_eq!(got, Some(model.get(key).cloned()), "{}", engine.name);
             }
+            db.shared().close().unwrap();
+        }
+    }
+
+    /// A shard set is ordered when its shards are, whatever its registry entry (which
+    /// describes the default hash shards) says.
+    #[test]
+    fn a_shard_set_is_ordered_when_its_shards_are() {
+        let dir = tempfile::tempdir().unwrap();
+        for (inner, ordered) in [("hash", false), ("tree", true), ("baby", true), ("tiny", false)] {
+            let params = crate::dbm::Params::new().with("num_shards", 3).with("inner_engine", inner);
+            let path = dir.path().join(format!("set-{inner}"));
+            let db = TypedDbm::new(Arc::from(crate::registry::open(&path, OpenMode::Create, &params).unwrap()));
+            assert!(matches!(db, TypedDbm::Other(_)), "{inner}");
+            assert_eq!(db.is_ordered(), ordered, "{inner}");
             db.shared().close().unwrap();
         }
     }

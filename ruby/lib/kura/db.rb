@@ -25,8 +25,11 @@ module Kura
     private_class_method :_open
     private :_delete, :_walk, :_increment, :_sync, :_rebuild, :_get_many
 
-    # `Kura::DB.new(path, mode = "c", **params)`: see Kura.open.
+    # `Kura::DB.new(path, mode = "c", **params)`: see Kura.open. A block is refused, not
+    # ignored (it would never run, and the handle would stay open): give it to `open`.
     def self.new(path, mode = "c", encoding: nil, release_gvl: nil, **params)
+      raise ArgumentError, "Kura::DB.new takes no block; use Kura::DB.open or Kura.open" if block_given?
+
       path = File.path(path)
       encoding = Encoding.find(encoding.to_s) unless encoding.nil? || encoding.is_a?(Encoding)
       _open(path, mode.to_s, DB.param_pairs(params), encoding, release_gvl)
@@ -44,8 +47,20 @@ module Kura
       end
     end
 
+    # `Kura::DB.open(path, mode = "c", **params) { |db| ... }`: Kura.open.
+    def self.open(path, mode = "c", **options, &block)
+      Kura.open(path, mode, **options, &block)
+    end
+
+    # Stores `value` under `key` (leveldb-ruby's `put`); `sync: true` also writes it to the
+    # device before returning (`sync(hard: true)`).
+    def put(key, value, sync: false)
+      self[key] = value
+      self.sync(hard: true) if sync
+      value
+    end
+
     alias get []
-    alias put []=
     alias store []=
     alias include? key?
     alias member? key?
@@ -68,8 +83,10 @@ module Kura
 
     # Removes the record of `key` and returns its value; when there was none, returns nil,
     # or the block's value (`db.delete(k) { |key| ... }`), as Hash#delete does.
-    def delete(key)
+    # `sync: true` (leveldb-ruby's option) writes the removal to the device before returning.
+    def delete(key, sync: false)
       old = _delete(key)
+      self.sync(hard: true) if sync
       return old unless old.nil? && block_given?
 
       yield key
@@ -205,13 +222,15 @@ module Kura
 
     # Gathers puts and deletes and writes them when the block ends: atomically on the tree
     # engine, one by one on the others. An exception in the block writes nothing. Without
-    # a block, returns a Kura::Batch for `db.write(batch)`.
-    def batch
+    # a block, returns a Kura::Batch for `db.write(batch)`. `sync: true` (leveldb-ruby's
+    # option) also writes the batch to the device before returning.
+    def batch(sync: false)
       batch = Batch.new
       return batch unless block_given?
 
       yield batch
       write(batch)
+      self.sync(hard: true) if sync
       self
     end
 
