@@ -13,12 +13,18 @@ the ``dbm.gnu`` modifiers ``f`` (fast), ``s`` (sync: write through on every chan
 created here (less the umask). Keyword parameters go to the engine as in :func:`kura.open`.
 """
 
+import glob as _glob
 import os as _os
+from builtins import open as _builtin_open
 
 import kura as _kura
 
 error = (_kura.Error, OSError)
 """The exceptions ``dbm`` code catches: ``except kura.dbm.error:``."""
+
+# The first bytes of each kind of Kura file: hash, tree, memory engine snapshot (docs/format.md,
+# docs/tree.md, docs/memory.md).
+_MAGICS = (b"KuraHash", b"KuraTree", b"KURAMEM\0")
 
 _FLAGS = "rwcn"
 _MODIFIERS = "fsu"
@@ -28,7 +34,8 @@ class Database(_kura.Database):
     """A Kura database with ``dbm``'s conventions: ``keys()`` is a list, ``setdefault``
     stores ``b""`` when no default is given, ``sync()`` writes changes to the file."""
 
-    __slots__ = ()
+    # The cursor of the current ``firstkey()``/``nextkey()`` walk and the key it last gave.
+    __slots__ = ("_walk",)
 
     def keys(self):
         """All keys, as a list (``dbm`` returns a list, not a view)."""
@@ -36,19 +43,118 @@ class Database(_kura.Database):
 
     def firstkey(self):
         """The first key of a ``firstkey()``/``nextkey()`` walk (``dbm.gnu``), or None."""
-        return next(iter(self), None)
+        cursor = self.cursor()
+        return self._walked(cursor, cursor.first())
 
     def nextkey(self, key):
-        """The key after ``key`` in the walk (``dbm.gnu``), or None at the end."""
+        """The key after ``key`` in the walk (``dbm.gnu``), or None at the end.
+
+        The walk keeps its cursor, so deleting ``key`` before asking for the next one (the
+        usual loop that deletes as it walks) neither ends nor skips the walk. A ``key`` the
+        walk did not just give starts a new cursor there: on ordered engines at the first key
+        above it, present or not; on hash engines at ``key`` itself, so None if it is gone.
+        """
+        walk = getattr(self, "_walk", None)
+        if walk is not None and walk[1] == key:
+            return self._walked(walk[0], walk[0].next())
         cursor = self.cursor()
+        if self.ordered:
+            return self._walked(cursor, cursor.jump_upper(key))
         if not cursor.jump(key):
-            return None
-        cursor.next()
-        return cursor.key()
+            return self._walked(cursor, False)
+        return self._walked(cursor, cursor.next())
+
+    def _walked(self, cursor, landed):
+        """The key ``cursor`` landed on (None when it did not), remembered for ``nextkey``."""
+        key = cursor.key() if landed else None
+        self._walk = None if key is None else (cursor, key)
+        return key
 
     def reorganize(self):
         """Compacts the file (``dbm.gnu``)."""
         self.rebuild()
+
+
+class _SyncedDatabase(Database):
+    """``flag`` with ``s``: every change is written to the file before the call returns."""
+
+    __slots__ = ()
+
+    def batch(self):
+        """A batch that syncs the database once it is applied."""
+        return _SyncedBatch(super().batch(), self)
+
+
+class _SyncedBatch:
+    """The batch of a database opened with ``s``: applying it also syncs the database."""
+
+    __slots__ = ("_batch", "_db")
+
+    def __init__(self, batch, db):
+        self._batch = batch
+        self._db = db
+
+    def __getattr__(self, name):
+        return getattr(self._batch, name)
+
+    def __setitem__(self, key, value):
+        self._batch[key] = value
+
+    def __delitem__(self, key):
+        del self._batch[key]
+
+    def __len__(self):
+        return len(self._batch)
+
+    def commit(self):
+        self._batch.commit()
+        self._db.sync()
+
+    def __enter__(self):
+        self._batch.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._batch.__exit__(*exc)
+        if exc[0] is None:
+            self._db.sync()
+        return False
+
+
+def _synced(method):
+    def call(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        self.sync()
+        return result
+
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+# Every method that writes, from the engine (the rest of MutableMapping's, ``update`` and
+# ``popitem``, write through ``__setitem__`` and ``__delitem__``).
+_WRITES = ("__setitem__", "__delitem__", "set", "setdefault", "pop", "clear", "compare_exchange",
+           "increment", "append", "process")
+for _name in _WRITES:
+    setattr(_SyncedDatabase, _name, _synced(getattr(Database, _name)))
+
+
+def whichdb(filename):
+    """``"kura.dbm"`` when ``filename`` is a Kura database (a hash or tree file, a memory
+    engine's snapshot, or the base name of a shard set, told by the first bytes of the file
+    or of the set's first shard), ``""`` when it is some other file, None when it cannot be
+    read, as ``dbm.whichdb`` answers."""
+    path = _os.fspath(filename)
+    if not _os.path.exists(path):
+        shards = sorted(_glob.glob(_glob.escape(path) + "-00000-of-*"))
+        path = shards[0] if shards else path
+    try:
+        with _builtin_open(path, "rb") as file:
+            head = file.read(len(_MAGICS[0]))
+    except OSError:
+        return None
+    return "kura.dbm" if head in _MAGICS else ""
 
 
 def open(file, flag="r", mode=0o666, **params):
@@ -63,7 +169,7 @@ def open(file, flag="r", mode=0o666, **params):
         if extension not in _kura.EXTENSIONS:
             params["engine"] = "hash"
     created = flag[0] == "n" or (flag[0] == "c" and not _os.path.exists(path))
-    db = Database(path, flag[0], **params)
+    db = (_SyncedDatabase if "s" in flag[1:] else Database)(path, flag[0], **params)
     if created and _os.path.exists(path):
         umask = _os.umask(0)
         _os.umask(umask)
@@ -71,51 +177,7 @@ def open(file, flag="r", mode=0o666, **params):
             _os.chmod(path, mode & ~umask)
         except OSError:
             pass
-    if "s" in flag[1:]:
-        return _SyncedDatabase(db)
     return db
 
 
-class _SyncedDatabase:
-    """``flag`` with ``s``: every change is written to the file before the call returns."""
-
-    def __init__(self, db):
-        self._db = db
-
-    def __getattr__(self, name):
-        return getattr(self._db, name)
-
-    def __getitem__(self, key):
-        return self._db[key]
-
-    def __setitem__(self, key, value):
-        self._db[key] = value
-        self._db.sync()
-
-    def __delitem__(self, key):
-        del self._db[key]
-        self._db.sync()
-
-    def __contains__(self, key):
-        return key in self._db
-
-    def __len__(self):
-        return len(self._db)
-
-    def __iter__(self):
-        return iter(self._db)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._db.close()
-        return False
-
-    def setdefault(self, key, default=b""):
-        value = self._db.setdefault(key, default)
-        self._db.sync()
-        return value
-
-
-__all__ = ["open", "error", "Database"]
+__all__ = ["open", "error", "whichdb", "Database"]

@@ -107,3 +107,112 @@ def test_dbm_module_is_reachable_from_the_package(tmp_path):
         "    assert shelf['config'] == {'threads': 2}\n"
     )
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "objects.kuh")], check=True)
+
+
+# Methods of kura.Database that never write (everything else must sync under flag "s").
+_READ_ONLY = {
+    "__contains__", "__getitem__", "__iter__", "__len__", "__enter__", "__exit__", "__repr__",
+    "__reversed__", "get", "get_many", "keys", "values", "items", "cursor", "range", "count",
+    "file_size", "should_be_rebuilt", "inspect", "sync", "close", "rebuild",
+    "firstkey", "nextkey", "reorganize", "_iter_items", "_iter_values", "_walked",
+}
+
+
+def test_sync_flag_syncs_after_every_write(tmp_path):
+    """With flag "s", each call that writes is followed by a sync: every writing method of the
+    engine and MutableMapping's update and popitem, checked by counting the syncs."""
+    syncs = []
+
+    class Counting(kura.dbm._SyncedDatabase):
+        __slots__ = ()
+
+        def sync(self, hard=False):
+            syncs.append(hard)
+            super().sync(hard)
+
+    writers = {name for name in dir(kura.Database) if callable(getattr(kura.Database, name))
+               and not (name.startswith("__") and name not in ("__setitem__", "__delitem__"))
+               and name not in _READ_ONLY}
+    wrapped = set(kura.dbm._WRITES) | {"update", "popitem", "batch"}
+    assert writers <= wrapped, f"writing methods that flag 's' does not sync: {writers - wrapped}"
+
+    db = Counting(str(tmp_path / "synced.kuh"), "c")
+    calls = [
+        lambda: db.__setitem__(b"a", b"1"),
+        lambda: db.set(b"b", b"2"),
+        lambda: db.setdefault(b"c", b"3"),
+        lambda: db.update({b"d": b"4"}),
+        lambda: db.append(b"a", b"+"),
+        lambda: db.increment(b"n", 1),
+        lambda: db.compare_exchange(b"b", b"2", b"two"),
+        lambda: db.process(b"c", lambda value: b"three"),
+        lambda: db.pop(b"d"),
+        lambda: db.__delitem__(b"a"),
+        lambda: db.popitem(),
+        lambda: db.clear(),
+        lambda: _apply(db.batch(), {b"e": b"5"}),
+    ]
+    for number, call in enumerate(calls, 1):
+        call()
+        assert len(syncs) >= number, f"call {number} wrote without a sync"
+    db.close()
+    with kura.dbm.open(tmp_path / "synced.kuh", "cs") as db:
+        assert isinstance(db, kura.dbm.Database)
+        db[b"k"] = b"v"
+    with kura.dbm.open(tmp_path / "synced.kuh", "r") as db:
+        assert db[b"k"] == b"v"
+
+
+def _apply(batch, records):
+    with batch as open_batch:
+        for key, value in records.items():
+            open_batch[key] = value
+
+
+@pytest.mark.parametrize("extension", ["kuh", "kut", "kumt", "kumb"])
+def test_walk_that_deletes_as_it_goes(tmp_path, extension):
+    """The dbm.gnu loop that deletes keys while walking with firstkey/nextkey visits every key
+    once, on hash and ordered engines alike, and leaves exactly the kept ones."""
+    keys = [b"k%03d" % i for i in range(300)]
+    with kura.dbm.open(tmp_path / f"walk.{extension}", "c") as db:
+        for key in keys:
+            db[key] = key
+        seen, key = [], db.firstkey()
+        while key is not None:
+            seen.append(key)
+            if int(key[1:]) % 3:
+                del db[key]
+            key = db.nextkey(key)
+        assert sorted(seen) == keys
+        assert sorted(db.keys()) == [k for k in keys if int(k[1:]) % 3 == 0]
+        if db.ordered:
+            # A key the walk did not give starts a new one just above it, present or not.
+            assert db.nextkey(b"k001") == b"k003"
+            assert db.nextkey(b"k003") == b"k006"
+            assert db.nextkey(b"k999") is None
+
+
+def test_whichdb_tells_kura_files(tmp_path):
+    for extension in ("kuh", "kut", "kumt", "kumb", "kumc", "kumz"):
+        path = tmp_path / f"which.{extension}"
+        params = {"cap_rec_num": 100} if extension == "kumc" else {}
+        with kura.open(path, "c", **params) as db:
+            db[b"k"] = b"v"
+        assert kura.dbm.whichdb(path) == "kura.dbm", extension
+    with kura.open(tmp_path / "set.kut", "c", num_shards=3) as db:
+        db[b"k"] = b"v"
+    assert kura.dbm.whichdb(tmp_path / "set.kut") == "kura.dbm"
+    (tmp_path / "other").write_bytes(b"GDBM and friends start otherwise")
+    assert kura.dbm.whichdb(tmp_path / "other") == ""
+    (tmp_path / "empty").write_bytes(b"")
+    assert kura.dbm.whichdb(tmp_path / "empty") == ""
+    assert kura.dbm.whichdb(tmp_path / "missing") is None
+
+
+def test_setdefault_without_a_default_follows_the_encoding(tmp_path):
+    with kura.open(tmp_path / "text.kuh", "c", encoding="utf-8") as db:
+        assert db.setdefault("k") == ""
+        assert db["k"] == ""
+        assert db.setdefault("k", "other") == ""
+    with kura.dbm.open(tmp_path / "bytes.kuh", "c") as db:
+        assert db.setdefault(b"k") == b""

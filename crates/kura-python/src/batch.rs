@@ -1,28 +1,31 @@
-//! `db.batch()`: sets and removes collected in Python and applied to a TreeDbm atomically.
+//! `db.batch()`: sets and removes collected in Python and applied together: atomically on a
+//! TreeDbm, one by one on the other engines (`Dbm::write_batch`).
 
 use std::sync::Arc;
 
-use kura::{Dbm, TreeDbm, WriteBatch};
+use kura::{Dbm, WriteBatch};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::convert::Encoding;
 use crate::errors::{self, OrRaise};
 
-/// An atomic write batch. Use it as `with db.batch() as b: b[k] = v; del b[k2]`: the
-/// changes are applied all together when the block ends without an exception, and dropped
-/// when it raises. Reads of the database do not see a batch's changes before it is applied.
+/// A write batch. Use it as `with db.batch() as b: b[k] = v; del b[k2]`: the changes are
+/// applied when the block ends without an exception, and dropped when it raises. Reads of
+/// the database do not see a batch's changes before it is applied. On the tree engine the
+/// batch is applied atomically, all or nothing even across a crash; the other engines apply
+/// its operations in order, each atomic on its own, so a crash midway can leave a prefix.
 #[pyclass(module = "kura._kura", name = "Batch")]
 pub struct Batch {
-    tree: Arc<TreeDbm>,
+    dbm: Arc<dyn Dbm>,
     encoding: Encoding,
     ops: WriteBatch,
     finished: bool,
 }
 
 impl Batch {
-    pub fn new(tree: Arc<TreeDbm>, encoding: Encoding) -> Batch {
-        Batch { tree, encoding, ops: WriteBatch::new(), finished: false }
+    pub fn new(dbm: Arc<dyn Dbm>, encoding: Encoding) -> Batch {
+        Batch { dbm, encoding, ops: WriteBatch::new(), finished: false }
     }
 
     fn open(&self, py: Python<'_>) -> PyResult<()> {
@@ -65,12 +68,13 @@ impl Batch {
         self.ops.len()
     }
 
-    /// Applies the collected operations all together (or none, on error) and ends the batch.
+    /// Applies the collected operations (on the tree engine all together, or none on error)
+    /// and ends the batch.
     fn commit(&mut self, py: Python<'_>) -> PyResult<()> {
         self.open(py)?;
         self.finished = true;
-        let (tree, ops) = (&self.tree, &self.ops);
-        let outcome = py.detach(|| tree.write_batch(ops));
+        let (dbm, ops) = (&self.dbm, &self.ops);
+        let outcome = py.detach(|| dbm.write_batch(ops));
         self.ops.clear();
         outcome.or_raise(py)
     }

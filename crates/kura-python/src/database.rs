@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TreeDbm, TypedDbm};
-use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError};
+use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
@@ -185,7 +185,7 @@ impl Database {
             Some(choice) => choice,
             None => releases_by_default(&*dbm),
         };
-        let ordered = kind.ordered || dbm.ordered_cursor().is_ok();
+        let ordered = engine.is_ordered();
         Ok(Database {
             engine,
             dbm,
@@ -320,7 +320,8 @@ impl Database {
         }
     }
 
-    /// The value of `key`; if there is none, stores `default` (b"" like `dbm`) and returns it.
+    /// The value of `key`; if there is none, stores `default` (empty like `dbm`: `b""`, or `""`
+    /// under an encoding) and returns it.
     /// Atomic: of two threads racing on an absent key, one stores and both see its value.
     #[pyo3(signature = (key, default = None))]
     fn setdefault<'py>(
@@ -330,9 +331,11 @@ impl Database {
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let raw_key = self.key(key)?;
+        // Without a default, an empty value, returned as `db[key]` would return it (`""`
+        // under an encoding).
         let default = match default {
             Some(value) => value,
-            None => PyBytes::new(py, b"").into_any(),
+            None => self.encoding.output(py, b"")?,
         };
         let raw_default = self.value(&default)?;
         let existing = self.run(py, false, |dbm| {
@@ -488,18 +491,12 @@ impl Database {
         RangeIter::new(&slf, start, stop, reverse)
     }
 
-    /// A batch of sets and removes applied atomically when its `with` block ends without an
-    /// exception (TreeDbm only; other engines raise NotImplementedError).
+    /// A batch of sets and removes applied when its `with` block ends without an exception:
+    /// atomically on the tree engine, one by one on the others (see `Batch`).
     fn batch(slf: Bound<'_, Self>) -> PyResult<Batch> {
         let this = slf.get();
         this.check_open(slf.py())?;
-        match this.engine.tree() {
-            Some(tree) => Ok(Batch::new(tree.clone(), this.encoding.clone())),
-            None => Err(PyNotImplementedError::new_err(format!(
-                "batch() needs the tree engine; this database is {}",
-                this.kind.name
-            ))),
-        }
+        Ok(Batch::new(this.dbm.clone(), this.encoding.clone()))
     }
 
     /// Writes buffered changes to the file; with `hard=True` also to the device (fsync).
