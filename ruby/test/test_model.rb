@@ -116,6 +116,49 @@ class ModelTest < Minitest::Test
     end
   end
 
+  # The Hash methods that search or filter by value, and update with a block, each on a
+  # Ruby Hash holding the same records: the same answers, the same records left.
+  for_each_configuration("filters_and_updates_match_a_hash") do |engine, options|
+    rng = Random.new(SEED)
+    context = "seed #{SEED} (KURA_TEST_SEED=#{SEED} to replay)"
+    Kura.open(db_path(engine), "n", **options) do |db|
+      model = {}
+      20.times do |round|
+        label = "#{context}, round #{round}"
+        additions = Array.new(rng.rand(0..30)) { [random_key(rng), random_value(rng)] }.to_h
+        extra = Array.new(rng.rand(0..5)) { [random_key(rng), random_value(rng)] }.to_h
+        merge = ->(_key, old, new) { old + new }
+        assert_same db, db.update(additions, extra, &merge), label
+        model.update(additions, extra, &merge)
+        assert_equal model, db.to_hash, label
+        probe = rng.rand(2).zero? ? model.values.sample(random: rng) : random_value(rng)
+        assert_equal model.value?(probe), db.value?(probe), label
+        assert_equal model.value?(probe), db.has_value?(probe), label
+        assert_equal model.key?(db.key(probe)), model.value?(probe), label
+        assert_equal probe, model[db.key(probe)], label if model.value?(probe)
+        cut = rng.rand(256)
+        case rng.rand(4)
+        when 0
+          assert_same db, db.delete_if { |_, value| value.bytesize.odd? }, label
+          model.delete_if { |_, value| value.bytesize.odd? }
+        when 1
+          assert_result model.dup.reject! { |key, _| key.bytes.sum > cut } && db,
+                        db.reject! { |key, _| key.bytes.sum > cut }, label
+          model.reject! { |key, _| key.bytes.sum > cut }
+        when 2
+          assert_same db, db.keep_if { |key, _| key.bytesize < 2 }, label
+          model.keep_if { |key, _| key.bytesize < 2 }
+        when 3
+          assert_result model.dup.select! { |_, value| value.bytesize > 3 } && db,
+                        db.filter! { |_, value| value.bytesize > 3 }, label
+          model.select! { |_, value| value.bytesize > 3 }
+        end
+        assert_equal model, db.to_h, label
+      end
+      assert_equal({ "x".b => "1".b }.merge(model), { "x".b => "1".b }.merge(db), context)
+    end
+  end
+
   for_each_configuration("maintenance_keeps_the_records") do |engine, options|
     Kura.open(db_path(engine), "n", **options) do |db|
       model = (0...300).to_h { |i| ["key#{i}".b, ("value#{i}" * (i % 7)).b] }

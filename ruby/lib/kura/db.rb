@@ -207,12 +207,70 @@ module Kura
       end
     end
 
-    # Stores every pair of a Hash (or anything with each_pair).
-    def update(other)
-      other.each_pair { |key, value| self[key] = value }
+    # Stores every pair of each Hash (or anything with each_pair) in turn; with a block, a key
+    # that already has a record gets the block's value for `|key, old, new|`, as Hash#update.
+    def update(*others)
+      others.each do |other|
+        other.each_pair do |key, value|
+          if block_given?
+            old = self[key]
+            value = yield(key, old, value) unless old.nil?
+          end
+          self[key] = value
+        end
+      end
       self
     end
     alias merge! update
+
+    # Whether some record has `value` (a walk over the values, as Hash#value?).
+    def value?(value)
+      each_value { |stored| return true if stored == value }
+      false
+    end
+    alias has_value? value?
+
+    # The key of the first record (in the walk's order) whose value is `value`, or nil.
+    def key(value)
+      each { |key, stored| return key if stored == value }
+      nil
+    end
+
+    # Removes the records for which the block is true (Hash#delete_if); returns self.
+    def delete_if(&block)
+      return enum_for(:delete_if) { size } unless block
+
+      remove_where(&block)
+      self
+    end
+
+    # delete_if, returning nil when nothing was removed (Hash#reject!).
+    def reject!(&block)
+      return enum_for(:reject!) { size } unless block
+
+      remove_where(&block).zero? ? nil : self
+    end
+
+    # Keeps only the records for which the block is true (Hash#keep_if); returns self.
+    def keep_if
+      return enum_for(:keep_if) { size } unless block_given?
+
+      remove_where { |key, value| !yield(key, value) }
+      self
+    end
+
+    # keep_if, returning nil when nothing was removed (Hash#select!, Hash#filter!).
+    def select!
+      return enum_for(:select!) { size } unless block_given?
+
+      remove_where { |key, value| !yield(key, value) }.zero? ? nil : self
+    end
+    alias filter! select!
+
+    # Every record as a Hash (implicit conversion: `hash.merge(db)`, `**db`).
+    def to_hash
+      to_h
+    end
 
     # Adds `delta` to the counter under `key` (8 bytes, big-endian, as Tkrzw stores
     # counters) and returns the new value; an absent record starts at `initial`.
@@ -252,6 +310,19 @@ module Kura
     alias to_s inspect
 
     private
+
+    # Deletes the records for which the block is true, as a walk meets them (a walk sees the
+    # deletes of its own block, so each record is asked once); returns how many went.
+    def remove_where
+      removed = 0
+      each do |key, value|
+        next unless yield(key, value)
+
+        delete(key)
+        removed += 1
+      end
+      removed
+    end
 
     def walk(what, from, to, reversed, &block)
       if reversed
