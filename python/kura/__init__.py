@@ -83,6 +83,18 @@ class Database(_kura.Database, MutableMapping):
         """A live view of the ``(key, value)`` pairs."""
         return _ItemsView(self)
 
+    def __reversed__(self):
+        """The keys from the last down, on ordered engines (``reversed(db)``); the others
+        raise :class:`NotOrderedError` at once."""
+        records = self.range(reverse=True)
+        return (key for key, _ in records)
+
+    def __ior__(self, other):
+        """``db |= other``: ``update``, as for a ``dict`` (PEP 584). There is no ``db | other``,
+        which would copy every record into a new mapping."""
+        self.update(other)
+        return self
+
     # A database is a handle, not a value: equal only to itself, and hashable by identity
     # (MutableMapping would compare contents record by record and make it unhashable).
     __eq__ = object.__eq__

@@ -20,6 +20,32 @@ def test_iteration_is_in_key_order(ordered):
         assert list(db) == sorted(keys)
 
 
+def test_reversed_walks_down_and_hash_engines_refuse_it(ordered, tmp_path):
+    path, params = ordered
+    keys = [b"%03d" % i for i in range(300)][::-1]
+    with kura.open(path, "c", **params) as db:
+        fill(db, keys)
+        assert list(reversed(db)) == sorted(keys, reverse=True)
+    with kura.open(tmp_path / "plain.kuh", "c") as db:
+        db[b"k"] = b"v"
+        with pytest.raises(kura.NotOrderedError):
+            reversed(db)
+
+
+def test_in_place_union_updates_like_a_dict(engine):
+    path, params = engine
+    with kura.open(path, "c", **params) as db:
+        model = {b"a": b"1", b"b": b"2"}
+        db.update(model)
+        same = db
+        same |= {b"b": b"two", b"c": b"3"}
+        model |= {b"b": b"two", b"c": b"3"}
+        assert same is db
+        assert dict(db.items()) == model
+        with pytest.raises(TypeError):
+            db | {}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     keys=st.sets(st.binary(max_size=3), max_size=30),
