@@ -8,7 +8,8 @@ from hypothesis import settings
 settings.register_profile("kura", database=None, deadline=None)
 settings.load_profile("kura")
 
-# Each engine once plainly, and the file engines once more with compressed records.
+# Each engine once plainly, the file engines once more with compressed records, and shard sets
+# of hash and tree files (ordered when their shards are).
 ENGINES = [
     pytest.param(("kuh", {}), id="hash"),
     pytest.param(("kuh", {"record_comp": "zstd"}), id="hash-zstd"),
@@ -18,12 +19,15 @@ ENGINES = [
     pytest.param(("kumb", {}), id="baby"),
     pytest.param(("kumc", {"cap_rec_num": 1_000_000}), id="cache"),
     pytest.param(("kumz", {"num_buckets": 256}), id="compact"),
+    pytest.param(("kuh", {"num_shards": 3}), id="shard-hash"),
+    pytest.param(("kut", {"num_shards": 3}), id="shard-tree"),
 ]
 
 # Engines that keep keys in order.
 ORDERED = [
     pytest.param(("kut", {}), id="tree"),
     pytest.param(("kumb", {}), id="baby"),
+    pytest.param(("kut", {"num_shards": 3}), id="shard-tree"),
 ]
 
 
