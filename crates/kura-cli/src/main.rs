@@ -100,6 +100,10 @@ enum Command {
         /// Print at most N records.
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
+        /// Escape both fields (\t \n \r \\ \xHH) so that any record fits one line; without
+        /// it, a record plain TSV cannot hold stops the listing, as `export` does.
+        #[arg(long)]
+        escape: bool,
     },
     /// Loads a TSV (key<TAB>value) or JSON-lines ({"key": ..., "value": ...}) file, or stdin
     /// when FILE is `-` or absent, creating the database if missing; with --shards N, into a
@@ -171,9 +175,10 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            // clap prints help and version to stdout with success, usage errors to stderr.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { exit::SUCCESS });
+            // clap prints help and version to stdout with success, usage errors to stderr; a
+            // help that could not be written is no success.
+            let status = if e.use_stderr() { exit::USAGE } else { exit::SUCCESS };
+            return ExitCode::from(if e.print().is_ok() { status } else { exit::OTHER });
         }
     };
     match run(cli) {
@@ -210,8 +215,8 @@ fn run(cli: Cli) -> kura::Result<()> {
         }
         Command::Get { path, keys } => commands::records::get(&path, &options::plain_params(global)?, &keys),
         Command::Remove { path, key } => commands::records::remove(&path, &options::plain_params(global)?, &key),
-        Command::List { path, keys, from, to, reverse, limit } => {
-            let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit };
+        Command::List { path, keys, from, to, reverse, limit, escape } => {
+            let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit, escape };
             commands::records::list(&path, &options::plain_params(global)?, &listing)
         }
         Command::Import { path, file, layout, threads, shards, batch, format, escape, skip_bad } => {

@@ -150,8 +150,21 @@ fn missing_files_and_bad_arguments() {
     fails(&["import", &scratch.path("b.kuh"), "x.tsv", "--record-comp", "nope"], USAGE, "lz4");
     assert!(!Path::new(&scratch.path("a.kuh")).exists());
 
-    // A directory is not a database.
-    fails_somehow(&["inspect", scratch.dir.path().to_str().unwrap()]);
+    // A directory is not a database: the same usage error from every command and engine.
+    for extension in ["kuh", "kut", "kumt", "kumb", "kumc", "kumz"] {
+        let directory = scratch.path(&format!("dir.{extension}"));
+        std::fs::create_dir(&directory).unwrap();
+        for args in [
+            vec!["get", &directory, "k"],
+            vec!["set", &directory, "k", "v"],
+            vec!["list", &directory],
+            vec!["inspect", &directory],
+            vec!["create", "--truncate", &directory],
+        ] {
+            fails(&args, USAGE, "is not a regular file");
+        }
+        assert!(Path::new(&directory).is_dir(), "{directory} was replaced");
+    }
 
     let help = ok(&["--help"]);
     assert!(help.contains("Exit status"), "{help}");
@@ -243,6 +256,11 @@ fn list_ranges_on_ordered_engines() {
         assert_eq!(listed(&["--from", "key10", "--to", "key15", "--reverse"]), reversed);
         assert_eq!(listed(&["--reverse", "--limit", "2"]), vec!["key29".to_string(), "key28".to_string()]);
         assert_eq!(listed(&["--from", "key40"]), Vec::<String>::new());
+        // A range whose start is not below its end is empty, walked either way.
+        for (from, to) in [("key15", "key10"), ("key12", "key12"), ("key125", "key121")] {
+            assert_eq!(listed(&["--from", from, "--to", to]), Vec::<String>::new(), "{from}..{to}");
+            assert_eq!(listed(&["--from", from, "--to", to, "--reverse"]), Vec::<String>::new(), "{from}..{to}");
+        }
         let tsv = ok(&["list", &db, "--from", "key07", "--limit", "1"]);
         assert_eq!(tsv, "key07\tvalue of key07\n");
     }
@@ -706,4 +724,118 @@ fn a_damaged_dictionary_is_refused_and_restore_says_what_it_dropped() {
         assert_eq!(records.get(key), Some(value), "restore kept a value that was never written");
     }
     assert!(salvaged.len() < records.len(), "{report}");
+}
+
+/// The numeric comparator decides what a range holds: "9" < "10" there, so --from 9 --to 10
+/// holds key 9, and --from 10 --to 9 nothing, though bytewise it is the other way round.
+#[test]
+fn list_ranges_follow_the_trees_comparator() {
+    let scratch = Scratch::new();
+    let db = scratch.path("numbers.kut");
+    ok(&["create", &db, "--params", "key_comparator=numeric"]);
+    for number in [1, 9, 10, 11, 100] {
+        ok(&["set", &db, &number.to_string(), "x"]);
+    }
+    assert_eq!(ok(&["list", &db, "--keys", "--from", "9", "--to", "11"]), "9\n10\n");
+    assert_eq!(ok(&["list", &db, "--keys", "--from", "10", "--to", "9"]), "");
+    assert_eq!(ok(&["list", &db, "--keys", "--from", "10", "--to", "9", "--reverse"]), "");
+}
+
+/// `export DB DB` (or onto one of a set's shard files) would empty the database before
+/// reading it: refused, and the database keeps every record.
+#[test]
+fn export_refuses_to_write_over_the_database() {
+    let scratch = Scratch::new();
+    let records = sample_records(50);
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &records, &[]);
+    for db in [scratch.path("self.kuh"), scratch.path("self.kut")] {
+        ok(&["import", &db, &tsv]);
+        fails(&["export", &db, &db], USAGE, "the database's own file");
+        assert_eq!(parse_tsv(&ok(&["export", &db])), records);
+    }
+    let set = scratch.path("set.kuh");
+    ok(&["import", &set, &tsv, "--shards", "2"]);
+    let shard = format!("{set}-00001-of-00002");
+    fails(&["export", &set, &shard], USAGE, "the database's own file");
+    assert_eq!(parse_tsv(&ok(&["export", &set])), records);
+}
+
+/// `list` writes TSV as `export` does: a record plain TSV cannot hold stops it unless
+/// --escape is given, and --escape writes what `import --escape` reads back.
+#[test]
+fn list_escapes_or_refuses_what_plain_tsv_cannot_hold() {
+    let scratch = Scratch::new();
+    let db = scratch.path("odd.kut");
+    ok(&["create", &db]);
+    ok(&["set", &db, "plain", "value"]);
+    ok(&["set", &db, "tab\tkey", "line\nbreak"]);
+    fails(&["list", &db], USAGE, "--escape");
+    assert_eq!(ok(&["list", &db, "--keys"]), "plain\ntab\tkey\n");
+    let escaped = ok(&["list", &db, "--escape"]);
+    assert_eq!(escaped, "plain\tvalue\ntab\\tkey\tline\\nbreak\n");
+    let copy = scratch.path("copy.kut");
+    let tsv = scratch.path("escaped.tsv");
+    std::fs::write(&tsv, &escaped).unwrap();
+    ok(&["import", &copy, &tsv, "--escape"]);
+    assert_eq!(ok(&["get", &copy, "tab\tkey"]), "line\nbreak\n");
+    ok(&["set", &db, "new\nline", "v"]);
+    fails(&["list", &db, "--keys"], USAGE, "--escape");
+    assert!(ok(&["list", &db, "--keys", "--escape"]).contains("new\\nline\n"));
+}
+
+/// A stdout that cannot be written (a full device) is an error with exit 3 and a message,
+/// never a panic, for every command that prints a summary.
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    let scratch = Scratch::new();
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &sample_records(10), &[]);
+    let db = scratch.path("full.kuh");
+    let run = |args: &[&str]| {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        Command::new(env!("CARGO_BIN_EXE_kura")).args(args).stdout(full).output().unwrap()
+    };
+    let restored = scratch.path("restored.kuh");
+    for args in [
+        vec!["import", db.as_str(), tsv.as_str()],
+        vec!["rebuild", db.as_str()],
+        vec!["restore", db.as_str(), restored.as_str()],
+        vec!["list", db.as_str()],
+        vec!["bench", "--iter", "10"],
+        vec!["--help"],
+    ] {
+        let output = run(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(OTHER), "kura {args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "kura {args:?}: {stderr}");
+    }
+    assert_eq!(parse_tsv(&ok(&["export", &db])).len(), 10, "the import itself went through");
+}
+
+/// Options that cannot apply are said so: restore takes no engine parameters, bench's
+/// sequence options do not combine with --keys-from, and --buckets for a database that
+/// exists is noted on stderr (the import goes on).
+#[test]
+fn options_that_cannot_apply_are_refused_or_noted() {
+    let scratch = Scratch::new();
+    let tsv = scratch.path("in.tsv");
+    write_tsv(&tsv, &sample_records(20), &[]);
+    let db = scratch.path("opts.kut");
+    ok(&["import", &db, &tsv]);
+    let restored = scratch.path("restored.kut");
+    fails(&["--params", "record_comp=zstd", "restore", &db, &restored], USAGE, "rebuild the restored file");
+    assert!(!Path::new(&restored).exists());
+    ok(&["restore", &db, &restored]);
+    for extra in [["--batch", "4"], ["--size", "100"], ["--random-key", "--json"]] {
+        let mut args = vec!["bench", "--keys-from", tsv.as_str(), "--path", db.as_str()];
+        args.extend_from_slice(&extra);
+        fails(&args, USAGE, "cannot be used with");
+    }
+    let hash = scratch.path("sized.kuh");
+    ok(&["import", &hash, &tsv, "--buckets", "1000"]);
+    let output = kura(&["import", &hash, &tsv, "--buckets", "50"]);
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not apply"));
+    assert_eq!(properties(&ok(&["inspect", &hash]))["num_buckets"], "1000");
 }

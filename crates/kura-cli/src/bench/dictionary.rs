@@ -90,7 +90,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
             "params": params.names().map(|n| format!("{n}={}", params.get(n).unwrap_or_default())).collect::<Vec<_>>().join(","),
         }),
     }
-    .print(args.json);
+    .print(args.json)?;
     let context = json!({
         "keys_from": tsv.display().to_string(),
         "path": path.display().to_string(),
@@ -110,7 +110,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
     };
     if args.scan {
         for (name, backward) in [("scan", false), ("scan_back", true)] {
-            scan_phase(name, &scan::full_scan(db.as_ref(), backward)?)?.print(args.json);
+            scan_phase(name, &scan::full_scan(db.as_ref(), backward)?)?.print(args.json)?;
         }
     }
     if let Some(span) = args.range_scan {
@@ -129,7 +129,7 @@ pub fn run(args: &BenchArgs, tsv: &Path, params: &Params) -> kura::Result<()> {
             extra.insert("span".to_string(), json!(span));
             extra.insert("records_read".to_string(), json!(scanned.records));
         }
-        line.print(args.json);
+        line.print(args.json)?;
     }
     db.close()?;
     if misses > 0 {

@@ -44,12 +44,14 @@ pub struct BenchArgs {
     /// Keys drawn at random from 0..iter*threads instead of in sequence.
     #[arg(long, alias = "random_key")]
     pub random_key: bool,
-    /// Database file (default: a temporary file, removed afterwards). With --keys-from,
-    /// the existing database to read.
+    /// Database file (default: a temporary file, removed afterwards). Sequence mode starts
+    /// it empty, truncating an existing file as `tkrzw_dbm_perf` does, and leaves it behind.
+    /// With --keys-from, the existing database to read.
     #[arg(long)]
     pub path: Option<PathBuf>,
-    /// Get every key of this TSV file (first column) in a shuffled order from --path.
-    #[arg(long, value_name = "FILE.tsv")]
+    /// Get every key of this TSV file (first column) in a shuffled order from --path. The
+    /// sequence workload's --random-key, --size and --batch do not apply to it.
+    #[arg(long, value_name = "FILE.tsv", conflicts_with_all = ["random_key", "size", "batch"])]
     pub keys_from: Option<PathBuf>,
     /// Ordered engines (tree, baby): also time a full forward and a full backward scan
     /// through the ordered cursor (phases `scan`, `scan_back`).

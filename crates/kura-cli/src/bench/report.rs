@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::commands::print_line;
+
 /// The figures of one timed phase.
 pub struct Phase<'a> {
     pub engine: &'a str,
@@ -31,7 +33,8 @@ impl Phase<'_> {
         }
     }
 
-    pub fn print(&self, as_json: bool) {
+    /// Prints the phase's line(s); a stdout that cannot take them is an I/O error.
+    pub fn print(&self, as_json: bool) -> kura::Result<()> {
         let rss = resident_bytes();
         if as_json {
             let mut line = json!({
@@ -51,18 +54,18 @@ impl Phase<'_> {
                     line.insert(name.clone(), value.clone());
                 }
             }
-            println!("{line}");
+            print_line(line)
         } else {
-            println!(
-                "{} done: elapsed_time={:.6} num_records={} qps={:.0} mem={}",
+            print_line(format_args!(
+                "{} done: elapsed_time={:.6} num_records={} qps={:.0} mem={}\n  file_size={} misses={}\n",
                 title(self.name),
                 self.elapsed.as_secs_f64(),
                 self.records,
                 self.qps(),
-                rss
-            );
-            println!("  file_size={} misses={}", self.file_size, self.misses);
-            println!();
+                rss,
+                self.file_size,
+                self.misses
+            ))
         }
     }
 }

@@ -22,6 +22,7 @@ use super::report::{title, Phase};
 use super::scan;
 use super::workload::{format_key, KeyOrder, SplitMix64, Values};
 use super::{BenchArgs, DEFAULT_ENGINE};
+use crate::commands::print_line;
 use crate::progress;
 
 /// How often a thread reports progress; rare enough not to disturb the timing.
@@ -44,7 +45,7 @@ pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     let records = args.iter.saturating_mul(args.threads as u64);
     let params = params.or_defaults(&(engine.bench_params)(records)).with("engine", engine.name);
     if !args.json {
-        println!("Parameters: {}", params_text(&params));
+        print_line(format_args!("Parameters: {}", params_text(&params)))?;
     }
     let target = match &args.path {
         Some(path) => Target::File { path: path.clone(), temporary: false },
@@ -128,21 +129,21 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
         };
 
     // Setting.
-    announce(args, "set");
+    announce(args, "set")?;
     target.with(OpenMode::Truncate, params, |db| {
         let started = Instant::now();
         let set: &Operation = &|db, key, value, _| db.set(key, value, true);
         run_threads(args, db, "set", set)?;
         db.synchronize(false)?;
         let elapsed = started.elapsed();
-        phase("set", total, db.count()?, elapsed, db.file_size()?, 0).print(args.json);
+        phase("set", total, db.count()?, elapsed, db.file_size()?, 0).print(args.json)?;
         Ok(())
     })?;
 
     // Getting, read-only. Random keys may miss: that is part of the workload. Like
     // tkrzw_dbm_perf's `Get(key)`, which reads the record without copying its value out, the
     // value is looked at in place (`get_with`, the zero-copy read), not copied into a Vec.
-    announce(args, "get");
+    announce(args, "get")?;
     target.with(OpenMode::ReadOnly, params, |db| {
         let misses = AtomicU64::new(0);
         let get: &Operation = &|db, key, _, misses| {
@@ -157,26 +158,26 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
         run_threads_counting(args, db, "get", get, &misses)?;
         let elapsed = started.elapsed();
         let misses = misses.load(Ordering::Relaxed);
-        phase("get", total, db.count()?, elapsed, db.file_size()?, misses).print(args.json);
+        phase("get", total, db.count()?, elapsed, db.file_size()?, misses).print(args.json)?;
         Ok(())
     })?;
 
     // Getting again in batches of N (`--batch`): the same keys in the same order.
     for &batch in &args.batch {
-        announce(args, "get_batch");
+        announce(args, "get_batch")?;
         target.with(OpenMode::ReadOnly, params, |db| {
             let (elapsed, misses) = batched::get_in_batches(args, db, usize::try_from(batch).unwrap_or(usize::MAX))?;
             let mut line = phase("get_batch", total, db.count()?, elapsed, db.file_size()?, misses);
             if let Some(extra) = line.context.as_object_mut() {
                 extra.insert("batch".to_string(), json!(batch));
             }
-            line.print(args.json);
+            line.print(args.json)?;
             Ok(())
         })?;
     }
 
     // Iterating: one cursor over everything.
-    announce(args, "iterate");
+    announce(args, "iterate")?;
     target.with(OpenMode::ReadOnly, params, |db| {
         let started = Instant::now();
         let mut visited = 0u64;
@@ -190,17 +191,17 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
         }
         drop(cursor);
         let elapsed = started.elapsed();
-        phase("iterate", visited, db.count()?, elapsed, db.file_size()?, 0).print(args.json);
+        phase("iterate", visited, db.count()?, elapsed, db.file_size()?, 0).print(args.json)?;
         Ok(())
     })?;
 
     // Ordered engines: full scans through the ordered cursor, both ways.
     if args.scan {
         for (name, backward) in [("scan", false), ("scan_back", true)] {
-            announce(args, name);
+            announce(args, name)?;
             target.with(OpenMode::ReadOnly, params, |db| {
                 let scanned = scan::full_scan(db, backward)?;
-                phase(name, scanned.operations, db.count()?, scanned.elapsed, db.file_size()?, 0).print(args.json);
+                phase(name, scanned.operations, db.count()?, scanned.elapsed, db.file_size()?, 0).print(args.json)?;
                 Ok(())
             })?;
         }
@@ -210,7 +211,7 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
     // thread reads about `iter` records.
     if let Some(span) = args.range_scan {
         let span = span.max(1);
-        announce(args, "range");
+        announce(args, "range")?;
         target.with(OpenMode::ReadOnly, params, |db| {
             let key_count = total.max(1);
             // The start key of scan i of a thread: SplitMix64's first output is a good hash
@@ -227,13 +228,13 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
                 extra.insert("span".to_string(), json!(span));
                 extra.insert("records_read".to_string(), json!(scanned.records));
             }
-            line.print(args.json);
+            line.print(args.json)?;
             Ok(())
         })?;
     }
 
     // Removing. Random keys repeat, so some removals find nothing.
-    announce(args, "remove");
+    announce(args, "remove")?;
     target.with(OpenMode::Write, params, |db| {
         let absent = AtomicU64::new(0);
         let remove: &Operation = &|db, key, _, absent| match db.remove(key) {
@@ -248,22 +249,24 @@ fn run_phases(args: &BenchArgs, engine: &Engine, params: &Params, target: &Targe
         run_threads_counting(args, db, "remove", remove, &absent)?;
         db.synchronize(false)?;
         let elapsed = started.elapsed();
-        phase("remove", total, db.count()?, elapsed, db.file_size()?, absent.load(Ordering::Relaxed)).print(args.json);
+        phase("remove", total, db.count()?, elapsed, db.file_size()?, absent.load(Ordering::Relaxed))
+            .print(args.json)?;
         Ok(())
     })
 }
 
-fn announce(args: &BenchArgs, phase: &str) {
+fn announce(args: &BenchArgs, phase: &str) -> kura::Result<()> {
     if !args.json {
-        println!(
+        print_line(format_args!(
             "{}: impl={} num_iterations={} value_size={} num_threads={}",
             title(phase),
             args.engine.as_deref().unwrap_or(DEFAULT_ENGINE),
             args.iter,
             args.size,
             args.threads
-        );
+        ))?;
     }
+    Ok(())
 }
 
 fn params_text(params: &Params) -> String {

@@ -13,6 +13,9 @@ use super::write_error;
 
 pub fn list(as_json: bool) -> kura::Result<()> {
     let mut out = std::io::stdout().lock();
+    // Columns as wide as their longest entry, so that every row lines up.
+    let name_width = kura::engines().iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let extension_width = kura::engines().iter().map(|e| e.extension.len()).max().unwrap_or(0);
     for engine in kura::engines() {
         let line = if as_json {
             json!({
@@ -28,7 +31,7 @@ pub fn list(as_json: bool) -> kura::Result<()> {
             .to_string()
         } else {
             format!(
-                "{:<6} .{:<5} {:<6} {:<9} {}",
+                "{:<name_width$} .{:<extension_width$} {:<6} {:<9} {}",
                 engine.name,
                 engine.extension,
                 engine.storage.name(),

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use kura::{Error, ErrorKind, OpenMode, Params};
 
-use super::{open, write_error};
+use super::{open, print_line, write_error};
 
 pub fn create(path: &Path, params: &Params, truncate: bool) -> kura::Result<()> {
     if path.exists() && !truncate {
@@ -28,11 +28,10 @@ pub fn rebuild(path: &Path, params: &Params) -> kura::Result<()> {
     db.rebuild(&params.without("engine"))?;
     let (count, size_after) = (db.count()?, db.file_size()?);
     db.close()?;
-    println!(
+    print_line(format_args!(
         "rebuilt records={count} file_size_before={size_before} file_size={size_after} seconds={:.3}",
         started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    ))
 }
 
 pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()> {
@@ -41,6 +40,12 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
             ErrorKind::Duplicate,
             format!("{} already exists; restore writes a new file", new_path.display()),
         ));
+    }
+    if let Some(name) = params.without("engine").names().next() {
+        return Err(Error::invalid(format!(
+            "restore takes no engine parameters ({name} given): it writes the records as the damaged file \
+             held them; rebuild the restored file to change its settings"
+        )));
     }
     let engine = kura::registry::resolve(path, params)?;
     // A shard set's base path carries its shards' extension (`casket.kut-00000-of-00004`).
@@ -56,9 +61,9 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
         )));
     }
     let report = engine.restore(path, new_path)?;
-    println!("restored records={} path={}", report.records, new_path.display());
+    print_line(format_args!("restored records={} path={}", report.records, new_path.display()))?;
     for damage in &report.dropped {
-        println!("dropped: {damage}");
+        print_line(format_args!("dropped: {damage}"))?;
     }
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! Record-level subcommands: set, get, remove, list.
 
+use std::cmp::Ordering;
 use std::io::Write;
 use std::path::Path;
 
+use kura::tree_dbm::Comparator;
 use kura::{Dbm, Error, OpenMode, Params};
 
-use super::{open, write_error};
+use super::{key_line, open, tsv_line, write_error};
 
 pub fn set(path: &Path, params: &Params, key: &str, value: &str, no_overwrite: bool) -> kura::Result<()> {
     let db = open(path, OpenMode::Write, params)?;
@@ -63,6 +65,8 @@ pub struct Listing {
     pub to: Option<String>,
     pub reverse: bool,
     pub limit: Option<u64>,
+    /// Escape keys and values (`kura::import::escape`), so that any record fits one line.
+    pub escape: bool,
 }
 
 pub fn list(path: &Path, params: &Params, listing: &Listing) -> kura::Result<()> {
@@ -70,16 +74,14 @@ pub fn list(path: &Path, params: &Params, listing: &Listing) -> kura::Result<()>
     let limit = listing.limit.unwrap_or(u64::MAX);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut printed = 0u64;
+    let mut line = Vec::new();
     let mut print = |key: &[u8], value: &[u8]| -> kura::Result<bool> {
-        let written = if listing.keys_only {
-            out.write_all(key).and_then(|()| out.write_all(b"\n"))
+        if listing.keys_only {
+            key_line(key, listing.escape, &mut line)?;
         } else {
-            out.write_all(key)
-                .and_then(|()| out.write_all(b"\t"))
-                .and_then(|()| out.write_all(value))
-                .and_then(|()| out.write_all(b"\n"))
-        };
-        written.map_err(write_error("stdout"))?;
+            tsv_line(key, value, listing.escape, &mut line)?;
+        }
+        out.write_all(&line).map_err(write_error("stdout"))?;
         printed += 1;
         Ok(printed < limit)
     };
@@ -105,6 +107,15 @@ pub fn list(path: &Path, params: &Params, listing: &Listing) -> kura::Result<()>
     db.close()
 }
 
+/// The engine's key order, as its `key_comparator` property names it (bytewise for an
+/// engine that has none, such as BabyDbm).
+fn key_order(db: &dyn Dbm) -> kura::Result<Comparator> {
+    match db.inspect()?.iter().find(|(name, _)| name == "key_comparator") {
+        Some((_, name)) => Comparator::from_name(name),
+        None => Ok(Comparator::Lexical),
+    }
+}
+
 /// Prints one record; false once the limit is reached.
 type Printer<'a> = dyn FnMut(&[u8], &[u8]) -> kura::Result<bool> + 'a;
 
@@ -124,6 +135,13 @@ fn list_range(db: &dyn Dbm, listing: &Listing, print: &mut Printer<'_>) -> kura:
     let mut cursor = db.ordered_cursor().map_err(not_ordered)?;
     let mut fence = db.ordered_cursor()?;
     let (from, to) = (listing.from.as_deref().map(str::as_bytes), listing.to.as_deref().map(str::as_bytes));
+    // A range whose start is not below its end holds nothing (the walk below would never
+    // meet its fence, which lies behind the start).
+    if let (Some(from), Some(to)) = (from, to) {
+        if key_order(db)?.compare(from, to) != Ordering::Less {
+            return Ok(());
+        }
+    }
     // The first key beyond the range in the direction of travel, if any: the walk stops there.
     let (mut moved, stop) = if listing.reverse {
         let moved = match to {

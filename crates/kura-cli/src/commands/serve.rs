@@ -6,7 +6,6 @@
 //! record cap sized from it, unless `--params` gives them; an in-memory engine that has no
 //! such cap (TinyDbm, CompactDbm) is not bounded, and the server says so when it starts.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +13,8 @@ use std::time::Duration;
 use clap::Args;
 use kura::{Dbm, OpenMode, Params};
 use kura_server::Config;
+
+use super::print_line;
 
 /// The engine served when no path is given.
 const DEFAULT_ENGINE: &str = "cache";
@@ -81,11 +82,11 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
     let class = db.inspect()?.into_iter().find(|(n, _)| n == "class").map(|(_, v)| v).unwrap_or_default();
     let shown = args.path.as_ref().map_or_else(|| "memory".to_string(), |p| p.display().to_string());
     kura_server::run_until_signal(config, db, |address| {
-        // One line a script can wait for (the port matters with --port 0).
-        println!("kura serve: listening on {address} ({class}, {shown})");
-        let _ = std::io::stdout().flush();
+        // One line a script can wait for (the port matters with --port 0). A stdout that
+        // cannot take it does not stop the server: the line is for whoever watches.
+        let _ = print_line(format_args!("kura serve: listening on {address} ({class}, {shown})"));
     })?;
-    println!("kura serve: stopped, database closed");
+    let _ = print_line("kura serve: stopped, database closed");
     Ok(())
 }
 

@@ -6,36 +6,31 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use kura::import::escape::escape;
 use kura::{Error, OpenMode, Params};
 
-use super::{open, write_error};
+use super::{open, tsv_line, write_error};
 use crate::progress;
 
-/// Writes the line of one record into `line`: escaped, or plain if plain TSV holds it.
-fn tsv_line(key: &[u8], value: &[u8], escaped: bool, line: &mut Vec<u8>) -> kura::Result<()> {
-    line.clear();
-    if escaped {
-        escape(key, line);
-        line.push(b'\t');
-        escape(value, line);
-    } else {
-        if key.contains(&b'\t') || key.contains(&b'\n') || value.contains(&b'\n') {
-            return Err(Error::invalid(format!(
-                "the record of key {:?} holds a tab or a line break that plain TSV cannot: export with --escape \
-                 (and import that with --escape)",
-                String::from_utf8_lossy(key)
-            )));
-        }
-        line.extend_from_slice(key);
-        line.push(b'\t');
-        line.extend_from_slice(value);
-    }
-    line.push(b'\n');
-    Ok(())
+/// Whether `output` is the database at `path` or one of its shard files: creating it would
+/// empty the database it is about to read.
+fn is_the_database(output: &Path, path: &Path) -> kura::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::metadata(output) else {
+        return Ok(false);
+    };
+    let same = |file: &Path| std::fs::metadata(file).is_ok_and(|m| (m.dev(), m.ino()) == (target.dev(), target.ino()));
+    Ok(same(path) || kura::shard_dbm::naming::existing_shards(path)?.iter().any(|(_, _, shard)| same(shard)))
 }
 
 pub fn export(path: &Path, params: &Params, file: Option<&Path>, escaped: bool) -> kura::Result<()> {
+    if let Some(file) = file {
+        if is_the_database(file, path)? {
+            return Err(Error::invalid(format!(
+                "{} is the database's own file: export to another file (or to stdout)",
+                file.display()
+            )));
+        }
+    }
     let db = open(path, OpenMode::ReadOnly, params)?;
     let target = match file {
         Some(file) => file.display().to_string(),

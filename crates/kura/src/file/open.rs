@@ -11,10 +11,22 @@ use crate::error::{Error, Result};
 pub fn open_regular_file(path: &Path, writable: bool, create: bool) -> Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(writable).create(create && writable);
-    let file = options.open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let file = options.open(path).map_err(|e| {
+        // Opening a directory for writing fails in the kernel (EISDIR); say what reading it
+        // says, so that every mode gives the same error for the same mistake.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            not_regular(path)
+        } else {
+            Error::io(format!("open {}", path.display()), e)
+        }
+    })?;
     let meta = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
     if !meta.is_file() {
-        return Err(Error::invalid(format!("{} is not a regular file", path.display())));
+        return Err(not_regular(path));
     }
     Ok(file)
+}
+
+fn not_regular(path: &Path) -> Error {
+    Error::invalid(format!("{} is not a regular file", path.display()))
 }

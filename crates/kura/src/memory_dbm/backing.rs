@@ -45,6 +45,10 @@ impl Backing {
         if path.as_os_str().is_empty() {
             return Ok(Opened { backing: Backing::in_memory(class), snapshot: None, write_now: false });
         }
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            // A directory or a device is a mistake in the arguments, as the file engines say.
+            return Err(Error::invalid(format!("{} is not a regular file", path.display())));
+        }
         let backing = Backing {
             path: Some(path.to_path_buf()),
             class,
