@@ -249,8 +249,14 @@ async fn process(
                             meta_command::MetaSet::Store(request, meta) => {
                                 *pending = Pending::Data(request, Some(meta))
                             }
-                            meta_command::MetaSet::Refused(bytes, swallow) => {
-                                output.push(bytes);
+                            meta_command::MetaSet::Refused(bytes, swallow, drop_key) => {
+                                if bytes == reply::TOO_LARGE {
+                                    bump(&shared.store.counters.store_too_large);
+                                }
+                                // As after a refused `set`: the old item must not outlive a
+                                // write the client meant to replace it.
+                                let dropped = drop_key.is_none_or(|key| shared.store.delete(&key).is_ok());
+                                output.push(if dropped { bytes } else { reply::SERVER_FAILURE });
                                 if let Some(bytes) = swallow {
                                     *pending = Pending::Swallow(bytes);
                                 }
@@ -446,6 +452,10 @@ fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
             Ok(ArithmeticOutcome::Value(value, _)) => output.reply(noreply, format!("{value}\r\n").as_bytes()),
             Ok(ArithmeticOutcome::NotFound) => output.reply(noreply, reply::NOT_FOUND),
             Ok(ArithmeticOutcome::NonNumeric) => output.reply(noreply, reply::NON_NUMERIC),
+            Ok(ArithmeticOutcome::Exists | ArithmeticOutcome::Created(..)) => {
+                debug_assert!(false, "incr/decr compares no CAS and creates nothing");
+                output.reply(noreply, reply::SERVER_FAILURE);
+            }
             Err(_) => output.reply(noreply, reply::SERVER_FAILURE),
         },
         Request::Touch { key, exptime, noreply } => {

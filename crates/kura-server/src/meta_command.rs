@@ -9,24 +9,29 @@
 //! memcached 1.6.18 refuses too).
 
 use crate::clock;
-use crate::protocol::meta::{decode_key, MetaFlags, BAD_FORMAT};
+use crate::protocol::meta::{
+    decode_key, write_returns, MetaFlags, BAD_FORMAT, DELETE_ARITHMETIC_FLAG_ERRORS, GET_SET_FLAG_ERRORS,
+};
 use crate::protocol::reply;
 use crate::protocol::text::{StoreMode, StoreRequest};
-use crate::store::{ArithmeticOutcome, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict};
+use crate::store::{ArithmeticExtras, ArithmeticOutcome, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict};
 
 /// What an `ms` needs once its data has arrived, to write its reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaReturn {
-    pub echo: Vec<u8>,
-    pub want_cas: bool,
+    /// The key as the request wrote it, for `k`.
+    pub key_word: Vec<u8>,
+    /// The request's flags that ask for something back (`k`, `O`, `b`, `c`), in its order.
+    pub returned: Vec<(u8, Vec<u8>)>,
     pub quiet: bool,
 }
 
 /// An `ms` line: a store to carry out when its data arrives, or a refusal.
 pub enum MetaSet {
     Store(StoreRequest, MetaReturn),
-    /// The reply, and how many bytes of data to skip (None: the length was unreadable).
-    Refused(&'static [u8], Option<usize>),
+    /// The reply, how many bytes of data to skip (None: the length was unreadable), and the
+    /// key whose item goes (an item too large to store removes the old one, as memcached's).
+    Refused(&'static [u8], Option<usize>, Option<Vec<u8>>),
 }
 
 fn ttl_left(expiry: u32) -> i64 {
@@ -44,7 +49,7 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
-        let flags = MetaFlags::parse(rest, b"bcfkNOqRstvT")?;
+        let flags = MetaFlags::parse(rest, b"bcfkNOqRstvT", GET_SET_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let change = MetaGetChange {
             touch: flags.ttl(b'T')?,
@@ -63,25 +68,13 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
                 out.extend_from_slice(b"HD");
             }
             // Return flags in the order asked, `k` and `O` among them (as memcached 1.6.18).
-            for (letter, argument) in &flags.flags {
-                let text = match letter {
-                    b'c' => format!(" c{}", found.header.cas),
-                    b'f' => format!(" f{}", found.header.flags),
-                    b's' => format!(" s{}", found.data.len()),
-                    b't' => format!(" t{}", ttl_left(found.header.expiry)),
-                    b'k' | b'O' => {
-                        // Echoed as received (bytes, not text).
-                        out.extend_from_slice(&[b' ', *letter]);
-                        out.extend_from_slice(if *letter == b'k' { key_word } else { argument });
-                        continue;
-                    }
-                    _ => continue,
-                };
-                out.extend_from_slice(text.as_bytes());
-            }
-            if flags.has(b'b') && flags.has(b'k') {
-                out.extend_from_slice(b" b");
-            }
+            out.extend_from_slice(&flags.returns(key_word, |letter| match letter {
+                b'c' => Some(found.header.cas.to_string()),
+                b'f' => Some(found.header.flags.to_string()),
+                b's' => Some(found.data.len().to_string()),
+                b't' => Some(ttl_left(found.header.expiry).to_string()),
+                _ => None,
+            }));
             for (shown, text) in [(verdict.already_won, " Z"), (verdict.stale, " X"), (verdict.win, " W")] {
                 if shown {
                     out.extend_from_slice(text.as_bytes());
@@ -117,7 +110,10 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             return Err(reply::SERVER_FAILURE);
         }
         if !hit && !flags.has(b'q') {
-            out.extend_from_slice(b"EN\r\n");
+            // A miss echoes `O` and `k` too, so that pipelined replies can be matched.
+            out.extend_from_slice(b"EN");
+            out.extend_from_slice(&flags.echo(key_word));
+            out.extend_from_slice(b"\r\n");
         }
         Ok(())
     })();
@@ -129,18 +125,20 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
 /// `ms <key> <datalen> <flags>*`: parsed here, carried out by `set_data` with the data.
 pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
     let (Some(&key_word), Some(&length_word)) = (words.first(), words.get(1)) else {
-        return MetaSet::Refused(BAD_FORMAT, None);
+        return MetaSet::Refused(BAD_FORMAT, None, None);
     };
     let Some(length) = crate::protocol::numbers::parse_u32(length_word).and_then(|l| usize::try_from(l).ok()) else {
-        return MetaSet::Refused(BAD_FORMAT, None);
+        return MetaSet::Refused(BAD_FORMAT, None, None);
     };
     let swallow = Some(length + 2);
     let parsed = (|| -> Result<(StoreRequest, MetaReturn), &'static [u8]> {
-        let flags = MetaFlags::parse(words.get(2..).unwrap_or_default(), b"bcCFIkOqTM")?;
+        let flags = MetaFlags::parse(words.get(2..).unwrap_or_default(), b"bcCFIkOqTM", GET_SET_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let compare = flags.unsigned(b'C')?;
+        // As memcached: a CAS turns set and replace into `cas` (a missing item is NF), and
+        // gives append and prepend a CAS check (a missing item is NS); add ignores it.
         let mode = match (flags.mode(), compare) {
-            (None | Some(b'S' | b's'), Some(_)) => StoreMode::Cas,
+            (None | Some(b'S' | b's' | b'R' | b'r'), Some(_)) => StoreMode::Cas,
             (None | Some(b'S' | b's'), None) => StoreMode::Set,
             (Some(b'E' | b'e'), _) => StoreMode::Add,
             (Some(b'A' | b'a'), _) => StoreMode::Append,
@@ -158,13 +156,19 @@ pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
             noreply: false,
             invalidate: flags.has(b'I'),
         };
-        let meta = MetaReturn { echo: flags.echo(key_word), want_cas: flags.has(b'c'), quiet: flags.has(b'q') };
+        let returned = flags
+            .flags
+            .iter()
+            .filter(|(letter, _)| matches!(letter, b'k' | b'O' | b'b' | b'c'))
+            .map(|(letter, argument)| (*letter, argument.to_vec()))
+            .collect();
+        let meta = MetaReturn { key_word: key_word.to_vec(), returned, quiet: flags.has(b'q') };
         Ok((request, meta))
     })();
     match parsed {
-        Ok(_) if length > max_item_size => MetaSet::Refused(reply::TOO_LARGE, swallow),
+        Ok((request, _)) if length > max_item_size => MetaSet::Refused(reply::TOO_LARGE, swallow, Some(request.key)),
         Ok((request, meta)) => MetaSet::Store(request, meta),
-        Err(error) => MetaSet::Refused(error, swallow),
+        Err(error) => MetaSet::Refused(error, swallow, None),
     }
 }
 
@@ -186,10 +190,11 @@ pub fn set_data(store: &Store, request: &StoreRequest, meta: &MetaReturn, data: 
         return;
     }
     out.extend_from_slice(code);
-    if let (true, Some(cas)) = (meta.want_cas, cas) {
-        out.extend_from_slice(format!(" c{cas}").as_bytes());
-    }
-    out.extend_from_slice(&meta.echo);
+    // `c` is the stored item's CAS, 0 when nothing was stored (as memcached answers).
+    let flags = meta.returned.iter().map(|(letter, argument)| (*letter, argument.as_slice()));
+    out.extend_from_slice(&write_returns(flags, &meta.key_word, |letter| {
+        (letter == b'c').then(|| cas.unwrap_or(0).to_string())
+    }));
     out.extend_from_slice(b"\r\n");
 }
 
@@ -200,7 +205,7 @@ pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
-        let flags = MetaFlags::parse(rest, b"bCIkOqT")?;
+        let flags = MetaFlags::parse(rest, b"bCIkOqT", DELETE_ARITHMETIC_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let compare = flags.unsigned(b'C')?;
         let outcome = if flags.has(b'I') {
@@ -233,7 +238,7 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
-        let flags = MetaFlags::parse(rest, b"bcDJkMNOqtv")?;
+        let flags = MetaFlags::parse(rest, b"bcCDJkMNOqTtv", DELETE_ARITHMETIC_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let incr = match flags.mode() {
             None | Some(b'I' | b'i' | b'+') => true,
@@ -241,28 +246,37 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             Some(_) => return Err(b"CLIENT_ERROR invalid mode for ma M token\r\n"),
         };
         let delta = flags.unsigned(b'D')?.unwrap_or(1);
-        let create = match flags.ttl(b'N')? {
+        // memcached applies `N` (to an item it creates) and `T` in the order the flags come,
+        // so a created item ends with the TTL of whichever of the two is last.
+        let mut created_exptime = None;
+        for (letter, _) in &flags.flags {
+            match letter {
+                b'N' => created_exptime = flags.ttl(b'N')?,
+                b'T' if created_exptime.is_some() => created_exptime = flags.ttl(b'T')?,
+                _ => {}
+            }
+        }
+        let create = match created_exptime {
             Some(exptime) => Some((exptime, flags.unsigned(b'J')?.unwrap_or(0))),
             None => None,
         };
-        match store.arithmetic_or_create(&key, delta, incr, create) {
-            Ok(ArithmeticOutcome::Value(value, header)) => {
+        let extras = ArithmeticExtras { create, compare: flags.unsigned(b'C')?, touch: flags.ttl(b'T')? };
+        match store.arithmetic_or_create(&key, delta, incr, extras) {
+            Ok(outcome @ (ArithmeticOutcome::Value(value, header) | ArithmeticOutcome::Created(value, header))) => {
                 let value_text = value.to_string();
                 let shows_value = flags.has(b'v');
-                if flags.has(b'q') && !shows_value {
+                // Quiet mode hides a change of an item, the value with it; an item created
+                // (`N`) is always answered, as memcached does.
+                if flags.has(b'q') && matches!(outcome, ArithmeticOutcome::Value(..)) {
                     return Ok(());
                 }
                 let head = if shows_value { format!("VA {}", value_text.len()) } else { "HD".to_string() };
                 out.extend_from_slice(head.as_bytes());
-                for (letter, _) in &flags.flags {
-                    let text = match letter {
-                        b't' => format!(" t{}", ttl_left(header.expiry)),
-                        b'c' => format!(" c{}", header.cas),
-                        _ => continue,
-                    };
-                    out.extend_from_slice(text.as_bytes());
-                }
-                out.extend_from_slice(&flags.echo(key_word));
+                out.extend_from_slice(&flags.returns(key_word, |letter| match letter {
+                    b't' => Some(ttl_left(header.expiry).to_string()),
+                    b'c' => Some(header.cas.to_string()),
+                    _ => None,
+                }));
                 out.extend_from_slice(b"\r\n");
                 if shows_value {
                     out.extend_from_slice(value_text.as_bytes());
@@ -270,8 +284,8 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
                 }
                 Ok(())
             }
-            Ok(ArithmeticOutcome::NotFound) => {
-                out.extend_from_slice(b"NF");
+            Ok(outcome @ (ArithmeticOutcome::NotFound | ArithmeticOutcome::Exists)) => {
+                out.extend_from_slice(if matches!(outcome, ArithmeticOutcome::Exists) { b"EX" } else { b"NF" });
                 out.extend_from_slice(&flags.echo(key_word));
                 out.extend_from_slice(b"\r\n");
                 Ok(())

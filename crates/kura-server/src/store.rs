@@ -30,8 +30,24 @@ pub enum StoreOutcome {
 pub enum ArithmeticOutcome {
     /// The new value, as the reply writes it, and the item's header after the change.
     Value(u64, Header),
+    /// `ma N`: the item was missing and is created with this value and header.
+    Created(u64, Header),
     NotFound,
     NonNumeric,
+    /// `ma C`: the item's CAS is not the one given; nothing changed.
+    Exists,
+}
+
+/// What an `ma` adds to a plain `incr`/`decr` (all None for those).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArithmeticExtras {
+    /// `N`: create a missing item with this exptime and initial value (`J`); the caller
+    /// gives the exptime the created item ends with (see `meta_command::arithmetic`).
+    pub create: Option<(i64, u64)>,
+    /// `C`: change the item only if its CAS is this one (a created item is not compared).
+    pub compare: Option<u64>,
+    /// `T`: the item's new exptime, once changed.
+    pub touch: Option<i64>,
 }
 
 /// What a meta get may change (`Store::meta_get`).
@@ -144,6 +160,12 @@ impl Store {
                 (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => {
                     (StoreOutcome::NotStored, clean(old))
                 }
+                // `ms MA C` / `ms MP C`: memcached's simplified CAS check on append and prepend.
+                (StoreMode::Append | StoreMode::Prepend, Some(found))
+                    if request.cas != 0 && request.cas != found.header.cas =>
+                {
+                    (StoreOutcome::Exists, Action::Keep)
+                }
                 (StoreMode::Append | StoreMode::Prepend, Some(found)) => {
                     if found.data.len().saturating_add(data.len()) > max {
                         // memcached cannot allocate the joined item and answers NOT_STORED.
@@ -160,7 +182,10 @@ impl Store {
                 // `ms I`: a writer holding an older CAS still stores, and the item is stale;
                 // it keeps the old item's expiry (as memcached 1.6.18 answers `t` after it).
                 (StoreMode::Cas, Some(found)) if request.invalidate && request.cas < found.header.cas => {
-                    let header = Header { stale: true, expiry: found.header.expiry, ..fresh };
+                    // A win token already handed out stays handed out (memcached keeps the
+                    // item's token bit), so no second client is told to recompute.
+                    let header =
+                        Header { stale: true, expiry: found.header.expiry, win_sent: found.header.win_sent, ..fresh };
                     (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &[data]))))
                 }
                 (StoreMode::Cas, Some(found)) if found.header.cas != request.cas => {
@@ -344,7 +369,7 @@ impl Store {
     /// `incr` (wrapping at 2^64) or `decr` (stopping at 0). As memcached, a shorter result
     /// is padded with spaces to the old length (memcached rewrites the number in place).
     pub fn arithmetic(&self, key: &[u8], delta: u64, incr: bool) -> Result<ArithmeticOutcome> {
-        self.arithmetic_or_create(key, delta, incr, None)
+        self.arithmetic_or_create(key, delta, incr, ArithmeticExtras::default())
     }
 
     /// `arithmetic`; with `create` (exptime, initial value), a missing item is created with
@@ -354,21 +379,31 @@ impl Store {
         key: &[u8],
         delta: u64,
         incr: bool,
-        create: Option<(i64, u64)>,
+        extras: ArithmeticExtras,
     ) -> Result<ArithmeticOutcome> {
         let now = clock::now();
         let cas = self.take_cas();
         let mut outcome = ArithmeticOutcome::NotFound;
         self.db.process(key, &mut |old| {
             let Some(found) = live(old, now) else {
-                if let Some((exptime, initial)) = create {
+                if let Some((exptime, initial)) = extras.create {
                     let header = Header { expiry: clock::expiry_of(exptime, now), cas, ..Header::default() };
-                    outcome = ArithmeticOutcome::Value(initial, header);
+                    outcome = ArithmeticOutcome::Created(initial, header);
                     return Action::Set(Cow::Owned(item::encode(header, &[initial.to_string().as_bytes()])));
                 }
                 outcome = ArithmeticOutcome::NotFound;
                 return clean(old);
             };
+            // memcached's order: an empty value is no number, then the CAS (0 compares
+            // nothing), then the number itself.
+            if found.data.is_empty() {
+                outcome = ArithmeticOutcome::NonNumeric;
+                return Action::Keep;
+            }
+            if extras.compare.is_some_and(|compare| compare != 0 && compare != found.header.cas) {
+                outcome = ArithmeticOutcome::Exists;
+                return Action::Keep;
+            }
             let Some(current) = parse_counter(found.data) else {
                 outcome = ArithmeticOutcome::NonNumeric;
                 return Action::Keep;
@@ -378,20 +413,21 @@ impl Store {
             if text.len() < found.data.len() {
                 text.resize(found.data.len(), b' ');
             }
-            let header = Header { cas, flags: found.header.flags, expiry: found.header.expiry, ..Header::default() };
+            let expiry = extras.touch.map_or(found.header.expiry, |exptime| clock::expiry_of(exptime, now));
+            let header = Header { cas, flags: found.header.flags, expiry, ..Header::default() };
             outcome = ArithmeticOutcome::Value(next, header);
             Action::Set(Cow::Owned(item::encode(header, &[&text])))
         })?;
-        if !matches!(outcome, ArithmeticOutcome::Value(..)) {
+        if !matches!(outcome, ArithmeticOutcome::Value(..) | ArithmeticOutcome::Created(..)) {
             self.give_back_cas(cas);
         }
         let counters = &self.counters;
         match (&outcome, incr) {
             (ArithmeticOutcome::NotFound, true) => bump(&counters.incr_misses),
             (ArithmeticOutcome::NotFound, false) => bump(&counters.decr_misses),
-            (ArithmeticOutcome::Value(..), true) => bump(&counters.incr_hits),
-            (ArithmeticOutcome::Value(..), false) => bump(&counters.decr_hits),
-            (ArithmeticOutcome::NonNumeric, _) => {}
+            (ArithmeticOutcome::Value(..) | ArithmeticOutcome::Created(..), true) => bump(&counters.incr_hits),
+            (ArithmeticOutcome::Value(..) | ArithmeticOutcome::Created(..), false) => bump(&counters.decr_hits),
+            (ArithmeticOutcome::NonNumeric | ArithmeticOutcome::Exists, _) => {}
         }
         Ok(outcome)
     }

@@ -6,6 +6,20 @@ use super::numbers::{parse_i32, parse_u32, parse_u64};
 use super::text::is_valid_key;
 
 pub const INVALID_FLAG: &[u8] = b"CLIENT_ERROR invalid flag\r\n";
+pub const DUPLICATE_FLAG: &[u8] = b"CLIENT_ERROR duplicate flag\r\n";
+pub const INVALID_OR_DUPLICATE_FLAG: &[u8] = b"CLIENT_ERROR invalid or duplicate flag\r\n";
+
+/// How a command words a flag it refuses, as memcached 1.6 does: `mg` and `ms` tell an
+/// unknown letter from a repeated one, `md` and `ma` do not.
+#[derive(Debug, Clone, Copy)]
+pub struct FlagErrors {
+    pub invalid: &'static [u8],
+    pub duplicate: &'static [u8],
+}
+
+pub const GET_SET_FLAG_ERRORS: FlagErrors = FlagErrors { invalid: INVALID_FLAG, duplicate: DUPLICATE_FLAG };
+pub const DELETE_ARITHMETIC_FLAG_ERRORS: FlagErrors =
+    FlagErrors { invalid: INVALID_OR_DUPLICATE_FLAG, duplicate: INVALID_OR_DUPLICATE_FLAG };
 pub const BAD_KEY_ENCODING: &[u8] = b"CLIENT_ERROR error decoding key\r\n";
 pub const BAD_FORMAT: &[u8] = b"CLIENT_ERROR bad command line format\r\n";
 
@@ -16,13 +30,17 @@ pub struct MetaFlags<'l> {
 }
 
 impl<'l> MetaFlags<'l> {
-    /// Splits `words` into flags, refusing any letter not in `allowed`.
-    pub fn parse(words: &[&'l [u8]], allowed: &[u8]) -> Result<MetaFlags<'l>, &'static [u8]> {
-        let mut flags = Vec::with_capacity(words.len());
+    /// Splits `words` into flags, refusing any letter not in `allowed` and any letter given
+    /// twice, in the words of `errors`.
+    pub fn parse(words: &[&'l [u8]], allowed: &[u8], errors: FlagErrors) -> Result<MetaFlags<'l>, &'static [u8]> {
+        let mut flags: Vec<(u8, &'l [u8])> = Vec::with_capacity(words.len());
         for word in words {
             let Some((&letter, argument)) = word.split_first() else { continue };
             if !allowed.contains(&letter) {
-                return Err(INVALID_FLAG);
+                return Err(errors.invalid);
+            }
+            if flags.iter().any(|(seen, _)| *seen == letter) {
+                return Err(errors.duplicate);
             }
             flags.push((letter, argument));
         }
@@ -54,27 +72,50 @@ impl<'l> MetaFlags<'l> {
         self.argument(b'M').and_then(|a| a.first().copied())
     }
 
-    /// The echo flags, ` kKEY`, ` Oopaque` and ` b`, as memcached appends them.
+    /// The return flags of a reply (`returns`), with `value` giving each letter's text.
+    pub fn returns(&self, key_word: &[u8], value: impl FnMut(u8) -> Option<String>) -> Vec<u8> {
+        write_returns(self.flags.iter().map(|&(letter, argument)| (letter, argument)), key_word, value)
+    }
+
+    /// The echo flags alone (` kKEY`, ` b`, ` Oopaque`), in the order asked.
     pub fn echo(&self, key_word: &[u8]) -> Vec<u8> {
-        let mut echo = Vec::new();
-        for (letter, argument) in &self.flags {
-            match letter {
-                b'k' => {
-                    echo.extend_from_slice(b" k");
-                    echo.extend_from_slice(key_word);
+        self.returns(key_word, |_| None)
+    }
+}
+
+/// The return flags of a meta reply, in the order the request gave them, as memcached 1.6
+/// writes them: `k` echoes the key as received (followed by ` b` for a base64 key), `O` its
+/// opaque token, and any other letter the text `value` gives for it (None: not shown).
+pub fn write_returns<'a>(
+    flags: impl Iterator<Item = (u8, &'a [u8])> + Clone,
+    key_word: &[u8],
+    mut value: impl FnMut(u8) -> Option<String>,
+) -> Vec<u8> {
+    let base64 = flags.clone().any(|(letter, _)| letter == b'b');
+    let mut out = Vec::new();
+    for (letter, argument) in flags {
+        match letter {
+            b'k' => {
+                out.extend_from_slice(b" k");
+                out.extend_from_slice(key_word);
+                if base64 {
+                    out.extend_from_slice(b" b");
                 }
-                b'O' => {
-                    echo.extend_from_slice(b" O");
-                    echo.extend_from_slice(argument);
+            }
+            b'O' => {
+                out.extend_from_slice(b" O");
+                out.extend_from_slice(argument);
+            }
+            _ => {
+                if let Some(text) = value(letter) {
+                    out.push(b' ');
+                    out.push(letter);
+                    out.extend_from_slice(text.as_bytes());
                 }
-                _ => {}
             }
         }
-        if self.has(b'b') && self.has(b'k') {
-            echo.extend_from_slice(b" b");
-        }
-        echo
     }
+    out
 }
 
 /// The key of a meta request: base64-decoded with `b`, then checked as any key.

@@ -1,5 +1,5 @@
 //! The reply lines, byte for byte as memcached 1.6 sends them (checked against Debian's
-//! memcached 1.6.18 by the protocol suite run with `KURA_SERVE_COMPARE_PORT`).
+//! memcached 1.6.18 by `tests/against_memcached.rs`, which runs both side by side).
 
 pub const STORED: &[u8] = b"STORED\r\n";
 pub const NOT_STORED: &[u8] = b"NOT_STORED\r\n";

@@ -1,0 +1,282 @@
+//! `kura serve` against memcached itself: random sequences of text and meta commands sent to
+//! both, one request at a time, and every reply compared byte for byte (CAS values aside,
+//! which each server numbers its own way). memcached 1.6 is the model.
+//!
+//! Why: the protocol tests check replies written down by hand, which is only as good as the
+//! reading of memcached's documentation behind them; clients depend on what memcached
+//! actually answers. Skipped, saying so, where no `memcached` binary is installed (the
+//! Debian package, installed by `make deps`).
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kura::split_mix::SplitMix64;
+use kura_server::Config;
+
+/// A memcached process on a loopback port, killed when dropped.
+struct Memcached {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn memcached_binary() -> Option<&'static str> {
+    ["/usr/bin/memcached", "/usr/local/bin/memcached"].into_iter().find(|path| std::path::Path::new(path).exists())
+}
+
+fn start_memcached(binary: &str) -> Memcached {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(binary)
+        .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64", "-t", "1", "-u", "root"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(10), "memcached did not start listening");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Memcached { child, port }
+}
+
+/// One connection, and the last CAS value its replies showed (for requests that use one).
+struct Client {
+    stream: TcpStream,
+    last_cas: u64,
+}
+
+impl Client {
+    fn connect(port: u16) -> Client {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Client { stream, last_cas: 0 }
+    }
+
+    /// Sends `request` (with `$CAS` replaced by the last CAS this connection saw) and a
+    /// `mn`, and returns everything before the `MN` that ends the reply.
+    fn exchange(&mut self, request: &[u8]) -> Vec<u8> {
+        let text = String::from_utf8_lossy(request).replace("$CAS", &self.last_cas.to_string()) + "mn\r\n";
+        self.stream.write_all(text.as_bytes()).unwrap();
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 65536];
+        while !reply.ends_with(b"MN\r\n") {
+            let read = self.stream.read(&mut chunk).unwrap();
+            assert!(read > 0, "the server closed the connection after {text:?}");
+            reply.extend_from_slice(&chunk[..read]);
+        }
+        reply.truncate(reply.len() - 4);
+        if let Some(cas) = last_cas_in(&reply) {
+            self.last_cas = cas;
+        }
+        reply
+    }
+}
+
+/// The CAS value a reply shows last: a `gets` line's fifth field or a meta `c` flag.
+fn last_cas_in(reply: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(reply);
+    let mut found = None;
+    for line in text.split("\r\n") {
+        let words: Vec<&str> = line.split(' ').collect();
+        match words.first() {
+            Some(&"VALUE") if words.len() == 5 => found = words[4].parse().ok().or(found),
+            Some(&("HD" | "VA" | "NS" | "EX" | "NF")) => {
+                for word in &words[1..] {
+                    if let Some(cas) = word.strip_prefix('c').and_then(|c| c.parse::<u64>().ok()) {
+                        if cas != 0 {
+                            found = Some(cas);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The reply with what may differ without a client noticing made equal: each CAS value is
+/// `#` (0 stays: it means "none"), and the spaces that pad a number that `decr` shortened
+/// are dropped from values, with the lengths that count them (`VALUE`, `VA`, and `mg`'s `s`,
+/// shown as `s#`). memcached pads in place only when no other reference holds the item, so
+/// whether it pads depends on its internals; Kura always pads, as memcached's text protocol
+/// documents, and a client reads the number either way.
+fn normalized(reply: &[u8]) -> String {
+    let text = String::from_utf8_lossy(reply);
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    let mut out = Vec::with_capacity(lines.len());
+    let mut data_next = false;
+    for line in lines {
+        if data_next {
+            out.push(line.trim_end_matches(' ').to_string());
+            data_next = false;
+            continue;
+        }
+        let words: Vec<&str> = line.split(' ').collect();
+        let normal = match words.first() {
+            Some(&"VALUE") if words.len() >= 4 => {
+                data_next = true;
+                let cas = if words.len() == 5 { " #" } else { "" };
+                format!("{} {} {} _{cas}", words[0], words[1], words[2])
+            }
+            Some(&("HD" | "VA" | "NS" | "EX" | "NF")) => {
+                data_next = words[0] == "VA";
+                words
+                    .iter()
+                    .enumerate()
+                    .map(|(index, word)| match (index, word.split_at_checked(1)) {
+                        (1, _) if data_next => "_".to_string(),
+                        (_, Some(("c", digits))) if digits.parse::<u64>().is_ok_and(|cas| cas != 0) => "c#".to_string(),
+                        (_, Some(("s", digits))) if digits.parse::<u64>().is_ok() => "s#".to_string(),
+                        _ => (*word).to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            _ => line.to_string(),
+        };
+        out.push(normal);
+    }
+    out.join("\r\n")
+}
+
+const KEYS: [&str; 5] = ["alpha", "beta", "gamma", "n1", "n2"];
+
+fn pick<'a>(rng: &mut SplitMix64, choices: &[&'a str]) -> &'a str {
+    choices[rng.below(choices.len() as u64) as usize]
+}
+
+/// A value of letters and digits (no spaces, so no reply line can be mistaken for another),
+/// numeric for the counter keys most of the time.
+fn value(rng: &mut SplitMix64, key: &str) -> String {
+    if key.starts_with('n') && rng.below(4) != 0 {
+        return rng.below(1 << 20).to_string();
+    }
+    (0..rng.below(12)).map(|_| (b'a' + rng.below(26) as u8) as char).collect()
+}
+
+/// Some of `flags`, each with probability one half, in a random order.
+fn some_flags(rng: &mut SplitMix64, flags: &[&str]) -> String {
+    let mut chosen: Vec<&str> = flags.iter().copied().filter(|_| rng.below(2) == 0).collect();
+    rng.shuffle(&mut chosen);
+    chosen.iter().map(|flag| format!(" {flag}")).collect()
+}
+
+fn exptime(rng: &mut SplitMix64) -> &'static str {
+    // No expiry, far off, or already past (negative): nothing that a slow run could change.
+    pick(rng, &["0", "0", "1000", "-1"])
+}
+
+/// One random request (with its data block, if any).
+fn request(rng: &mut SplitMix64) -> String {
+    let key = pick(rng, &KEYS);
+    let noreply = if rng.below(5) == 0 { " noreply" } else { "" };
+    match rng.below(16) {
+        0..=2 => {
+            let command = pick(rng, &["set", "add", "replace", "append", "prepend"]);
+            let data = value(rng, key);
+            format!("{command} {key} {} {} {}{noreply}\r\n{data}\r\n", rng.below(100), exptime(rng), data.len())
+        }
+        3 => {
+            let data = value(rng, key);
+            let cas = if rng.below(3) == 0 { "12345".to_string() } else { "$CAS".to_string() };
+            format!("cas {key} 0 0 {} {cas}{noreply}\r\n{data}\r\n", data.len())
+        }
+        4 => {
+            let count = 1 + rng.below(4);
+            let keys: Vec<&str> = (0..count).map(|_| pick(rng, &KEYS)).collect();
+            format!("{} {}\r\n", pick(rng, &["get", "gets"]), keys.join(" "))
+        }
+        5 => format!("delete {key}{noreply}\r\n"),
+        6 => format!("{} {key} {}{noreply}\r\n", pick(rng, &["incr", "decr"]), rng.below(1000)),
+        7 => format!("touch {key} {}{noreply}\r\n", exptime(rng)),
+        8 => format!("{} {} {key}\r\n", pick(rng, &["gat", "gats"]), exptime(rng)),
+        9 | 10 => format!("mg {key}{}\r\n", some_flags(rng, &["v", "c", "f", "s", "t", "k", "O7", "q"])),
+        11 | 12 => {
+            let data = value(rng, key);
+            let mode = pick(rng, &["", " ME", " MA", " MP", " MR", " MS"]);
+            let flags = some_flags(rng, &["c", "k", "Oab", "q", "T1000", "F5", "C$CAS"]);
+            format!("ms {key} {}{mode}{flags}\r\n{data}\r\n", data.len())
+        }
+        13 => format!("md {key}{}\r\n", some_flags(rng, &["q", "k", "O9", "C$CAS"])),
+        // `t` comes last: memcached prints the TTL as the `T` and `N` before it left it.
+        14 => format!(
+            "ma {key}{}{}{}\r\n",
+            pick(rng, &["", " MI", " MD", " M+", " M-"]),
+            some_flags(rng, &["N0", "N1000", "J13", "D7", "v", "c", "k", "O3", "q", "C$CAS", "T1000", "T0"]),
+            if rng.below(2) == 0 { " t" } else { "" }
+        ),
+        _ => format!("mg {key} v c k{}\r\n", some_flags(rng, &["N1000", "R30", "q"])),
+    }
+}
+
+/// Whether two normalized replies are the same, a remaining TTL (`t` flag) allowed to differ
+/// by a second or two: each server's clock ticks over at its own moment.
+fn same_but_the_clock<'a>(expected: &'a str, got: &'a str) -> bool {
+    let words = |reply: &'a str| reply.split([' ', '\r', '\n']).collect::<Vec<&'a str>>();
+    let (expected, got) = (words(expected), words(got));
+    expected.len() == got.len()
+        && expected.iter().zip(&got).all(|(a, b)| {
+            a == b
+                || matches!(
+                    (a.strip_prefix('t').and_then(|t| t.parse::<i64>().ok()), b.strip_prefix('t').and_then(|t| t.parse::<i64>().ok())),
+                    (Some(a), Some(b)) if a > 0 && b > 0 && a.abs_diff(b) <= 2
+                )
+        })
+}
+
+fn clock_nanos() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos().into())
+}
+
+#[test]
+fn random_sessions_get_memcached_s_own_replies() {
+    let Some(binary) = memcached_binary() else {
+        println!("skipped: memcached is absent (Debian package memcached, installed by `make deps`)");
+        return;
+    };
+    let memcached = start_memcached(binary);
+    let kura = support::start(Config::default(), support::cache());
+    // A new seed each run (KURA_TEST_SEED replays one).
+    let seed = std::env::var("KURA_TEST_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or_else(|| SplitMix64::new(u64::from(std::process::id()) ^ clock_nanos()).next_u64());
+    let mut rng = SplitMix64::new(seed);
+    for session in 0..400 {
+        let (mut theirs, mut ours) = (Client::connect(memcached.port), Client::connect(kura.address.port()));
+        // Each session starts from nothing on both sides.
+        assert_eq!(theirs.exchange(b"flush_all\r\n"), ours.exchange(b"flush_all\r\n"));
+        let mut history = Vec::new();
+        for _ in 0..60 {
+            let request = request(&mut rng);
+            let (expected, got) =
+                (normalized(&theirs.exchange(request.as_bytes())), normalized(&ours.exchange(request.as_bytes())));
+            assert!(
+                same_but_the_clock(&expected, &got),
+                "KURA_TEST_SEED={seed}, session {session}: {:?}\nmemcached: {expected:?}\nkura:      {got:?}\nafter\n{}",
+                request,
+                history.iter().map(|r: &String| r.escape_debug().to_string()).collect::<Vec<_>>().join("\n")
+            );
+            history.push(request);
+        }
+    }
+}
