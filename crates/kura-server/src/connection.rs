@@ -34,6 +34,11 @@ enum Pending {
     Data(StoreRequest, Option<MetaReturn>),
     /// Bytes to skip: the data block of a refused storage command.
     Swallow(usize),
+    /// The rest of a retrieval line longer than `max_get_line`, whose keys so far were
+    /// answered (as memcached answers a multi-get of any length, a part at a time): the
+    /// command words the rest belongs to (`get `, `gat 60 `), and whether a part was refused
+    /// (then the rest is skipped up to the end of the line).
+    GetRest { command: Vec<u8>, refused: bool },
 }
 
 /// How processing the buffered input ended.
@@ -195,6 +200,68 @@ fn is_retrieval(line: &[u8]) -> bool {
     [&b"get "[..], b"gets ", b"gat ", b"gats "].iter().any(|p| line.starts_with(p))
 }
 
+/// Where a retrieval line too long to wait for can be cut: its command words with their
+/// trailing space (`get `, `gat 60 `) and the end of its last complete key (the last space
+/// after them). None when no key is complete yet.
+fn retrieval_split(line: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let start = line.iter().position(|b| *b != b' ')?;
+    let words = if line.get(start..)?.starts_with(b"gat") { 2 } else { 1 };
+    // The end of the command words: after `words` words and the spaces that follow them.
+    let mut at = start;
+    for _ in 0..words {
+        at += line.get(at..)?.iter().position(|b| *b == b' ')?;
+        at += line.get(at..)?.iter().position(|b| *b != b' ')?;
+    }
+    let keys_end = at + line.get(at..)?.iter().rposition(|b| *b == b' ')?;
+    let command = line.get(start..at)?.to_vec();
+    Some((command, keys_end))
+}
+
+/// Answers a retrieval line (`get`/`gets`/`gat`/`gats` and keys) without its `END`; false
+/// when the line was refused (its error is the reply).
+async fn answer_retrieval(shared: &Arc<Shared>, line: &[u8], output: &mut Output) -> Result<bool, Ended> {
+    match text::parse(line, Limits { max_item_size: shared.config.max_item_size }) {
+        Request::Get { keys, with_cas, touch } => {
+            answer_keys(shared, &keys, with_cas, touch, output).await?;
+            Ok(true)
+        }
+        Request::Reply { bytes, noreply } => {
+            output.reply(noreply, bytes);
+            Ok(false)
+        }
+        _ => {
+            debug_assert!(false, "a retrieval line parsed as another request");
+            output.push(reply::ERROR);
+            Ok(false)
+        }
+    }
+}
+
+/// Writes a `VALUE` for each of `keys` that has an item (touching it for `gat`/`gats`).
+async fn answer_keys(
+    shared: &Arc<Shared>,
+    keys: &[&[u8]],
+    with_cas: bool,
+    touch: Option<i64>,
+    output: &mut Output,
+) -> Result<(), Ended> {
+    if touch.is_none() && keys.len() > 1 {
+        let mut rest = keys;
+        while !rest.is_empty() {
+            let chunk = rest.get(..rest.len().min(MULTI_GET_CHUNK)).unwrap_or(rest);
+            let answered = retrieve_many(shared, chunk, with_cas, output);
+            rest = rest.get(answered..).unwrap_or_default();
+            output.flush_if_full().await?;
+        }
+    } else {
+        for key in keys {
+            retrieve(shared, key, with_cas, touch, output);
+            output.flush_if_full().await?;
+        }
+    }
+    Ok(())
+}
+
 /// Carries out every complete request in `input`, leaving the incomplete rest there.
 async fn process(
     shared: &Arc<Shared>,
@@ -231,11 +298,44 @@ async fn process(
                 *pending = Pending::Line;
                 output.flush_if_full().await?;
             }
+            Pending::GetRest { command, refused } => {
+                let newline = available.iter().position(|b| *b == b'\n');
+                let part = match newline {
+                    Some(newline) => available.get(..newline).map(|l| l.strip_suffix(b"\r").unwrap_or(l)),
+                    None if available.len() > shared.config.max_get_line => {
+                        available.iter().rposition(|b| *b == b' ').and_then(|space| available.get(..space))
+                    }
+                    None => break Next::Read,
+                };
+                // A key longer than the whole buffer: no memcached key, and nothing to split at.
+                let Some(part) = part else { break Next::Close };
+                consumed += newline.map_or(part.len() + 1, |newline| newline + 1);
+                if !*refused && part.iter().any(|b| *b != b' ') {
+                    let mut line = command.clone();
+                    line.extend_from_slice(part);
+                    *refused = !answer_retrieval(shared, &line, output).await?;
+                }
+                if newline.is_some() {
+                    if !*refused {
+                        output.push(reply::END);
+                    }
+                    *pending = Pending::Line;
+                }
+            }
             Pending::Line => {
                 let Some(newline) = available.iter().position(|b| *b == b'\n') else {
-                    let limit =
-                        if is_retrieval(available) { shared.config.max_get_line } else { shared.config.max_line };
-                    // memcached closes a connection whose line outgrows its buffer, too.
+                    let retrieval = is_retrieval(available);
+                    if retrieval && available.len() > shared.config.max_get_line {
+                        // Answer the keys so far and keep reading the line (as memcached).
+                        let Some((command, keys_end)) = retrieval_split(available) else { break Next::Close };
+                        let line = available.get(..keys_end).unwrap_or_default();
+                        let refused = !answer_retrieval(shared, line, output).await?;
+                        *pending = Pending::GetRest { command, refused };
+                        consumed += keys_end + 1;
+                        continue;
+                    }
+                    // memcached closes a connection whose other line outgrows its buffer, too.
+                    let limit = if retrieval { shared.config.max_get_line } else { shared.config.max_line };
                     break if available.len() > limit { Next::Close } else { Next::Read };
                 };
                 let line = available.get(..newline).unwrap_or_default();
@@ -277,21 +377,8 @@ async fn process(
                             *pending = Pending::Swallow(bytes);
                         }
                     }
-                    Request::Get { keys, with_cas, touch: None } if keys.len() > 1 => {
-                        let mut rest = &keys[..];
-                        while !rest.is_empty() {
-                            let chunk = rest.get(..rest.len().min(MULTI_GET_CHUNK)).unwrap_or(rest);
-                            let answered = retrieve_many(shared, chunk, with_cas, output);
-                            rest = rest.get(answered..).unwrap_or_default();
-                            output.flush_if_full().await?;
-                        }
-                        output.push(reply::END);
-                    }
                     Request::Get { keys, with_cas, touch } => {
-                        for key in keys {
-                            retrieve(shared, key, with_cas, touch, output);
-                            output.flush_if_full().await?;
-                        }
+                        answer_keys(shared, &keys, with_cas, touch, output).await?;
                         output.push(reply::END);
                     }
                     Request::Quit => break Next::Quit,

@@ -60,14 +60,68 @@ fn an_endless_line_closes_that_connection_only() {
     }
     assert!(sent < 200 * chunk.len(), "the server kept reading an endless line");
     still_serves(server.address);
-    let mut endless_get = Client::connect(server.address);
+    // A get of one endless key has nowhere to be cut: closed too.
+    let mut endless_key = Client::connect(server.address);
+    let _ = endless_key.stream.write_all(b"get ");
+    for _ in 0..200 {
+        if endless_key.stream.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    assert!(endless_key.closed(), "a key beyond the bound closes the connection");
+    still_serves(server.address);
+}
+
+/// A multi-get line of any length is answered, as memcached answers it: a part at a time,
+/// so that no more than `max_get_line` of it is buffered. A bad key in a later part is
+/// refused after the values of the parts before it, and the rest of its line skipped.
+#[test]
+fn a_multi_get_line_longer_than_the_buffer_is_answered_in_parts() {
+    let server = start_default();
+    let mut client = Client::connect(server.address);
+    let stored: Vec<usize> = vec![3, 4_999, 12_345, 19_999];
+    for &i in &stored {
+        client.roundtrip(format!("set key{i} 0 0 {}\r\n{i}\r\n", i.to_string().len()).as_bytes(), b"STORED\r\n");
+    }
+    for command in ["get", "gets", "gat 0"] {
+        let mut line = command.as_bytes().to_vec();
+        for i in 0..20_000 {
+            line.extend_from_slice(format!(" key{i}").as_bytes());
+        }
+        assert!(line.len() > Config::default().max_get_line * 2);
+        line.extend_from_slice(b"\r\n");
+        client.send(&line);
+        for &i in &stored {
+            let header = String::from_utf8(client.line()).unwrap();
+            assert!(
+                header.starts_with(&format!("VALUE key{i} 0 {} ", i.to_string().len()))
+                    || header == format!("VALUE key{i} 0 {}\r\n", i.to_string().len()),
+                "{command}: {header:?}"
+            );
+            assert_eq!(client.line(), format!("{i}\r\n").into_bytes());
+        }
+        client.expect(b"END\r\n");
+    }
     let mut line = b"get".to_vec();
     for i in 0..20_000 {
         line.extend_from_slice(format!(" key{i}").as_bytes());
     }
-    let _ = endless_get.stream.write_all(&line);
-    assert!(endless_get.closed(), "a get line beyond the bound closes the connection");
-    still_serves(server.address);
+    line.extend_from_slice(b" bad\x01key key3 key4999\r\nget key3\r\n");
+    client.send(&line);
+    // Where the parts are cut depends on how the bytes arrive: the values before the error
+    // are those of the stored keys in the parts before the bad key's, in order.
+    let mut answered = Vec::new();
+    loop {
+        let header = client.line();
+        if header.starts_with(b"CLIENT_ERROR bad command line format") {
+            break;
+        }
+        assert!(header.starts_with(b"VALUE key"), "{:?}", String::from_utf8_lossy(&header));
+        answered.push(String::from_utf8(client.line()).unwrap().trim_end().parse::<usize>().unwrap());
+    }
+    assert_eq!(answered, stored[..answered.len()].to_vec());
+    assert!(answered.len() >= 2, "the first parts of the line were answered before its end: {answered:?}");
+    client.expect(b"VALUE key3 0 1\r\n3\r\nEND\r\n");
 }
 
 #[test]
