@@ -324,19 +324,20 @@ async fn process(
             }
             Pending::Line => {
                 let Some(newline) = available.iter().position(|b| *b == b'\n') else {
-                    let retrieval = is_retrieval(available);
-                    if retrieval && available.len() > shared.config.max_get_line {
-                        // Answer the keys so far and keep reading the line (as memcached).
-                        let Some((command, keys_end)) = retrieval_split(available) else { break Next::Close };
-                        let line = available.get(..keys_end).unwrap_or_default();
-                        let refused = !answer_retrieval(shared, line, output).await?;
-                        *pending = Pending::GetRest { command, refused };
-                        consumed += keys_end + 1;
-                        continue;
+                    if !is_retrieval(available) {
+                        // memcached closes a connection whose line outgrows its buffer, too.
+                        break if available.len() > shared.config.max_line { Next::Close } else { Next::Read };
                     }
-                    // memcached closes a connection whose other line outgrows its buffer, too.
-                    let limit = if retrieval { shared.config.max_get_line } else { shared.config.max_line };
-                    break if available.len() > limit { Next::Close } else { Next::Read };
+                    if available.len() <= shared.config.max_get_line {
+                        break Next::Read;
+                    }
+                    // A long multi-get: answer the keys so far and read the line on (as memcached).
+                    let Some((command, keys_end)) = retrieval_split(available) else { break Next::Close };
+                    let line = available.get(..keys_end).unwrap_or_default();
+                    let refused = !answer_retrieval(shared, line, output).await?;
+                    *pending = Pending::GetRest { command, refused };
+                    consumed += keys_end + 1;
+                    continue;
                 };
                 let line = available.get(..newline).unwrap_or_default();
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
