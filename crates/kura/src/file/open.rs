@@ -27,6 +27,8 @@ pub fn open_regular_file(path: &Path, writable: bool, create: bool) -> Result<Fi
     Ok(file)
 }
 
-fn not_regular(path: &Path) -> Error {
+/// The error for a database path that is a directory or a device: a mistake in the
+/// arguments (InvalidArgument), said the same way by every engine.
+pub fn not_regular(path: &Path) -> Error {
     Error::invalid(format!("{} is not a regular file", path.display()))
 }

@@ -47,7 +47,7 @@ impl Backing {
         }
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             // A directory or a device is a mistake in the arguments, as the file engines say.
-            return Err(Error::invalid(format!("{} is not a regular file", path.display())));
+            return Err(crate::file::not_regular(path));
         }
         let backing = Backing {
             path: Some(path.to_path_buf()),
