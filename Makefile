@@ -35,6 +35,8 @@ DEB_PACKAGES += ruby ruby-dev ruby-minitest rake libclang-dev ruby-dbm libleveld
 # kura serve: memcached and its tools (memccapable, memcaslap) and twemproxy, for its tests,
 # the scale-out check and the benchmark.
 DEB_PACKAGES += libmemcached-tools memcached nutcracker
+# strace counts the system calls of a durable commit (crates/kura/tests/durable_commit_syscalls.rs).
+DEB_PACKAGES += strace
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 

@@ -237,6 +237,14 @@ pub trait Dbm: Send + Sync + std::any::Any {
         Ok(())
     }
 
+    /// `write_batch`, then durable: when this returns, the batch survives a power loss (as
+    /// after `synchronize(true)`). TreeDbm makes it durable with one `fdatasync` of its
+    /// journal; the default applies the batch and then synchronizes the whole database.
+    fn write_batch_durable(&self, batch: &WriteBatch) -> Result<()> {
+        self.write_batch(batch)?;
+        self.synchronize(true)
+    }
+
     /// True when the engine encodes its storage units once per `write_batch` (CompactDbm
     /// encodes each bucket once per batch), so that a bulk load should hand it the whole input
     /// as one batch from one writer: `kura import` then gathers everything before writing.

@@ -28,7 +28,7 @@ use std::time::Instant;
 use kura::shard_dbm::{shard_of, shard_path};
 use kura::split_mix::SplitMix64;
 use kura::{Dbm, DbmExt, OpenMode, Params, Storage, WriteBatch};
-use support::power_loss::{crash_image, image_budget, Fate, Model, Tracker};
+use support::power_loss::{crash_image, image_budget, write_image_file, Fate, Model, Tracker};
 
 /// Keys of the workload: few enough that records are often rewritten and removed.
 const KEYS: u64 = 200;
@@ -162,12 +162,26 @@ impl Layout {
         }
     }
 
-    /// The files of the database at `path`.
+    /// The files of the database at `path`: each file of the engine and, for TreeDbm, its
+    /// journal beside it (a file of its own, which a power loss treats independently).
     fn files(&self, path: &Path) -> Vec<PathBuf> {
-        match self.shards {
+        let engine_files = match self.shards {
             None => vec![path.to_path_buf()],
             Some(count) => (0..count).map(|index| shard_path(path, index, count)).collect(),
-        }
+        };
+        let journaled = self.engine.name == "tree";
+        engine_files
+            .into_iter()
+            .flat_map(|file| {
+                let journal = journaled.then(|| kura::tree_dbm::journal_path(&file));
+                std::iter::once(file).chain(journal)
+            })
+            .collect()
+    }
+
+    /// How many shards the database has (1 when it is no set).
+    fn shard_count(&self) -> usize {
+        self.shards.unwrap_or(1)
     }
 }
 
@@ -227,12 +241,14 @@ fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: 
         let crash = tracker.crash();
         for i in 0..IMAGES_PER_SYNC.min(images - tally.images) {
             let what = format!("{} {params:?} seed {seed} round {round} image {i}", layout.name());
-            if layout.shards.is_some() {
+            if crashed_files.len() > 1 {
                 let image = crash.set_image(&mut rng);
                 for ((bytes, _), file) in image.iter().zip(&crashed_files) {
-                    std::fs::write(file, bytes).unwrap();
+                    write_image_file(file, bytes);
                 }
-                tally.count(image.iter().map(|(_, fate)| *fate));
+                if layout.shards.is_some() {
+                    tally.count(image.iter().map(|(_, fate)| *fate));
+                }
             } else {
                 std::fs::write(&crashed, crash.image(&mut rng)).unwrap();
             }
@@ -241,7 +257,7 @@ fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: 
             tracker.check(opened.as_ref(), &what);
             if commits_atomic {
                 let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
-                let count = crashed_files.len();
+                let count = layout.shard_count();
                 for shard in 0..count {
                     let in_shard = |key: &[u8]| shard_of(key, count) == shard;
                     let actual: Model =

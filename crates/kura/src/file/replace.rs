@@ -22,7 +22,9 @@ pub fn replace_file(new: &Path, target: &Path) -> Result<()> {
     sync_parent(target)
 }
 
-fn sync_parent(path: &Path) -> Result<()> {
+/// Fsyncs the directory holding `path`, so that a file created or renamed there stays there
+/// across a power loss.
+pub fn sync_parent(path: &Path) -> Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -451,6 +451,17 @@ impl BTree {
         self.replaced.clear();
     }
 
+    /// Empties the tree in memory only, publishing nothing: a reader replaying a journal's
+    /// clear (its file stays as it is).
+    pub fn empty_in_memory(&mut self) {
+        self.dirty.clear();
+        self.replaced.clear();
+        self.structure += 1;
+        self.root = 0;
+        self.height = 0;
+        self.count = 0;
+    }
+
     /// Removes every record (published at once).
     pub fn clear(&mut self) -> Result<()> {
         self.dirty.clear();

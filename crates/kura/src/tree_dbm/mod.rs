@@ -11,7 +11,6 @@
 //! parallel and share the page cache; a writer runs alone. Cursors keep the leaf they stand on
 //! (a shared, immutable snapshot) and re-seek by key when the tree changed since.
 
-mod batch;
 mod btree;
 mod cache;
 mod comparator;
@@ -24,6 +23,7 @@ mod finger;
 pub mod forge;
 pub(crate) mod format;
 mod get_many;
+mod journal;
 mod options;
 mod page;
 mod pager;
@@ -35,16 +35,19 @@ mod rebuild;
 mod recovery;
 mod seek;
 mod space;
+mod store;
 mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockWriteGuard};
 
 pub use crate::batch::{BatchOp, WriteBatch};
 pub use comparator::Comparator;
 pub use cursor::TreeCursor;
+pub use journal::journal_path;
 pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_DIRTY_PAGES, DEFAULT_MAX_PAGE_SIZE};
 pub use range::{KeyRange, TreeRange};
 
@@ -54,16 +57,21 @@ use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, sibling_path};
 use crate::spin_lock::SpinRwLock;
 use btree::BTree;
+use journal::SyncState;
 use options::TreeOptions;
 use pager::Pager;
+use store::Store;
 
 /// The file B+ tree database (`.kut`): see the module documentation and docs/tree.md.
 pub struct TreeDbm {
     path: PathBuf,
     writable: bool,
-    /// The tree, `None` once closed. Its lock waits in user space first (`spin_lock.rs`):
-    /// an operation holds it for about a microsecond.
-    tree: SpinRwLock<Option<BTree>>,
+    /// The tree and its journal, `None` once closed. Its lock waits in user space first
+    /// (`spin_lock.rs`): an operation holds it for about a microsecond.
+    tree: SpinRwLock<Option<Store>>,
+    /// How far the journal is synced: a durable commit syncs after letting go of the lock, so
+    /// that commits of other threads meanwhile share its sync (group commit).
+    journal_sync: Arc<SyncState>,
     /// Bumped by every change of content (under the write lock): cursors use it to know
     /// whether the leaf they hold is still current.
     generation: AtomicU64,
@@ -110,6 +118,9 @@ impl TreeDbm {
             pager
         };
         let mut tree = BTree::new(pager, options.max_dirty_pages);
+        // Commits since the last checkpoint (none after a clean close or a creation, which
+        // removed the journal under the lock).
+        let recovered = journal::recover(path)?;
         if writable {
             tree.pager.mark_open()?;
             // Leftovers of a rebuild or restore killed midway; we hold the lock, so they are
@@ -118,10 +129,22 @@ impl TreeDbm {
                 remove_if_exists(&sibling_path(path, suffix))?;
             }
         }
+        let replayed = store::replay(&mut tree, &recovered, writable);
+        replayed.map_err(|e| {
+            let journal = journal::journal_path(path);
+            Error::new(e.kind(), format!("{}: replaying it failed: {}", journal.display(), e.message()))
+        })?;
+        let mut store = Store::new(tree, path, options.checkpoint_bytes);
+        if writable && (!recovered.is_empty() || recovered.dropped_bytes > 0) {
+            // What was replayed becomes durable in the tree file, and the journal starts over.
+            store.checkpoint()?;
+        }
+        let journal_sync = store.journal().sync_state();
         Ok(TreeDbm {
             path: path.to_path_buf(),
             writable,
-            tree: SpinRwLock::new(Some(tree)),
+            tree: SpinRwLock::new(Some(store)),
+            journal_sync,
             generation: AtomicU64::new(0),
             dictionary_size: options.dictionary_size,
             restored: AtomicBool::new(restored),
@@ -161,16 +184,24 @@ impl TreeDbm {
     }
 
     pub(crate) fn read(&self) -> Result<MappedRwLockReadGuard<'_, BTree>> {
-        RwLockReadGuard::try_map(self.tree.read(), Option::as_ref)
+        RwLockReadGuard::try_map(self.tree.read(), |store| store.as_ref().map(|store| &store.tree))
             .map_err(|_| Error::infeasible("the database is closed"))
     }
 
-    pub(crate) fn write(&self) -> Result<MappedRwLockWriteGuard<'_, BTree>> {
+    fn write(&self) -> Result<MappedRwLockWriteGuard<'_, Store>> {
         if !self.writable {
             return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
         }
         RwLockWriteGuard::try_map(self.tree.write(), Option::as_mut)
             .map_err(|_| Error::infeasible("the database is closed"))
+    }
+
+    /// Makes the commits up to `ticket` durable, after the caller let go of the tree's lock.
+    fn sync_journal(&self, ticket: Option<journal::SyncTicket>) -> Result<()> {
+        match ticket {
+            Some(ticket) => self.journal_sync.sync(&ticket),
+            None => Ok(()),
+        }
     }
 
     pub(crate) fn generation(&self) -> u64 {
@@ -196,9 +227,15 @@ impl TreeDbm {
     }
 
     /// Commits pending changes so that they survive a crash of the process (not of the
-    /// machine: use `synchronize(true)` for that).
+    /// machine: use `synchronize(true)` for that): one write to the journal.
     pub fn commit(&self) -> Result<()> {
-        self.write()?.commit(false)
+        self.write()?.commit()
+    }
+
+    /// Writes every change into the tree file durably and starts the journal over (done by
+    /// itself when the journal or the modified pages grow large, and at close).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.write()?.checkpoint()
     }
 
     /// Whether this handle found the file damaged and rebuilt it from what was readable.
@@ -211,10 +248,23 @@ impl Dbm for TreeDbm {
     /// Applies all operations of `batch`, or none: the batch is committed as one unit, so a
     /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
-        let mut tree = self.write()?;
-        let outcome = batch::apply(&mut tree, batch);
+        let mut store = self.write()?;
+        let outcome = store.write_batch(batch);
         self.changed();
         outcome
+    }
+
+    /// The batch is one frame of the journal, and one `fdatasync` of the journal makes it
+    /// durable (shared with the commits other threads make meanwhile).
+    fn write_batch_durable(&self, batch: &WriteBatch) -> Result<()> {
+        let ticket = {
+            let mut store = self.write()?;
+            let outcome = store.write_batch(batch);
+            self.changed();
+            outcome?;
+            store.ticket()
+        };
+        self.sync_journal(ticket)
     }
 
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
@@ -227,12 +277,10 @@ impl Dbm for TreeDbm {
             }
             return Ok(());
         }
-        let mut tree = self.write()?;
-        if tree.process(key, processor)? {
+        let mut store = self.write()?;
+        if store.process(key, processor)? {
             self.changed();
-            if tree.wants_commit() {
-                tree.commit(false)?;
-            }
+            store.after_change()?;
         }
         Ok(())
     }
@@ -261,24 +309,40 @@ impl Dbm for TreeDbm {
     }
 
     fn clear(&self) -> Result<()> {
-        let mut tree = self.write()?;
-        tree.clear()?;
+        let mut store = self.write()?;
+        let outcome = store.clear();
         self.changed();
-        Ok(())
+        outcome
     }
 
+    /// Without `hard`, a commit (a write to the journal); with it, the journal synced too
+    /// (one `fdatasync`), or the tree file made durable when nothing was journaled since the
+    /// last checkpoint.
     fn synchronize(&self, hard: bool) -> Result<()> {
         if !self.writable {
             let _open = self.read()?;
             return Ok(());
         }
-        self.write()?.commit(hard)
+        let ticket = {
+            let mut store = self.write()?;
+            store.commit()?;
+            if !hard {
+                return Ok(());
+            }
+            match store.ticket() {
+                Some(ticket) => ticket,
+                None => return store.tree.commit(true),
+            }
+        };
+        self.sync_journal(Some(ticket))
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
         let options = TreeOptions::parse(params)?;
-        let mut tree = self.write()?;
-        rebuild::rebuild(&mut tree, &self.path, &options, self.dictionary_size)?;
+        let mut store = self.write()?;
+        // The rebuilt file replaces this one: everything goes into it first.
+        store.checkpoint()?;
+        rebuild::rebuild(&mut store.tree, &self.path, &options, self.dictionary_size)?;
         self.changed();
         Ok(())
     }
@@ -290,11 +354,15 @@ impl Dbm for TreeDbm {
     }
 
     fn file_size(&self) -> Result<u64> {
-        Ok(self.read()?.pager.used_size())
+        let store = self.tree.read();
+        let store = store.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
+        Ok(store.tree.pager.used_size() + store.journal().bytes())
     }
 
     fn inspect(&self) -> Result<Properties> {
-        let tree = self.read()?;
+        let store = self.tree.read();
+        let store = store.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
+        let tree = &store.tree;
         let header = tree.pager.header();
         let space = tree.pager.space();
         let properties = [
@@ -309,6 +377,7 @@ impl Dbm for TreeDbm {
             ("free_bytes", space.free_bytes().to_string()),
             ("free_slots", space.free_slots().to_string()),
             ("dirty_pages", tree.dirty_pages().to_string()),
+            ("journal_bytes", store.journal().bytes().to_string()),
             ("cache_bytes_used", tree.pager.cache().bytes().to_string()),
             ("dictionary_size", tree.pager.codec().dictionary().len().to_string()),
             ("healthy", "true".to_string()),
@@ -323,12 +392,11 @@ impl Dbm for TreeDbm {
 
     fn close(&self) -> Result<()> {
         let mut slot = self.tree.write();
-        let Some(mut tree) = slot.take() else {
+        let Some(mut store) = slot.take() else {
             return Err(Error::infeasible("the database is already closed"));
         };
         if self.writable {
-            tree.commit(false)?;
-            tree.pager.close(false)?;
+            store.close()?;
         }
         self.changed();
         Ok(())

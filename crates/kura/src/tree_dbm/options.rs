@@ -16,6 +16,7 @@ pub(crate) const PARAMS: &[&str] = &[
     "max_dirty_pages",
     "max_file_size",
     "dict_size",
+    "checkpoint_bytes",
 ];
 
 /// Raw bytes of a page before compression. Measured (docs/tree.md): 8 KiB pages keep random
@@ -46,6 +47,8 @@ pub struct TreeOptions {
     pub max_dirty_pages: usize,
     pub max_file_size: u64,
     pub dictionary_size: usize,
+    /// Journal bytes that trigger a checkpoint (store.rs).
+    pub checkpoint_bytes: u64,
 }
 
 impl TreeOptions {
@@ -76,6 +79,7 @@ impl TreeOptions {
                 params.get_u64("dict_size")?.unwrap_or(crate::codec::DEFAULT_DICTIONARY_SIZE as u64),
             )
             .unwrap_or(usize::MAX),
+            checkpoint_bytes: params.get_u64("checkpoint_bytes")?.unwrap_or(super::store::DEFAULT_CHECKPOINT_BYTES),
         })
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::codec::{Codec, CodecKind, Effort};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
+use crate::file::{open_regular_file, remove_if_exists, FileLock, LockMode, MappedFile};
 
 use super::cache::PageCache;
 use super::comparator::Comparator;
@@ -107,6 +107,10 @@ impl Pager {
     pub fn create(path: &Path, options: &PagerOptions) -> Result<Pager> {
         let file = open_regular_file(path, true, true)?;
         let lock = FileLock::acquire(&file, path, LockMode::Exclusive)?;
+        // A journal left by the file's previous content must not be replayed over the new,
+        // empty tree: it goes before the file is emptied (and under the lock, so it is nobody
+        // else's).
+        remove_if_exists(&super::journal::journal_path(path))?;
         let header = FileHeader {
             codec: options.codec,
             comparator: options.comparator,

@@ -22,6 +22,8 @@ use kura::split_mix::SplitMix64;
 use kura::{Dbm, DbmExt, ErrorKind};
 
 pub const PAGE: usize = 4096;
+/// A TreeDbm file's two header copies (docs/tree.md): what a checkpoint rewrites.
+const TREE_HEADERS: usize = 256;
 pub const SECTOR: usize = 512;
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -72,10 +74,12 @@ impl Tracker {
 
     pub fn set(&mut self, key: &[u8], value: &[u8]) {
         self.change(key, Some(value), None);
+        self.note_checkpoints();
     }
 
     pub fn remove(&mut self, key: &[u8]) {
         self.change(key, None, None);
+        self.note_checkpoints();
     }
 
     /// A write batch that returned: its changes in order, applied as one unit where the
@@ -84,6 +88,33 @@ impl Tracker {
         self.batches += 1;
         for (key, value) in changes {
             self.change(key, value.as_deref(), Some(self.batches));
+        }
+        self.note_checkpoints();
+    }
+
+    /// A TreeDbm file whose header area changed since its synced copy was taken made a
+    /// checkpoint (or a clear) meanwhile: its pages, then its header, were fsynced, and its
+    /// journal started over durably. The file and its journal as they are now are then what
+    /// survives of them, so they become their synced copies. (The model keeps its state of the
+    /// last `synchronize(true)`: a checkpoint's records are among those written since, which
+    /// `check` accepts.)
+    fn note_checkpoints(&mut self) {
+        for index in 0..self.synced_files.len() {
+            let (path, synced) = &self.synced_files[index];
+            let is_tree_file = path.extension().is_some_and(|e| e == "kut") || is_tree_shard(path);
+            if !is_tree_file {
+                continue;
+            }
+            let current = read_if_exists(path);
+            let head = |bytes: &[u8]| bytes[..bytes.len().min(TREE_HEADERS)].to_vec();
+            if head(&current) == head(synced) {
+                continue;
+            }
+            let journal = kura::tree_dbm::journal_path(path);
+            self.synced_files[index].1 = current;
+            if let Some(entry) = self.synced_files.iter_mut().find(|(p, _)| *p == journal) {
+                entry.1 = read_if_exists(&journal);
+            }
         }
     }
 
@@ -105,8 +136,7 @@ impl Tracker {
     /// Call right after `synchronize(true)` of a database made of the files `paths` (every
     /// shard of a set) returned: they are what survives.
     pub fn synchronized_files(&mut self, paths: &[PathBuf]) {
-        self.synced_files =
-            paths.iter().map(|path| (path.clone(), std::fs::read(path).expect("read the synchronized file"))).collect();
+        self.synced_files = paths.iter().map(|path| (path.clone(), read_if_exists(path))).collect();
         self.synced = self.model.clone();
         self.since.clear();
         self.log.clear();
@@ -115,11 +145,8 @@ impl Tracker {
     /// The tracked files as they are now beside their synced copies, to build crash images
     /// from (read once: the images of one moment all start from the same bytes).
     pub fn crash(&self) -> Crash<'_> {
-        let files = self
-            .synced_files
-            .iter()
-            .map(|(path, synced)| DirtyFile::new(synced, std::fs::read(path).expect("read the current file")))
-            .collect();
+        let files =
+            self.synced_files.iter().map(|(path, synced)| DirtyFile::new(synced, read_if_exists(path))).collect();
         Crash { files }
     }
 
@@ -295,6 +322,34 @@ impl DirtyFile<'_> {
 /// the others torn at a sector boundary, and the old or the new length.
 pub fn crash_image(synced: &[u8], current: &[u8], rng: &mut SplitMix64) -> Vec<u8> {
     DirtyFile::new(synced, current.to_vec()).image(rng)
+}
+
+/// Whether `path` is a shard file of a set of TreeDbm files (`db.kut-00000-of-00004`).
+fn is_tree_shard(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|name| name.contains(".kut-") && !name.ends_with(".journal"))
+}
+
+/// The bytes of the file at `path`; none when it does not exist (a TreeDbm journal is created
+/// by the first commit after a checkpoint and removed at close).
+pub fn read_if_exists(path: &Path) -> Vec<u8> {
+    match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("read {}: {e}", path.display()),
+    }
+}
+
+/// Writes a file of a crash image: `bytes`, or no file at all when there are none.
+pub fn write_image_file(path: &Path, bytes: &[u8]) {
+    if bytes.is_empty() {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("remove {}: {e}", path.display()),
+        }
+    } else {
+        std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
 }
 
 /// A page of `bytes`, short or empty past its end (read as zeros).

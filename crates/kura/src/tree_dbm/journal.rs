@@ -1,0 +1,564 @@
+//! TreeDbm's write-ahead journal: why a durable commit costs one `fdatasync`.
+//!
+//! Without a journal, a commit wrote every page it changed (copy-on-write: a batch of 1,000
+//! random keys rewrote about 1,000 leaves) and made it durable with a sync of the pages and
+//! another of the header. With it, a commit appends its changes as they ended (each key set to
+//! its new value, or removed) to a journal beside the tree file, `<file>.journal`, and a
+//! durable commit syncs that one file once. The tree's pages reach the tree file at
+//! checkpoints (`TreeDbm::checkpoint`): a durable shadow-paging commit of everything, after
+//! which the journal starts over. A hot leaf is so written once per checkpoint, not once per
+//! commit. SQLite's WAL mode, RocksDB's WAL and WiredTiger's log are the references.
+//!
+//! Why replay needs no sequence numbers: every entry is a blind write (the value a key ended
+//! with, or its removal, or the removal of everything), so replaying the journal over a tree
+//! that already holds any prefix of it ends in the same state as replaying it over the tree
+//! without that prefix. The tree's pages are written only at checkpoints, each durable before
+//! the journal starts over (with a new salt, made durable too), so the tree on disk never holds
+//! a change that a journal on disk lacks while holding an older one it would undo.
+//!
+//! A frame is one commit: whole, or absent. Its checksum is seeded with the journal's salt and
+//! the frame's offset, so a frame torn by a crash, a stale frame of an earlier journal at the
+//! same offset, or one moved, is not taken; replay stops at the first frame that fails.
+//!
+//! ```text
+//! header (32 bytes): [8] magic "KuraJrnl", u32 version, u32 zero, u64 salt, u64 xxh3 of 0..24
+//! frame:             u32 payload length, u32 entry count, u64 checksum, payload
+//! entry:             u8 kind (1 set, 2 remove, 3 clear), varint key length, key,
+//!                    and for a set: varint value length, value
+//! ```
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+use crate::encoding::{put_varint, ByteReader, Field, HeaderBytes};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::sibling_path;
+
+const MAGIC: &[u8; 8] = b"KuraJrnl";
+const VERSION: u32 = 1;
+
+// The journal header's fields, each after the one before (the table in the module comment).
+const MAGIC_FIELD: Field = Field::first(MAGIC.len());
+const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 4);
+const ZERO_FIELD: Field = Field::after(VERSION_FIELD, 4);
+const SALT_FIELD: Field = Field::after(ZERO_FIELD, 8);
+const CHECKSUM_FIELD: Field = Field::after(SALT_FIELD, 8);
+pub const HEADER_SIZE: usize = CHECKSUM_FIELD.end();
+const _: () = assert!(HEADER_SIZE == 32, "docs/tree.md specifies a 32-byte journal header");
+
+// A frame's header.
+const FRAME_LEN_FIELD: Field = Field::first(4);
+const FRAME_COUNT_FIELD: Field = Field::after(FRAME_LEN_FIELD, 4);
+const FRAME_CHECKSUM_FIELD: Field = Field::after(FRAME_COUNT_FIELD, 8);
+pub const FRAME_HEADER_SIZE: usize = FRAME_CHECKSUM_FIELD.end();
+const _: () = assert!(FRAME_HEADER_SIZE == 16, "docs/tree.md specifies 16-byte journal frame headers");
+
+const KIND_SET: u8 = 1;
+const KIND_REMOVE: u8 = 2;
+const KIND_CLEAR: u8 = 3;
+
+/// Pending entries beyond this are written out as a frame before the next one is added, so
+/// that a long run of sets without a commit does not hold its whole journal in memory.
+const MAX_PENDING_BYTES: usize = 1 << 20;
+
+/// The journal file of the tree file at `tree_path`.
+pub fn journal_path(tree_path: &Path) -> PathBuf {
+    sibling_path(tree_path, ".journal")
+}
+
+/// One change, as the journal keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry<'a> {
+    /// The key's value is now `value`.
+    Set { key: &'a [u8], value: &'a [u8] },
+    /// The key is absent now.
+    Remove { key: &'a [u8] },
+    /// Every record was removed.
+    Clear,
+}
+
+/// What the journal of a file held when it was opened: the payloads of its whole frames, in
+/// order, to be replayed.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    payloads: Vec<u8>,
+    /// Frames taken.
+    pub frames: u64,
+    /// Bytes after the last whole frame (a torn or unsynced tail), not taken.
+    pub dropped_bytes: u64,
+}
+
+impl Recovered {
+    pub fn is_empty(&self) -> bool {
+        self.payloads.is_empty()
+    }
+
+    /// The entries of every frame taken, in the order they were written.
+    pub fn entries(&self) -> Entries<'_> {
+        Entries { reader: ByteReader::new(&self.payloads, "tree journal") }
+    }
+}
+
+/// Iterates over encoded entries (the payloads of frames, end to end).
+pub struct Entries<'a> {
+    reader: ByteReader<'a>,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<Entry<'a>>;
+
+    fn next(&mut self) -> Option<Result<Entry<'a>>> {
+        if self.reader.is_at_end() {
+            return None;
+        }
+        Some(self.read_entry())
+    }
+}
+
+impl<'a> Entries<'a> {
+    fn read_entry(&mut self) -> Result<Entry<'a>> {
+        let [kind] = self.reader.array::<1>()?;
+        match kind {
+            KIND_CLEAR => Ok(Entry::Clear),
+            KIND_SET | KIND_REMOVE => {
+                let key_len = self.reader.length()?;
+                let key = self.reader.take(key_len)?;
+                if kind == KIND_REMOVE {
+                    return Ok(Entry::Remove { key });
+                }
+                let value_len = self.reader.length()?;
+                let value = self.reader.take(value_len)?;
+                Ok(Entry::Set { key, value })
+            }
+            // A frame whose checksum held was written by Kura: an unknown kind is a bug.
+            other => Err(Error::broken(format!(
+                "tree journal: an entry of unknown kind {other} in a frame whose checksum holds (a bug in Kura)"
+            ))),
+        }
+    }
+}
+
+/// Appends `entry` to `out` in the journal's encoding.
+pub fn encode_entry(out: &mut Vec<u8>, entry: Entry<'_>) {
+    match entry {
+        Entry::Set { key, value } => {
+            out.push(KIND_SET);
+            put_varint(out, key.len() as u64);
+            out.extend_from_slice(key);
+            put_varint(out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
+        Entry::Remove { key } => {
+            out.push(KIND_REMOVE);
+            put_varint(out, key.len() as u64);
+            out.extend_from_slice(key);
+        }
+        Entry::Clear => out.push(KIND_CLEAR),
+    }
+}
+
+fn frame_checksum(salt: u64, offset: u64, len: u32, count: u32, payload: &[u8]) -> u64 {
+    let seed =
+        salt ^ offset.rotate_left(23) ^ (u64::from(len) << 32 | u64::from(count)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    xxh3_64_with_seed(payload, seed)
+}
+
+fn encode_header(salt: u64) -> [u8; HEADER_SIZE] {
+    let mut out = HeaderBytes::<HEADER_SIZE>::new();
+    out.put(MAGIC_FIELD, MAGIC);
+    out.put_u32(VERSION_FIELD, VERSION);
+    out.put_u64(SALT_FIELD, salt);
+    let checksum = xxh3_64(out.before(CHECKSUM_FIELD));
+    out.put_u64(CHECKSUM_FIELD, checksum);
+    out.into_bytes()
+}
+
+/// The salt of a journal header, or None when the header is not a whole, valid one (a journal
+/// whose creation was cut short: it holds no frame that could have been made durable).
+fn decode_header(bytes: &[u8], path: &Path) -> Result<Option<u64>> {
+    let Ok(header) = HeaderBytes::<HEADER_SIZE>::read(bytes, "tree journal header") else {
+        return Ok(None);
+    };
+    if header.get(MAGIC_FIELD) != MAGIC || header.u64(CHECKSUM_FIELD) != xxh3_64(header.before(CHECKSUM_FIELD)) {
+        return Ok(None);
+    }
+    let version = header.u32(VERSION_FIELD);
+    if version != VERSION {
+        return Err(Error::broken(format!(
+            "{}: tree journal format version {version} is not supported (written by a newer Kura?)",
+            path.display()
+        )));
+    }
+    Ok(Some(header.u64(SALT_FIELD)))
+}
+
+/// Reads the journal of the tree file at `tree_path`, if there is one: the frames to replay.
+pub fn recover(tree_path: &Path) -> Result<Recovered> {
+    let path = journal_path(tree_path);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recovered::default()),
+        Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
+    };
+    let Some(salt) = decode_header(&bytes, &path)? else {
+        return Ok(Recovered { dropped_bytes: bytes.len() as u64, ..Recovered::default() });
+    };
+    let mut recovered = Recovered::default();
+    let mut offset = HEADER_SIZE;
+    while let Some(frame) = bytes.get(offset..) {
+        let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(frame, "tree journal frame") else {
+            break;
+        };
+        let len = header.u32(FRAME_LEN_FIELD);
+        let count = header.u32(FRAME_COUNT_FIELD);
+        // The length is checked against the bytes that exist before anything is taken.
+        let Some(payload) = frame.get(FRAME_HEADER_SIZE..FRAME_HEADER_SIZE + len as usize) else {
+            break;
+        };
+        if header.u64(FRAME_CHECKSUM_FIELD) != frame_checksum(salt, offset as u64, len, count, payload) {
+            break;
+        }
+        recovered.payloads.extend_from_slice(payload);
+        recovered.frames += 1;
+        offset += FRAME_HEADER_SIZE + len as usize;
+    }
+    recovered.dropped_bytes = (bytes.len() - offset.min(bytes.len())) as u64;
+    Ok(recovered)
+}
+
+/// A position in the journal's stream of frames: the bytes written to it since the database was
+/// opened, across restarts of the journal. A durable commit waits until the synced position
+/// reaches its own (group commit: one sync serves every commit written before it started).
+pub type Position = u64;
+
+/// How far the journal is written and synced: shared between the journal (under the tree's
+/// lock) and the committers that sync outside it, so that one `fdatasync` serves every commit
+/// whose frame was written before it started (group commit).
+#[derive(Debug, Default)]
+pub struct SyncState {
+    written: AtomicU64,
+    synced: Mutex<Position>,
+    /// Set when an fdatasync failed: the kernel may have dropped the dirty pages it could not
+    /// write, so a later sync that succeeds proves nothing. Every durable commit fails from then.
+    failed: AtomicBool,
+}
+
+/// What a committer needs to make its frame durable once it let go of the tree's lock.
+#[derive(Debug)]
+pub struct SyncTicket {
+    file: Arc<File>,
+    path: PathBuf,
+    position: Position,
+}
+
+impl SyncState {
+    /// Makes every frame up to the ticket's position durable: one `fdatasync`, unless a sync
+    /// that started after the frame was written already covered it.
+    pub fn sync(&self, ticket: &SyncTicket) -> Result<()> {
+        let mut synced = self.synced.lock();
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("{}: an earlier fdatasync failed; close and reopen the database", ticket.path.display()),
+            ));
+        }
+        if *synced >= ticket.position {
+            return Ok(());
+        }
+        let target = self.written.load(Ordering::Acquire).max(ticket.position);
+        if let Err(e) = ticket.file.sync_data() {
+            self.failed.store(true, Ordering::Release);
+            return Err(Error::io(format!("fdatasync {}", ticket.path.display()), e));
+        }
+        *synced = target;
+        Ok(())
+    }
+
+    /// Every frame written so far is durable (a checkpoint, or a restart that synced).
+    fn all_durable(&self) {
+        let written = self.written.load(Ordering::Acquire);
+        let mut synced = self.synced.lock();
+        *synced = (*synced).max(written);
+    }
+}
+
+/// The open journal of a writer: the file and the entries not yet written to it.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    sync: Arc<SyncState>,
+    /// Shared with committers that sync outside the tree's lock (`TreeDbm::sync_journal`).
+    file: Option<Arc<File>>,
+    salt: u64,
+    /// Where the next frame goes.
+    end: u64,
+    /// Entries encoded since the last frame was written.
+    pending: Vec<u8>,
+    pending_entries: u32,
+    /// The position after the last frame written.
+    written: Position,
+    /// Frames written since the journal last started over.
+    frames: u64,
+}
+
+impl Journal {
+    /// The journal of the tree file at `tree_path`. Its file is created by the first frame.
+    pub fn new(tree_path: &Path) -> Journal {
+        Journal {
+            path: journal_path(tree_path),
+            sync: Arc::new(SyncState::default()),
+            file: None,
+            salt: 0,
+            end: 0,
+            pending: Vec::new(),
+            pending_entries: 0,
+            written: 0,
+            frames: 0,
+        }
+    }
+
+    /// Bytes of the journal file in use (0 while it has no frame).
+    pub fn bytes(&self) -> u64 {
+        if self.frames == 0 {
+            0
+        } else {
+            self.end
+        }
+    }
+
+    /// The sync state shared with committers outside the tree's lock.
+    pub fn sync_state(&self) -> Arc<SyncState> {
+        Arc::clone(&self.sync)
+    }
+
+    /// What a commit that wrote its frame needs to make it durable outside the tree's lock:
+    /// None when nothing it wrote waits for a sync (no frame since the last checkpoint).
+    pub fn ticket(&self) -> Option<SyncTicket> {
+        let file = self.file.as_ref()?;
+        (self.frames > 0).then(|| SyncTicket {
+            file: Arc::clone(file),
+            path: self.path.clone(),
+            position: self.written,
+        })
+    }
+
+    /// The pending entries' buffer, to encode one more entry into (`entry_added` after).
+    pub fn pending_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.pending
+    }
+
+    /// Counts an entry encoded into `pending_mut`.
+    pub fn entry_added(&mut self) {
+        self.pending_entries += 1;
+    }
+
+    /// Whether the pending entries should be written out now (see `MAX_PENDING_BYTES`).
+    pub fn pending_is_large(&self) -> bool {
+        self.pending.len() > MAX_PENDING_BYTES
+    }
+
+    /// Drops the pending entries (their changes are in a checkpoint, or were undone).
+    pub fn discard_pending(&mut self) {
+        self.pending.clear();
+        self.pending_entries = 0;
+    }
+
+    /// Writes the pending entries as one frame (without syncing); returns the position after it.
+    pub fn write_pending(&mut self) -> Result<Position> {
+        if self.pending_entries == 0 {
+            return Ok(self.written);
+        }
+        let len = u32::try_from(self.pending.len())
+            .map_err(|_| Error::new(ErrorKind::Limit, "a commit of more than 4 GiB of changes"))?;
+        if self.file.is_none() {
+            self.start(None)?;
+        }
+        let offset = self.end;
+        let mut header = HeaderBytes::<FRAME_HEADER_SIZE>::new();
+        header.put_u32(FRAME_LEN_FIELD, len);
+        header.put_u32(FRAME_COUNT_FIELD, self.pending_entries);
+        header
+            .put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, self.pending_entries, &self.pending));
+        // One write of header and payload: the frame is contiguous in the file either way, and
+        // a single pwrite is one system call.
+        let mut frame = Vec::with_capacity(FRAME_HEADER_SIZE + self.pending.len());
+        frame.extend_from_slice(&header.into_bytes());
+        frame.extend_from_slice(&self.pending);
+        let file =
+            self.file.as_ref().ok_or_else(|| Error::broken("tree journal: no file after start (a bug in Kura)"))?;
+        file.write_all_at(&frame, offset).map_err(|e| Error::io(format!("write {}", self.path.display()), e))?;
+        self.end += frame.len() as u64;
+        self.written += frame.len() as u64;
+        self.sync.written.store(self.written, Ordering::Release);
+        self.frames += 1;
+        self.discard_pending();
+        Ok(self.written)
+    }
+
+    /// Starts the journal over, empty, with a new salt, and makes that durable: called right
+    /// after a checkpoint made every change the journal held durable in the tree file.
+    pub fn restart(&mut self) -> Result<()> {
+        self.discard_pending();
+        if self.file.is_none() && !self.path.exists() {
+            self.frames = 0;
+        } else {
+            let file = self.file.clone();
+            self.start(file)?;
+        }
+        self.sync.all_durable();
+        Ok(())
+    }
+
+    /// Writes a fresh header with a new salt into `file` (or a newly created file), truncated
+    /// after it, and syncs it.
+    fn start(&mut self, file: Option<Arc<File>>) -> Result<()> {
+        let io = |what: &str, e| Error::io(format!("{what} {}", self.path.display()), e);
+        let created = file.is_none();
+        let file = match file {
+            Some(file) => file,
+            None => Arc::new(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&self.path)
+                    .map_err(|e| io("create", e))?,
+            ),
+        };
+        // The new salt is taken only once the header holding it is durable: until then frames
+        // go on with the old salt after the old end, where a replay finds them.
+        let salt = new_salt(self.salt);
+        file.set_len(0).map_err(|e| io("truncate", e))?;
+        file.write_all_at(&encode_header(salt), 0).map_err(|e| io("write", e))?;
+        file.sync_data().map_err(|e| io("fdatasync", e))?;
+        if created {
+            crate::file::sync_parent(&self.path)?;
+        }
+        self.salt = salt;
+        self.end = HEADER_SIZE as u64;
+        self.frames = 0;
+        self.file = Some(file);
+        Ok(())
+    }
+
+    /// Removes the journal file (after a close made its changes durable in the tree file).
+    pub fn remove(&mut self) -> Result<()> {
+        self.discard_pending();
+        self.file = None;
+        self.frames = 0;
+        crate::file::remove_if_exists(&self.path)
+    }
+}
+
+/// A salt unlike the previous one and unlike any earlier journal's at this path: the clock,
+/// the process and the previous salt, mixed.
+fn new_salt(previous: u64) -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let salt = crate::split_mix::mix(nanos ^ u64::from(std::process::id()).rotate_left(40) ^ previous.rotate_left(7));
+    if salt == previous {
+        salt.wrapping_add(1)
+    } else {
+        salt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::encoding::{documented_layout, layout_rows};
+
+    fn set<'a>(key: &'a [u8], value: &'a [u8]) -> Entry<'a> {
+        Entry::Set { key, value }
+    }
+
+    fn write(journal: &mut Journal, entries: &[Entry<'_>]) {
+        for entry in entries {
+            encode_entry(journal.pending_mut(), *entry);
+            journal.entry_added();
+        }
+        journal.write_pending().unwrap();
+    }
+
+    fn replayed(tree: &Path) -> Vec<String> {
+        let recovered = recover(tree).unwrap();
+        recovered
+            .entries()
+            .map(|entry| match entry.unwrap() {
+                Entry::Set { key, value } => {
+                    format!("{}={}", String::from_utf8_lossy(key), String::from_utf8_lossy(value))
+                }
+                Entry::Remove { key } => format!("-{}", String::from_utf8_lossy(key)),
+                Entry::Clear => "clear".to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn frames_are_replayed_whole_and_a_torn_tail_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t.kut");
+        assert!(recover(&tree).unwrap().is_empty(), "no journal file: nothing to replay");
+        let mut journal = Journal::new(&tree);
+        write(&mut journal, &[set(b"a", b"1"), Entry::Remove { key: b"b" }]);
+        write(&mut journal, &[Entry::Clear, set(b"c", b"3")]);
+        assert_eq!(replayed(&tree), ["a=1", "-b", "clear", "c=3"]);
+        let whole = std::fs::read(journal_path(&tree)).unwrap();
+        // Every cut inside the second frame drops that frame only; one flipped byte in it too.
+        // The first frame's payload: set a=1 (5 bytes), remove b (3 bytes).
+        let second = HEADER_SIZE + FRAME_HEADER_SIZE + 8;
+        for cut in second..whole.len() {
+            std::fs::write(journal_path(&tree), &whole[..cut]).unwrap();
+            assert_eq!(replayed(&tree), ["a=1", "-b"], "cut at {cut}");
+        }
+        for at in second..whole.len() {
+            let mut damaged = whole.clone();
+            damaged[at] ^= 0x10;
+            std::fs::write(journal_path(&tree), &damaged).unwrap();
+            assert_eq!(replayed(&tree), ["a=1", "-b"], "flip at {at}");
+        }
+        // A damaged header: the journal was never made durable with frames in it.
+        let mut damaged = whole.clone();
+        damaged[20] ^= 1;
+        std::fs::write(journal_path(&tree), &damaged).unwrap();
+        assert!(replayed(&tree).is_empty());
+    }
+
+    #[test]
+    fn a_restarted_journal_never_takes_an_earlier_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t.kut");
+        let mut journal = Journal::new(&tree);
+        write(&mut journal, &[set(b"old", b"1")]);
+        let old = std::fs::read(journal_path(&tree)).unwrap();
+        journal.restart().unwrap();
+        assert!(replayed(&tree).is_empty());
+        // The new header with the old frame behind it (a truncation that did not reach the disk).
+        let mut stale = std::fs::read(journal_path(&tree)).unwrap();
+        stale.extend_from_slice(&old[HEADER_SIZE..]);
+        std::fs::write(journal_path(&tree), &stale).unwrap();
+        assert!(replayed(&tree).is_empty(), "a frame of the previous salt is not taken");
+        journal.restart().unwrap();
+        write(&mut journal, &[set(b"new", b"2")]);
+        assert_eq!(replayed(&tree), ["new=2"]);
+        assert!(journal.ticket().is_some(), "a frame waits for a sync");
+        journal.remove().unwrap();
+        assert!(!journal_path(&tree).exists());
+    }
+
+    #[test]
+    fn the_layouts_are_the_ones_docs_tree_md_documents() {
+        let docs = include_str!("../../../../docs/tree.md");
+        let header = [MAGIC_FIELD, VERSION_FIELD, ZERO_FIELD, SALT_FIELD, CHECKSUM_FIELD];
+        assert_eq!(documented_layout(docs, "### Journal header"), layout_rows(&header));
+        let frame = [FRAME_LEN_FIELD, FRAME_COUNT_FIELD, FRAME_CHECKSUM_FIELD];
+        assert_eq!(documented_layout(docs, "### Journal frame"), layout_rows(&frame));
+    }
+}

@@ -1,0 +1,191 @@
+//! The tree and its journal, kept together under the tree's lock: every change to the tree is
+//! also an entry of the journal, and pages reach the tree file only at checkpoints.
+//!
+//! The rules that make a crash at any moment recoverable (journal.rs says why replay is
+//! idempotent):
+//! - a change is encoded into the journal's pending entries as it is applied to the tree in
+//!   memory; a commit writes the pending entries as one frame (kill-safe), a durable commit
+//!   syncs the journal as well (power-loss-safe);
+//! - the tree's pages are written only by a checkpoint: a durable commit of the tree file,
+//!   after which the journal starts over (durably). So the tree file never holds a change the
+//!   journal on disk lacks while that journal holds an older change it would undo;
+//! - when applying a change fails midway (an I/O error, a batch with a record over the limit),
+//!   the tree goes back to the last checkpoint and the journal's frames are replayed, so memory
+//!   and journal agree again.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use super::btree::BTree;
+use super::journal::{self, encode_entry, Entry, Journal, Recovered, SyncTicket};
+use crate::batch::{BatchOp, WriteBatch};
+use crate::dbm::{Action, Processor};
+use crate::error::{Error, Result};
+
+/// Checkpoint once the journal holds this many bytes: bounds the replay after a crash (about a
+/// second per 64 MiB of entries) and the journal file.
+pub const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
+
+pub struct Store {
+    pub tree: BTree,
+    journal: Journal,
+    checkpoint_bytes: u64,
+}
+
+impl Store {
+    pub fn new(tree: BTree, path: &Path, checkpoint_bytes: u64) -> Store {
+        Store { tree, journal: Journal::new(path), checkpoint_bytes }
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Runs `processor` on `key` and journals the change it made; true when it changed
+    /// something.
+    pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {
+        let Store { tree, journal, .. } = self;
+        let pending = journal.pending_mut();
+        let mark = pending.len();
+        let outcome = tree.process(key, &mut |old| {
+            let action = processor(old);
+            match &action {
+                Action::Set(value) => encode_entry(pending, Entry::Set { key, value }),
+                Action::Remove => encode_entry(pending, Entry::Remove { key }),
+                Action::Keep => {}
+            }
+            action
+        });
+        if matches!(outcome, Ok(true)) {
+            journal.entry_added();
+        } else {
+            journal.pending_mut().truncate(mark);
+        }
+        outcome
+    }
+
+    /// Applies `batch` all or nothing: in the journal its entries form one frame.
+    pub fn write_batch(&mut self, batch: &WriteBatch) -> Result<()> {
+        // What came before stands in the journal file on its own, so that a failure below can
+        // rebuild it from there.
+        self.journal.write_pending()?;
+        for op in batch.ops() {
+            let outcome = match op {
+                BatchOp::Set { key, value } => self.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
+                BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove),
+            };
+            if let Err(e) = outcome {
+                return Err(self.undo_uncommitted(e));
+            }
+        }
+        if let Err(e) = self.journal.write_pending() {
+            return Err(self.undo_uncommitted(e));
+        }
+        self.after_change()
+    }
+
+    /// Writes the pending entries as a frame (a commit that survives a killed process).
+    pub fn commit(&mut self) -> Result<()> {
+        if let Err(e) = self.journal.write_pending() {
+            return Err(self.undo_uncommitted(e));
+        }
+        Ok(())
+    }
+
+    /// What makes the commits so far durable once the tree's lock is released; None when a
+    /// checkpoint already did (or nothing was journaled since one).
+    pub fn ticket(&self) -> Option<SyncTicket> {
+        self.journal.ticket()
+    }
+
+    /// After a change: a checkpoint when the journal or the dirty pages grew too large, or the
+    /// pending entries written out when they did.
+    pub fn after_change(&mut self) -> Result<()> {
+        if self.tree.wants_commit() || self.journal.bytes() > self.checkpoint_bytes {
+            self.checkpoint()
+        } else if self.journal.pending_is_large() {
+            self.commit()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes every change into the tree file durably and starts the journal over.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        // Everything stands in the journal file first: a failed tree commit rolls the tree
+        // back to the last checkpoint, and the journal is then replayed over it.
+        self.commit()?;
+        if let Err(e) = self.tree.commit(true) {
+            return Err(self.undo_uncommitted(e));
+        }
+        self.journal.restart()
+    }
+
+    /// Removes every record, durably: the clear is journaled and synced before the empty tree
+    /// is published, so that a crash in between cannot replay older entries over it.
+    pub fn clear(&mut self) -> Result<()> {
+        encode_entry(self.journal.pending_mut(), Entry::Clear);
+        self.journal.entry_added();
+        self.commit()?;
+        if let Some(ticket) = self.journal.ticket() {
+            self.journal.sync_state().sync(&ticket)?;
+        }
+        if let Err(e) = self.tree.clear() {
+            return Err(self.undo_uncommitted(e));
+        }
+        self.journal.restart()
+    }
+
+    /// A checkpoint, then the journal file removed (a close: the tree file holds everything).
+    pub fn close(&mut self) -> Result<()> {
+        self.commit()?;
+        if let Err(e) = self.tree.commit(false).and_then(|()| self.tree.pager.close(false)) {
+            return Err(self.undo_uncommitted(e));
+        }
+        self.journal.remove()
+    }
+
+    /// After a change failed midway: the tree back at the last checkpoint, the journal's frames
+    /// replayed over it (the pending entries, not yet committed, are dropped). Returns the error
+    /// to report: `cause`, or why memory could not be brought back in line with the journal.
+    fn undo_uncommitted(&mut self, cause: Error) -> Error {
+        self.tree.rollback();
+        self.journal.discard_pending();
+        let path = self.tree.pager.path().to_path_buf();
+        let replayed = journal::recover(&path).and_then(|recovered| replay(&mut self.tree, &recovered, true));
+        match replayed {
+            Ok(()) => cause,
+            Err(e) => Error::new(
+                e.kind(),
+                format!(
+                    "{}: {}; then replaying its journal failed too: {}; close and reopen the database",
+                    path.display(),
+                    cause.message(),
+                    e.message()
+                ),
+            ),
+        }
+    }
+}
+
+/// Applies the journal's entries to `tree` in order. A reader (`writable` false) applies a
+/// clear in memory only.
+pub fn replay(tree: &mut BTree, recovered: &Recovered, writable: bool) -> Result<()> {
+    for entry in recovered.entries() {
+        match entry? {
+            Entry::Set { key, value } => {
+                tree.process(key, &mut |_| Action::Set(Cow::Borrowed(value)))?;
+            }
+            Entry::Remove { key } => {
+                tree.process(key, &mut |_| Action::Remove)?;
+            }
+            Entry::Clear if writable => tree.clear()?,
+            Entry::Clear => tree.empty_in_memory(),
+        }
+        if writable && tree.wants_commit() {
+            // The journal is still whole on disk: a crash now replays all of it again.
+            tree.commit(true)?;
+        }
+    }
+    Ok(())
+}
