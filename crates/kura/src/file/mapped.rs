@@ -321,16 +321,21 @@ impl MappedFile {
         self.populated.store(end, Ordering::Relaxed);
     }
 
-    /// Writes dirty pages of `offset..offset+len` back to the file; with `hard`, waits for the
-    /// device too.
+    /// Without `hard`, starts writing the mapping's dirty pages back; with it, makes every
+    /// write to the file durable and waits for the device: one `fdatasync`.
+    ///
+    /// Why no `msync(MS_SYNC)` first: on Linux a store through a shared file mapping marks its
+    /// page dirty in the page cache (the first store to a clean page faults for that), so
+    /// `fdatasync` writes it like any other dirty page, and also the file's length when it
+    /// changed. `msync(MS_SYNC)` would only sync the mapped range the same way once more,
+    /// walking the whole mapping (about 180 µs at 180 MB even with little dirty) and flushing
+    /// the device a second time.
     pub fn sync(&self, hard: bool) -> Result<()> {
-        let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
-        let flushed = if hard { self.map.flush_range(0, len) } else { self.map.flush_async_range(0, len) };
-        flushed.map_err(|e| Error::io(format!("msync {}", self.path.display()), e))?;
         if hard {
-            self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
+            return self.file.sync_data().map_err(|e| Error::io(format!("fdatasync {}", self.path.display()), e));
         }
-        Ok(())
+        let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
+        self.map.flush_async_range(0, len).map_err(|e| Error::io(format!("msync {}", self.path.display()), e))
     }
 
     /// `sync(true)` for a file about to be closed: drops the mapping's page table entries,
