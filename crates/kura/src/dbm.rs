@@ -304,6 +304,18 @@ pub trait Cursor {
     fn next(&mut self) -> Result<bool>;
     /// The record at the cursor, or None when the cursor is at no record.
     fn record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+    /// Lends the record at the cursor to `visit` as slices; false when the cursor is at no
+    /// record. TreeDbm lends them from its decoded page, without a copy; the default copies
+    /// them out with `record`.
+    fn record_with(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        match self.record()? {
+            Some((key, value)) => {
+                visit(&key, &value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     /// The key at the cursor, or None.
     fn key(&mut self) -> Result<Option<Vec<u8>>>;
     /// Replaces the value of the record at the cursor; NotFound if the cursor is at no record.

@@ -68,6 +68,11 @@ impl MappedFile {
         }
         let map = Self::reserve(&file, max_len, len, writable)
             .map_err(|e| Error::io(format!("mmap {}", path.display()), e))?;
+        // Lookups land anywhere in the file: without this advice a fault in a file that is not
+        // in memory reads around itself (the disks here read ahead 8 MiB), so a random get on
+        // a cold file larger than memory dragged megabytes in and evicted the rest. (LMDB calls
+        // it MDB_NORDAHEAD.) Advice only: a kernel that refuses it reads ahead as before.
+        let _ = map.advise(memmap2::Advice::Random);
         Ok(MappedFile {
             file,
             path: path.to_path_buf(),

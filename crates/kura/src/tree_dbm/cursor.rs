@@ -69,9 +69,11 @@ impl<'a> TreeCursor<'a> {
         let next = if forward { index.checked_add(1) } else { index.checked_sub(1) };
         match next.and_then(|n| leaf_key(leaf, n).map(|k| (n, k))) {
             Some((n, key)) => {
-                let key = key.to_vec();
+                // The key's buffer is reused: a step within a leaf allocates nothing.
+                let held = self.key.get_or_insert_with(Vec::new);
+                held.clear();
+                held.extend_from_slice(key);
                 *index = n;
-                self.key = Some(key);
                 true
             }
             None => false,
@@ -127,6 +129,20 @@ impl Cursor for TreeCursor<'_> {
             return Ok(None);
         };
         Ok(leaf.record(index).map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+
+    fn record_with(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        if !self.resolve()? {
+            return Ok(false);
+        }
+        let Some((Page::Leaf(leaf), index)) = self.current() else {
+            return Ok(false);
+        };
+        let Some((key, value)) = leaf.record(index) else {
+            return Ok(false);
+        };
+        visit(key, value);
+        Ok(true)
     }
 
     fn key(&mut self) -> Result<Option<Vec<u8>>> {

@@ -67,6 +67,15 @@ const KIND_CLEAR: u8 = 3;
 /// that a long run of sets without a commit does not hold its whole journal in memory.
 const MAX_PENDING_BYTES: usize = 1 << 20;
 
+/// The journal file grows by zeros written this far ahead of its frames, and is reused, not
+/// truncated, when it starts over (up to `MAX_RECYCLED_BYTES`). Why: a frame then overwrites
+/// blocks the file already has, so its `fdatasync` writes the data and flushes the device,
+/// with no change of the file's size or extents for the file system to commit first (on
+/// ext4 a commit into a growing file cost a journal commit of its own). RocksDB recycles its
+/// log files for the same reason.
+const GROWTH_BYTES: u64 = 1 << 20;
+const MAX_RECYCLED_BYTES: u64 = 64 << 20;
+
 /// The journal file of the tree file at `tree_path`.
 pub fn journal_path(tree_path: &Path) -> PathBuf {
     sibling_path(tree_path, ".journal")
@@ -298,6 +307,8 @@ pub struct Journal {
     salt: u64,
     /// Where the next frame goes.
     end: u64,
+    /// Bytes of the file written (frames, or the zeros written ahead of them).
+    allocated: u64,
     /// Entries encoded since the last frame was written.
     pending: Vec<u8>,
     pending_entries: u32,
@@ -316,6 +327,7 @@ impl Journal {
             file: None,
             salt: 0,
             end: 0,
+            allocated: 0,
             pending: Vec::new(),
             pending_entries: 0,
             written: 0,
@@ -392,7 +404,16 @@ impl Journal {
         frame.extend_from_slice(&self.pending);
         let file =
             self.file.as_ref().ok_or_else(|| Error::broken("tree journal: no file after start (a bug in Kura)"))?;
-        file.write_all_at(&frame, offset).map_err(|e| Error::io(format!("write {}", self.path.display()), e))?;
+        let io = |e| Error::io(format!("write {}", self.path.display()), e);
+        let frame_end = offset + frame.len() as u64;
+        if frame_end > self.allocated {
+            // Zeros ahead (a replay stops at them: an all-zero frame header fails its checksum).
+            let grown = frame_end.div_ceil(GROWTH_BYTES).saturating_add(1).saturating_mul(GROWTH_BYTES);
+            let zeros = vec![0u8; usize::try_from(grown - frame_end).unwrap_or(0)];
+            file.write_all_at(&zeros, frame_end).map_err(io)?;
+            self.allocated = grown;
+        }
+        file.write_all_at(&frame, offset).map_err(io)?;
         self.end += frame.len() as u64;
         self.written += frame.len() as u64;
         self.sync.written.store(self.written, Ordering::Release);
@@ -415,8 +436,8 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes a fresh header with a new salt into `file` (or a newly created file), truncated
-    /// after it, and syncs it.
+    /// Writes a fresh header with a new salt into `file` (or a newly created file) and syncs
+    /// it; the file keeps its length (see `GROWTH_BYTES`).
     fn start(&mut self, file: Option<Arc<File>>) -> Result<()> {
         let io = |what: &str, e| Error::io(format!("{what} {}", self.path.display()), e);
         let created = file.is_none();
@@ -435,13 +456,19 @@ impl Journal {
         // The new salt is taken only once the header holding it is durable: until then frames
         // go on with the old salt after the old end, where a replay finds them.
         let salt = new_salt(self.salt);
-        file.set_len(0).map_err(|e| io("truncate", e))?;
+        let mut allocated = if created { 0 } else { file.metadata().map_err(|e| io("stat", e))?.len() };
+        if allocated > MAX_RECYCLED_BYTES {
+            file.set_len(MAX_RECYCLED_BYTES).map_err(|e| io("truncate", e))?;
+            allocated = MAX_RECYCLED_BYTES;
+        }
+        // The old frames stay behind the new header: their checksums hold only with the old salt.
         file.write_all_at(&encode_header(salt), 0).map_err(|e| io("write", e))?;
         file.sync_data().map_err(|e| io("fdatasync", e))?;
         if created {
             crate::file::sync_parent(&self.path)?;
         }
         self.salt = salt;
+        self.allocated = allocated.max(HEADER_SIZE as u64);
         self.end = HEADER_SIZE as u64;
         self.frames = 0;
         self.file = Some(file);
@@ -511,14 +538,17 @@ mod tests {
         write(&mut journal, &[Entry::Clear, set(b"c", b"3")]);
         assert_eq!(replayed(&tree), ["a=1", "-b", "clear", "c=3"]);
         let whole = std::fs::read(journal_path(&tree)).unwrap();
-        // Every cut inside the second frame drops that frame only; one flipped byte in it too.
-        // The first frame's payload: set a=1 (5 bytes), remove b (3 bytes).
+        // The first frame's payload: set a=1 (5 bytes), remove b (3 bytes); the second's: clear
+        // (1 byte), set c=3 (5 bytes). Zeros follow (written ahead of the frames).
         let second = HEADER_SIZE + FRAME_HEADER_SIZE + 8;
-        for cut in second..whole.len() {
+        let second_end = second + FRAME_HEADER_SIZE + 6;
+        assert!(whole[second_end..].iter().all(|&b| b == 0), "zeros after the last frame");
+        // Every cut inside the second frame drops that frame only; one flipped byte in it too.
+        for cut in second..second_end {
             std::fs::write(journal_path(&tree), &whole[..cut]).unwrap();
             assert_eq!(replayed(&tree), ["a=1", "-b"], "cut at {cut}");
         }
-        for at in second..whole.len() {
+        for at in second..second_end {
             let mut damaged = whole.clone();
             damaged[at] ^= 0x10;
             std::fs::write(journal_path(&tree), &damaged).unwrap();

@@ -33,6 +33,7 @@ mod range;
 mod rebalance;
 mod rebuild;
 mod recovery;
+mod scan;
 mod seek;
 mod space;
 mod store;
