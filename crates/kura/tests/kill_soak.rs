@@ -289,6 +289,9 @@ fn params_for(engine: &Engine, file_index: u64) -> Params {
         ("num_buckets", (61 + file_index * 7).to_string()),
         ("max_page_size", (512 << (file_index % 3)).to_string()),
         ("max_dirty_pages", (8 + file_index % 3 * 24).to_string()),
+        // TreeDbm: checkpoints every few KiB of journal, and batches over a quarter of that
+        // bypass the journal (applied, then checkpointed), so kills land in both paths.
+        ("checkpoint_bytes", (2048 << (file_index % 4)).to_string()),
     ];
     candidates
         .iter()

@@ -76,6 +76,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         check_engine(&dir.path().join("db.kuh"), "", &batches, true);
         check_engine(&dir.path().join("db.kut"), "", &batches, true);
+        // Batches over a quarter of `checkpoint_bytes` bypass TreeDbm's journal (applied, then
+        // checkpointed at once); the smaller ones go through it.
+        check_engine(&dir.path().join("bypass.kut"), "checkpoint_bytes=400", &batches, true);
         check_engine(&dir.path().join("db.kumt"), "", &batches, true);
         check_engine(&dir.path().join("db.kumb"), "", &batches, true);
         // A cache large enough to evict nothing, so that the model stays exact.
@@ -94,5 +97,45 @@ fn a_read_only_handle_refuses_a_batch() {
         batch.set("a", "1");
         assert!(db.write_batch(&batch).is_err(), "{name}");
         assert_eq!(db.count().unwrap(), 0);
+    }
+}
+
+/// A TreeDbm batch that fails midway (its second key lies in a damaged page) leaves nothing of
+/// itself, in memory and after a reopen, whether it went through the journal or bypassed it.
+#[test]
+fn a_tree_batch_that_fails_midway_leaves_nothing_of_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = |i: u32| format!("k{i:05}").into_bytes();
+    for (name, params) in
+        [("journaled.kut", "max_page_size=512"), ("bypass.kut", "max_page_size=512,checkpoint_bytes=64")]
+    {
+        let path = dir.path().join(name);
+        let params = Params::parse(params).unwrap();
+        let db = open(&path, OpenMode::Create, &params).unwrap();
+        for i in 0..2000 {
+            db.set(&key(i), format!("value {i}").as_bytes(), true).unwrap();
+        }
+        db.close().unwrap();
+        // One byte flipped in the middle of the file: some page there fails its checksum.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xFF;
+        std::fs::write(&path, &bytes).unwrap();
+        let db = open(&path, OpenMode::Write, &params).unwrap();
+        let bad = (0..2000).map(key).find(|k| db.get(k).is_err()).expect("the flip damaged a page");
+        let good = key(0);
+        assert_eq!(db.get(&good).unwrap(), b"value 0", "{name}: the first page is intact");
+        let mut failing = WriteBatch::new();
+        failing.set(&good, b"changed").set(&bad, b"unreachable");
+        assert!(db.write_batch(&failing).is_err(), "{name}: a batch into a damaged page fails");
+        assert_eq!(db.get(&good).unwrap(), b"value 0", "{name}: nothing of the batch in memory");
+        let mut fine = WriteBatch::new();
+        fine.set(b"after", b"the failure");
+        db.write_batch(&fine).unwrap();
+        db.close().unwrap();
+        let db = open(&path, OpenMode::Write, &params).unwrap();
+        assert_eq!(db.get(&good).unwrap(), b"value 0", "{name}: nothing of the batch after a reopen");
+        assert_eq!(db.get(b"after").unwrap(), b"the failure", "{name}: a batch after the failure stays");
+        db.close().unwrap();
     }
 }

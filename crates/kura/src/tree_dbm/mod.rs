@@ -118,7 +118,8 @@ impl TreeDbm {
             }
             pager
         };
-        let mut tree = BTree::new(pager, options.max_dirty_pages);
+        let dirty_budget = options.dirty_budget(pager.max_page_size());
+        let mut tree = BTree::new(pager, dirty_budget);
         // Commits since the last checkpoint (none after a clean close or a creation, which
         // removed the journal under the lock).
         let recovered = journal::recover(path)?;

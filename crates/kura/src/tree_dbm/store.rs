@@ -30,11 +30,13 @@ pub struct Store {
     pub tree: BTree,
     journal: Journal,
     checkpoint_bytes: u64,
+    /// False while a batch too large for the journal is applied (`write_batch`).
+    journaling: bool,
 }
 
 impl Store {
     pub fn new(tree: BTree, path: &Path, checkpoint_bytes: u64) -> Store {
-        Store { tree, journal: Journal::new(path), checkpoint_bytes }
+        Store { tree, journal: Journal::new(path), checkpoint_bytes, journaling: true }
     }
 
     pub fn journal(&self) -> &Journal {
@@ -44,6 +46,9 @@ impl Store {
     /// Runs `processor` on `key` and journals the change it made; true when it changed
     /// something.
     pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {
+        if !self.journaling {
+            return self.tree.process(key, processor);
+        }
         let Store { tree, journal, .. } = self;
         let pending = journal.pending_mut();
         let mark = pending.len();
@@ -64,11 +69,32 @@ impl Store {
         outcome
     }
 
-    /// Applies `batch` all or nothing: in the journal its entries form one frame.
+    /// Applies `batch` all or nothing: in the journal its entries form one frame. A batch of
+    /// more than a quarter of `checkpoint_bytes` bypasses the journal: it is applied and made
+    /// durable by a checkpoint at once (whose shadow paging keeps it whole or absent across a
+    /// crash), so that a bulk load is written once, into the tree, and not first into the
+    /// journal.
     pub fn write_batch(&mut self, batch: &WriteBatch) -> Result<()> {
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there.
         self.journal.write_pending()?;
+        if batch.byte_size() as u64 > self.checkpoint_bytes / 4 {
+            self.journaling = false;
+            let applied = self.apply(batch);
+            self.journaling = true;
+            applied?;
+            return self.checkpoint();
+        }
+        self.apply(batch)?;
+        if let Err(e) = self.journal.write_pending() {
+            return Err(self.undo_uncommitted(e));
+        }
+        self.after_change()
+    }
+
+    /// Applies the operations of `batch` in order; a failure leaves memory and journal back in
+    /// line (`undo_uncommitted`) and is returned.
+    fn apply(&mut self, batch: &WriteBatch) -> Result<()> {
         for op in batch.ops() {
             let outcome = match op {
                 BatchOp::Set { key, value } => self.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
@@ -78,10 +104,7 @@ impl Store {
                 return Err(self.undo_uncommitted(e));
             }
         }
-        if let Err(e) = self.journal.write_pending() {
-            return Err(self.undo_uncommitted(e));
-        }
-        self.after_change()
+        Ok(())
     }
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
