@@ -310,6 +310,8 @@ pub struct Journal {
     /// Bytes of the file written (frames, or the zeros written ahead of them).
     allocated: u64,
     /// Entries encoded since the last frame was written.
+    /// Room for the frame's header, then the entries: a frame is written from here in one
+    /// `pwrite`, without copying it into a buffer of its own.
     pending: Vec<u8>,
     pending_entries: u32,
     /// The position after the last frame written.
@@ -328,7 +330,7 @@ impl Journal {
             salt: 0,
             end: 0,
             allocated: 0,
-            pending: Vec::new(),
+            pending: vec![0; FRAME_HEADER_SIZE],
             pending_entries: 0,
             written: 0,
             frames: 0,
@@ -372,12 +374,12 @@ impl Journal {
 
     /// Whether the pending entries should be written out now (see `MAX_PENDING_BYTES`).
     pub fn pending_is_large(&self) -> bool {
-        self.pending.len() > MAX_PENDING_BYTES
+        self.pending.len() > FRAME_HEADER_SIZE + MAX_PENDING_BYTES
     }
 
     /// Drops the pending entries (their changes are in a checkpoint, or were undone).
     pub fn discard_pending(&mut self) {
-        self.pending.clear();
+        self.pending.truncate(FRAME_HEADER_SIZE);
         self.pending_entries = 0;
     }
 
@@ -386,22 +388,20 @@ impl Journal {
         if self.pending_entries == 0 {
             return Ok(self.written);
         }
-        let len = u32::try_from(self.pending.len())
+        let len = u32::try_from(self.pending.len() - FRAME_HEADER_SIZE)
             .map_err(|_| Error::new(ErrorKind::Limit, "a commit of more than 4 GiB of changes"))?;
         if self.file.is_none() {
             self.start(None)?;
         }
         let offset = self.end;
+        let (head, payload) = self.pending.split_at_mut(FRAME_HEADER_SIZE);
         let mut header = HeaderBytes::<FRAME_HEADER_SIZE>::new();
         header.put_u32(FRAME_LEN_FIELD, len);
         header.put_u32(FRAME_COUNT_FIELD, self.pending_entries);
-        header
-            .put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, self.pending_entries, &self.pending));
-        // One write of header and payload: the frame is contiguous in the file either way, and
-        // a single pwrite is one system call.
-        let mut frame = Vec::with_capacity(FRAME_HEADER_SIZE + self.pending.len());
-        frame.extend_from_slice(&header.into_bytes());
-        frame.extend_from_slice(&self.pending);
+        header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, self.pending_entries, payload));
+        head.copy_from_slice(&header.into_bytes());
+        // One write of header and payload: one system call.
+        let frame = &self.pending;
         let file =
             self.file.as_ref().ok_or_else(|| Error::broken("tree journal: no file after start (a bug in Kura)"))?;
         let io = |e| Error::io(format!("write {}", self.path.display()), e);
@@ -413,7 +413,7 @@ impl Journal {
             file.write_all_at(&zeros, frame_end).map_err(io)?;
             self.allocated = grown;
         }
-        file.write_all_at(&frame, offset).map_err(io)?;
+        file.write_all_at(frame, offset).map_err(io)?;
         self.end += frame.len() as u64;
         self.written += frame.len() as u64;
         self.sync.written.store(self.written, Ordering::Release);
