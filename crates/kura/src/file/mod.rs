@@ -1,12 +1,14 @@
 //! The file layer: memory-mapped database files, the inter-process lock, and atomic
 //! replacement of a file by a rebuilt one.
 
+mod appender;
 mod lock;
 mod mapped;
 mod open;
 mod prefetch;
 mod replace;
 
+pub use appender::MappedAppender;
 pub use lock::{FileLock, LockMode};
 pub use mapped::{allocate, MappedFile};
 pub use open::{not_regular, open_regular_file};

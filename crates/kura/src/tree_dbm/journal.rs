@@ -28,7 +28,6 @@
 //! ```
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,7 +37,7 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::encoding::{put_varint, ByteReader, Field, HeaderBytes};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::sibling_path;
+use crate::file::{sibling_path, MappedAppender};
 
 const MAGIC: &[u8; 8] = b"KuraJrnl";
 const VERSION: u32 = 1;
@@ -307,11 +306,10 @@ pub struct Journal {
     salt: u64,
     /// Where the next frame goes.
     end: u64,
-    /// Bytes of the file written (frames, or the zeros written ahead of them).
-    allocated: u64,
-    /// Entries encoded since the last frame was written.
-    /// Room for the frame's header, then the entries: a frame is written from here in one
-    /// `pwrite`, without copying it into a buffer of its own.
+    /// The file, mapped: frames are copied into it (file/appender.rs); None before the first.
+    appender: Option<MappedAppender>,
+    /// Room for a frame's header, then the entries encoded since the last frame was written:
+    /// a frame is copied into the file from here in one piece.
     pending: Vec<u8>,
     pending_entries: u32,
     /// The position after the last frame written.
@@ -329,7 +327,7 @@ impl Journal {
             file: None,
             salt: 0,
             end: 0,
-            allocated: 0,
+            appender: None,
             pending: vec![0; FRAME_HEADER_SIZE],
             pending_entries: 0,
             written: 0,
@@ -400,20 +398,16 @@ impl Journal {
         header.put_u32(FRAME_COUNT_FIELD, self.pending_entries);
         header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, self.pending_entries, payload));
         head.copy_from_slice(&header.into_bytes());
-        // One write of header and payload: one system call.
         let frame = &self.pending;
-        let file =
-            self.file.as_ref().ok_or_else(|| Error::broken("tree journal: no file after start (a bug in Kura)"))?;
-        let io = |e| Error::io(format!("write {}", self.path.display()), e);
+        let appender =
+            self.appender.as_mut().ok_or_else(|| Error::broken("tree journal: no file after start (a bug in Kura)"))?;
         let frame_end = offset + frame.len() as u64;
-        if frame_end > self.allocated {
+        if frame_end > appender.len() {
             // Zeros ahead (a replay stops at them: an all-zero frame header fails its checksum).
             let grown = frame_end.div_ceil(GROWTH_BYTES).saturating_add(1).saturating_mul(GROWTH_BYTES);
-            let zeros = vec![0u8; usize::try_from(grown - frame_end).unwrap_or(0)];
-            file.write_all_at(&zeros, frame_end).map_err(io)?;
-            self.allocated = grown;
+            appender.grow_to(grown)?;
         }
-        file.write_all_at(frame, offset).map_err(io)?;
+        appender.write(offset, frame)?;
         self.end += frame.len() as u64;
         self.written += frame.len() as u64;
         self.sync.written.store(self.written, Ordering::Release);
@@ -456,19 +450,35 @@ impl Journal {
         // The new salt is taken only once the header holding it is durable: until then frames
         // go on with the old salt after the old end, where a replay finds them.
         let salt = new_salt(self.salt);
-        let mut allocated = if created { 0 } else { file.metadata().map_err(|e| io("stat", e))?.len() };
-        if allocated > MAX_RECYCLED_BYTES {
-            file.set_len(MAX_RECYCLED_BYTES).map_err(|e| io("truncate", e))?;
-            allocated = MAX_RECYCLED_BYTES;
-        }
-        // The old frames stay behind the new header: their checksums hold only with the old salt.
-        file.write_all_at(&encode_header(salt), 0).map_err(|e| io("write", e))?;
-        file.sync_data().map_err(|e| io("fdatasync", e))?;
-        if created {
-            crate::file::sync_parent(&self.path)?;
+        let mut appender = match self.appender.take() {
+            Some(appender) => appender,
+            None => MappedAppender::new(Arc::clone(&file), &self.path)?,
+        };
+        // The old frames stay behind the new header: their checksums hold only with the old
+        // salt. A new file gets its first zeros (see `GROWTH_BYTES`) before the header.
+        let started = (|| {
+            if appender.len() > MAX_RECYCLED_BYTES {
+                appender.truncate(MAX_RECYCLED_BYTES)?;
+            }
+            appender.grow_to(GROWTH_BYTES)?;
+            appender.write(0, &encode_header(salt))?;
+            file.sync_data().map_err(|e| io("fdatasync", e))?;
+            if created {
+                crate::file::sync_parent(&self.path)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = started {
+            if !created {
+                // The header may or may not hold the new salt now: frames written after it with
+                // either salt could be lost to a replay, so no commit may claim durability again.
+                self.sync.failed.store(true, Ordering::Release);
+                self.appender = Some(appender);
+            }
+            return Err(e);
         }
         self.salt = salt;
-        self.allocated = allocated.max(HEADER_SIZE as u64);
+        self.appender = Some(appender);
         self.end = HEADER_SIZE as u64;
         self.frames = 0;
         self.file = Some(file);
@@ -478,6 +488,7 @@ impl Journal {
     /// Removes the journal file (after a close made its changes durable in the tree file).
     pub fn remove(&mut self) -> Result<()> {
         self.discard_pending();
+        self.appender = None;
         self.file = None;
         self.frames = 0;
         crate::file::remove_if_exists(&self.path)

@@ -8,7 +8,8 @@
 //!   syncs the journal as well (power-loss-safe);
 //! - the tree's pages are written only by a checkpoint: a durable commit of the tree file,
 //!   after which the journal starts over (durably). So the tree file never holds a change the
-//!   journal on disk lacks while that journal holds an older change it would undo;
+//!   journal on disk lacks while that journal holds an older change it would undo; a batch
+//!   too large for the journal is applied only once a checkpoint has emptied it;
 //! - when applying a change fails midway (an I/O error, a batch with a record over the limit),
 //!   the tree goes back to the last checkpoint and the journal's frames are replayed, so memory
 //!   and journal agree again.
@@ -70,15 +71,20 @@ impl Store {
     }
 
     /// Applies `batch` all or nothing: in the journal its entries form one frame. A batch of
-    /// more than a quarter of `checkpoint_bytes` bypasses the journal: it is applied and made
-    /// durable by a checkpoint at once (whose shadow paging keeps it whole or absent across a
-    /// crash), so that a bulk load is written once, into the tree, and not first into the
-    /// journal.
+    /// more than a quarter of `checkpoint_bytes` bypasses the journal: after a checkpoint of
+    /// what came before, it is applied and made durable by a checkpoint at once (whose shadow
+    /// paging keeps it whole or absent across a crash), so that a bulk load is written once,
+    /// into the tree, and not first into the journal.
     pub fn write_batch(&mut self, batch: &WriteBatch) -> Result<()> {
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there.
         self.journal.write_pending()?;
         if batch.byte_size() as u64 > self.checkpoint_bytes / 4 {
+            // A checkpoint first, which empties the journal durably: a crash between the
+            // batch's checkpoint and the journal's restart would otherwise replay older entries
+            // over the batch's changes (found by the kill soak). From here the tree may hold a
+            // change the journal lacks, since the journal holds nothing that could undo it.
+            self.checkpoint()?;
             self.journaling = false;
             let applied = self.apply(batch);
             self.journaling = true;
