@@ -5,13 +5,15 @@
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
 #   make fuzz    each cargo-fuzz target for FUZZ_SECONDS (nightly); make soak: the kill -9 soak
 #   make scaleout  3 `kura serve` behind pymemcache's HashClient and twemproxy (docs/server.md)
+#   make bench-peers  TreeDbm and HashDbm against LMDB, RocksDB, fjall and redb in redb's benchmark
+#                phases (bench/peers/, its own workspace); writes bench/results/peers.{json,md,png}
 # Shrink a benchmark with BENCH_ITER=100000 BENCH_DICT_LIMIT=20000 (see bench/run.py);
 # the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py),
 # bench/shard.py with SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000,
 # CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), the
 # batched gets beyond the caches with BEYOND_RECORDS=1000000 (bench/beyond_caches.py), and the
 # server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1
-# BENCH_SERVER_LATENCY_SECONDS=2.
+# BENCH_SERVER_LATENCY_SECONDS=2; the peers' with PEERS_RECORDS=20000 PEERS_ROUNDS=1 (bench/peers.py).
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
 
 SHELL := /bin/bash
@@ -37,11 +39,17 @@ DEB_PACKAGES += ruby ruby-dev ruby-minitest rake libclang-dev ruby-dbm libleveld
 DEB_PACKAGES += libmemcached-tools memcached nutcracker
 # strace counts the system calls of a durable commit (crates/kura/tests/durable_commit_syscalls.rs).
 DEB_PACKAGES += strace
+# The lz4 codec decodes with liblz4, the C library Tkrzw uses too: crates/kura/build.rs links its
+# liblz4.a, found with pkg-config (listed above).
+DEB_PACKAGES += liblz4-dev
+# make bench-peers: RocksDB 7.8, linked by bench/peers (librocksdb-sys with ROCKSDB_LIB_DIR) rather
+# than compiled from source; its bindgen uses libclang-dev, listed above.
+DEB_PACKAGES += librocksdb-dev
 # Root installs directly; others go through sudo when there is one.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
-	dictionary clean distclean fuzz fuzz-smoke soak loom
+	dictionary clean distclean fuzz fuzz-smoke soak loom bench-peers
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -162,10 +170,17 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python bench/beyond_caches.py all
 	$(CARGO) build --release -p kura-server --example load_client
 	$(VENV)/bin/python bench/server.py
+	$(VENV)/bin/python bench/peers.py
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)
 scale: build venv
 	$(VENV)/bin/python bench/scale.py
+
+## bench-peers: Kura against LMDB, RocksDB, fjall and redb (bench/peers.py builds bench/peers, its own
+## workspace, so `make test` never compiles the peers); PEERS_MEMORY_LIMIT=512M runs each store in a
+## cgroup memory group of that size (bench/peers.py --memory-limit)
+bench-peers: deps venv
+	$(VENV)/bin/python bench/peers.py $(if $(PEERS_MEMORY_LIMIT),--memory-limit $(PEERS_MEMORY_LIMIT))
 
 ## scaleout: 3 `kura serve` behind pymemcache's HashClient and twemproxy, 100k keys (docs/server.md)
 scaleout: build python

@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""Kura's TreeDbm and HashDbm against LMDB, RocksDB, fjall and redb (`make bench-peers`),
+through the phases of redb's own `lmdb_benchmark`: bulk load, durable single and batch
+writes, non-durable writes, len(), random point and range reads on 1, 2 and 4 threads, reads
+after a reopen, removals, size before and after compaction (bench/peers/src/main.rs says what
+each phase does and checks).
+
+Builds bench/peers (its own cargo workspace, linking Debian's librocksdb) and runs the
+`kura-peers` binary once per store per round, each store in a process of its own in a fresh
+directory. Round 1 runs the stores in order, round 2 in reverse, and so on; the report keeps
+the best (least) time of each phase per store. Writes bench/results/peers.json (every round's
+lines too), peers.md (times per store and phase, and Kura's time over the best peer's) and
+peers.png (if matplotlib is importable).
+
+Environment: PEERS_RECORDS (default 1000000), PEERS_ROUNDS (default 2), PEERS_STORES (a
+comma-separated subset), PEERS_CACHE_BYTES (default 4 GiB: RocksDB's block cache, fjall's and
+redb's caches, TreeDbm's cache_bytes), PEERS_DIR (where the stores are written, default
+bench/data/peers).
+
+  python3 bench/peers.py                       the comparison
+  python3 bench/peers.py --memory-limit 512M   each store in a cgroup v1 memory group of that
+      limit (a group `kura-peers` under this process's own memory cgroup: on a machine where
+      that is the root, /sys/fs/cgroup/memory/kura-peers), the page cache dropped before each
+      store, the bulk load in commits of 100,000, caches a quarter of the limit unless
+      PEERS_CACHE_BYTES says otherwise; results in peers-512M.{json,md,png}
+"""
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+STORES = ["kura-tree", "kura-hash", "lmdb", "rocksdb", "fjall", "redb"]
+KURA = {"kura-tree": "TreeDbm", "kura-hash": "HashDbm"}
+PEERS = ["lmdb", "rocksdb", "fjall", "redb"]
+TITLES = {"kura-tree": "Kura TreeDbm", "kura-hash": "Kura HashDbm", "lmdb": "LMDB", "rocksdb": "RocksDB",
+          "fjall": "fjall", "redb": "redb"}
+# The phases in the order the binary runs them, and the rows of the report.
+PHASES = ["bulk load", "individual writes", "batch writes", "nosync writes",
+          "nosync writes, 1-op write_batch (overwrites)", "len()", "random reads", "random range reads",
+          "random reads (2 threads)", "random reads (4 threads)", "close + reopen", "random reads after reopen",
+          "removals", "uncompacted size", "compaction", "compacted size"]
+SIZE_PHASES = {"uncompacted size", "compacted size"}
+# A phase only TreeDbm runs, set beside the peers' phase of the same kind in the ratio table.
+RATIO_AGAINST = {"nosync writes, 1-op write_batch (overwrites)": "nosync writes"}
+PEAK_RSS = "peak RSS"
+PEERS_DIR = os.path.join(harness.ROOT, "bench", "peers")
+MANIFEST = os.path.join(PEERS_DIR, "Cargo.toml")
+DEFAULT_CACHE_BYTES = 4 << 30
+MEMORY_BULK_BATCH = 100_000
+CRATES = ["heed", "lmdb-master-sys", "rocksdb", "librocksdb-sys", "fjall", "lsm-tree", "redb"]
+
+
+def parse_size(text):
+    """`512M`, `2G`, `1048576`: bytes (binary multiples, as Kura's parameters)."""
+    text = text.strip().upper()
+    shift = {"K": 10, "M": 20, "G": 30, "T": 40}.get(text[-1:], 0)
+    return int(text[:-1] if shift else text) << shift
+
+
+def binary_path():
+    target = os.environ.get("CARGO_TARGET_DIR", "").strip()
+    target = os.path.join(harness.ROOT, target) if target else os.path.join(PEERS_DIR, "target")
+    return os.path.join(target, "release", "kura-peers")
+
+
+def rocksdb_lib_dir():
+    """Where Debian's librocksdb.so is (librocksdb-dev); ROCKSDB_LIB_DIR wins when set."""
+    given = os.environ.get("ROCKSDB_LIB_DIR", "").strip()
+    if given:
+        return given
+    found = sorted(glob.glob("/usr/lib/*/librocksdb.so")) + sorted(glob.glob("/usr/lib/librocksdb.so"))
+    if not found:
+        sys.exit("peers: librocksdb.so not found; install librocksdb-dev (make deps)")
+    return os.path.dirname(found[0])
+
+
+def build():
+    """Builds kura-peers against the system librocksdb; returns the build's seconds."""
+    env = dict(os.environ, ROCKSDB_LIB_DIR=rocksdb_lib_dir())
+    harness.log("peers: cargo build --release --manifest-path bench/peers/Cargo.toml")
+    began = time.monotonic()
+    result = subprocess.run(["cargo", "build", "--release", "--manifest-path", MANIFEST], env=env)
+    if result.returncode != 0:
+        sys.exit("peers: building bench/peers failed")
+    return time.monotonic() - began
+
+
+def versions():
+    """The peers' crate versions from bench/peers/Cargo.lock, and the system RocksDB's."""
+    found = {}
+    try:
+        with open(os.path.join(PEERS_DIR, "Cargo.lock")) as lock:
+            name = None
+            for line in lock:
+                if line.startswith("name = "):
+                    name = line.split('"')[1]
+                elif line.startswith("version = ") and name in CRATES:
+                    found[name] = line.split('"')[1]
+    except OSError:
+        pass
+    package = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "librocksdb-dev"],
+                             capture_output=True, text=True)
+    if package.returncode == 0 and package.stdout.strip():
+        found["librocksdb-dev (linked)"] = package.stdout.strip()
+    return found
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    memory = ""
+    try:
+        with open("/proc/meminfo") as info:
+            memory = f", {int(info.readline().split()[1]) / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    return f"{cpu}, {os.cpu_count()} cores{memory}; {platform.system()} {platform.release()}; {rustc}"
+
+
+class MemoryGroup:
+    """A cgroup v1 memory group of `limit` bytes named kura-peers, under this process's own
+    memory cgroup (so it is /sys/fs/cgroup/memory/kura-peers where that is the root)."""
+
+    ROOT = "/sys/fs/cgroup/memory"
+
+    def __init__(self, limit):
+        own = "/"
+        with open("/proc/self/cgroup") as groups:
+            for line in groups:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if "memory" in controllers.split(","):
+                    own = path
+        if not os.path.exists(os.path.join(self.ROOT, "memory.limit_in_bytes")):
+            sys.exit(f"peers: --memory-limit needs the cgroup v1 memory controller at {self.ROOT}")
+        self.path = os.path.join(self.ROOT, own.lstrip("/"), "kura-peers")
+        os.makedirs(self.path, exist_ok=True)
+        self.write("memory.limit_in_bytes", limit)
+        self.limit = limit
+
+    def write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as control:
+            control.write(str(value))
+
+    def read(self, name):
+        with open(os.path.join(self.path, name)) as control:
+            return int(control.read().split()[0])
+
+    def reset_peak(self):
+        self.write("memory.max_usage_in_bytes", 0)
+
+    def wrap(self, command):
+        """`command` started inside the group: a shell joins it, then becomes the command."""
+        procs = os.path.join(self.path, "cgroup.procs")
+        return ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh"] + command
+
+    def remove(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
+def drop_page_cache():
+    subprocess.run(["sync"])
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as control:
+            control.write("3")
+    except OSError as error:
+        harness.log(f"peers: cannot drop the page cache ({error}); the stores start with it warm")
+
+
+def run_store(binary, store, settings, group):
+    """One process of `store`; returns (lines by phase, peak RSS bytes, error or None)."""
+    directory = os.path.join(settings["dir"], store)
+    shutil.rmtree(directory, ignore_errors=True)
+    command = [binary, "--store", store, "--records", str(settings["records"]), "--dir", directory,
+               "--cache-bytes", str(settings["cache_bytes"])]
+    if settings["bulk_batch"]:
+        command += ["--bulk-batch", str(settings["bulk_batch"])]
+    if group:
+        drop_page_cache()
+        group.reset_peak()
+        command = group.wrap(command)
+    lines, error = {}, None
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        for text in process.stdout:
+            try:
+                line = json.loads(text)
+            except ValueError:
+                harness.log(f"peers: {store}: not JSON: {text.rstrip()}")
+                continue
+            lines[line["phase"]] = line
+            harness.log(f"peers: {store}: {line['phase']}: " + (
+                f"{line['bytes'] / 1e6:.1f} MB" if line.get("bytes") is not None else
+                f"{line['seconds']:.3f} s" if line.get("seconds") is not None else "n/a"))
+        process.stdout.close()
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        peak = group.read("memory.max_usage_in_bytes") if group else usage.ru_maxrss * 1024
+        if process.returncode != 0:
+            stderr.seek(0)
+            reason = "killed by signal %d" % -process.returncode if process.returncode < 0 else \
+                f"exit status {process.returncode}"
+            if group and process.returncode == -9:
+                reason += " (the memory limit's OOM killer?)"
+            error = f"{reason}: {stderr.read()[-1500:].strip()}"
+            harness.log(f"peers: {store} failed, {error}")
+    shutil.rmtree(directory, ignore_errors=True)
+    return lines, peak, error
+
+
+def best_of(rounds):
+    """Per store and phase, the least time (or size) over the rounds that measured it."""
+    best = {}
+    for store in STORES:
+        phases = {}
+        for result in rounds:
+            for phase, line in result.get(store, {}).get("lines", {}).items():
+                key = "bytes" if phase in SIZE_PHASES else "seconds"
+                if line.get(key) is None:
+                    phases.setdefault(phase, dict(line))
+                    continue
+                kept = phases.get(phase)
+                if kept is None or kept.get(key) is None or line[key] < kept[key]:
+                    phases[phase] = dict(line)
+            peak = result.get(store, {}).get("peak_bytes")
+            if peak:
+                phases[PEAK_RSS] = {"bytes": min(peak, phases.get(PEAK_RSS, {}).get("bytes") or peak)}
+        if phases:
+            best[store] = phases
+    return best
+
+
+def checksum_mismatches(best):
+    """Read phases where two stores returned different data (every store holds the same
+    records, so every read phase's checksum must be the same)."""
+    problems = []
+    for phase in PHASES:
+        sums = {store: best[store][phase]["checksum"] for store in best
+                if "checksum" in best[store].get(phase, {})}
+        if len(set(sums.values())) > 1:
+            problems.append(f"{phase}: checksums differ: {sums}")
+    return problems
+
+
+def value_of(best, store, phase):
+    line = best.get(store, {}).get(phase, {})
+    return line.get("bytes") if phase in SIZE_PHASES or phase == PEAK_RSS else line.get("seconds")
+
+
+def cell(best, store, phase):
+    value = value_of(best, store, phase)
+    if value is None:
+        return "n/a" if phase in best.get(store, {}) else "-"
+    if phase in SIZE_PHASES or phase == PEAK_RSS:
+        return f"{value / 1e6:.1f} MB"
+    ops = best[store][phase].get("ops") or 0
+    rate = ops / value if ops > 1 and value > 0 else 0
+    rate = f" ({rate / 1e6:.2f}M/s)" if rate >= 1e6 else f" ({rate / 1e3:.0f}k/s)" if rate >= 1e4 else \
+        f" ({rate:.0f}/s)" if rate else ""
+    return f"{value:.3f} s{rate}" if value >= 0.001 else f"{value * 1e6:.0f} µs"
+
+
+def rows(best):
+    present = [p for p in PHASES if any(p in best.get(s, {}) for s in STORES)]
+    return present + ([PEAK_RSS] if any(PEAK_RSS in best.get(s, {}) for s in STORES) else [])
+
+
+def ratio_cell(best, kura, phase):
+    ours = value_of(best, kura, phase)
+    peers = [(value_of(best, peer, RATIO_AGAINST.get(phase, phase)), peer) for peer in PEERS]
+    peers = [(value, peer) for value, peer in peers if value]
+    if not ours or not peers:
+        return "-"
+    value, peer = min(peers)
+    return f"{ours / value:.2f} ({TITLES[peer]})"
+
+
+def markdown(report, chart):
+    settings, best = report["settings"], report["best"]
+    stores = [s for s in STORES if s in best]
+    date = report["date"][:16].replace("T", " ") + " UTC"
+    memory = settings.get("memory_limit")
+    title = "Kura against LMDB, RocksDB, fjall and redb" + (
+        f" under a {memory // 2**20} MiB memory limit" if memory else "")
+    parts = [f"# {title}", "",
+             f"Measured {date} by `make bench-peers` (bench/peers.py, bench/peers/) on: {report['machine']}.",
+             "",
+             f"{settings['records']:,} records of a 24-byte key and a 150-byte value (random bytes, fixed seed), "
+             f"the phases of redb's `lmdb_benchmark`; each store in its own process, "
+             f"{settings['rounds']} round(s) in alternating store order, the best (least) time of each phase kept. "
+             f"Caches: {settings['cache_bytes'] / 2**30:g} GiB (RocksDB block cache, fjall and redb caches, "
+             f"TreeDbm `cache_bytes`; LMDB and HashDbm use the page cache); HashDbm `num_buckets` = 2 x records. "
+             + (f"Each store in a cgroup v1 memory group of {memory // 2**20} MiB (page cache included), the page "
+                f"cache dropped before it, the bulk load in commits of {settings['bulk_batch']:,}. "
+                if memory else "")
+             + "Versions: " + ", ".join(f"{name} {version}" for name, version in report["versions"].items()) + ".",
+             ""]
+    if report["errors"]:
+        parts += ["**Failures:**", ""] + [f"- {e}" for e in report["errors"]] + [""]
+    parts += ["## Time per phase", "",
+              "Seconds (and operations a second) of each phase; sizes are the bytes of every file in the store's "
+              "directory after closing it.", "",
+              "| phase | " + " | ".join(TITLES[s] for s in stores) + " |",
+              "|---|" + "---:|" * len(stores)]
+    for phase in rows(best):
+        parts.append(f"| {phase} | " + " | ".join(cell(best, s, phase) for s in stores) + " |")
+    kuras = [k for k in KURA if k in best]
+    if kuras and any(p in best for p in PEERS):
+        parts += ["", "## Kura ÷ best peer", "",
+                  "Kura's time (or size) over the best of LMDB, RocksDB, fjall and redb in the same phase (named; "
+                  "TreeDbm's one-record `write_batch` row against the peers' nosync writes); below 1 Kura is "
+                  "ahead.", "",
+                  "| phase | " + " | ".join(f"{TITLES[k]} ÷ best peer" for k in kuras) + " |",
+                  "|---|" + "---:|" * len(kuras)]
+        for phase in rows(best):
+            parts.append(f"| {phase} | " + " | ".join(ratio_cell(best, k, phase) for k in kuras) + " |")
+    parts += ["", "## What each store does", "",
+              "- Durable commits: Kura `write_batch_durable` (a single durable write is a one-record batch); LMDB "
+              "default flags (sync at commit); RocksDB one `WriteBatch` with `set_sync(true)`; fjall one batch "
+              "with `PersistMode::SyncData`; redb `Durability::Immediate`.",
+              "- Non-durable single writes, each surviving a killed process: HashDbm `set`; TreeDbm `set` then "
+              "`synchronize(false)` (a write to its journal); LMDB `NO_SYNC | NO_META_SYNC` switched "
+              "on around each commit; RocksDB `set_sync(false)`; fjall `PersistMode::Buffer`; redb "
+              "`Durability::None`. TreeDbm's other path, a one-record `write_batch`, is the row "
+              "`nosync writes, 1-op write_batch (overwrites)`, rewriting the same 50,000 records.",
+              "- Random reads: the bulk-loaded records in generation order, one read transaction per thread; "
+              "each phase checks that every key was found with the value written. Range reads: 10 records "
+              "from each of min(500,000, records) bulk keys; the count of records returned is checked; "
+              "HashDbm has no order (n/a).",
+              "- Close + reopen: RocksDB flushes its memtable and fjall rotates and flushes its memtable when "
+              "closed, so that the reads after the reopen, and the sizes, are their tables'. Removals: half "
+              "of all records, in durable commits of 100,000. Compaction: Kura `rebuild`, LMDB copy with "
+              "`MDB_CP_COMPACT` and replace, RocksDB `compact_range`, fjall `major_compact`, redb `compact`. "
+              "fjall's size includes its journal.",
+              f"- {PEAK_RSS}: " + ("the memory group's peak usage (page cache included)." if memory else
+                                   "the process's maximum resident set (mapped file pages it touched included)."),
+              ""]
+    if report["checksum_mismatches"]:
+        parts += ["**Read checksums differ between stores:**", ""] + [
+            f"- {p}" for p in report["checksum_mismatches"]] + [""]
+    else:
+        parts += ["Every read phase returned the same checksum from every store.", ""]
+    if chart:
+        parts += [f"![times per phase]({chart})", ""]
+    return "\n".join(parts)
+
+
+def draw(report, path):
+    """One panel per phase, a bar per store; False (and no file) without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        harness.log("peers: matplotlib is not installed; no chart (make venv installs it in .venv)")
+        return False
+    best = report["best"]
+    stores = [s for s in STORES if s in best]
+    panels = [p for p in rows(best) if sum(1 for s in stores if value_of(best, s, p)) > 1]
+    if not panels:
+        return False
+    columns = 4
+    lines = (len(panels) + columns - 1) // columns
+    figure, axes = plt.subplots(lines, columns, figsize=(4.2 * columns, 3.0 * lines), squeeze=False)
+    for axis, phase in zip(axes.flat, panels):
+        sized = phase in SIZE_PHASES or phase == PEAK_RSS
+        values = [(value_of(best, s, phase) or 0) / (1e6 if sized else 1) for s in stores]
+        colors = ["#2a7ab0" if s in KURA else "#999999" for s in stores]
+        axis.barh(range(len(stores)), values, color=colors)
+        axis.set_yticks(range(len(stores)))
+        axis.set_yticklabels([TITLES[s] for s in stores], fontsize=7)
+        axis.invert_yaxis()
+        axis.set_title(phase, fontsize=9)
+        axis.set_xlabel("MB" if sized else "seconds (less is better)", fontsize=7)
+        axis.tick_params(axis="x", labelsize=7)
+    for axis in list(axes.flat)[len(panels):]:
+        axis.set_visible(False)
+    memory = report["settings"].get("memory_limit")
+    figure.suptitle(f"Kura vs LMDB, RocksDB, fjall, redb: {report['settings']['records']:,} records"
+                    + (f", {memory // 2**20} MiB memory limit" if memory else ""), fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memory-limit", help="run each store in a cgroup v1 memory group of this size (512M)")
+    options = parser.parse_args()
+    memory = parse_size(options.memory_limit) if options.memory_limit else None
+    records = harness.env_int("PEERS_RECORDS", 1_000_000)
+    rounds = max(1, harness.env_int("PEERS_ROUNDS", 2))
+    stores = [s for s in os.environ.get("PEERS_STORES", ",".join(STORES)).split(",") if s]
+    unknown = set(stores) - set(STORES)
+    if unknown:
+        sys.exit(f"peers: unknown stores {sorted(unknown)}; the stores are {STORES}")
+    default_cache = memory // 4 if memory else DEFAULT_CACHE_BYTES
+    settings = {"records": records, "rounds": rounds, "stores": stores,
+                "cache_bytes": harness.env_int("PEERS_CACHE_BYTES", default_cache),
+                "dir": os.environ.get("PEERS_DIR", "").strip() or os.path.join(harness.DATA, "peers"),
+                "bulk_batch": MEMORY_BULK_BATCH if memory else 0, "memory_limit": memory}
+    build_seconds = build()
+    binary = binary_path()
+    group = MemoryGroup(memory) if memory else None
+    os.makedirs(settings["dir"], exist_ok=True)
+    results, errors = [], []
+    began = time.monotonic()
+    try:
+        for number in range(rounds):
+            order = stores if number % 2 == 0 else list(reversed(stores))
+            result = {}
+            for store in order:
+                harness.log(f"peers: round {number + 1}/{rounds}: {store}, {records} records")
+                lines, peak, error = run_store(binary, store, settings, group)
+                result[store] = {"lines": lines, "peak_bytes": peak}
+                if error:
+                    result[store]["error"] = error
+                    errors.append(f"{store}, round {number + 1}: {error}")
+            results.append(result)
+    finally:
+        if group:
+            group.remove()
+    harness.log(f"peers: measured in {(time.monotonic() - began) / 60:.1f} min")
+
+    best = best_of(results)
+    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "machine": machine(),
+              "versions": versions(), "settings": {k: v for k, v in settings.items() if k != "dir"},
+              "build_seconds": round(build_seconds, 1), "best": best, "rounds": results, "errors": errors,
+              "checksum_mismatches": checksum_mismatches(best)}
+    stem = f"peers-{options.memory_limit}" if memory else "peers"
+    os.makedirs(harness.RESULTS, exist_ok=True)
+    with open(os.path.join(harness.RESULTS, f"{stem}.json"), "w") as out:
+        json.dump(report, out, indent=1)
+    chart = f"{stem}.png" if draw(report, os.path.join(harness.RESULTS, f"{stem}.png")) else None
+    with open(os.path.join(harness.RESULTS, f"{stem}.md"), "w") as out:
+        out.write(markdown(report, chart))
+    harness.log(f"peers: wrote bench/results/{stem}.json, {stem}.md" + (f", {chart}" if chart else ""))
+    for problem in report["checksum_mismatches"]:
+        harness.log(f"peers: {problem}")
+    if errors or report["checksum_mismatches"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,419 @@
+//! kura-peers: Kura's TreeDbm and HashDbm against LMDB, RocksDB, fjall and redb, through the
+//! phases of redb's `lmdb_benchmark` (cberner/redb: crates/redb-bench-compare/benches/
+//! lmdb_benchmark.rs, its phases in crates/redb-bench/src/lib.rs): its phases, not its code,
+//! without its retain, extract_if, pop and sorted-insert phases, with 2 and 4 reader threads
+//! (the machine's cores) where it runs 4 to 32, and one run of each read phase per process
+//! where it takes the median of 3. One store per process (bench/peers.py runs each in its own
+//! and keeps the best of its rounds), so that no store inherits another's page cache or heap:
+//!
+//! ```text
+//! kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR
+//!            [--cache-bytes B] [--bulk-batch K]
+//! ```
+//!
+//! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..}`
+//! (`null` where a field does not apply; read phases add the `checksum` of what they read,
+//! which must be the same for every store). Every read phase checks what it read: the random
+//! reads find every key with the value written, the range reads return exactly the records
+//! that exist at and after each start key, `len()` counts every record; a store that fails a
+//! check stops the run with exit status 1.
+//!
+//! Phases, in order (the records are `records::record(i)`, i counting up through the writes):
+//! bulk load (N records, one durable commit, or commits of K with `--bulk-batch`), individual
+//! writes (1,000 durable commits of one record), batch writes (100 durable commits of 1,000),
+//! nosync writes (50,000 commits of one record, not synced; TreeDbm then rewrites the same
+//! records through its other non-durable path, a one-record `write_batch`), len(), random reads (the N bulk
+//! records, one thread), random range reads (min(500,000, N) ranges of 10 from bulk keys),
+//! random reads on 2 and 4 threads, close + reopen, random reads after reopen (a
+//! log-structured store now reads its tables, not its memtables), removals (half of all
+//! records, durable commits of 100,000), uncompacted size, compaction, compacted size (sizes:
+//! the bytes of every file in the store's directory, measured after closing it).
+
+mod fjall_store;
+mod kura_store;
+mod lmdb_store;
+mod records;
+mod redb_store;
+mod rocksdb_store;
+mod store;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use records::{Key, Op};
+use store::{Result, Store};
+
+const INDIVIDUAL_WRITES: u64 = 1_000;
+const BATCH_WRITES: u64 = 100;
+const BATCH_SIZE: u64 = 1_000;
+const NOSYNC_WRITES: u64 = 50_000;
+const MAX_SCANS: u64 = 500_000;
+const SCAN_LEN: usize = 10;
+const REMOVE_BATCH: u64 = 100_000;
+const DEFAULT_CACHE_BYTES: u64 = 4 << 30;
+
+const STORES: &[&str] = &["kura-tree", "kura-hash", "lmdb", "rocksdb", "fjall", "redb"];
+
+struct Args {
+    store: String,
+    records: u64,
+    dir: PathBuf,
+    cache_bytes: u64,
+    /// Records per commit of the bulk load; 0: all in one.
+    bulk_batch: u64,
+}
+
+const USAGE: &str = "usage: kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR \
+                     [--cache-bytes B] [--bulk-batch K]";
+
+fn parse_args() -> Result<Args> {
+    let mut args =
+        Args { store: String::new(), records: 0, dir: PathBuf::new(), cache_bytes: DEFAULT_CACHE_BYTES, bulk_batch: 0 };
+    let mut given = std::env::args().skip(1);
+    while let Some(flag) = given.next() {
+        let value = given.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let number = || value.parse::<u64>().map_err(|_| format!("{flag}: {value:?} is not a number"));
+        match flag.as_str() {
+            "--store" => args.store = value.clone(),
+            "--records" => args.records = number()?,
+            "--dir" => args.dir = PathBuf::from(&value),
+            "--cache-bytes" => args.cache_bytes = number()?,
+            "--bulk-batch" => args.bulk_batch = number()?,
+            _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
+        }
+    }
+    if !STORES.contains(&args.store.as_str()) || args.records == 0 || args.dir.as_os_str().is_empty() {
+        return Err(USAGE.to_string());
+    }
+    Ok(args)
+}
+
+fn open(args: &Args) -> Result<Box<dyn Store>> {
+    let dir = &args.dir;
+    Ok(match args.store.as_str() {
+        "kura-tree" => {
+            Box::new(kura_store::KuraStore::open(dir, kura_store::Engine::Tree, args.records, args.cache_bytes)?)
+        }
+        "kura-hash" => {
+            Box::new(kura_store::KuraStore::open(dir, kura_store::Engine::Hash, args.records, args.cache_bytes)?)
+        }
+        "lmdb" => Box::new(lmdb_store::LmdbStore::open(dir)?),
+        "rocksdb" => Box::new(rocksdb_store::RocksdbStore::open(dir, args.cache_bytes)?),
+        "fjall" => Box::new(fjall_store::FjallStore::open(dir, args.cache_bytes)?),
+        "redb" => Box::new(redb_store::RedbStore::open(dir, args.cache_bytes)?),
+        other => return Err(format!("unknown store {other}")),
+    })
+}
+
+/// One phase's JSON line.
+#[derive(Default)]
+struct Line {
+    seconds: Option<f64>,
+    ops: Option<u64>,
+    bytes: Option<u64>,
+    checksum: Option<u64>,
+}
+
+fn emit(store: &str, phase: &str, line: Line) {
+    fn field<T: std::fmt::Display>(value: Option<T>) -> String {
+        value.map_or_else(|| "null".to_string(), |v| v.to_string())
+    }
+    let mut text = format!(
+        "{{\"store\":\"{store}\",\"phase\":\"{phase}\",\"seconds\":{},\"ops\":{},\"bytes\":{}",
+        field(line.seconds.map(|s| format!("{s:.6}"))),
+        field(line.ops),
+        field(line.bytes),
+    );
+    if let Some(checksum) = line.checksum {
+        text.push_str(&format!(",\"checksum\":{checksum}"));
+    }
+    text.push('}');
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (the driver gone) ends the run at the next phase's write anyway.
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
+/// Seconds `work` took, and what it returned.
+fn timed<T>(work: impl FnOnce() -> Result<T>) -> Result<(f64, T)> {
+    let start = Instant::now();
+    let value = work()?;
+    Ok((start.elapsed().as_secs_f64(), value))
+}
+
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let meta = entry.metadata().map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        total += if meta.is_dir() { dir_bytes(&entry.path())? } else { meta.len() };
+    }
+    Ok(total)
+}
+
+/// Found keys and the checksum of their values.
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+struct Tally {
+    found: u64,
+    checksum: u64,
+}
+
+impl Tally {
+    fn add(&mut self, value: &[u8]) {
+        self.found += 1;
+        self.checksum = self.checksum.wrapping_add(records::checksum(value));
+    }
+
+    fn merge(self, other: Tally) -> Tally {
+        Tally { found: self.found + other.found, checksum: self.checksum.wrapping_add(other.checksum) }
+    }
+}
+
+/// Reads the keys of records `first..end`.
+fn read_keys(store: &dyn Store, first: u64, end: u64) -> Result<Tally> {
+    let mut tally = Tally::default();
+    store.get_each(&mut (first..end).map(records::key), &mut |value| {
+        if let Some(value) = value {
+            tally.add(value);
+        }
+    })?;
+    Ok(tally)
+}
+
+/// Reads the `n` bulk records on `threads` threads, each its own share of them.
+fn read_phase(store: &dyn Store, n: u64, threads: u64) -> Result<(f64, Tally)> {
+    timed(|| {
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| scope.spawn(move || read_keys(store, n * t / threads, n * (t + 1) / threads)))
+                .collect();
+            let mut total = Tally::default();
+            for worker in workers {
+                total = total.merge(worker.join().map_err(|_| "a reader thread panicked".to_string())??);
+            }
+            Ok(total)
+        })
+    })
+}
+
+fn check_reads(phase: &str, got: Tally, expected: Tally) -> Result<()> {
+    if got != expected {
+        return Err(format!(
+            "{phase}: found {} keys with checksum {}, expected {} keys with checksum {}",
+            got.found, got.checksum, expected.found, expected.checksum
+        ));
+    }
+    Ok(())
+}
+
+/// Records in range reads of `SCAN_LEN` from each of `starts`, when the store holds the keys
+/// of records `0..total`: `SCAN_LEN` a range, except from a start among the `SCAN_LEN - 1`
+/// largest keys, where the range runs out of keys.
+fn expected_range_records(starts: impl Iterator<Item = Key>, total: u64) -> u64 {
+    let mut largest: Vec<Key> = Vec::with_capacity(SCAN_LEN + 1);
+    for key in (0..total).map(records::key) {
+        if largest.len() < SCAN_LEN || largest.first().is_some_and(|smallest| key > *smallest) {
+            let at = largest.partition_point(|k| *k < key);
+            largest.insert(at, key);
+            if largest.len() > SCAN_LEN {
+                largest.remove(0);
+            }
+        }
+    }
+    // A start above the tenth largest key (or any start, with fewer keys than a range) sees
+    // only the largest keys at or after it; any other start has a whole range after it.
+    starts
+        .map(|start| match largest.first() {
+            Some(tenth) if largest.len() < SCAN_LEN || start > *tenth => {
+                largest.iter().filter(|k| **k >= start).count() as u64
+            }
+            _ => SCAN_LEN as u64,
+        })
+        .sum()
+}
+
+fn run(args: &Args) -> Result<()> {
+    std::fs::create_dir_all(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let name = args.store.as_str();
+    let n = args.records;
+    let mut store = open(args)?;
+
+    let bulk_batch = if args.bulk_batch == 0 { n } else { args.bulk_batch };
+    let (seconds, ()) = timed(|| {
+        let mut first = 0;
+        while first < n {
+            let end = (first + bulk_batch).min(n);
+            store.write(&mut (first..end).map(|i| Op::Set(records::record(i))), true)?;
+            first = end;
+        }
+        Ok(())
+    })?;
+    emit(name, "bulk load", Line { seconds: Some(seconds), ops: Some(n), ..Line::default() });
+    let mut next = n;
+
+    let (seconds, ()) = timed(|| {
+        for i in next..next + INDIVIDUAL_WRITES {
+            store.write(&mut std::iter::once(Op::Set(records::record(i))), true)?;
+        }
+        Ok(())
+    })?;
+    next += INDIVIDUAL_WRITES;
+    emit(name, "individual writes", Line { seconds: Some(seconds), ops: Some(INDIVIDUAL_WRITES), ..Line::default() });
+
+    let (seconds, ()) = timed(|| {
+        for batch in 0..BATCH_WRITES {
+            let first = next + batch * BATCH_SIZE;
+            store.write(&mut (first..first + BATCH_SIZE).map(|i| Op::Set(records::record(i))), true)?;
+        }
+        Ok(())
+    })?;
+    next += BATCH_WRITES * BATCH_SIZE;
+    emit(
+        name,
+        "batch writes",
+        Line { seconds: Some(seconds), ops: Some(BATCH_WRITES * BATCH_SIZE), ..Line::default() },
+    );
+
+    let nosync = next..next + NOSYNC_WRITES;
+    let (seconds, ()) = timed(|| {
+        for i in nosync.clone() {
+            store.put_nosync(&records::record(i))?;
+        }
+        Ok(())
+    })?;
+    next += NOSYNC_WRITES;
+    emit(name, "nosync writes", Line { seconds: Some(seconds), ops: Some(NOSYNC_WRITES), ..Line::default() });
+    if let Some(phase) = store.alt_nosync_name() {
+        let (seconds, ()) = timed(|| {
+            for i in nosync.clone() {
+                store.alt_put_nosync(&records::record(i))?;
+            }
+            Ok(())
+        })?;
+        emit(name, phase, Line { seconds: Some(seconds), ops: Some(NOSYNC_WRITES), ..Line::default() });
+    }
+    let total = next;
+
+    let (seconds, len) = timed(|| store.len())?;
+    if len != total {
+        return Err(format!("len() is {len}, expected {total}"));
+    }
+    emit(name, "len()", Line { seconds: Some(seconds), ops: Some(1), ..Line::default() });
+
+    // What the reads must find: every bulk record, with the value written.
+    let mut expected = Tally::default();
+    for i in 0..n {
+        expected.add(&records::record(i).value);
+    }
+
+    let (seconds, got) = read_phase(store.as_ref(), n, 1)?;
+    check_reads("random reads", got, expected)?;
+    emit(
+        name,
+        "random reads",
+        Line { seconds: Some(seconds), ops: Some(n), checksum: Some(got.checksum), ..Line::default() },
+    );
+
+    let scans = n.min(MAX_SCANS);
+    let expected_records = expected_range_records((0..scans).map(records::key), total);
+    let mut ranged = Tally::default();
+    let (seconds, ordered) = timed(|| {
+        store.range_each(&mut (0..scans).map(records::key), SCAN_LEN, &mut |key, value| {
+            ranged.add(value);
+            ranged.checksum = ranged.checksum.wrapping_add(records::checksum(key));
+        })
+    })?;
+    if ordered {
+        if ranged.found != expected_records {
+            return Err(format!(
+                "random range reads: {} records in {scans} ranges, expected {expected_records}",
+                ranged.found
+            ));
+        }
+        let line =
+            Line { seconds: Some(seconds), ops: Some(scans), checksum: Some(ranged.checksum), ..Line::default() };
+        emit(name, "random range reads", line);
+    } else {
+        emit(name, "random range reads", Line { ops: Some(scans), ..Line::default() });
+    }
+
+    for threads in [2, 4] {
+        let phase = format!("random reads ({threads} threads)");
+        let (seconds, got) = read_phase(store.as_ref(), n, threads)?;
+        check_reads(&phase, got, expected)?;
+        emit(
+            name,
+            &phase,
+            Line { seconds: Some(seconds), ops: Some(n), checksum: Some(got.checksum), ..Line::default() },
+        );
+    }
+
+    let (seconds, reopened) = timed(|| {
+        store.close()?;
+        open(args)
+    })?;
+    store = reopened;
+    emit(name, "close + reopen", Line { seconds: Some(seconds), ops: Some(1), ..Line::default() });
+
+    let (seconds, got) = read_phase(store.as_ref(), n, 1)?;
+    check_reads("random reads after reopen", got, expected)?;
+    let line = Line { seconds: Some(seconds), ops: Some(n), checksum: Some(got.checksum), ..Line::default() };
+    emit(name, "random reads after reopen", line);
+
+    let removals = total / 2;
+    let (seconds, ()) = timed(|| {
+        let mut first = 0;
+        while first < removals {
+            let end = (first + REMOVE_BATCH).min(removals);
+            store.write(&mut (first..end).map(|i| Op::Remove(records::key(i))), true)?;
+            first = end;
+        }
+        Ok(())
+    })?;
+    emit(name, "removals", Line { seconds: Some(seconds), ops: Some(removals), ..Line::default() });
+    let left = store.len()?;
+    if left != total - removals {
+        return Err(format!("len() after the removals is {left}, expected {}", total - removals));
+    }
+
+    store.close()?;
+    emit(name, "uncompacted size", Line { bytes: Some(dir_bytes(&args.dir)?), ..Line::default() });
+
+    store = open(args)?;
+    let (seconds, compacted) = timed(|| store.compact())?;
+    emit(name, "compaction", Line { seconds: compacted.then_some(seconds), ops: Some(1), ..Line::default() });
+    let left = store.len()?;
+    if left != total - removals {
+        return Err(format!("len() after compaction is {left}, expected {}", total - removals));
+    }
+    store.close()?;
+    emit(name, "compacted size", Line { bytes: Some(dir_bytes(&args.dir)?), ..Line::default() });
+    Ok(())
+}
+
+fn main() {
+    let outcome = parse_args().and_then(|args| run(&args));
+    if let Err(message) = outcome {
+        eprintln!("kura-peers: {message}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use records::KEY_SIZE;
+
+    #[test]
+    fn ranges_near_the_largest_keys_are_short() {
+        let total = 1_000;
+        let mut keys: Vec<Key> = (0..total).map(records::key).collect();
+        keys.sort();
+        let count_from = |start: Key| keys.iter().filter(|k| **k >= start).count().min(SCAN_LEN) as u64;
+        let starts: Vec<Key> = keys.iter().rev().take(15).copied().chain([[0; KEY_SIZE]]).collect();
+        let expected: u64 = starts.iter().map(|s| count_from(*s)).sum();
+        assert_eq!(expected_range_records(starts.into_iter(), total), expected);
+    }
+}
