@@ -93,10 +93,11 @@ pub fn list(path: &Path, params: &Params, listing: &Listing) -> kura::Result<()>
             let mut cursor = db.cursor()?;
             let mut moved = cursor.first()?;
             while moved {
-                if let Some((key, value)) = cursor.record()? {
-                    if !print(&key, &value)? {
-                        break;
-                    }
+                // Printed from the record as the engine lends it (TreeDbm's without a copy).
+                let mut more = Ok(true);
+                cursor.record_with(&mut |key, value| more = print(key, value))?;
+                if !more? {
+                    break;
                 }
                 moved = cursor.next()?;
             }

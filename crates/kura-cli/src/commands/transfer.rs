@@ -46,9 +46,15 @@ pub fn export(path: &Path, params: &Params, file: Option<&Path>, escaped: bool) 
     let mut moved = cursor.first()?;
     let mut line = Vec::new();
     while moved {
-        if let Some((key, value)) = cursor.record()? {
-            tsv_line(&key, &value, escaped, &mut line)?;
-            out.write_all(&line).map_err(write_error(&target))?;
+        // The record is lent from the engine's page (TreeDbm's without a copy) and written out
+        // from there.
+        let mut written = Ok(());
+        let found = cursor.record_with(&mut |key, value| {
+            written = tsv_line(key, value, escaped, &mut line)
+                .and_then(|()| out.write_all(&line).map_err(write_error(&target)));
+        })?;
+        written?;
+        if found {
             bar.inc(1);
         }
         moved = cursor.next()?;
