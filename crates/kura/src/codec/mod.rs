@@ -10,6 +10,7 @@
 mod algorithm;
 mod dictionary;
 mod effort;
+mod liblz4;
 mod lz4;
 mod lzma;
 mod none;
@@ -35,6 +36,11 @@ use algorithm::Algorithm;
 /// this (long runs of one byte) are stored raw instead, so that a corrupted length can never
 /// make the reader allocate more than `MAX_RATIO` times the bytes it read from disk.
 pub const MAX_RATIO: usize = 1024;
+
+/// The version of liblz4, the C library that decodes `lz4` values (for example "1.9.4").
+pub fn liblz4_version() -> String {
+    liblz4::version()
+}
 
 impl fmt::Display for CodecKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
