@@ -93,6 +93,23 @@ impl MappedAppender {
         self.remap(len)
     }
 
+    /// Writes `bytes` at `offset` with `pwrite`, within the file's length: for data about to be
+    /// synced. (A page stored into through the mapping and then synced is write-protected by
+    /// the writeback, and the next store faults it back: on ext4 that fault dirtied the inode,
+    /// and each durable commit then waited for a journal commit of the file system as well;
+    /// single-record durable commits took 320-500 µs, against 120-140 µs written this way.)
+    pub fn write_through(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        if offset.checked_add(bytes.len() as u64).is_none_or(|end| end > self.len) {
+            return Err(Error::broken(format!(
+                "{}: a write of {} bytes at {offset} beyond its {} bytes (a bug in Kura)",
+                self.path.display(),
+                bytes.len(),
+                self.len
+            )));
+        }
+        self.file.write_all_at(bytes, offset).map_err(|e| self.io("write", e))
+    }
+
     /// Copies `bytes` to `offset`, which with them must lie within the file's length.
     pub fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
         let end = offset.checked_add(bytes.len() as u64).filter(|end| *end <= self.len);
@@ -145,5 +162,8 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
         appender.write(4000, b"still mapped").unwrap();
         assert_eq!(&std::fs::read(&path).unwrap()[4000..4012], b"still mapped");
+        appender.write_through(100, b"written").unwrap();
+        assert!(appender.write_through(4090, b"too far").is_err());
+        assert_eq!(&std::fs::read(&path).unwrap()[100..107], b"written");
     }
 }

@@ -296,6 +296,15 @@ impl SyncState {
     }
 }
 
+/// How a frame reaches the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameWrite {
+    /// Copied in through the mapping (a commit that is not synced).
+    Mapped,
+    /// Written with `pwrite` (a commit about to be synced).
+    Written,
+}
+
 /// The open journal of a writer: the file and the entries not yet written to it.
 #[derive(Debug)]
 pub struct Journal {
@@ -382,7 +391,19 @@ impl Journal {
     }
 
     /// Writes the pending entries as one frame (without syncing); returns the position after it.
+    /// The frame is copied in through the mapping: the commit reaches the page cache without
+    /// a system call.
     pub fn write_pending(&mut self) -> Result<Position> {
+        self.write_pending_as(FrameWrite::Mapped)
+    }
+
+    /// `write_pending` for a commit about to be synced: the frame is written with `pwrite`
+    /// (see `MappedAppender::write_through` for why).
+    pub fn write_pending_to_sync(&mut self) -> Result<Position> {
+        self.write_pending_as(FrameWrite::Written)
+    }
+
+    fn write_pending_as(&mut self, how: FrameWrite) -> Result<Position> {
         if self.pending_entries == 0 {
             return Ok(self.written);
         }
@@ -407,7 +428,10 @@ impl Journal {
             let grown = frame_end.div_ceil(GROWTH_BYTES).saturating_add(1).saturating_mul(GROWTH_BYTES);
             appender.grow_to(grown)?;
         }
-        appender.write(offset, frame)?;
+        match how {
+            FrameWrite::Mapped => appender.write(offset, frame)?,
+            FrameWrite::Written => appender.write_through(offset, frame)?,
+        }
         self.end += frame.len() as u64;
         self.written += frame.len() as u64;
         self.sync.written.store(self.written, Ordering::Release);

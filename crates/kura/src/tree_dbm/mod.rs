@@ -251,7 +251,7 @@ impl Dbm for TreeDbm {
     /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         let mut store = self.write()?;
-        let outcome = store.write_batch(batch);
+        let outcome = store.write_batch(batch, false);
         self.changed();
         outcome
     }
@@ -261,7 +261,7 @@ impl Dbm for TreeDbm {
     fn write_batch_durable(&self, batch: &WriteBatch) -> Result<()> {
         let ticket = {
             let mut store = self.write()?;
-            let outcome = store.write_batch(batch);
+            let outcome = store.write_batch(batch, true);
             self.changed();
             outcome?;
             store.ticket()
@@ -327,10 +327,10 @@ impl Dbm for TreeDbm {
         }
         let ticket = {
             let mut store = self.write()?;
-            store.commit()?;
             if !hard {
-                return Ok(());
+                return store.commit();
             }
+            store.commit_to_sync()?;
             match store.ticket() {
                 Some(ticket) => ticket,
                 None => return store.tree.commit(true),

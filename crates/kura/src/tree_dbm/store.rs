@@ -75,7 +75,7 @@ impl Store {
     /// what came before, it is applied and made durable by a checkpoint at once (whose shadow
     /// paging keeps it whole or absent across a crash), so that a bulk load is written once,
     /// into the tree, and not first into the journal.
-    pub fn write_batch(&mut self, batch: &WriteBatch) -> Result<()> {
+    pub fn write_batch(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there.
         self.journal.write_pending()?;
@@ -92,7 +92,8 @@ impl Store {
             return self.checkpoint();
         }
         self.apply(batch)?;
-        if let Err(e) = self.journal.write_pending() {
+        let written = if durable { self.journal.write_pending_to_sync() } else { self.journal.write_pending() };
+        if let Err(e) = written {
             return Err(self.undo_uncommitted(e));
         }
         self.after_change()
@@ -116,6 +117,14 @@ impl Store {
     /// Writes the pending entries as a frame (a commit that survives a killed process).
     pub fn commit(&mut self) -> Result<()> {
         if let Err(e) = self.journal.write_pending() {
+            return Err(self.undo_uncommitted(e));
+        }
+        Ok(())
+    }
+
+    /// `commit`, for a commit the caller syncs next (`ticket`).
+    pub fn commit_to_sync(&mut self) -> Result<()> {
+        if let Err(e) = self.journal.write_pending_to_sync() {
             return Err(self.undo_uncommitted(e));
         }
         Ok(())
@@ -155,7 +164,7 @@ impl Store {
     pub fn clear(&mut self) -> Result<()> {
         encode_entry(self.journal.pending_mut(), Entry::Clear);
         self.journal.entry_added();
-        self.commit()?;
+        self.commit_to_sync()?;
         if let Some(ticket) = self.journal.ticket() {
             self.journal.sync_state().sync(&ticket)?;
         }
