@@ -260,3 +260,35 @@ fn random_byte_flips_never_panic() {
         let _ = TreeDbm::restore_file(&path, dir.path().join("restored.kut"));
     }
 }
+
+/// `restore_file` of a crashed tree (its file and journal as a crash left them) copies the
+/// checkpointed records and replays the commits its journal holds since.
+#[test]
+fn restore_replays_the_commits_in_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.kut");
+    let db = TreeDbm::open(&live, OpenMode::Create, &Params::new()).unwrap();
+    let key = |i: u32| format!("k{i:03}").into_bytes();
+    for i in 0..100 {
+        db.set(&key(i), b"checkpointed", true).unwrap();
+    }
+    db.checkpoint().unwrap();
+    for i in 50..150 {
+        db.set(&key(i), b"journaled", true).unwrap();
+    }
+    db.remove(&key(0)).unwrap();
+    db.synchronize(false).unwrap();
+    // What a crash leaves: the tree file as of the checkpoint, and the journal since.
+    let crashed = dir.path().join("crashed.kut");
+    std::fs::copy(&live, &crashed).unwrap();
+    std::fs::copy(kura::tree_dbm::journal_path(&live), kura::tree_dbm::journal_path(&crashed)).unwrap();
+    let restored = dir.path().join("restored.kut");
+    assert_eq!(TreeDbm::restore_file(&crashed, &restored).unwrap(), 149);
+    let copy = TreeDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert!(copy.get(&key(0)).is_err(), "the journaled removal is replayed");
+    for i in 1..150 {
+        let expected: &[u8] = if i < 50 { b"checkpointed" } else { b"journaled" };
+        assert_eq!(copy.get(&key(i)).unwrap(), expected, "key {i}");
+    }
+    assert!(!kura::tree_dbm::journal_path(&restored).exists(), "the copy is closed: one file");
+}

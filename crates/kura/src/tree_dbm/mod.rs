@@ -164,9 +164,22 @@ impl TreeDbm {
     /// dictionary does not stop it: the records of the pages stored raw that it reaches
     /// through branches stored raw are copied (as pages compress, usually none), those
     /// compressed with the dictionary are dropped, and the report says so.
+    ///
+    /// The commits in the source's journal since its last checkpoint are replayed over the
+    /// copy: they are as much the database as the pages are.
     pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::engine::RestoreReport> {
+        let journal = journal::recover(source.as_ref())?;
         let source = Pager::open_for_salvage(source.as_ref(), DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
-        let (records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;
+        let (mut records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;
+        if !journal.is_empty() {
+            let copy = TreeDbm::open(dest.as_ref(), OpenMode::Write, &Params::new())?;
+            {
+                let mut store = copy.write()?;
+                store::replay(&mut store.tree, &journal, true)?;
+                records = store.tree.count();
+            }
+            copy.close()?;
+        }
         let mut dropped = Vec::new();
         if source.dictionary_damaged() {
             dropped.push(
