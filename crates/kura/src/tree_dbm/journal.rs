@@ -618,6 +618,54 @@ mod tests {
         assert!(!journal_path(&tree).exists());
     }
 
+    /// Hostile journals: random bytes after a valid header, random frame headers (lengths up to
+    /// `u32::MAX`), and frames whose checksums hold over random payloads. Recovery never panics
+    /// and never takes more than the file holds; entries are well-formed or an error.
+    #[test]
+    fn hostile_journals_are_refused_or_read_within_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t.kut");
+        let mut rng = crate::split_mix::SplitMix64::new(11);
+        let salt = 0x5eed;
+        let mut with_frames = 0;
+        for round in 0..2000 {
+            let mut bytes = encode_header(salt).to_vec();
+            let frames = rng.below(4);
+            for _ in 0..frames {
+                let len = rng.below(64) as usize;
+                let payload: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+                let offset = bytes.len() as u64;
+                let count = rng.below(5) as u32;
+                let claimed = if rng.below(8) == 0 { rng.next_u64() as u32 } else { len as u32 };
+                let mut header = HeaderBytes::<FRAME_HEADER_SIZE>::new();
+                header.put_u32(FRAME_LEN_FIELD, claimed);
+                header.put_u32(FRAME_COUNT_FIELD, count);
+                header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(salt, offset, claimed, count, &payload));
+                bytes.extend_from_slice(&header.into_bytes());
+                bytes.extend_from_slice(&payload);
+            }
+            let tail = rng.below(40) as usize;
+            bytes.extend((0..tail).map(|_| rng.next_u64() as u8));
+            std::fs::write(journal_path(&tree), &bytes).unwrap();
+            let recovered = recover(&tree).unwrap();
+            let taken = recovered.payloads.len() + recovered.frames as usize * FRAME_HEADER_SIZE;
+            assert_eq!(HEADER_SIZE + taken + recovered.dropped_bytes as usize, bytes.len(), "round {round}");
+            with_frames += usize::from(recovered.frames > 0);
+            for entry in recovered.entries() {
+                match entry {
+                    Ok(Entry::Set { key, value }) => assert!(key.len() + value.len() <= bytes.len()),
+                    Ok(Entry::Remove { key }) => assert!(key.len() <= bytes.len()),
+                    Ok(Entry::Clear) => {}
+                    Err(e) => {
+                        assert_eq!(e.kind(), crate::error::ErrorKind::BrokenData);
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(with_frames > 500, "the frames were taken in {with_frames} rounds: too few to test their entries");
+    }
+
     #[test]
     fn the_layouts_are_the_ones_docs_tree_md_documents() {
         let docs = include_str!("../../../../docs/tree.md");
