@@ -199,7 +199,12 @@ impl TreeDbm {
     }
 
     pub(crate) fn read(&self) -> Result<MappedRwLockReadGuard<'_, BTree>> {
-        RwLockReadGuard::try_map(self.tree.read(), |store| store.as_ref().map(|store| &store.tree))
+        self.read_store().map(|store| MappedRwLockReadGuard::map(store, |store| &store.tree))
+    }
+
+    /// The tree with its journal, for what reports on both.
+    fn read_store(&self) -> Result<MappedRwLockReadGuard<'_, Store>> {
+        RwLockReadGuard::try_map(self.tree.read(), Option::as_ref)
             .map_err(|_| Error::infeasible("the database is closed"))
     }
 
@@ -369,14 +374,12 @@ impl Dbm for TreeDbm {
     }
 
     fn file_size(&self) -> Result<u64> {
-        let store = self.tree.read();
-        let store = store.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
+        let store = self.read_store()?;
         Ok(store.tree.pager.used_size() + store.journal().bytes())
     }
 
     fn inspect(&self) -> Result<Properties> {
-        let store = self.tree.read();
-        let store = store.as_ref().ok_or_else(|| Error::infeasible("the database is closed"))?;
+        let store = self.read_store()?;
         let tree = &store.tree;
         let header = tree.pager.header();
         let space = tree.pager.space();

@@ -78,7 +78,7 @@ impl Store {
     pub fn write_batch(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there.
-        self.journal.write_pending()?;
+        self.commit()?;
         if batch.byte_size() as u64 > self.checkpoint_bytes / 4 {
             // A checkpoint first, which empties the journal durably: a crash between the
             // batch's checkpoint and the journal's restart would otherwise replay older entries
@@ -92,9 +92,10 @@ impl Store {
             return self.checkpoint();
         }
         self.apply(batch)?;
-        let written = if durable { self.journal.write_pending_to_sync() } else { self.journal.write_pending() };
-        if let Err(e) = written {
-            return Err(self.undo_uncommitted(e));
+        if durable {
+            self.commit_to_sync()?;
+        } else {
+            self.commit()?;
         }
         self.after_change()
     }
@@ -107,27 +108,21 @@ impl Store {
                 BatchOp::Set { key, value } => self.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
                 BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove),
             };
-            if let Err(e) = outcome {
-                return Err(self.undo_uncommitted(e));
-            }
+            self.undone_on_failure(outcome)?;
         }
         Ok(())
     }
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
     pub fn commit(&mut self) -> Result<()> {
-        if let Err(e) = self.journal.write_pending() {
-            return Err(self.undo_uncommitted(e));
-        }
-        Ok(())
+        let written = self.journal.write_pending();
+        self.undone_on_failure(written)
     }
 
     /// `commit`, for a commit the caller syncs next (`ticket`).
     pub fn commit_to_sync(&mut self) -> Result<()> {
-        if let Err(e) = self.journal.write_pending_to_sync() {
-            return Err(self.undo_uncommitted(e));
-        }
-        Ok(())
+        let written = self.journal.write_pending_to_sync();
+        self.undone_on_failure(written)
     }
 
     /// What makes the commits so far durable once the tree's lock is released; None when a
@@ -153,9 +148,8 @@ impl Store {
         // Everything stands in the journal file first: a failed tree commit rolls the tree
         // back to the last checkpoint, and the journal is then replayed over it.
         self.commit()?;
-        if let Err(e) = self.tree.commit(true) {
-            return Err(self.undo_uncommitted(e));
-        }
+        let committed = self.tree.commit(true);
+        self.undone_on_failure(committed)?;
         self.journal.restart()
     }
 
@@ -168,19 +162,22 @@ impl Store {
         if let Some(ticket) = self.journal.ticket() {
             self.journal.sync_state().sync(&ticket)?;
         }
-        if let Err(e) = self.tree.clear() {
-            return Err(self.undo_uncommitted(e));
-        }
+        let cleared = self.tree.clear();
+        self.undone_on_failure(cleared)?;
         self.journal.restart()
     }
 
     /// A checkpoint, then the journal file removed (a close: the tree file holds everything).
     pub fn close(&mut self) -> Result<()> {
         self.commit()?;
-        if let Err(e) = self.tree.commit(false).and_then(|()| self.tree.pager.close(false)) {
-            return Err(self.undo_uncommitted(e));
-        }
+        let closed = self.tree.commit(false).and_then(|()| self.tree.pager.close(false));
+        self.undone_on_failure(closed)?;
         self.journal.remove()
+    }
+
+    /// `outcome`, after `undo_uncommitted` when it is a failure.
+    fn undone_on_failure<T>(&mut self, outcome: Result<T>) -> Result<()> {
+        outcome.map(drop).map_err(|e| self.undo_uncommitted(e))
     }
 
     /// After a change failed midway: the tree back at the last checkpoint, the journal's frames
