@@ -390,22 +390,22 @@ impl Journal {
         self.pending_entries = 0;
     }
 
-    /// Writes the pending entries as one frame (without syncing); returns the position after it.
+    /// Writes the pending entries as one frame (without syncing).
     /// The frame is copied in through the mapping: the commit reaches the page cache without
     /// a system call.
-    pub fn write_pending(&mut self) -> Result<Position> {
+    pub fn write_pending(&mut self) -> Result<()> {
         self.write_pending_as(FrameWrite::Mapped)
     }
 
     /// `write_pending` for a commit about to be synced: the frame is written with `pwrite`
     /// (see `MappedAppender::write_through` for why).
-    pub fn write_pending_to_sync(&mut self) -> Result<Position> {
+    pub fn write_pending_to_sync(&mut self) -> Result<()> {
         self.write_pending_as(FrameWrite::Written)
     }
 
-    fn write_pending_as(&mut self, how: FrameWrite) -> Result<Position> {
+    fn write_pending_as(&mut self, how: FrameWrite) -> Result<()> {
         if self.pending_entries == 0 {
-            return Ok(self.written);
+            return Ok(());
         }
         let len = u32::try_from(self.pending.len() - FRAME_HEADER_SIZE)
             .map_err(|_| Error::new(ErrorKind::Limit, "a commit of more than 4 GiB of changes"))?;
@@ -437,7 +437,7 @@ impl Journal {
         self.sync.written.store(self.written, Ordering::Release);
         self.frames += 1;
         self.discard_pending();
-        Ok(self.written)
+        Ok(())
     }
 
     /// Starts the journal over, empty, with a new salt, and makes that durable: called right
