@@ -37,6 +37,7 @@ mod file;
 pub mod fuzz;
 pub mod hash_dbm;
 pub mod import;
+mod journal;
 mod key_prefix;
 pub mod memory_dbm;
 mod multi_get;
@@ -59,6 +60,7 @@ pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Proc
 pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;
+pub use journal::journal_path;
 pub use memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
 pub use packed_bytes::PackedBytes;
 pub use registry::{engines, open, Engine, Storage};

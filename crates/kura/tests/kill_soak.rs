@@ -50,24 +50,66 @@ struct Contract {
     /// Otherwise only what the last commit point wrote: `write_batch`, `synchronize`,
     /// `rebuild` (TreeDbm: dirty pages live in memory between commits).
     every_operation_survives: bool,
-    /// A write batch is wholly applied or not at all; otherwise it may be cut anywhere
-    /// between its operations.
-    atomic_batches: bool,
+    /// Which write batches are wholly applied or not at all; the others may be cut anywhere
+    /// between their operations.
+    atomic_batches: Atomicity,
     /// A cut batch may have applied any of its keys' changes, not only a prefix of them
     /// (ShardDbm applies a batch shard by shard): each key it touched then holds one of the
     /// values that key took during the batch.
     batch_cut_per_key: bool,
 }
 
+/// Which write batches a killed process leaves whole or absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Atomicity {
+    None,
+    All,
+    /// Those of at most a quarter of the file's `checkpoint_bytes` (HashDbm: one journal
+    /// frame; a larger batch is applied without one, docs/hash.md).
+    WithinQuarterOfCheckpoint,
+}
+
 /// The contract of each file engine (docs/hash.md, docs/tree.md). An engine added to the
 /// registry without an entry here fails `every_file_engine_has_a_contract`.
 const CONTRACTS: &[(&str, Contract)] = &[
-    ("hash", Contract { every_operation_survives: true, atomic_batches: false, batch_cut_per_key: false }),
-    ("tree", Contract { every_operation_survives: false, atomic_batches: true, batch_cut_per_key: false }),
+    (
+        "hash",
+        Contract {
+            every_operation_survives: true,
+            atomic_batches: Atomicity::WithinQuarterOfCheckpoint,
+            batch_cut_per_key: false,
+        },
+    ),
+    ("tree", Contract { every_operation_survives: false, atomic_batches: Atomicity::All, batch_cut_per_key: false }),
     // A `.kus` set of hash shards (docs/shard.md): each shard keeps HashDbm's promise; a batch
     // is split per shard and applied shard by shard, so a cut one may hold any shards' parts.
-    ("shard", Contract { every_operation_survives: true, atomic_batches: false, batch_cut_per_key: true }),
+    ("shard", Contract { every_operation_survives: true, atomic_batches: Atomicity::None, batch_cut_per_key: true }),
 ];
+
+/// The largest write batch (`WriteBatch::byte_size`) a killed process leaves whole or absent
+/// under `contract`, on a file opened with `params`.
+fn atomic_batch_bytes(contract: Contract, params: &Params) -> usize {
+    match contract.atomic_batches {
+        Atomicity::None => 0,
+        Atomicity::All => usize::MAX,
+        Atomicity::WithinQuarterOfCheckpoint => {
+            let checkpoint_bytes: usize = params.get("checkpoint_bytes").map_or(64 << 20, |v| v.parse().unwrap());
+            checkpoint_bytes / 4
+        }
+    }
+}
+
+/// The byte size of the write batch that a batch of `changes` is.
+fn batch_bytes(changes: &[(Vec<u8>, Option<Vec<u8>>)]) -> usize {
+    let mut batch = WriteBatch::new();
+    for (key, value) in changes {
+        match value {
+            Some(value) => batch.set(key, value),
+            None => batch.remove(key),
+        };
+    }
+    batch.byte_size()
+}
 
 fn contract_of(engine: &Engine) -> Option<Contract> {
     CONTRACTS.iter().find(|(name, _)| *name == engine.name).map(|(_, contract)| *contract)
@@ -323,6 +365,7 @@ fn soak_child_entry() {
 /// Returns the number of operations wholly applied at the matching cut.
 fn check_prefix(
     contract: Contract,
+    atomic_batch_bytes: usize,
     before: &BTreeMap<Vec<u8>, Vec<u8>>,
     ops: &[Op],
     returned: usize,
@@ -363,7 +406,7 @@ fn check_prefix(
     }
     for (index, op) in ops.iter().enumerate().skip(earliest) {
         let changes = changes_of(op, &mut model.clone());
-        let cut_inside = !contract.atomic_batches && matches!(op, Op::Batch(_));
+        let cut_inside = matches!(op, Op::Batch(changes) if batch_bytes(changes) > atomic_batch_bytes);
         for (key, value) in changes {
             match &value {
                 Some(value) => model.insert(key.clone(), value.clone()),
@@ -454,8 +497,15 @@ fn check_per_shard(
                 shard_returned += usize::from(index < returned);
             }
         }
-        let applied = check_prefix(contract, &only_mine(before), &shard_ops, shard_returned, &only_mine(actual))
-            .map_err(|why| format!("shard {shard} of {count}: {why}"))?;
+        let applied = check_prefix(
+            contract,
+            atomic_batch_bytes(contract, &Params::new()),
+            &only_mine(before),
+            &shard_ops,
+            shard_returned,
+            &only_mine(actual),
+        )
+        .map_err(|why| format!("shard {shard} of {count}: {why}"))?;
         in_flight_applied |= applied > shard_returned;
     }
     Ok(returned + usize::from(in_flight_applied))
@@ -575,7 +625,10 @@ fn killed_writers_leave_a_prefix_of_their_operations() {
         let headers_left = subject.tree_shards.map(|count| shard_headers(&path, count));
         let actual = read_back(engine, &path, trial);
         let checked = match subject.tree_shards {
-            None => check_prefix(contract, &states[which], &ops, returned, &actual),
+            None => {
+                let atomic_batch_bytes = atomic_batch_bytes(contract, &subject.params(file_index));
+                check_prefix(contract, atomic_batch_bytes, &states[which], &ops, returned, &actual)
+            }
             Some(count) => check_per_shard(contract, count, &states[which], &ops, returned, &actual),
         };
         match checked {

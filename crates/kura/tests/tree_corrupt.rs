@@ -281,7 +281,7 @@ fn restore_replays_the_commits_in_the_journal() {
     // What a crash leaves: the tree file as of the checkpoint, and the journal since.
     let crashed = dir.path().join("crashed.kut");
     std::fs::copy(&live, &crashed).unwrap();
-    std::fs::copy(kura::tree_dbm::journal_path(&live), kura::tree_dbm::journal_path(&crashed)).unwrap();
+    std::fs::copy(kura::journal_path(&live), kura::journal_path(&crashed)).unwrap();
     let restored = dir.path().join("restored.kut");
     assert_eq!(TreeDbm::restore_file(&crashed, &restored).unwrap(), 149);
     let copy = TreeDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap();
@@ -290,5 +290,5 @@ fn restore_replays_the_commits_in_the_journal() {
         let expected: &[u8] = if i < 50 { b"checkpointed" } else { b"journaled" };
         assert_eq!(copy.get(&key(i)).unwrap(), expected, "key {i}");
     }
-    assert!(!kura::tree_dbm::journal_path(&restored).exists(), "the copy is closed: one file");
+    assert!(!kura::journal_path(&restored).exists(), "the copy is closed: one file");
 }

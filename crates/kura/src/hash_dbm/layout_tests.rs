@@ -95,7 +95,7 @@ fn free_tags_match_the_pool_through_overwrites_and_syncs() {
             _ => db.set(key.as_bytes(), &value, true).unwrap(),
         }
         match rng.below(60) {
-            0..=1 => db.synchronize(true).unwrap(),
+            0..=1 => db.checkpoint().unwrap(),
             2 => {
                 db.close().unwrap();
                 db = HashDbm::open(&path, crate::dbm::OpenMode::Write, &Params::new()).unwrap();
@@ -122,7 +122,7 @@ fn restore_scan_skips_dead_records_whole() {
         db.set(key, b"live", true).unwrap();
     }
     db.remove(b"a").unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     let image = std::fs::read(&path).unwrap();
     drop(db);
     let restored = restore_by_scan_alone(dir.path(), image);
@@ -170,7 +170,7 @@ fn restore_scan_does_not_revive_a_dead_record_read_from_the_byte_before_it() {
     db.set(b"a", &removed, true).unwrap();
     db.set(b"b", b"live", true).unwrap();
     db.remove(b"a").unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     // Damages a value byte of "p", so that the scan resynchronizes byte by byte through it.
@@ -197,7 +197,7 @@ fn restore_scan_takes_no_tombstone_with_a_value() {
     encode_record(&mut carrier, CheckLayout::Narrow, KIND_TOMBSTONE, false, check, 0, 1, b"a", &value);
     db.set(b"a", &value, true).unwrap();
     db.set(b"z", &carrier, true).unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     // Damages the carrier's value, so that the scan resynchronizes byte by byte through it.
@@ -240,7 +240,7 @@ fn restore_takes_no_torn_value_whose_checksum_collides() {
     let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
     let db = HashDbm::create(&path, &params).unwrap();
     db.set(key, b"synced", true).unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     db.set(key, &value, true).unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
@@ -268,7 +268,7 @@ fn restore_scan_believes_no_span_ending_on_a_zero_inside_a_record() {
     db.set(b"p", &first, true).unwrap();
     db.set(b"k", b"live", true).unwrap();
     db.set(b"q", &carrier, true).unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     // "p" is the chain's last record: tag, a one-byte `next` of 0, key_len, value_len,
@@ -296,7 +296,7 @@ fn restore_scan_believes_no_span_reaching_past_the_record_area() {
     let first = b"first value".to_vec();
     db.set(b"p", &first, true).unwrap();
     db.set(b"k", b"live", true).unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);
     let record_at = image.windows(first.len()).position(|w| w == first).unwrap() - 6;
@@ -328,7 +328,7 @@ fn restore_takes_no_record_of_another_bucket_from_a_chain() {
     let key =
         (0..).map(|i| format!("key{i}")).find(|k| bucket_of(hash_key(k.as_bytes()), BUCKETS) < BUCKETS - 1).unwrap();
     db.set(key.as_bytes(), b"old value", true).unwrap();
-    db.synchronize(true).unwrap();
+    db.checkpoint().unwrap();
     db.set(key.as_bytes(), b"new value, longer", true).unwrap();
     let mut image = std::fs::read(&path).unwrap();
     drop(db);

@@ -16,6 +16,7 @@ mod cursor;
 mod freed;
 mod get_many;
 pub(crate) mod header;
+mod journaled;
 #[cfg(test)]
 mod layout_tests;
 mod options;
@@ -39,6 +40,7 @@ pub use header::UpdateMode;
 pub use options::{HashOptions, DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
 pub use record::MAX_KEY_SIZE;
 
+use crate::batch::{BatchOp, WriteBatch};
 use crate::codec::{CodecKind, DictionaryTraining};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
@@ -47,6 +49,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
 use chain_lock::{Chain, ChainLock, ChainMut, WholeFile};
 use cursor::HashCursor;
+use journaled::HashJournal;
 use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
 use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Link, Storage};
@@ -73,6 +76,9 @@ pub struct HashDbm {
     dict_size: usize,
     restored: AtomicBool,
     prefetcher: BucketPrefetcher,
+    /// The write-ahead journal of a writer (journaled.rs); None when read-only, and while an
+    /// open replays the journal a crash left.
+    journal: Option<HashJournal>,
 }
 
 // SAFETY: the only field that is not Sync by itself is `storage`, whose access follows the
@@ -122,6 +128,10 @@ impl HashDbm {
         let empty = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len() == 0;
         let mut restored = false;
         let initialize = mode == OpenMode::Truncate || (create && empty);
+        if initialize && writable {
+            // A journal left beside a file being created anew belongs to what it replaces.
+            remove_if_exists(&crate::journal::journal_path(path))?;
+        }
         let mut storage = if initialize {
             Storage::initialize(file, lock, path, &Self::layout_for_new(&options, None))?
         } else {
@@ -140,7 +150,7 @@ impl HashDbm {
         }
         let prefetcher = BucketPrefetcher::default();
         prefetcher.aim(storage.file_address(), storage.bucket_cache_address());
-        Ok(HashDbm {
+        let mut dbm = HashDbm {
             prefetcher,
             path: path.to_path_buf(),
             writable,
@@ -150,7 +160,14 @@ impl HashDbm {
             header_lock: Mutex::new(()),
             dict_size: options.dict_size(),
             restored: AtomicBool::new(restored),
-        })
+            journal: None,
+        };
+        // A reader sees the file as it is: a journal beside it is a crashed writer's, replayed
+        // by the next writer (as the file itself is restored by the next writer).
+        if writable {
+            dbm.start_journal(options.checkpoint_bytes())?;
+        }
+        Ok(dbm)
     }
 
     /// Creates a new database at `path`, replacing any file there.
@@ -214,12 +231,22 @@ impl HashDbm {
     /// `restore_file`, saying also what could not be copied: records whose value failed its
     /// checksum, or compressed records when the stored dictionary failed its checksum (the
     /// copy then has no dictionary: plain zstd until its next rebuild trains one).
+    ///
+    /// The changes in the source's journal (a crashed writer's) are replayed over the copy:
+    /// they are as much the database as its records are.
     pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<RestoreReport> {
+        let journal = crate::journal::recover(source.as_ref())?;
         let mut source = Storage::open(source.as_ref(), false, DamagedDictionary::Skip)?;
         let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
         let salvage = restore::salvage(&mut source, &mut fresh)?;
-        let records = fresh.count();
+        let mut records = fresh.count();
         fresh.close()?;
+        if !journal.is_empty() {
+            let copy = HashDbm::open(dest.as_ref(), OpenMode::Write, &Params::new())?;
+            copy.replay(&journal)?;
+            records = copy.count()?;
+            copy.close()?;
+        }
         let mut dropped = Vec::new();
         if source.dictionary_damaged() {
             dropped.push(format!(
@@ -248,6 +275,19 @@ impl HashDbm {
     /// The path the database was opened with.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A batch's operations one by one, each atomic on its own: the read-only handle's
+    /// refusal, or a writer's batch before it has its journal.
+    fn write_batch_op_by_op(&self, batch: &WriteBatch) -> Result<()> {
+        self.check_writable()?;
+        for op in batch.ops() {
+            match op {
+                BatchOp::Set { key, value } => self.set(key, value, true)?,
+                BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove)?,
+            }
+        }
+        Ok(())
     }
 
     /// Finds the live record of `key` under its stripe's shared lock and runs `read` on it
@@ -350,6 +390,7 @@ impl HashDbm {
     /// key's current first record in the chain, if any. Returns whether the records freed
     /// since the last hard synchronization are due one (`settle_if_due`).
     fn apply(
+        &self,
         s: &Storage,
         chain: &ChainMut<'_>,
         key: &[u8],
@@ -358,17 +399,22 @@ impl HashDbm {
         found: Option<Found>,
     ) -> Result<bool> {
         Self::apply_write(s, chain, key, hash, value, found)?;
-        Ok(s.settle_due())
+        // Applied, then logged, under the key's stripe (journaled.rs says why in that order).
+        let journal_due = match &self.journal {
+            Some(journal) => journal.log(match value {
+                Some(value) => crate::journal::Entry::Set { key, value },
+                None => crate::journal::Entry::Remove { key },
+            })?,
+            None => false,
+        };
+        Ok(s.settle_due() || journal_due)
     }
 
-    /// After a write that returned `due` from `apply`, with the stripe lock released: a hard
-    /// synchronization, so that the space of the records freed since the last one can be
-    /// reused (hash_dbm/freed.rs) and the file does not grow without bound.
+    /// After a write that returned `due` from `apply`, with the stripe lock released: a
+    /// checkpoint, so that the space of the records freed since the last one can be reused
+    /// (hash_dbm/freed.rs) and the file does not grow without bound, and the journal starts over.
     fn settle_if_due(&self, due: bool) -> Result<()> {
-        if due {
-            self.synchronize(true)?;
-        }
-        Ok(())
+        self.checkpoint_if_due(due)
     }
 
     fn apply_write(
@@ -504,11 +550,11 @@ impl Dbm for HashDbm {
                 Action::Keep => Ok(false),
                 Action::Set(value) => {
                     self.check_writable()?;
-                    Self::apply(s, lock.write()?, key, hash, Some(&value), found)
+                    self.apply(s, lock.write()?, key, hash, Some(&value), found)
                 }
                 Action::Remove => {
                     self.check_writable()?;
-                    Self::apply(s, lock.write()?, key, hash, None, found)
+                    self.apply(s, lock.write()?, key, hash, None, found)
                 }
             }
         })?;
@@ -549,7 +595,7 @@ impl Dbm for HashDbm {
             if !overwrite && found.is_some_and(|f| is_live(&f)) {
                 return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
             }
-            Self::apply(s, lock.write()?, key, hash, Some(value), found)
+            self.apply(s, lock.write()?, key, hash, Some(value), found)
         })?;
         self.settle_if_due(due)
     }
@@ -562,7 +608,7 @@ impl Dbm for HashDbm {
             if !found.is_some_and(|f| is_live(&f)) {
                 return Err(Error::not_found("no record for the key"));
             }
-            Self::apply(s, lock.write()?, key, hash, None, found)
+            self.apply(s, lock.write()?, key, hash, None, found)
         })?;
         self.settle_if_due(due)
     }
@@ -580,13 +626,35 @@ impl Dbm for HashDbm {
         self.with_all(|slot| {
             let storage = slot.as_mut().ok_or_else(|| Error::infeasible("the database is closed"))?;
             let (s, whole) = WholeFile::unshared(storage);
+            self.log_clear()?;
             s.clear(&whole)
         })
     }
 
+    /// Hard: with the journal, one `fdatasync` of it (journaled.rs); soft: the header's
+    /// counters written and the mapping's write-back started.
     fn synchronize(&self, hard: bool) -> Result<()> {
+        if let (true, Some(journal)) = (hard, &self.journal) {
+            return self.sync_journal(journal);
+        }
         let _header = self.header_lock.lock();
         self.with_any(|s| s.synchronize(hard))
+    }
+
+    /// Atomic: see `write_batch_journaled`.
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        match &self.journal {
+            Some(journal) => self.write_batch_journaled(journal, batch, false),
+            None => self.write_batch_op_by_op(batch),
+        }
+    }
+
+    /// Atomic, and durable at one `fdatasync` of the journal.
+    fn write_batch_durable(&self, batch: &WriteBatch) -> Result<()> {
+        match &self.journal {
+            Some(journal) => self.write_batch_journaled(journal, batch, true),
+            None => self.write_batch_op_by_op(batch).and_then(|()| self.synchronize(true)),
+        }
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
@@ -609,6 +677,8 @@ impl Dbm for HashDbm {
             fresh.mark_open()?;
             replace_file(fresh.path(), &self.path)?;
             fresh.renamed(&self.path);
+            // The copy holds every change the journal held, durably.
+            self.journal_restarted()?;
             self.num_buckets.store(fresh.header.num_buckets, Ordering::Release);
             self.prefetcher.aim(fresh.file_address(), fresh.bucket_cache_address());
             // Dropping the old storage unmaps it and closes its descriptor; its lock was on
@@ -665,7 +735,11 @@ impl Dbm for HashDbm {
 
     fn close(&self) -> Result<()> {
         self.with_all(|slot| match slot.take() {
-            Some(mut s) => s.close(),
+            Some(mut s) => {
+                s.close()?;
+                // The file is durable and closed cleanly: its journal has nothing left to give.
+                self.remove_journal()
+            }
             None => Err(Error::infeasible("the database is already closed")),
         })
     }
@@ -676,7 +750,9 @@ impl Drop for HashDbm {
         if let Some(mut s) = self.storage.get_mut().take() {
             // Errors cannot be reported from drop; call `close` to see them. A failed close
             // leaves the file marked as crashed, and the next writer restores it.
-            let _ = s.close();
+            if s.close().is_ok() {
+                let _ = self.remove_journal();
+            }
         }
     }
 }

@@ -11,7 +11,8 @@ pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 20;
 /// The default and largest maximum file size: what a 5-byte offset addresses (1 TiB).
 pub const DEFAULT_MAX_FILE_SIZE: u64 = MAX_ADDRESSABLE;
 
-pub(crate) const PARAMS: &[&str] = &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size"];
+pub(crate) const PARAMS: &[&str] =
+    &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size", "checkpoint_bytes"];
 
 /// Parameters as given; `None` means "the default" at creation and "keep" at rebuild.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +27,8 @@ pub struct HashOptions {
     pub max_file_size: Option<u64>,
     /// `dict_size`: bytes of the zstd dictionary a zstd-dict rebuild trains.
     pub dict_size: Option<usize>,
+    /// `checkpoint_bytes`: journal bytes that trigger a checkpoint (journaled.rs).
+    pub checkpoint_bytes: Option<u64>,
 }
 
 impl HashOptions {
@@ -58,7 +61,13 @@ impl HashOptions {
             update_mode: params.get("update_mode").map(UpdateMode::from_name).transpose()?,
             max_file_size,
             dict_size,
+            checkpoint_bytes: params.get_u64("checkpoint_bytes")?,
         })
+    }
+
+    /// The journal size that triggers a checkpoint, given or default.
+    pub fn checkpoint_bytes(&self) -> u64 {
+        self.checkpoint_bytes.unwrap_or(crate::journal::DEFAULT_CHECKPOINT_BYTES)
     }
 
     /// The dictionary size to train, given or default.

@@ -27,10 +27,10 @@ fn overwrite_rounds(db: &HashDbm, rounds: usize, mut between: impl FnMut(&HashDb
 }
 
 #[test]
-fn overwrites_with_synchronizations_reuse_space() {
+fn overwrites_with_checkpoints_reuse_space() {
     let dir = tempfile::tempdir().unwrap();
     let db = HashDbm::create(dir.path().join("reuse.kuh"), &Params::new().with("num_buckets", 64)).unwrap();
-    let sizes = overwrite_rounds(&db, 100, |db| db.synchronize(true).unwrap());
+    let sizes = overwrite_rounds(&db, 100, |db| db.checkpoint().unwrap());
     // About 200 KB are live; each round frees as much, reused after the next sync (the file
     // holds about two rounds). Before free blocks were merged it grew by some 15 KB a round
     // and kept growing (3 MB after 400 rounds).

@@ -110,7 +110,7 @@ impl Pager {
         // A journal left by the file's previous content must not be replayed over the new,
         // empty tree: it goes before the file is emptied (and under the lock, so it is nobody
         // else's).
-        remove_if_exists(&super::journal::journal_path(path))?;
+        remove_if_exists(&crate::journal::journal_path(path))?;
         let header = FileHeader {
             codec: options.codec,
             comparator: options.comparator,

@@ -18,14 +18,12 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use super::btree::BTree;
-use super::journal::{self, encode_entry, Entry, Journal, Recovered, SyncTicket};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::dbm::{Action, Processor};
 use crate::error::{Error, Result};
+use crate::journal::{self, encode_entry, Entry, Journal, Recovered, SyncTicket};
 
-/// Checkpoint once the journal holds this many bytes: bounds the replay after a crash (about a
-/// second per 64 MiB of entries) and the journal file.
-pub const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
+pub use crate::journal::DEFAULT_CHECKPOINT_BYTES;
 
 pub struct Store {
     pub tree: BTree,

@@ -24,6 +24,8 @@ use kura::{Dbm, DbmExt, ErrorKind};
 pub const PAGE: usize = 4096;
 /// A TreeDbm file's two header copies (docs/tree.md): what a checkpoint rewrites.
 const TREE_HEADERS: usize = 256;
+/// A journal's header (docs/tree.md, "Journal header"), whose salt changes at each checkpoint.
+const JOURNAL_HEADER: usize = 32;
 pub const SECTOR: usize = 512;
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -92,28 +94,32 @@ impl Tracker {
         self.note_checkpoints();
     }
 
-    /// A TreeDbm file whose header area changed since its synced copy was taken made a
-    /// checkpoint (or a clear) meanwhile: its pages, then its header, were fsynced, and its
-    /// journal started over durably. The file and its journal as they are now are then what
-    /// survives of them, so they become their synced copies. (The model keeps its state of the
-    /// last `synchronize(true)`: a checkpoint's records are among those written since, which
+    /// A journaled file (TreeDbm, HashDbm) that made a checkpoint (or a clear) since its
+    /// synced copy was taken: its pages were fsynced, and its journal started over durably
+    /// under a new salt. The file and its journal as they are now are then what survives of
+    /// them, so they become their synced copies. A checkpoint shows as a journal header (its
+    /// salt) unlike the synced copy's, or, for TreeDbm, whose journal may not exist yet, as a
+    /// changed header area of the tree file. (The model keeps its state of the last
+    /// `synchronize(true)`: a checkpoint's records are among those written since, which
     /// `check` accepts.)
     fn note_checkpoints(&mut self) {
         for index in 0..self.synced_files.len() {
             let (path, synced) = &self.synced_files[index];
-            let is_tree_file = path.extension().is_some_and(|e| e == "kut") || is_tree_shard(path);
-            if !is_tree_file {
+            let journal = kura::journal_path(path);
+            let Some(journal_index) = self.synced_files.iter().position(|(p, _)| *p == journal) else {
                 continue;
-            }
+            };
             let current = read_if_exists(path);
-            let head = |bytes: &[u8]| bytes[..bytes.len().min(TREE_HEADERS)].to_vec();
-            if head(&current) == head(synced) {
-                continue;
-            }
-            let journal = kura::tree_dbm::journal_path(path);
-            self.synced_files[index].1 = current;
-            if let Some(entry) = self.synced_files.iter_mut().find(|(p, _)| *p == journal) {
-                entry.1 = read_if_exists(&journal);
+            let is_tree_file = path.extension().is_some_and(|e| e == "kut") || is_tree_shard(path);
+            let head = |bytes: &[u8], size: usize| bytes[..bytes.len().min(size)].to_vec();
+            let current_journal = read_if_exists(&journal);
+            let synced_journal = &self.synced_files[journal_index].1;
+            let restarted = !synced_journal.is_empty()
+                && head(&current_journal, JOURNAL_HEADER) != head(synced_journal, JOURNAL_HEADER);
+            let tree_committed = is_tree_file && head(&current, TREE_HEADERS) != head(synced, TREE_HEADERS);
+            if restarted || tree_committed {
+                self.synced_files[index].1 = current;
+                self.synced_files[journal_index].1 = current_journal;
             }
         }
     }
@@ -134,9 +140,22 @@ impl Tracker {
     }
 
     /// Call right after `synchronize(true)` of a database made of the files `paths` (every
-    /// shard of a set) returned: they are what survives.
+    /// shard of a set, and the journal beside each file that has one) returned: they are what
+    /// survives. A journaled file's `synchronize(true)` syncs only its journal: the file itself
+    /// keeps its copy of the last checkpoint (`note_checkpoints`), or, at the first call, its
+    /// bytes now.
     pub fn synchronized_files(&mut self, paths: &[PathBuf]) {
-        self.synced_files = paths.iter().map(|path| (path.clone(), read_if_exists(path))).collect();
+        let journals: BTreeSet<PathBuf> =
+            paths.iter().map(|p| kura::journal_path(p)).filter(|j| paths.contains(j)).collect();
+        let previous = std::mem::take(&mut self.synced_files);
+        self.synced_files = paths
+            .iter()
+            .map(|path| {
+                let journaled = journals.contains(&kura::journal_path(path));
+                let kept = previous.iter().find(|(p, _)| journaled && p == path).map(|(_, bytes)| bytes.clone());
+                (path.clone(), kept.unwrap_or_else(|| read_if_exists(path)))
+            })
+            .collect();
         self.synced = self.model.clone();
         self.since.clear();
         self.log.clear();

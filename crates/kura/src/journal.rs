@@ -1,20 +1,24 @@
-//! TreeDbm's write-ahead journal: why a durable commit costs one `fdatasync`.
+//! The write-ahead journal of the file engines (TreeDbm, HashDbm): why a durable commit costs
+//! one `fdatasync`.
 //!
-//! Without a journal, a commit wrote every page it changed (copy-on-write: a batch of 1,000
-//! random keys rewrote about 1,000 leaves) and made it durable with a sync of the pages and
-//! another of the header. With it, a commit appends its changes as they ended (each key set to
-//! its new value, or removed) to a journal beside the tree file, `<file>.journal`, and a
-//! durable commit syncs that one file once. The tree's pages reach the tree file at
-//! checkpoints (`TreeDbm::checkpoint`): a durable shadow-paging commit of everything, after
-//! which the journal starts over. A hot leaf is so written once per checkpoint, not once per
-//! commit. SQLite's WAL mode, RocksDB's WAL and WiredTiger's log are the references.
+//! Without a journal, a durable commit made every page it changed durable in the database
+//! file: TreeDbm rewrote every page it changed (copy-on-write: a batch of 1,000 random keys
+//! rewrote about 1,000 leaves), HashDbm synced every bucket page a batch touched (about 1,000
+//! random pages for 1,000 new keys), and each such page was written again by the next commit.
+//! With it, a commit appends its changes as they ended (each key set to its new value, or
+//! removed) to a journal beside the database file, `<file>.journal`, and a durable commit
+//! syncs that one file once. The database file is made durable only at checkpoints (a durable
+//! commit of everything, after which the journal starts over): a hot page is so written once
+//! per checkpoint, not once per commit. SQLite's WAL mode, RocksDB's WAL and WiredTiger's log
+//! are the references.
 //!
 //! Why replay needs no sequence numbers: every entry is a blind write (the value a key ended
-//! with, or its removal, or the removal of everything), so replaying the journal over a tree
-//! that already holds any prefix of it ends in the same state as replaying it over the tree
-//! without that prefix. The tree's pages are written only at checkpoints, each durable before
-//! the journal starts over (with a new salt, made durable too), so the tree on disk never holds
-//! a change that a journal on disk lacks while holding an older one it would undo.
+//! with, or its removal, or the removal of everything), so replaying the journal over a
+//! database that already holds any prefix of it ends in the same state as replaying it over
+//! the database without that prefix. Each checkpoint is durable before the journal starts over
+//! (with a new salt, made durable too), so the database file on disk never lacks a change of
+//! an earlier journal, and the engines write every change to the journal in the order they
+//! apply it to the same key.
 //!
 //! A frame is one commit: whole, or absent. Its checksum is seeded with the journal's salt and
 //! the frame's offset, so a frame torn by a crash, a stale frame of an earlier journal at the
@@ -62,6 +66,10 @@ const KIND_SET: u8 = 1;
 const KIND_REMOVE: u8 = 2;
 const KIND_CLEAR: u8 = 3;
 
+/// Checkpoint once the journal holds this many bytes: bounds the replay after a crash (about a
+/// second per 64 MiB of entries) and the journal file.
+pub const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
+
 /// Pending entries beyond this are written out as a frame before the next one is added, so
 /// that a long run of sets without a commit does not hold its whole journal in memory.
 const MAX_PENDING_BYTES: usize = 1 << 20;
@@ -75,9 +83,9 @@ const MAX_PENDING_BYTES: usize = 1 << 20;
 const GROWTH_BYTES: u64 = 1 << 20;
 const MAX_RECYCLED_BYTES: u64 = 64 << 20;
 
-/// The journal file of the tree file at `tree_path`.
-pub fn journal_path(tree_path: &Path) -> PathBuf {
-    sibling_path(tree_path, ".journal")
+/// The journal file of the database file at `db_path`.
+pub fn journal_path(db_path: &Path) -> PathBuf {
+    sibling_path(db_path, ".journal")
 }
 
 /// One change, as the journal keeps it.
@@ -109,7 +117,7 @@ impl Recovered {
 
     /// The entries of every frame taken, in the order they were written.
     pub fn entries(&self) -> Entries<'_> {
-        Entries { reader: ByteReader::new(&self.payloads, "tree journal") }
+        Entries { reader: ByteReader::new(&self.payloads, "journal") }
     }
 }
 
@@ -146,7 +154,7 @@ impl<'a> Entries<'a> {
             }
             // A frame whose checksum held was written by Kura: an unknown kind is a bug.
             other => Err(Error::broken(format!(
-                "tree journal: an entry of unknown kind {other} in a frame whose checksum holds (a bug in Kura)"
+                "journal: an entry of unknown kind {other} in a frame whose checksum holds (a bug in Kura)"
             ))),
         }
     }
@@ -190,7 +198,7 @@ fn encode_header(salt: u64) -> [u8; HEADER_SIZE] {
 /// The salt of a journal header, or None when the header is not a whole, valid one (a journal
 /// whose creation was cut short: it holds no frame that could have been made durable).
 fn decode_header(bytes: &[u8], path: &Path) -> Result<Option<u64>> {
-    let Ok(header) = HeaderBytes::<HEADER_SIZE>::read(bytes, "tree journal header") else {
+    let Ok(header) = HeaderBytes::<HEADER_SIZE>::read(bytes, "journal header") else {
         return Ok(None);
     };
     if header.get(MAGIC_FIELD) != MAGIC || header.u64(CHECKSUM_FIELD) != xxh3_64(header.before(CHECKSUM_FIELD)) {
@@ -199,16 +207,16 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Option<u64>> {
     let version = header.u32(VERSION_FIELD);
     if version != VERSION {
         return Err(Error::broken(format!(
-            "{}: tree journal format version {version} is not supported (written by a newer Kura?)",
+            "{}: journal format version {version} is not supported (written by a newer Kura?)",
             path.display()
         )));
     }
     Ok(Some(header.u64(SALT_FIELD)))
 }
 
-/// Reads the journal of the tree file at `tree_path`, if there is one: the frames to replay.
-pub fn recover(tree_path: &Path) -> Result<Recovered> {
-    let path = journal_path(tree_path);
+/// Reads the journal of the database file at `db_path`, if there is one: the frames to replay.
+pub fn recover(db_path: &Path) -> Result<Recovered> {
+    let path = journal_path(db_path);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recovered::default()),
@@ -220,7 +228,7 @@ pub fn recover(tree_path: &Path) -> Result<Recovered> {
     let mut recovered = Recovered::default();
     let mut offset = HEADER_SIZE;
     while let Some(frame) = bytes.get(offset..) {
-        let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(frame, "tree journal frame") else {
+        let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(frame, "journal frame") else {
             break;
         };
         let len = header.u32(FRAME_LEN_FIELD);
@@ -245,8 +253,8 @@ pub fn recover(tree_path: &Path) -> Result<Recovered> {
 /// reaches its own (group commit: one sync serves every commit written before it started).
 pub type Position = u64;
 
-/// How far the journal is written and synced: shared between the journal (under the tree's
-/// lock) and the committers that sync outside it, so that one `fdatasync` serves every commit
+/// How far the journal is written and synced: shared between the journal (under the
+/// database's lock) and the committers that sync outside it, so that one `fdatasync` serves every commit
 /// whose frame was written before it started (group commit).
 #[derive(Debug, Default)]
 pub struct SyncState {
@@ -257,7 +265,7 @@ pub struct SyncState {
     failed: AtomicBool,
 }
 
-/// What a committer needs to make its frame durable once it let go of the tree's lock.
+/// What a committer needs to make its frame durable once it let go of the database's lock.
 #[derive(Debug)]
 pub struct SyncTicket {
     file: Arc<File>,
@@ -310,7 +318,7 @@ enum FrameWrite {
 pub struct Journal {
     path: PathBuf,
     sync: Arc<SyncState>,
-    /// Shared with committers that sync outside the tree's lock (`TreeDbm::sync_journal`).
+    /// Shared with committers that sync outside the database's lock.
     file: Option<Arc<File>>,
     salt: u64,
     /// Where the next frame goes.
@@ -328,10 +336,10 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// The journal of the tree file at `tree_path`. Its file is created by the first frame.
-    pub fn new(tree_path: &Path) -> Journal {
+    /// The journal of the database file at `db_path`. Its file is created by the first frame.
+    pub fn new(db_path: &Path) -> Journal {
         Journal {
-            path: journal_path(tree_path),
+            path: journal_path(db_path),
             sync: Arc::new(SyncState::default()),
             file: None,
             salt: 0,
@@ -353,12 +361,12 @@ impl Journal {
         }
     }
 
-    /// The sync state shared with committers outside the tree's lock.
+    /// The sync state shared with committers outside the database's lock.
     pub fn sync_state(&self) -> Arc<SyncState> {
         Arc::clone(&self.sync)
     }
 
-    /// What a commit that wrote its frame needs to make it durable outside the tree's lock:
+    /// What a commit that wrote its frame needs to make it durable outside the database's lock:
     /// None when nothing it wrote waits for a sync (no frame since the last checkpoint).
     pub fn ticket(&self) -> Option<SyncTicket> {
         let file = self.file.as_ref()?;
@@ -421,7 +429,7 @@ impl Journal {
         head.copy_from_slice(&header.into_bytes());
         let frame = &self.pending;
         let appender =
-            self.appender.as_mut().ok_or_else(|| Error::broken("tree journal: no file after start (a bug in Kura)"))?;
+            self.appender.as_mut().ok_or_else(|| Error::broken("journal: no file after start (a bug in Kura)"))?;
         let frame_end = offset + frame.len() as u64;
         if frame_end > appender.len() {
             // Zeros ahead (a replay stops at them: an all-zero frame header fails its checksum).
@@ -441,7 +449,7 @@ impl Journal {
     }
 
     /// Starts the journal over, empty, with a new salt, and makes that durable: called right
-    /// after a checkpoint made every change the journal held durable in the tree file.
+    /// after a checkpoint made every change the journal held durable in the database file.
     pub fn restart(&mut self) -> Result<()> {
         self.discard_pending();
         if self.file.is_none() && !self.path.exists() {
@@ -451,6 +459,15 @@ impl Journal {
             self.start(file)?;
         }
         self.sync.all_durable();
+        Ok(())
+    }
+
+    /// Creates the journal file now, empty, if it does not exist yet (it is otherwise created by
+    /// the first frame): a writer whose checkpoints must show in the file from the start.
+    pub fn create_now(&mut self) -> Result<()> {
+        if self.file.is_none() {
+            self.start(None)?;
+        }
         Ok(())
     }
 
@@ -668,7 +685,7 @@ mod tests {
 
     #[test]
     fn the_layouts_are_the_ones_docs_tree_md_documents() {
-        let docs = include_str!("../../../../docs/tree.md");
+        let docs = include_str!("../../../docs/tree.md");
         let header = [MAGIC_FIELD, VERSION_FIELD, ZERO_FIELD, SALT_FIELD, CHECKSUM_FIELD];
         assert_eq!(documented_layout(docs, "### Journal header"), layout_rows(&header));
         let frame = [FRAME_LEN_FIELD, FRAME_COUNT_FIELD, FRAME_CHECKSUM_FIELD];
