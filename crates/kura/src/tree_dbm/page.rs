@@ -529,9 +529,19 @@ impl Branch {
     pub fn insert_after(&mut self, index: usize, key: Vec<u8>, child: u64) {
         let at = (index + 1).min(self.children.len());
         self.key_bytes += key.len();
-        self.keys.insert(at.saturating_sub(1).min(self.keys.len()), key);
+        let key_at = at.saturating_sub(1).min(self.keys.len());
+        // The index takes the one separator (moving the shorter side of its arrays) rather
+        // than being rebuilt: a leaf split in a batch of random inserts did that to a branch
+        // of hundreds of separators, 6% of the batch's time.
+        let in_step = self.index.len() == self.keys.len();
+        let (prefix, len) = (key_prefix(&key), u32::try_from(key.len()).unwrap_or(u32::MAX));
+        self.keys.insert(key_at, key);
         self.children.insert(at, child);
-        self.refresh_prefixes();
+        if in_step {
+            self.index.insert(key_at, prefix, len);
+        } else {
+            self.refresh_prefixes();
+        }
     }
 
     /// Removes child `index` with the separator that bounds it (the one before it, or the one
@@ -543,8 +553,14 @@ impl Branch {
         }
         self.children.remove(index);
         if !self.keys.is_empty() {
-            let key = self.keys.remove(index.saturating_sub(1).min(self.keys.len() - 1));
+            let in_step = self.index.len() == self.keys.len();
+            let key_at = index.saturating_sub(1).min(self.keys.len() - 1);
+            let key = self.keys.remove(key_at);
             self.key_bytes -= key.len();
+            if in_step {
+                self.index.remove(key_at);
+                return;
+            }
         }
         self.refresh_prefixes();
     }
