@@ -13,7 +13,8 @@ lines too), peers.md (times per store and phase, and Kura's time over the best p
 peers.png (if matplotlib is importable).
 
 Environment: PEERS_RECORDS (default 1000000), PEERS_ROUNDS (default 2), PEERS_STORES (a
-comma-separated subset), PEERS_CACHE_BYTES (default 4 GiB: RocksDB's block cache, fjall's and
+comma-separated subset), PEERS_READS (bulk records each read phase reads; default all, 50,000
+under --memory-limit), PEERS_CACHE_BYTES (default 4 GiB: RocksDB's block cache, fjall's and
 redb's caches, TreeDbm's cache_bytes), PEERS_DIR (where the stores are written, default
 bench/data/peers).
 
@@ -58,6 +59,9 @@ PEERS_DIR = os.path.join(harness.ROOT, "bench", "peers")
 MANIFEST = os.path.join(PEERS_DIR, "Cargo.toml")
 DEFAULT_CACHE_BYTES = 4 << 30
 MEMORY_BULK_BATCH = 100_000
+# Bulk records each read phase reads under a memory limit, where a read waits for the disk
+# (PEERS_READS overrides; 0 reads all).
+MEMORY_READS = 50_000
 CRATES = ["heed", "lmdb-master-sys", "rocksdb", "librocksdb-sys", "fjall", "lsm-tree", "redb"]
 
 
@@ -193,6 +197,8 @@ def run_store(binary, store, settings, group):
                "--cache-bytes", str(settings["cache_bytes"])]
     if settings["bulk_batch"]:
         command += ["--bulk-batch", str(settings["bulk_batch"])]
+    if settings["reads"]:
+        command += ["--reads", str(settings["reads"])]
     if group:
         drop_page_cache()
         group.reset_peak()
@@ -311,6 +317,8 @@ def markdown(report, chart):
              + (f"Each store in a cgroup v1 memory group of {memory // 2**20} MiB (page cache included), the page "
                 f"cache dropped before it, the bulk load in commits of {settings['bulk_batch']:,}. "
                 if memory else "")
+             + (f"Each read phase reads {settings['reads']:,} of the bulk records (random keys), not all. "
+                if settings.get("reads") else "")
              + "Versions: " + ", ".join(f"{name} {version}" for name, version in report["versions"].items()) + ".",
              ""]
     if report["errors"]:
@@ -417,7 +425,8 @@ def main():
     settings = {"records": records, "rounds": rounds, "stores": stores,
                 "cache_bytes": harness.env_int("PEERS_CACHE_BYTES", default_cache),
                 "dir": os.environ.get("PEERS_DIR", "").strip() or os.path.join(harness.DATA, "peers"),
-                "bulk_batch": MEMORY_BULK_BATCH if memory else 0, "memory_limit": memory}
+                "bulk_batch": MEMORY_BULK_BATCH if memory else 0, "memory_limit": memory,
+                "reads": harness.env_int("PEERS_READS", MEMORY_READS if memory else 0)}
     build_seconds = build()
     binary = binary_path()
     group = MemoryGroup(memory) if memory else None

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR
-//!            [--cache-bytes B] [--bulk-batch K]
+//!            [--cache-bytes B] [--bulk-batch K] [--reads R]
 //! ```
 //!
 //! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..}`
@@ -23,7 +23,7 @@
 //! writes (1,000 durable commits of one record), batch writes (100 durable commits of 1,000),
 //! nosync writes (50,000 commits of one record, not synced; TreeDbm then rewrites the same
 //! records through its other non-durable path, a one-record `write_batch`), len(), random reads (the N bulk
-//! records, one thread), random range reads (min(500,000, N) ranges of 10 from bulk keys),
+//! records, or the first R of them with `--reads`, one thread), random range reads (min(500,000, N) ranges of 10 from bulk keys),
 //! random reads on 2 and 4 threads, close + reopen, random reads after reopen (a
 //! log-structured store now reads its tables, not its memtables), removals (half of all
 //! records, durable commits of 100,000), uncompacted size, compaction, compacted size (sizes:
@@ -62,14 +62,24 @@ struct Args {
     cache_bytes: u64,
     /// Records per commit of the bulk load; 0: all in one.
     bulk_batch: u64,
+    /// Bulk records each read phase reads (the first ones written, random keys): all of them
+    /// unless told; fewer where reads wait for the disk (a run under a memory limit).
+    reads: u64,
 }
 
 const USAGE: &str = "usage: kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR \
-                     [--cache-bytes B] [--bulk-batch K]";
+                     [--cache-bytes B] [--bulk-batch K] [--reads R]";
 
 fn parse_args() -> Result<Args> {
     let mut args =
-        Args { store: String::new(), records: 0, dir: PathBuf::new(), cache_bytes: DEFAULT_CACHE_BYTES, bulk_batch: 0 };
+        Args {
+            store: String::new(),
+            records: 0,
+            dir: PathBuf::new(),
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            bulk_batch: 0,
+            reads: 0,
+        };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
         let value = given.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
@@ -80,11 +90,15 @@ fn parse_args() -> Result<Args> {
             "--dir" => args.dir = PathBuf::from(&value),
             "--cache-bytes" => args.cache_bytes = number()?,
             "--bulk-batch" => args.bulk_batch = number()?,
+            "--reads" => args.reads = number()?,
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
     if !STORES.contains(&args.store.as_str()) || args.records == 0 || args.dir.as_os_str().is_empty() {
         return Err(USAGE.to_string());
+    }
+    if args.reads == 0 || args.reads > args.records {
+        args.reads = args.records;
     }
     Ok(args)
 }
@@ -302,21 +316,22 @@ fn run(args: &Args) -> Result<()> {
     }
     emit(name, "len()", Line { seconds: Some(seconds), ops: Some(1), ..Line::default() });
 
-    // What the reads must find: every bulk record, with the value written.
+    // What the reads must find: every bulk record read, with the value written.
+    let reads = args.reads;
     let mut expected = Tally::default();
-    for i in 0..n {
+    for i in 0..reads {
         expected.add(&records::record(i).value);
     }
 
-    let (seconds, got) = read_phase(store.as_ref(), n, 1)?;
+    let (seconds, got) = read_phase(store.as_ref(), reads, 1)?;
     check_reads("random reads", got, expected)?;
     emit(
         name,
         "random reads",
-        Line { seconds: Some(seconds), ops: Some(n), checksum: Some(got.checksum), ..Line::default() },
+        Line { seconds: Some(seconds), ops: Some(reads), checksum: Some(got.checksum), ..Line::default() },
     );
 
-    let scans = n.min(MAX_SCANS);
+    let scans = reads.min(MAX_SCANS);
     let expected_records = expected_range_records((0..scans).map(records::key), total);
     let mut ranged = Tally::default();
     let (seconds, ordered) = timed(|| {
@@ -341,12 +356,12 @@ fn run(args: &Args) -> Result<()> {
 
     for threads in [2, 4] {
         let phase = format!("random reads ({threads} threads)");
-        let (seconds, got) = read_phase(store.as_ref(), n, threads)?;
+        let (seconds, got) = read_phase(store.as_ref(), reads, threads)?;
         check_reads(&phase, got, expected)?;
         emit(
             name,
             &phase,
-            Line { seconds: Some(seconds), ops: Some(n), checksum: Some(got.checksum), ..Line::default() },
+            Line { seconds: Some(seconds), ops: Some(reads), checksum: Some(got.checksum), ..Line::default() },
         );
     }
 
@@ -357,9 +372,9 @@ fn run(args: &Args) -> Result<()> {
     store = reopened;
     emit(name, "close + reopen", Line { seconds: Some(seconds), ops: Some(1), ..Line::default() });
 
-    let (seconds, got) = read_phase(store.as_ref(), n, 1)?;
+    let (seconds, got) = read_phase(store.as_ref(), reads, 1)?;
     check_reads("random reads after reopen", got, expected)?;
-    let line = Line { seconds: Some(seconds), ops: Some(n), checksum: Some(got.checksum), ..Line::default() };
+    let line = Line { seconds: Some(seconds), ops: Some(reads), checksum: Some(got.checksum), ..Line::default() };
     emit(name, "random reads after reopen", line);
 
     let removals = total / 2;
