@@ -39,6 +39,7 @@ pub mod hash_dbm;
 pub mod import;
 mod journal;
 mod key_prefix;
+mod memory_budget;
 pub mod memory_dbm;
 mod multi_get;
 mod packed_bytes;

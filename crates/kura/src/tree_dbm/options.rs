@@ -25,8 +25,21 @@ pub const DEFAULT_MAX_PAGE_SIZE: u32 = 8 * 1024;
 const MIN_PAGE_SIZE: u64 = 256;
 const MAX_PAGE_SIZE: u64 = 16 << 20;
 /// Decoded pages kept in memory. Large enough for a working set of ~100 MiB of records,
-/// because a cache miss costs a decompression of a whole page.
+/// because a cache miss costs a decompression of a whole page. Where less memory is
+/// available (a memory cgroup, a small machine), `default_cache_bytes` takes a quarter of it.
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+/// The least page cache a default gives, however little memory is available.
+const MIN_DEFAULT_CACHE_BYTES: usize = 8 << 20;
+
+/// The page cache when `cache_bytes` is not given: `DEFAULT_CACHE_BYTES`, or a quarter of the
+/// memory this process may use (`memory_budget`, a cgroup limit included) when that is less:
+/// the cache and the modified pages then leave the rest to the kernel's page cache, which
+/// holds the file's pages.
+pub fn default_cache_bytes() -> usize {
+    let quarter =
+        crate::memory_budget::available_bytes().map_or(usize::MAX, |b| usize::try_from(b / 4).unwrap_or(usize::MAX));
+    quarter.clamp(MIN_DEFAULT_CACHE_BYTES, DEFAULT_CACHE_BYTES)
+}
 /// Modified pages held in memory before an automatic commit: as many as Tkrzw's TreeDBM
 /// caches by default, where its modified pages stay until evicted or synchronized. Every
 /// commit encodes and writes each dirty page, so random updates to a tree of more pages than
@@ -44,6 +57,7 @@ pub struct TreeOptions {
     pub max_page_size: u32,
     pub max_page_size_given: bool,
     pub cache_bytes: usize,
+    pub cache_bytes_given: bool,
     /// As given; `dirty_budget` says what applies when it was not.
     pub max_dirty_pages: Option<usize>,
     pub max_file_size: u64,
@@ -72,8 +86,11 @@ impl TreeOptions {
             comparator_given: params.get("key_comparator").is_some(),
             max_page_size: max_page_size.map_or(DEFAULT_MAX_PAGE_SIZE, |s| s as u32),
             max_page_size_given: max_page_size.is_some(),
-            cache_bytes: usize::try_from(params.get_u64("cache_bytes")?.unwrap_or(DEFAULT_CACHE_BYTES as u64))
-                .unwrap_or(usize::MAX),
+            cache_bytes: match params.get_u64("cache_bytes")? {
+                Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
+                None => default_cache_bytes(),
+            },
+            cache_bytes_given: params.get("cache_bytes").is_some(),
             max_dirty_pages: max_dirty_pages.map(|pages| usize::try_from(pages).unwrap_or(usize::MAX)),
             max_file_size: params.get_u64("max_file_size")?.unwrap_or(DEFAULT_MAX_FILE_SIZE),
             dictionary_size: usize::try_from(
@@ -86,13 +103,16 @@ impl TreeOptions {
 
     /// How many modified pages may wait for a checkpoint: `max_dirty_pages` as given, else
     /// half the page cache's budget in pages of `max_page_size` raw bytes, and never fewer
-    /// than `DEFAULT_MAX_DIRTY_PAGES`. Why from the cache: with the journal, modified pages are
+    /// than `DEFAULT_MAX_DIRTY_PAGES` unless the cache itself holds fewer pages (a small
+    /// default under a memory limit). Why from the cache: with the journal, modified pages are
     /// what a log-structured store keeps in its memtable, and a checkpoint rewrites each of
     /// them whole; a budget of 10,000 pages made random batches over a tree of 47,000 leaves
     /// (1M records) checkpoint every ten batches, rewriting most of the tree each time.
     pub fn dirty_budget(&self, max_page_size: usize) -> usize {
-        self.max_dirty_pages
-            .unwrap_or_else(|| (self.cache_bytes / 2 / max_page_size.max(1)).max(DEFAULT_MAX_DIRTY_PAGES))
+        self.max_dirty_pages.unwrap_or_else(|| {
+            let cache_pages = self.cache_bytes / max_page_size.max(1);
+            (cache_pages / 2).max(DEFAULT_MAX_DIRTY_PAGES.min(cache_pages))
+        })
     }
 
     pub fn pager_options(&self) -> PagerOptions {
