@@ -26,7 +26,8 @@
 //!
 //! ```text
 //! header (32 bytes): [8] magic "KuraJrnl", u32 version, u32 zero, u64 salt, u64 xxh3 of 0..24
-//! frame:             u32 payload length, u32 entry count, u64 checksum, payload
+//! frame:             u32 payload length, u32 entry count (top bit: the commit continues in the
+//!                    next frame), u64 checksum, payload
 //! entry:             u8 kind (1 set, 2 remove, 3 clear), varint key length, key,
 //!                    and for a set: varint value length, value
 //! ```
@@ -44,7 +45,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::file::{sibling_path, MappedAppender};
 
 const MAGIC: &[u8; 8] = b"KuraJrnl";
-const VERSION: u32 = 1;
+/// 2: a frame's entry count carries `CONTINUED` (a batch written as several frames).
+const VERSION: u32 = 2;
+/// Set in a frame's entry count when the next frame continues the same commit: a batch too
+/// large for one frame is replayed only if its last frame (without the bit) is whole too.
+const CONTINUED: u32 = 1 << 31;
 
 // The journal header's fields, each after the one before (the table in the module comment).
 const MAGIC_FIELD: Field = Field::first(MAGIC.len());
@@ -227,6 +232,10 @@ pub fn recover(db_path: &Path) -> Result<Recovered> {
     };
     let mut recovered = Recovered::default();
     let mut offset = HEADER_SIZE;
+    // Where the commit being read began in `payloads`, and the frames it has so far: a commit
+    // whose last frame is missing is dropped whole.
+    let mut commit_start = 0;
+    let mut commit_frames = 0;
     while let Some(frame) = bytes.get(offset..) {
         let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(frame, "journal frame") else {
             break;
@@ -241,9 +250,15 @@ pub fn recover(db_path: &Path) -> Result<Recovered> {
             break;
         }
         recovered.payloads.extend_from_slice(payload);
-        recovered.frames += 1;
+        commit_frames += 1;
         offset += FRAME_HEADER_SIZE + len as usize;
+        if count & CONTINUED == 0 {
+            recovered.frames += commit_frames;
+            commit_frames = 0;
+            commit_start = recovered.payloads.len();
+        }
     }
+    recovered.payloads.truncate(commit_start);
     recovered.dropped_bytes = (bytes.len() - offset.min(bytes.len())) as u64;
     Ok(recovered)
 }
@@ -329,6 +344,8 @@ pub struct Journal {
     /// a frame is copied into the file from here in one piece.
     pending: Vec<u8>,
     pending_entries: u32,
+    /// Set while `write_pending_continued` writes its frame.
+    continued: bool,
     /// The position after the last frame written.
     written: Position,
     /// Frames written since the journal last started over.
@@ -347,6 +364,7 @@ impl Journal {
             appender: None,
             pending: vec![0; FRAME_HEADER_SIZE],
             pending_entries: 0,
+            continued: false,
             written: 0,
             frames: 0,
         }
@@ -411,10 +429,24 @@ impl Journal {
         self.write_pending_as(FrameWrite::Written)
     }
 
+    /// Writes the pending entries as a frame of a commit that the next frame continues: a
+    /// replay takes it only together with the frames after it up to one written by
+    /// `write_pending` or `write_pending_to_sync` (a batch too large for one frame).
+    pub fn write_pending_continued(&mut self) -> Result<()> {
+        self.continued = true;
+        let written = self.write_pending_as(FrameWrite::Written);
+        self.continued = false;
+        written
+    }
+
     fn write_pending_as(&mut self, how: FrameWrite) -> Result<()> {
         if self.pending_entries == 0 {
             return Ok(());
         }
+        if self.pending_entries >= CONTINUED {
+            return Err(Error::new(ErrorKind::Limit, "a journal frame of 2^31 entries or more"));
+        }
+        let count = if self.continued { self.pending_entries | CONTINUED } else { self.pending_entries };
         let len = u32::try_from(self.pending.len() - FRAME_HEADER_SIZE)
             .map_err(|_| Error::new(ErrorKind::Limit, "a commit of more than 4 GiB of changes"))?;
         if self.file.is_none() {
@@ -424,8 +456,8 @@ impl Journal {
         let (head, payload) = self.pending.split_at_mut(FRAME_HEADER_SIZE);
         let mut header = HeaderBytes::<FRAME_HEADER_SIZE>::new();
         header.put_u32(FRAME_LEN_FIELD, len);
-        header.put_u32(FRAME_COUNT_FIELD, self.pending_entries);
-        header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, self.pending_entries, payload));
+        header.put_u32(FRAME_COUNT_FIELD, count);
+        header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, count, payload));
         head.copy_from_slice(&header.into_bytes());
         let frame = &self.pending;
         let appender =

@@ -19,6 +19,9 @@ const CHILD_MODE: &str = "KURA_TREE_CRASH_CHILD";
 const CHILD_PATH: &str = "KURA_TREE_CRASH_PATH";
 const BATCH_KEYS: usize = 30;
 const REBUILD_RECORDS: u32 = 3000;
+/// Keys every large batch rewrites: about 150 KB a batch, so it bypasses the journal, and
+/// about 150 leaves of 1 KiB, over `max_dirty_pages`, so it spills (tree_dbm/store.rs).
+const LARGE_BATCH_KEYS: u32 = 6000;
 
 fn params() -> Params {
     // The batches of `batches` (about 3.8 KiB) go through the journal, which checkpoints every
@@ -75,6 +78,18 @@ fn crash_child_entry() {
                     .with("record_comp", codecs[round % codecs.len()])
                     .with("max_page_size", 512 << (round % 3));
                 db.rebuild(&params).unwrap();
+            }
+        }
+        "large_batches" => {
+            let mut next = db.get(b"progress").map(|v| u64::from_be_bytes(v.try_into().unwrap()) + 1).unwrap_or(0);
+            loop {
+                let mut batch = WriteBatch::new();
+                for i in 0..LARGE_BATCH_KEYS {
+                    batch.set(format!("large{i:05}"), format!("batch {next} key {i}"));
+                }
+                batch.set(b"progress", next.to_be_bytes());
+                db.write_batch(&batch).unwrap();
+                next += 1;
             }
         }
         _ => panic!("unknown child mode {mode}"),
@@ -135,6 +150,39 @@ fn killed_writer_keeps_whole_batches() {
         previous = batches;
     }
     assert!(previous > 0, "the child never committed a batch: is the machine that slow?");
+}
+
+/// Batches too large for the journal and for the modified-page budget: each is applied in
+/// steps, the tree committed durably between them after the whole batch was journaled, so a
+/// killed writer still leaves every batch whole or absent.
+#[test]
+fn killed_writer_keeps_whole_batches_larger_than_the_page_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.kut");
+    let mut previous = None;
+    for round in 0..6u64 {
+        kill_after(spawn("large_batches", &path), 200 + round * 151 % 500);
+        if !path.exists() {
+            continue;
+        }
+        let db = TreeDbm::open(&path, OpenMode::Write, &Params::new()).unwrap();
+        let last = db.get(b"progress").map(|v| u64::from_be_bytes(v.try_into().unwrap())).ok();
+        if let Some(last) = last {
+            for i in 0..LARGE_BATCH_KEYS {
+                let value = db.get(format!("large{i:05}").as_bytes()).unwrap();
+                assert_eq!(
+                    value,
+                    format!("batch {last} key {i}").into_bytes(),
+                    "round {round}: key {i} of batch {last}"
+                );
+            }
+        } else {
+            assert_eq!(db.count().unwrap(), 0, "round {round}: records without a whole batch");
+        }
+        assert!(last >= previous, "round {round}: batch {last:?} after {previous:?}");
+        previous = last;
+        db.close().unwrap();
+    }
 }
 
 #[test]

@@ -72,7 +72,8 @@ impl Store {
     /// more than a quarter of `checkpoint_bytes` bypasses the journal: after a checkpoint of
     /// what came before, it is applied and made durable by a checkpoint at once (whose shadow
     /// paging keeps it whole or absent across a crash), so that a bulk load is written once,
-    /// into the tree, and not first into the journal.
+    /// into the tree, and not first into the journal; unless it modifies more pages than the
+    /// budget allows (`apply_spilling`).
     pub fn write_batch(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there.
@@ -84,7 +85,7 @@ impl Store {
             // change the journal lacks, since the journal holds nothing that could undo it.
             self.checkpoint()?;
             self.journaling = false;
-            let applied = self.apply(batch);
+            let applied = self.apply_spilling(batch);
             self.journaling = true;
             applied?;
             return self.checkpoint();
@@ -109,6 +110,58 @@ impl Store {
             self.undone_on_failure(outcome)?;
         }
         Ok(())
+    }
+
+    /// Applies a batch that bypasses the journal (`write_batch`), its modified pages bounded by
+    /// the budget: a batch larger than memory (a bulk load into a tree that does not fit)
+    /// would otherwise hold every page it modifies until its checkpoint. The first time the
+    /// budget is passed, the whole batch is written to the journal (frames that a replay takes
+    /// only together, journal.rs) and synced; from then on the tree is committed durably as it
+    /// stands whenever the budget is passed again, and the rest applied. A crash then leaves
+    /// the journal holding the whole batch, which the next open replays over whatever part of
+    /// it the tree holds: the batch stays whole or absent, as LMDB's spilled transactions do.
+    /// Once journaled, the batch is committed: a failure after that undoes memory back to the
+    /// tree file and replays the journal, the batch included.
+    fn apply_spilling(&mut self, batch: &WriteBatch) -> Result<()> {
+        let mut journaled = false;
+        for op in batch.ops() {
+            let outcome = match op {
+                BatchOp::Set { key, value } => self.tree.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
+                BatchOp::Remove { key } => self.tree.process(key, &mut |_| Action::Remove),
+            };
+            self.undone_on_failure(outcome)?;
+            if self.tree.wants_commit() {
+                if !journaled {
+                    self.journal_whole(batch)?;
+                    journaled = true;
+                }
+                let spilled = self.tree.commit(true);
+                self.undone_on_failure(spilled)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every operation of `batch` to the (empty) journal as one commit of as many
+    /// frames as it takes, and syncs it.
+    fn journal_whole(&mut self, batch: &WriteBatch) -> Result<()> {
+        for op in batch.ops() {
+            let entry = match op {
+                BatchOp::Set { key, value } => Entry::Set { key, value },
+                BatchOp::Remove { key } => Entry::Remove { key },
+            };
+            encode_entry(self.journal.pending_mut(), entry);
+            self.journal.entry_added();
+            if self.journal.pending_is_large() {
+                let written = self.journal.write_pending_continued();
+                self.undone_on_failure(written)?;
+            }
+        }
+        self.commit_to_sync()?;
+        match self.journal.ticket() {
+            Some(ticket) => self.journal.sync_state().sync(&ticket),
+            None => Ok(()),
+        }
     }
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
