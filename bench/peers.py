@@ -14,6 +14,7 @@ peers.png (if matplotlib is importable).
 
 Environment: PEERS_RECORDS (default 1000000), PEERS_ROUNDS (default 2), PEERS_STORES (a
 comma-separated subset), PEERS_READS (bulk records each read phase reads; default all, 50,000
+under --memory-limit, each phase its own), PEERS_REMOVALS (default half the records, 500,000
 under --memory-limit), PEERS_CACHE_BYTES (default 4 GiB: RocksDB's block cache, fjall's and
 redb's caches, TreeDbm's cache_bytes), PEERS_DIR (where the stores are written, default
 bench/data/peers).
@@ -62,6 +63,9 @@ MEMORY_BULK_BATCH = 100_000
 # Bulk records each read phase reads under a memory limit, where a read waits for the disk
 # (PEERS_READS overrides; 0 reads all).
 MEMORY_READS = 50_000
+# Records removed under a memory limit, where each removal of a B-tree or a hash file waits for
+# the disk to read the record's page (PEERS_REMOVALS overrides; 0 removes half).
+MEMORY_REMOVALS = 500_000
 CRATES = ["heed", "lmdb-master-sys", "rocksdb", "librocksdb-sys", "fjall", "lsm-tree", "redb"]
 
 
@@ -199,6 +203,8 @@ def run_store(binary, store, settings, group):
         command += ["--bulk-batch", str(settings["bulk_batch"])]
     if settings["reads"]:
         command += ["--reads", str(settings["reads"])]
+    if settings["removals"]:
+        command += ["--removals", str(settings["removals"])]
     if group:
         drop_page_cache()
         group.reset_peak()
@@ -317,8 +323,10 @@ def markdown(report, chart):
              + (f"Each store in a cgroup v1 memory group of {memory // 2**20} MiB (page cache included), the page "
                 f"cache dropped before it, the bulk load in commits of {settings['bulk_batch']:,}. "
                 if memory else "")
-             + (f"Each read phase reads {settings['reads']:,} of the bulk records (random keys), not all. "
+             + (f"Each read phase reads its own {settings['reads']:,} of the bulk records (random keys), not all. "
                 if settings.get("reads") else "")
+             + (f"The removals phase removes {settings['removals']:,} records, not half. "
+                if settings.get("removals") else "")
              + "Versions: " + ", ".join(f"{name} {version}" for name, version in report["versions"].items()) + ".",
              ""]
     if report["errors"]:
@@ -426,7 +434,8 @@ def main():
                 "cache_bytes": harness.env_int("PEERS_CACHE_BYTES", default_cache),
                 "dir": os.environ.get("PEERS_DIR", "").strip() or os.path.join(harness.DATA, "peers"),
                 "bulk_batch": MEMORY_BULK_BATCH if memory else 0, "memory_limit": memory,
-                "reads": harness.env_int("PEERS_READS", MEMORY_READS if memory else 0)}
+                "reads": harness.env_int("PEERS_READS", MEMORY_READS if memory else 0),
+                "removals": harness.env_int("PEERS_REMOVALS", MEMORY_REMOVALS if memory else 0)}
     build_seconds = build()
     binary = binary_path()
     group = MemoryGroup(memory) if memory else None

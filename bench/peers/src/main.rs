@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR
-//!            [--cache-bytes B] [--bulk-batch K] [--reads R]
+//!            [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D]
 //! ```
 //!
 //! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..}`
@@ -23,10 +23,11 @@
 //! writes (1,000 durable commits of one record), batch writes (100 durable commits of 1,000),
 //! nosync writes (50,000 commits of one record, not synced; TreeDbm then rewrites the same
 //! records through its other non-durable path, a one-record `write_batch`), len(), random reads (the N bulk
-//! records, or the first R of them with `--reads`, one thread), random range reads (min(500,000, N) ranges of 10 from bulk keys),
+//! records, or with `--reads R` a slice of R of them, each read phase its own slice, one
+//! thread), random range reads (min(500,000, N) ranges of 10 from bulk keys),
 //! random reads on 2 and 4 threads, close + reopen, random reads after reopen (a
 //! log-structured store now reads its tables, not its memtables), removals (half of all
-//! records, durable commits of 100,000), uncompacted size, compaction, compacted size (sizes:
+//! records, or D with `--removals`, durable commits of 100,000), uncompacted size, compaction, compacted size (sizes:
 //! the bytes of every file in the store's directory, measured after closing it).
 
 mod fjall_store;
@@ -65,10 +66,13 @@ struct Args {
     /// Bulk records each read phase reads (the first ones written, random keys): all of them
     /// unless told; fewer where reads wait for the disk (a run under a memory limit).
     reads: u64,
+    /// Records removed in the removals phase: half of all unless told (fewer where each
+    /// removal waits for the disk).
+    removals: u64,
 }
 
 const USAGE: &str = "usage: kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR \
-                     [--cache-bytes B] [--bulk-batch K] [--reads R]";
+                     [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D]";
 
 fn parse_args() -> Result<Args> {
     let mut args =
@@ -79,6 +83,7 @@ fn parse_args() -> Result<Args> {
             cache_bytes: DEFAULT_CACHE_BYTES,
             bulk_batch: 0,
             reads: 0,
+            removals: 0,
         };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
@@ -91,6 +96,7 @@ fn parse_args() -> Result<Args> {
             "--cache-bytes" => args.cache_bytes = number()?,
             "--bulk-batch" => args.bulk_batch = number()?,
             "--reads" => args.reads = number()?,
+            "--removals" => args.removals = number()?,
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
@@ -197,11 +203,12 @@ fn read_keys(store: &dyn Store, first: u64, end: u64) -> Result<Tally> {
 }
 
 /// Reads the `n` bulk records on `threads` threads, each its own share of them.
-fn read_phase(store: &dyn Store, n: u64, threads: u64) -> Result<(f64, Tally)> {
+fn read_phase(store: &dyn Store, keys: std::ops::Range<u64>, threads: u64) -> Result<(f64, Tally)> {
+    let (first, n) = (keys.start, keys.end - keys.start);
     timed(|| {
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
-                .map(|t| scope.spawn(move || read_keys(store, n * t / threads, n * (t + 1) / threads)))
+                .map(|t| scope.spawn(move || read_keys(store, first + n * t / threads, first + n * (t + 1) / threads)))
                 .collect();
             let mut total = Tally::default();
             for worker in workers {
@@ -316,14 +323,28 @@ fn run(args: &Args) -> Result<()> {
     }
     emit(name, "len()", Line { seconds: Some(seconds), ops: Some(1), ..Line::default() });
 
-    // What the reads must find: every bulk record read, with the value written.
+    // What the reads must find: every bulk record read, with the value written. With fewer
+    // reads than records, each read phase reads its own slice of the bulk records, so that
+    // no phase finds the pages an earlier one brought into memory.
     let reads = args.reads;
-    let mut expected = Tally::default();
-    for i in 0..reads {
-        expected.add(&records::record(i).value);
-    }
+    let slices = if reads < n { n / reads } else { 1 };
+    let mut slice = 0;
+    let mut next_slice = || {
+        let first = reads * (slice % slices);
+        slice += 1;
+        first..first + reads
+    };
+    let expected_of = |keys: std::ops::Range<u64>| {
+        let mut expected = Tally::default();
+        for i in keys {
+            expected.add(&records::record(i).value);
+        }
+        expected
+    };
 
-    let (seconds, got) = read_phase(store.as_ref(), reads, 1)?;
+    let keys = next_slice();
+    let expected = expected_of(keys.clone());
+    let (seconds, got) = read_phase(store.as_ref(), keys, 1)?;
     check_reads("random reads", got, expected)?;
     emit(
         name,
@@ -332,10 +353,12 @@ fn run(args: &Args) -> Result<()> {
     );
 
     let scans = reads.min(MAX_SCANS);
-    let expected_records = expected_range_records((0..scans).map(records::key), total);
+    let range_first = next_slice().start;
+    let starts = range_first..range_first + scans;
+    let expected_records = expected_range_records(starts.clone().map(records::key), total);
     let mut ranged = Tally::default();
     let (seconds, ordered) = timed(|| {
-        store.range_each(&mut (0..scans).map(records::key), SCAN_LEN, &mut |key, value| {
+        store.range_each(&mut starts.clone().map(records::key), SCAN_LEN, &mut |key, value| {
             ranged.add(value);
             ranged.checksum = ranged.checksum.wrapping_add(records::checksum(key));
         })
@@ -356,7 +379,9 @@ fn run(args: &Args) -> Result<()> {
 
     for threads in [2, 4] {
         let phase = format!("random reads ({threads} threads)");
-        let (seconds, got) = read_phase(store.as_ref(), reads, threads)?;
+        let keys = next_slice();
+        let expected = expected_of(keys.clone());
+        let (seconds, got) = read_phase(store.as_ref(), keys, threads)?;
         check_reads(&phase, got, expected)?;
         emit(
             name,
@@ -372,12 +397,14 @@ fn run(args: &Args) -> Result<()> {
     store = reopened;
     emit(name, "close + reopen", Line { seconds: Some(seconds), ops: Some(1), ..Line::default() });
 
-    let (seconds, got) = read_phase(store.as_ref(), reads, 1)?;
+    let keys = next_slice();
+    let expected = expected_of(keys.clone());
+    let (seconds, got) = read_phase(store.as_ref(), keys, 1)?;
     check_reads("random reads after reopen", got, expected)?;
     let line = Line { seconds: Some(seconds), ops: Some(reads), checksum: Some(got.checksum), ..Line::default() };
     emit(name, "random reads after reopen", line);
 
-    let removals = total / 2;
+    let removals = if args.removals == 0 { total / 2 } else { args.removals.min(total) };
     let (seconds, ()) = timed(|| {
         let mut first = 0;
         while first < removals {
