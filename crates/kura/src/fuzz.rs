@@ -85,6 +85,81 @@ pub fn open_file(data: &[u8]) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Selector bit of `journal_replay`: the database is a TreeDbm file (else a HashDbm file).
+const JOURNAL_TREE: u8 = 0x01;
+/// Selector bit of `journal_replay`: rewrite the journal's header and frame checksums to match
+/// the mutated bytes (`journal::fix_checksums`), so that entries are decoded and replayed.
+const JOURNAL_FIX_CHECKSUMS: u8 = 0x02;
+/// Selector bit of `journal_replay`: salvage the database first (`kura restore`, which replays
+/// the journal into the copy) and read the copy.
+const JOURNAL_RESTORE_FIRST: u8 = 0x04;
+/// Records of the database beside the fuzzed journal.
+const JOURNAL_BASE_RECORDS: u32 = 40;
+
+/// Writes `data[1..]` as the journal beside a small, cleanly closed database of the engine
+/// `data[0]` selects (TreeDbm or HashDbm, see the selector bits above) and opens it for writing,
+/// which replays the journal's whole frames (or salvages it first). Any typed error is a fine
+/// outcome; a panic is not. After an open that succeeded, every key the cursor shows must `get`
+/// the value it showed, the count must be the cursor's, and the database must take a write and
+/// close.
+pub fn journal_replay(data: &[u8]) {
+    let Some((&selector, journal)) = data.split_first() else { return };
+    let mut journal = journal.to_vec();
+    if selector & JOURNAL_FIX_CHECKSUMS != 0 {
+        crate::journal::fix_checksums(&mut journal);
+    }
+    let name = if selector & JOURNAL_TREE != 0 { "tree" } else { "hash" };
+    let Some(engine) = engines().iter().find(|e| e.name == name) else { return };
+    let dir = scratch_dir();
+    let path = dir.join(format!("input.{}", engine.extension));
+    let made = std::fs::create_dir_all(&dir).is_ok() && {
+        match engine.open(&path, OpenMode::Truncate, &small_params(engine)) {
+            Ok(db) => {
+                for i in 0..JOURNAL_BASE_RECORDS {
+                    let _ = db.set(format!("key{i}").as_bytes(), format!("value{i}").as_bytes(), true);
+                }
+                db.close().is_ok()
+            }
+            Err(_) => false,
+        }
+    };
+    if made && std::fs::write(crate::journal::journal_path(&path), &journal).is_ok() {
+        if selector & JOURNAL_RESTORE_FIRST != 0 {
+            let salvaged = dir.join(format!("salvaged.{}", engine.extension));
+            if engine.restore(&path, &salvaged).is_ok() {
+                check_replayed(engine, &salvaged);
+            }
+        } else {
+            check_replayed(engine, &path);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Opens a database whose journal was replayed for writing and checks that it agrees with
+/// itself (see `journal_replay`).
+fn check_replayed(engine: &Engine, path: &std::path::Path) {
+    let Ok(db) = engine.open(path, OpenMode::Write, &small_params(engine)) else { return };
+    let mut shown = 0u64;
+    if let Ok(records) = db.records() {
+        for record in records {
+            let Ok((key, value)) = record else { return };
+            shown += 1;
+            match db.get(&key) {
+                Ok(got) => {
+                    assert_eq!(got, value, "{}: a replayed key reads back unlike the cursor showed it", engine.name)
+                }
+                Err(e) => assert!(!e.is_not_found(), "{}: a key the cursor showed is missing: {e}", engine.name),
+            }
+        }
+        if let Ok(count) = db.count() {
+            assert_eq!(count, shown, "{}: count() after a replay is not the cursor's", engine.name);
+        }
+    }
+    let _ = db.set(b"after the replay", b"written", true);
+    let _ = db.close();
+}
+
 /// Selector bits of `import_lines`: JSON lines (else TSV), skip malformed lines (else stop
 /// at the first), two writer lanes (else one); bits 3-4 are the batch size minus one; bit 5
 /// makes TSV escaped TSV.

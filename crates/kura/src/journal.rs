@@ -263,6 +263,32 @@ pub fn recover(db_path: &Path) -> Result<Recovered> {
     Ok(recovered)
 }
 
+/// Rewrites the checksums of a journal's header and of every frame it walks (by their
+/// lengths, up to the first that does not fit) to match the bytes, as a writer would have
+/// written them: so that fuzzed journals reach the entry decoder and the replay instead of
+/// stopping at a checksum (`kura::fuzz::journal_replay`).
+#[cfg(feature = "internals")]
+pub(crate) fn fix_checksums(bytes: &mut [u8]) {
+    let Ok(mut header) = HeaderBytes::<HEADER_SIZE>::read(bytes, "journal header") else { return };
+    let checksum = xxh3_64(header.before(CHECKSUM_FIELD));
+    header.put_u64(CHECKSUM_FIELD, checksum);
+    let salt = header.u64(SALT_FIELD);
+    if let Some(head) = bytes.get_mut(..HEADER_SIZE) {
+        head.copy_from_slice(header.as_bytes());
+    }
+    let mut offset = HEADER_SIZE;
+    while let Some(frame) = bytes.get_mut(offset..) {
+        let Ok(mut head) = HeaderBytes::<FRAME_HEADER_SIZE>::read(frame, "journal frame") else { return };
+        let (len, count) = (head.u32(FRAME_LEN_FIELD), head.u32(FRAME_COUNT_FIELD));
+        let Some(payload) = frame.get(FRAME_HEADER_SIZE..FRAME_HEADER_SIZE + len as usize) else { return };
+        head.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(salt, offset as u64, len, count, payload));
+        if let Some(at) = frame.get_mut(..FRAME_HEADER_SIZE) {
+            at.copy_from_slice(head.as_bytes());
+        }
+        offset += FRAME_HEADER_SIZE + len as usize;
+    }
+}
+
 /// A position in the journal's stream of frames: the bytes written to it since the database was
 /// opened, across restarts of the journal. A durable commit waits until the synced position
 /// reaches its own (group commit: one sync serves every commit written before it started).

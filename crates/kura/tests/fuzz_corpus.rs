@@ -21,6 +21,7 @@ const TARGETS: &[Target] = &[
     ("open_file", kura::fuzz::open_file),
     ("codec_decode", kura::fuzz::codec_decode),
     ("import_lines", kura::fuzz::import_lines),
+    ("journal_replay", kura::fuzz::journal_replay),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -181,6 +182,57 @@ fn regenerate_seed_corpus() {
     open_file_seeds();
     codec_decode_seeds();
     import_lines_seeds();
+    journal_replay_seeds();
+}
+
+/// Journals as writers leave them: single writes, batches (one of them large enough to be
+/// journaled as continued frames by TreeDbm), removals and a clear, each copied while its
+/// database was open (a close removes the journal), with each selector.
+fn journal_replay_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    for (engine_bit, name) in [(0x01u8, "tree"), (0x00, "hash")] {
+        let engine = engines().iter().find(|e| e.name == name).unwrap();
+        let path = dir.path().join(format!("journaled.{}", engine.extension));
+        let params = Params::new().with("checkpoint_bytes", 1 << 20);
+        let params =
+            if name == "tree" { params.with("max_dirty_pages", 16).with("max_page_size", 1024) } else { params };
+        let db = engine.open(&path, OpenMode::Truncate, &params).unwrap();
+        let mut journals = Vec::new();
+        for i in 0..30 {
+            db.set(format!("key{i}").as_bytes(), value_of(i).as_bytes(), true).unwrap();
+        }
+        db.synchronize(true).unwrap();
+        journals.push(("singles", std::fs::read(kura::journal_path(&path)).unwrap()));
+        let mut batch = kura::WriteBatch::new();
+        for i in 0..200 {
+            batch.set(format!("batch{i:04}"), value_of(i));
+        }
+        for i in 0..10 {
+            batch.remove(format!("key{i}"));
+        }
+        db.write_batch_durable(&batch).unwrap();
+        journals.push(("batch", std::fs::read(kura::journal_path(&path)).unwrap()));
+        db.clear().unwrap();
+        db.set(b"after-clear", b"1", true).unwrap();
+        db.synchronize(true).unwrap();
+        journals.push(("clear", std::fs::read(kura::journal_path(&path)).unwrap()));
+        db.close().unwrap();
+        for (what, journal) in journals {
+            // Seeds stay small: the journal's zeros ahead of its frames are cut.
+            let used = journal.iter().rposition(|&b| b != 0).map_or(0, |last| last + 1);
+            let journal = &journal[..used];
+            for (suffix, bits) in [("replay", 0x00u8), ("fixed-checksums", 0x02), ("restore", 0x04)] {
+                write_seed("journal_replay", &format!("{name}-{what}-{suffix}"), engine_bit | bits, journal);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "writes the journal_replay seeds alone (the other targets' seeds stay as committed)"]
+fn regenerate_journal_replay_seeds() {
+    std::fs::create_dir_all(corpus_dir("journal_replay")).unwrap();
+    journal_replay_seeds();
 }
 
 #[test]
