@@ -222,6 +222,9 @@ impl RecordIter {
             return Ok(None);
         }
         self.source.check_open(py)?;
+        if !self.source.release_gil {
+            return self.next_lent(py);
+        }
         let mut started = self.started;
         let found = step(py, self.source.release_gil, &mut self.owned, |owned| {
             advance(owned, &mut started, |owned| on_cursor!(owned, c => c.record()))
@@ -232,6 +235,36 @@ impl RecordIter {
             None => {
                 self.done = true;
                 Ok(None)
+            }
+        }
+    }
+}
+
+impl RecordIter {
+    /// `__next__` for a database whose reads keep the GIL: the pair is built straight from
+    /// the key and value the engine lends (`Cursor::record_with`: from TreeDbm's decoded page,
+    /// without copying them into vectors first). Records removed by another thread since the
+    /// cursor reached them are skipped, as `advance` does.
+    fn next_lent<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let RecordIter { owned, source, started, done } = self;
+        loop {
+            let moved = if *started {
+                on_cursor!(owned, c => c.next())
+            } else {
+                *started = true;
+                on_cursor!(owned, c => c.first())
+            };
+            if !moved.or_raise(py)? {
+                *done = true;
+                return Ok(None);
+            }
+            let mut pair = None;
+            let found = on_cursor!(owned, c => c.record_with(&mut |key, value| {
+                pair = Some(source.output(py, key).and_then(|key| Ok((key, source.output(py, value)?))));
+            }))
+            .or_raise(py)?;
+            if let (true, Some(pair)) = (found, pair) {
+                return pair.map(Some);
             }
         }
     }
