@@ -48,7 +48,7 @@ pub use crate::batch::{BatchOp, WriteBatch};
 pub use crate::journal::journal_path;
 pub use comparator::Comparator;
 pub use cursor::TreeCursor;
-pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_DIRTY_PAGES, DEFAULT_MAX_PAGE_SIZE};
+pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_PAGE_SIZE};
 pub use range::{KeyRange, TreeRange};
 
 use crate::dbm::OpenMode;
