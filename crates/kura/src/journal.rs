@@ -47,6 +47,8 @@ use crate::file::{sibling_path, MappedAppender};
 const MAGIC: &[u8; 8] = b"KuraJrnl";
 /// 2: a frame's entry count carries `CONTINUED` (a batch written as several frames).
 const VERSION: u32 = 2;
+/// The oldest journal version an open still replays.
+const OLDEST_VERSION: u32 = 1;
 /// Set in a frame's entry count when the next frame continues the same commit: a batch too
 /// large for one frame is replayed only if its last frame (without the bit) is whole too.
 const CONTINUED: u32 = 1 << 31;
@@ -210,7 +212,8 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Option<u64>> {
         return Ok(None);
     }
     let version = header.u32(VERSION_FIELD);
-    if version != VERSION {
+    // Version 1 differs only in never setting `CONTINUED`: its journals replay as they are.
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(Error::broken(format!(
             "{}: journal format version {version} is not supported (written by a newer Kura?)",
             path.display()
@@ -739,6 +742,57 @@ mod tests {
             }
         }
         assert!(with_frames > 500, "the frames were taken in {with_frames} rounds: too few to test their entries");
+    }
+
+    #[test]
+    fn a_commit_of_continued_frames_replays_only_with_its_last_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t.kut");
+        let mut journal = Journal::new(&tree);
+        write(&mut journal, &[set(b"before", b"0")]);
+        let before_batch = std::fs::read(journal_path(&tree)).unwrap();
+        let end_of_first = journal.end as usize;
+        for part in [&b"p1"[..], b"p2"] {
+            encode_entry(journal.pending_mut(), set(part, b"x"));
+            journal.entry_added();
+            journal.write_pending_continued().unwrap();
+        }
+        write(&mut journal, &[set(b"last", b"y")]);
+        assert_eq!(replayed(&tree), ["before=0", "p1=x", "p2=x", "last=y"]);
+        let whole = std::fs::read(journal_path(&tree)).unwrap();
+        let end = journal.end as usize;
+        // Cut anywhere after the first commit and before the batch's last frame is whole: the
+        // batch is absent, all of it.
+        for cut in (end_of_first..end).step_by(7) {
+            let mut bytes = whole[..cut].to_vec();
+            bytes.resize(whole.len(), 0);
+            std::fs::write(journal_path(&tree), &bytes).unwrap();
+            assert_eq!(replayed(&tree), ["before=0"], "cut at {cut}");
+        }
+        assert_eq!(before_batch.len(), whole.len(), "the journal file keeps its length");
+    }
+
+    #[test]
+    fn a_version_1_journal_still_replays_and_a_newer_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t.kut");
+        let mut journal = Journal::new(&tree);
+        write(&mut journal, &[set(b"a", b"1"), Entry::Remove { key: b"b" }]);
+        let written = std::fs::read(journal_path(&tree)).unwrap();
+        let with_version = |version: u32| {
+            let mut bytes = written.clone();
+            let mut header = HeaderBytes::<HEADER_SIZE>::read(&bytes, "test").unwrap();
+            header.put_u32(VERSION_FIELD, version);
+            let checksum = xxh3_64(header.before(CHECKSUM_FIELD));
+            header.put_u64(CHECKSUM_FIELD, checksum);
+            bytes[..HEADER_SIZE].copy_from_slice(header.as_bytes());
+            std::fs::write(journal_path(&tree), bytes).unwrap();
+        };
+        with_version(1);
+        assert_eq!(replayed(&tree), ["a=1", "-b"], "version 1 has the same frames");
+        with_version(VERSION + 1);
+        let refused = recover(&tree).unwrap_err();
+        assert!(refused.message().contains("not supported"), "{refused}");
     }
 
     #[test]
