@@ -120,7 +120,7 @@ lint:
 
 ## fuzz: each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, new inputs kept in fuzz/work/
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := open_file codec_decode import_lines memcached_session
+FUZZ_TARGETS := open_file codec_decode import_lines memcached_session journal_replay
 # address (the default) finds what unsafe code gets wrong; none runs several times faster
 # and still finds panics, hangs and oversized allocations (fuzz/src/lib.rs), for long runs.
 FUZZ_SANITIZER ?= address
