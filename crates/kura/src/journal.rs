@@ -106,6 +106,16 @@ pub enum Entry<'a> {
     Clear,
 }
 
+impl<'a> From<crate::batch::BatchOp<'a>> for Entry<'a> {
+    /// A write batch's operation as the journal keeps it.
+    fn from(op: crate::batch::BatchOp<'a>) -> Entry<'a> {
+        match op.value() {
+            Some(value) => Entry::Set { key: op.key(), value },
+            None => Entry::Remove { key: op.key() },
+        }
+    }
+}
+
 /// What the journal of a file held when it was opened: the payloads of its whole frames, in
 /// order, to be replayed.
 #[derive(Debug, Default)]

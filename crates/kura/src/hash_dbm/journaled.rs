@@ -87,7 +87,7 @@ impl HashDbm {
     pub(super) fn write_batch_journaled(&self, journal: &HashJournal, batch: &WriteBatch, durable: bool) -> Result<()> {
         self.check_writable()?;
         for op in batch.ops() {
-            check_key(op_key(&op))?;
+            check_key(op.key())?;
         }
         if journal.bypasses(batch.byte_size()) {
             return self.write_batch_bypassing(journal, batch, durable);
@@ -95,7 +95,7 @@ impl HashDbm {
         let (due, ticket) = self.with_batch_locked(batch, |applying| {
             let mut log = journal.journal.lock();
             for op in batch.ops() {
-                encode_entry(log.pending_mut(), op_entry(&op));
+                encode_entry(log.pending_mut(), Entry::from(op));
                 log.entry_added();
             }
             if durable {
@@ -149,7 +149,7 @@ impl HashDbm {
             let num_buckets = self.num_buckets.load(Ordering::Acquire);
             planned.clear();
             for op in batch.ops() {
-                let hash = hash_key(op_key(&op));
+                let hash = hash_key(op.key());
                 let bucket = bucket_of(hash, num_buckets);
                 stripes.insert(stripe_of(bucket));
                 planned.push(Planned { op, hash, bucket });
@@ -169,13 +169,9 @@ impl HashDbm {
                             Error::broken("write_batch: a key's stripe lock was not taken (a bug in Kura)")
                         })?;
                     let chain = ChainMut::exclusive(guard, plan.bucket);
-                    let key = op_key(&plan.op);
+                    let key = plan.op.key();
                     let found = storage.find(chain.read(), key, plan.hash)?;
-                    let value = match plan.op {
-                        BatchOp::Set { value, .. } => Some(value),
-                        BatchOp::Remove { .. } => None,
-                    };
-                    Self::apply_write(storage, &chain, key, plan.hash, value, found)?;
+                    Self::apply_write(storage, &chain, key, plan.hash, plan.op.value(), found)?;
                 }
                 Ok(true)
             };
@@ -287,18 +283,5 @@ impl HashDbm {
             self.checkpoint()?;
         }
         Ok(())
-    }
-}
-
-fn op_key<'b>(op: &BatchOp<'b>) -> &'b [u8] {
-    match *op {
-        BatchOp::Set { key, .. } | BatchOp::Remove { key } => key,
-    }
-}
-
-fn op_entry<'b>(op: &BatchOp<'b>) -> Entry<'b> {
-    match *op {
-        BatchOp::Set { key, value } => Entry::Set { key, value },
-        BatchOp::Remove { key } => Entry::Remove { key },
     }
 }

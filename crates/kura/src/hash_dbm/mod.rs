@@ -40,7 +40,7 @@ pub use header::UpdateMode;
 pub use options::{HashOptions, DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
 pub use record::MAX_KEY_SIZE;
 
-use crate::batch::{BatchOp, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::codec::{CodecKind, DictionaryTraining};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
@@ -281,13 +281,7 @@ impl HashDbm {
     /// refusal, or a writer's batch before it has its journal.
     fn write_batch_op_by_op(&self, batch: &WriteBatch) -> Result<()> {
         self.check_writable()?;
-        for op in batch.ops() {
-            match op {
-                BatchOp::Set { key, value } => self.set(key, value, true)?,
-                BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove)?,
-            }
-        }
-        Ok(())
+        crate::dbm::write_op_by_op(self, batch)
     }
 
     /// Finds the live record of `key` under its stripe's shared lock and runs `read` on it

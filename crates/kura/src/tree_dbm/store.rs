@@ -103,13 +103,19 @@ impl Store {
     /// line (`undo_uncommitted`) and is returned.
     fn apply(&mut self, batch: &WriteBatch) -> Result<()> {
         for op in batch.ops() {
-            let outcome = match op {
-                BatchOp::Set { key, value } => self.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
-                BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove),
-            };
-            self.undone_on_failure(outcome)?;
+            self.apply_op(op)?;
         }
         Ok(())
+    }
+
+    /// Applies one operation of a batch (journaled unless the batch bypasses the journal); a
+    /// failure is undone as `apply` says.
+    fn apply_op(&mut self, op: BatchOp<'_>) -> Result<()> {
+        let outcome = match op {
+            BatchOp::Set { key, value } => self.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
+            BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove),
+        };
+        self.undone_on_failure(outcome)
     }
 
     /// Applies a batch that bypasses the journal (`write_batch`), its modified pages bounded by
@@ -125,11 +131,7 @@ impl Store {
     fn apply_spilling(&mut self, batch: &WriteBatch) -> Result<()> {
         let mut journaled = false;
         for op in batch.ops() {
-            let outcome = match op {
-                BatchOp::Set { key, value } => self.tree.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
-                BatchOp::Remove { key } => self.tree.process(key, &mut |_| Action::Remove),
-            };
-            self.undone_on_failure(outcome)?;
+            self.apply_op(op)?;
             if self.tree.wants_commit() {
                 if !journaled {
                     self.journal_whole(batch)?;
@@ -146,11 +148,7 @@ impl Store {
     /// frames as it takes, and syncs it.
     fn journal_whole(&mut self, batch: &WriteBatch) -> Result<()> {
         for op in batch.ops() {
-            let entry = match op {
-                BatchOp::Set { key, value } => Entry::Set { key, value },
-                BatchOp::Remove { key } => Entry::Remove { key },
-            };
-            encode_entry(self.journal.pending_mut(), entry);
+            encode_entry(self.journal.pending_mut(), Entry::from(op));
             self.journal.entry_added();
             if self.journal.pending_is_large() {
                 let written = self.journal.write_pending_continued();
