@@ -109,7 +109,7 @@ pub fn journal_replay(data: &[u8]) {
         crate::journal::fix_checksums(&mut journal);
     }
     let name = if selector & JOURNAL_TREE != 0 { "tree" } else { "hash" };
-    let Some(engine) = engines().iter().find(|e| e.name == name) else { return };
+    let Ok(engine) = crate::registry::engine(name) else { return };
     let dir = scratch_dir();
     let path = dir.join(format!("input.{}", engine.extension));
     let made = std::fs::create_dir_all(&dir).is_ok() && {
