@@ -63,7 +63,12 @@ fn check_all(db: &TreeDbm, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 fn run(codec: CodecKind, ops: Vec<Op>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.kut");
-    let params = Params::new().with("record_comp", codec.name()).with("max_page_size", 512).with("max_dirty_pages", 16);
+    let params = Params::new()
+        .with("record_comp", codec.name())
+        .with("max_page_size", 512)
+        .with("max_dirty_pages", 16)
+        // Batches over 2 KiB bypass the journal and spill in key order (tree_dbm/store.rs).
+        .with("checkpoint_bytes", 8192);
     let mut db = TreeDbm::open(&path, OpenMode::Create, &params).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     for op in ops {
@@ -178,7 +183,12 @@ fn run(codec: CodecKind, ops: Vec<Op>) {
             Op::Reopen => {
                 db.close().unwrap();
                 drop(db);
-                db = TreeDbm::open(&path, OpenMode::Write, &Params::new().with("max_dirty_pages", 16)).unwrap();
+                db = TreeDbm::open(
+                    &path,
+                    OpenMode::Write,
+                    &Params::new().with("max_dirty_pages", 16).with("checkpoint_bytes", 8192),
+                )
+                .unwrap();
             }
             Op::Commit => db.synchronize(false).unwrap(),
             Op::Rebuild(size) => {
