@@ -542,6 +542,9 @@ impl RangeIter {
         }
         self.source.check_open(py)?;
         let reverse = self.reverse;
+        if let (RangeWalk::Tree(tree), false) = (&mut self.walk, self.source.release_gil) {
+            return Self::next_lent(py, &mut tree.range, &self.source, reverse, &mut self.done);
+        }
         let cell = SendCell(&mut self.walk);
         let call = move || {
             let cell = cell;
@@ -558,6 +561,32 @@ impl RangeIter {
             Some((key, value)) => Ok(Some((self.source.output(py, &key)?, self.source.output(py, &value)?))),
             None => {
                 self.done = true;
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl RangeIter {
+    /// `__next__` on a tree whose reads keep the GIL: the pair is built straight from the key
+    /// and value the range lends from the decoded page (`TreeRange::next_with`), without
+    /// copying them into vectors first.
+    fn next_lent<'py>(
+        py: Python<'py>,
+        range: &mut TreeRange<'static>,
+        source: &Source,
+        reverse: bool,
+        done: &mut bool,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let mut pair = None;
+        let mut visit = |key: &[u8], value: &[u8]| {
+            pair = Some(source.output(py, key).and_then(|key| Ok((key, source.output(py, value)?))));
+        };
+        let lent = if reverse { range.next_back_with(&mut visit) } else { range.next_with(&mut visit) }.or_raise(py)?;
+        match pair.filter(|_| lent) {
+            Some(pair) => pair.map(Some),
+            None => {
+                *done = true;
                 Ok(None)
             }
         }

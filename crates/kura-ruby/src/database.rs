@@ -286,13 +286,13 @@ impl Database {
             if chunk.is_empty() {
                 return Ok(());
             }
-            for (key, value) in chunk {
+            for (key, value) in chunk.records() {
                 let _: Value = match what {
                     Yield::Pairs => ruby.yield_value(
-                        ruby.ary_new_from_values(&[rb_self.string(ruby, &key), rb_self.string(ruby, &value)]),
+                        ruby.ary_new_from_values(&[rb_self.string(ruby, key), rb_self.string(ruby, value)]),
                     )?,
-                    Yield::Keys => ruby.yield_value(rb_self.string(ruby, &key))?,
-                    Yield::Values => ruby.yield_value(rb_self.string(ruby, &value))?,
+                    Yield::Keys => ruby.yield_value(rb_self.string(ruby, key))?,
+                    Yield::Values => ruby.yield_value(rb_self.string(ruby, value))?,
                 };
             }
         }

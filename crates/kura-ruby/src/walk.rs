@@ -5,6 +5,10 @@
 //! lock held, so it may read, write, `break`, raise or close the database. The cursor kept
 //! between chunks holds no lock either (a Kura cursor stays valid while others write).
 //!
+//! A chunk is one buffer (`PackedBytes`): each record is copied once, from the slices the
+//! engine lends (`record_with`, `TreeRange::next_with`), into it, and Ruby's strings are made
+//! from there; not a pair of vectors a record, whose allocations cost more than the copy.
+//!
 //! Order: an unordered engine walks in its own order; TreeDbm walks a key range in its own
 //! key order (its comparator) with `TreeRange`; the other ordered engine (BabyDbm) compares
 //! keys as bytes, the only order it has.
@@ -13,7 +17,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use kura::tree_dbm::TreeRange;
-use kura::{Cursor, OrderedCursor};
+use kura::{Cursor, OrderedCursor, PackedBytes};
 
 /// Records read per chunk: enough to amortise releasing the GVL, few enough that a block
 /// that stops early (`first`, `find`, `break`) wastes little.
@@ -41,8 +45,27 @@ impl Yield {
     }
 }
 
-/// A record of a chunk; the part the walk does not yield is left empty.
-pub type Record = (Vec<u8>, Vec<u8>);
+/// The records of a chunk, two items each in one buffer: the key, then the value; the part
+/// the walk does not yield is missing.
+#[derive(Default)]
+pub struct Chunk(PackedBytes);
+
+impl Chunk {
+    /// The records in walk order: the yielded parts, a part not yielded as an empty slice.
+    pub fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut items = self.0.iter().map(Option::unwrap_or_default);
+        std::iter::from_fn(move || Some((items.next()?, items.next()?)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn push(&mut self, what: Yield, key: &[u8], value: &[u8]) {
+        self.0.push((what != Yield::Values).then_some(key));
+        self.0.push((what != Yield::Keys).then_some(value));
+    }
+}
 
 /// A walk: where it is, and whether it has reached its end (then it stays there).
 pub struct Walk<'a> {
@@ -72,16 +95,14 @@ impl<'a> Walk<'a> {
     }
 
     /// The next records, at most a chunk; empty at the end.
-    pub fn next_chunk(&mut self, what: Yield) -> kura::Result<Vec<Record>> {
-        let mut chunk = Vec::new();
-        let mut bytes = 0;
-        while !self.done && chunk.len() < CHUNK_RECORDS && bytes < CHUNK_BYTES {
-            match self.kind.next_record(what)? {
-                Some((key, value)) => {
-                    bytes += key.len() + value.len();
-                    chunk.push((key, value));
-                }
-                None => self.done = true,
+    pub fn next_chunk(&mut self, what: Yield) -> kura::Result<Chunk> {
+        let mut chunk = Chunk::default();
+        let mut records = 0;
+        while !self.done && records < CHUNK_RECORDS && chunk.0.byte_len() < CHUNK_BYTES {
+            if self.kind.next_record(what, &mut chunk)? {
+                records += 1;
+            } else {
+                self.done = true;
             }
         }
         Ok(chunk)
@@ -89,24 +110,33 @@ impl<'a> Walk<'a> {
 }
 
 impl Kind<'_> {
-    fn next_record(&mut self, what: Yield) -> kura::Result<Option<Record>> {
+    /// Adds the next record to `chunk`; false at the end.
+    fn next_record(&mut self, what: Yield, chunk: &mut Chunk) -> kura::Result<bool> {
         match self {
             Kind::Plain { cursor, started } => loop {
                 let moved = if *started { cursor.next()? } else { cursor.first()? };
                 *started = true;
                 if !moved {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 // A record removed by another thread since the cursor reached it is skipped.
-                let found =
-                    if what == Yield::Keys { cursor.key()?.map(|k| (k, Vec::new())) } else { cursor.record()? };
-                if found.is_some() {
-                    return Ok(found);
+                // Keys alone are read as keys: a compressed engine then decompresses nothing.
+                let found = if what == Yield::Keys {
+                    cursor.key()?.map(|key| chunk.push(what, &key, &[])).is_some()
+                } else {
+                    cursor.record_with(&mut |key, value| chunk.push(what, key, value))?
+                };
+                if found {
+                    return Ok(true);
                 }
             },
             Kind::Tree { range, reversed } => {
-                let next = if *reversed { range.next_back() } else { range.next() };
-                next.transpose()
+                let mut visit = |key: &[u8], value: &[u8]| chunk.push(what, key, value);
+                if *reversed {
+                    range.next_back_with(&mut visit)
+                } else {
+                    range.next_with(&mut visit)
+                }
             }
             Kind::Ordered { cursor, lower, upper, reversed, started } => loop {
                 let moved = match (*started, *reversed) {
@@ -125,11 +155,18 @@ impl Kind<'_> {
                 };
                 *started = true;
                 if !moved {
-                    return Ok(None);
+                    return Ok(false);
                 }
-                let Some((key, value)) = cursor.record()? else { continue };
-                let beyond = if *reversed { below(&key, lower) } else { above(&key, upper) };
-                return Ok(if beyond { None } else { Some((key, value)) });
+                let mut beyond = false;
+                let found = cursor.record_with(&mut |key, value| {
+                    beyond = if *reversed { below(key, lower) } else { above(key, upper) };
+                    if !beyond {
+                        chunk.push(what, key, value);
+                    }
+                })?;
+                if found {
+                    return Ok(!beyond);
+                }
             },
         }
     }

@@ -3,7 +3,8 @@
 //! they were read from. The Python and Ruby bindings copy a batch's values out from under
 //! the engine's locks with the interpreter's lock released and make the interpreter's
 //! strings of them once it is back; the Ruby binding copies its keys out of Ruby strings
-//! before releasing the GVL; `kura bench` packs the keys it looks up.
+//! before releasing the GVL, and packs the records of each chunk its walks (`each`, `range`)
+//! read; `kura bench` packs the keys it looks up.
 //!
 //! Why one buffer: a batch of a thousand small values as a thousand `Vec`s costs a thousand
 //! allocations, more than the lookups themselves take; here a list costs a few (the buffer
@@ -60,6 +61,11 @@ impl PackedBytes {
     /// The number of items.
     pub fn len(&self) -> usize {
         self.spans.len()
+    }
+
+    /// The bytes of all items together.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
     }
 
     /// Whether the list has no items.

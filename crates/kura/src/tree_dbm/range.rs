@@ -72,116 +72,113 @@ impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
 }
 
 /// An iterator over the records of a key range, from either end.
+///
+/// Besides the owned pairs of `Iterator`, `next_with` and `next_back_with` lend each key and
+/// value from the decoded page (as `Cursor::record_with` does), so that a binding builds its
+/// objects from them without copying them into vectors first.
 pub struct TreeRange<'a> {
     db: &'a TreeDbm,
     comparator: Comparator,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
-    front: Option<TreeCursor<'a>>,
-    back: Option<TreeCursor<'a>>,
-    /// The last keys yielded from each end: the other end must stay strictly inside them.
-    front_key: Option<Vec<u8>>,
-    back_key: Option<Vec<u8>>,
+    front: End<'a>,
+    back: End<'a>,
     done: bool,
+}
+
+/// One end of a range: its cursor once placed, and the last key it yielded, which the other
+/// end must stay strictly inside of (a buffer reused from record to record).
+#[derive(Default)]
+struct End<'a> {
+    cursor: Option<TreeCursor<'a>>,
+    last_key: Option<Vec<u8>>,
 }
 
 impl<'a> TreeRange<'a> {
     pub(super) fn new(db: &'a TreeDbm, (lower, upper): (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> TreeRange<'a> {
         let comparator = db.read().map(|tree| tree.comparator()).unwrap_or_default();
-        TreeRange {
-            db,
-            comparator,
-            lower,
-            upper,
-            front: None,
-            back: None,
-            front_key: None,
-            back_key: None,
-            done: false,
+        TreeRange { db, comparator, lower, upper, front: End::default(), back: End::default(), done: false }
+    }
+
+    /// Lends the next record from the front to `visit`; false at the end of the range.
+    pub fn next_with(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        self.lend(false, visit)
+    }
+
+    /// Lends the next record from the back to `visit`; false at the end of the range.
+    pub fn next_back_with(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        self.lend(true, visit)
+    }
+
+    /// `step`, and the range done after its end or an error.
+    fn lend(&mut self, backward: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        if self.done {
+            return Ok(false);
         }
+        let stepped = self.step(backward, visit);
+        if !matches!(stepped, Ok(true)) {
+            self.done = true;
+        }
+        stepped
     }
 
-    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        self.comparator.compare(a, b)
-    }
-
-    fn step_front(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let moved = match &mut self.front {
+    /// Moves one end a record on and lends that record, unless it lies beyond the end's bound
+    /// (the upper bound for the front, the lower for the back) or where the other end has been.
+    fn step(&mut self, backward: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        let TreeRange { db, comparator, lower, upper, front, back, .. } = self;
+        let (end, other, bound) = if backward { (back, &*front, &*lower) } else { (front, &*back, &*upper) };
+        let moved = match &mut end.cursor {
+            Some(cursor) if backward => cursor.previous()?,
             Some(cursor) => cursor.next()?,
             None => {
-                let mut cursor = TreeCursor::new(self.db);
-                let moved = match &self.lower {
-                    Bound::Unbounded => cursor.first()?,
-                    Bound::Included(key) => cursor.jump_upper(key, true)?,
-                    Bound::Excluded(key) => cursor.jump_upper(key, false)?,
+                let mut cursor = TreeCursor::new(db);
+                let moved = match (backward, &*lower, &*upper) {
+                    (false, Bound::Unbounded, _) => cursor.first()?,
+                    (false, Bound::Included(key), _) => cursor.jump_upper(key, true)?,
+                    (false, Bound::Excluded(key), _) => cursor.jump_upper(key, false)?,
+                    (true, _, Bound::Unbounded) => cursor.last()?,
+                    (true, _, Bound::Included(key)) => cursor.jump_lower(key, true)?,
+                    (true, _, Bound::Excluded(key)) => cursor.jump_lower(key, false)?,
                 };
-                self.front = Some(cursor);
+                end.cursor = Some(cursor);
                 moved
             }
         };
-        if !moved {
-            return Ok(None);
-        }
-        let Some(record) = self.front.as_mut().map(|c| c.record()).transpose()?.flatten() else {
-            return Ok(None);
+        let Some(cursor) = end.cursor.as_mut().filter(|_| moved) else {
+            return Ok(false);
         };
-        let beyond = match &self.upper {
-            Bound::Unbounded => false,
-            Bound::Included(key) => self.compare(&record.0, key) == Ordering::Greater,
-            Bound::Excluded(key) => self.compare(&record.0, key) != Ordering::Less,
-        };
-        let met = self.back_key.as_ref().is_some_and(|back| self.compare(&record.0, back) != Ordering::Less);
-        if beyond || met {
-            return Ok(None);
-        }
-        self.front_key = Some(record.0.clone());
-        Ok(Some(record))
+        // Ahead is the direction the end moves in: past its bound, or at or past the other
+        // end's last key, the range is exhausted.
+        let ahead = if backward { Ordering::Less } else { Ordering::Greater };
+        let comparator = *comparator;
+        let last_key = &mut end.last_key;
+        let mut lent = false;
+        cursor.record_with(&mut |key, value| {
+            let beyond = match bound {
+                Bound::Unbounded => false,
+                Bound::Included(limit) => comparator.compare(key, limit) == ahead,
+                Bound::Excluded(limit) => comparator.compare(key, limit) != ahead.reverse(),
+            };
+            let met = other.last_key.as_deref().is_some_and(|seen| comparator.compare(key, seen) != ahead.reverse());
+            if beyond || met {
+                return;
+            }
+            let buffer = last_key.get_or_insert_with(Vec::new);
+            buffer.clear();
+            buffer.extend_from_slice(key);
+            visit(key, value);
+            lent = true;
+        })?;
+        Ok(lent)
     }
 
-    fn step_back(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let moved = match &mut self.back {
-            Some(cursor) => cursor.previous()?,
-            None => {
-                let mut cursor = TreeCursor::new(self.db);
-                let moved = match &self.upper {
-                    Bound::Unbounded => cursor.last()?,
-                    Bound::Included(key) => cursor.jump_lower(key, true)?,
-                    Bound::Excluded(key) => cursor.jump_lower(key, false)?,
-                };
-                self.back = Some(cursor);
-                moved
-            }
-        };
-        if !moved {
-            return Ok(None);
-        }
-        let Some(record) = self.back.as_mut().map(|c| c.record()).transpose()?.flatten() else {
-            return Ok(None);
-        };
-        let beyond = match &self.lower {
-            Bound::Unbounded => false,
-            Bound::Included(key) => self.compare(&record.0, key) == Ordering::Less,
-            Bound::Excluded(key) => self.compare(&record.0, key) != Ordering::Greater,
-        };
-        let met = self.front_key.as_ref().is_some_and(|front| self.compare(&record.0, front) != Ordering::Greater);
-        if beyond || met {
-            return Ok(None);
-        }
-        self.back_key = Some(record.0.clone());
-        Ok(Some(record))
-    }
-
-    fn finish(&mut self, step: Result<Option<(Vec<u8>, Vec<u8>)>>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
-        match step {
-            Ok(Some(record)) => Some(Ok(record)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+    /// The next record from one end, owned.
+    fn owned(&mut self, backward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        let mut record = None;
+        match self.lend(backward, &mut |key, value| record = Some((key.to_vec(), value.to_vec()))) {
+            Ok(true) => record.map(Ok),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }
@@ -190,20 +187,12 @@ impl Iterator for TreeRange<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let step = self.step_front();
-        self.finish(step)
+        self.owned(false)
     }
 }
 
 impl DoubleEndedIterator for TreeRange<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let step = self.step_back();
-        self.finish(step)
+        self.owned(true)
     }
 }
