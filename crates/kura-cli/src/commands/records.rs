@@ -166,8 +166,12 @@ fn list_range(db: &dyn Dbm, listing: &Listing, print: &mut Printer<'_>) -> kura:
         (moved, stop)
     };
     while moved {
-        let Some((key, value)) = cursor.record()? else { break };
-        if stop.as_deref() == Some(key.as_slice()) || !print(&key, &value)? {
+        // Printed from the record as the engine lends it, as the unranged listing is.
+        let mut more = Ok(true);
+        let found = cursor.record_with(&mut |key, value| {
+            more = if stop.as_deref() == Some(key) { Ok(false) } else { print(key, value) };
+        })?;
+        if !found || !more? {
             break;
         }
         moved = if listing.reverse { cursor.previous()? } else { cursor.next()? };

@@ -126,6 +126,18 @@ impl MappedFile {
         super::prefetch_range((self.map.as_ptr() as usize).wrapping_add(offset as usize), len.min(MAX_PREFETCH));
     }
 
+    /// Asks the kernel to start reading `offset..offset+len` of the file (`MADV_WILLNEED`)
+    /// without waiting for it: the mapping is advised random, so a fault reads only its own
+    /// page, and a reader that knows which pages it needs next has them read meanwhile. A
+    /// range past the end is clipped; the advice is only advice, so its failure is ignored.
+    pub fn will_need(&self, offset: u64, len: usize) {
+        // memmap2 rounds the range out to whole pages.
+        let end = offset.saturating_add(len as u64).min(self.len());
+        if offset < end {
+            let _ = self.map.advise_range(memmap2::Advice::WillNeed, offset as usize, (end - offset) as usize);
+        }
+    }
+
     /// Current length of the file in bytes.
     #[inline]
     pub fn len(&self) -> u64 {

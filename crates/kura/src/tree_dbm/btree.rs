@@ -42,6 +42,10 @@ pub struct BTree {
     pub(super) finger: Finger,
     /// The leaf of the last update and `structure` then.
     pub(super) last_leaf: Option<(u64, u64)>,
+    /// How many leaves after the one an update descends to are read ahead (0: none): for
+    /// updates in key order (a sorted batch spilling, store.rs) into a tree larger than
+    /// memory, where each leaf would otherwise wait for the disk in turn.
+    pub(super) leaves_read_ahead: usize,
 }
 
 /// A page borrowed (from the dirty set or the pins) or shared from the cache.
@@ -90,6 +94,7 @@ impl BTree {
             structure: 0,
             finger: Finger::default(),
             last_leaf: None,
+            leaves_read_ahead: 0,
         }
     }
 
@@ -192,6 +197,12 @@ impl BTree {
             };
             let index = branch.child_index(comparator, key);
             path.push((id, index));
+            if self.leaves_read_ahead > 0 && path.len() + 1 == self.height as usize {
+                let ahead = branch.children.iter().skip(index + 1).take(self.leaves_read_ahead);
+                for &leaf in ahead.filter(|&&leaf| leaf & TEMP_BIT == 0) {
+                    self.pager.read_ahead(leaf);
+                }
+            }
             id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
         }
         Ok(id)

@@ -70,6 +70,11 @@ impl PageCache {
         self.shards.get(mixed as usize % SHARDS)
     }
 
+    /// Whether the page of `offset` is cached (without marking it used).
+    pub fn contains(&self, offset: u64) -> bool {
+        self.shard(offset).is_some_and(|shard| shard.lock().pages.contains_key(&offset))
+    }
+
     pub fn get(&self, offset: u64) -> Option<Arc<Page>> {
         self.with(offset, Arc::clone)
     }

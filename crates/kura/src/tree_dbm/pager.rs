@@ -357,6 +357,15 @@ impl Pager {
         self.pins.get(offset)
     }
 
+    /// Starts reading the slot at `offset` from the disk unless its page is in memory
+    /// (`MappedFile::will_need`): for a page a caller will read soon. The slot's length is not
+    /// known before its header is read, so a whole page's worth is asked for.
+    pub fn read_ahead(&self, offset: u64) {
+        if self.pins.get(offset).is_none() && !self.cache.contains(offset) {
+            self.file.will_need(offset, self.max_page_size() + SLOT_HEADER_SIZE);
+        }
+    }
+
     /// Reads and decodes the page at `offset`, through the cache.
     pub fn read_page(&self, offset: u64) -> Result<Arc<Page>> {
         if let Some(page) = self.cache.get(offset) {

@@ -25,6 +25,11 @@ use crate::journal::{self, encode_entry, Entry, Journal, Recovered, SyncTicket};
 
 pub use crate::journal::DEFAULT_CHECKPOINT_BYTES;
 
+/// Leaves read ahead while a sorted batch spills (`BTree::leaves_read_ahead`): enough to keep
+/// the disk busy with several reads at once, few enough that what was read ahead is still in
+/// memory when its turn comes, under a memory limit too.
+const SPILL_READ_AHEAD_LEAVES: usize = 16;
+
 pub struct Store {
     pub tree: BTree,
     journal: Journal,
@@ -139,6 +144,14 @@ impl Store {
         let comparator = self.tree.comparator();
         let mut ops: Vec<BatchOp<'_>> = batch.ops().collect();
         ops.sort_by(|a, b| comparator.compare(a.key(), b.key()));
+        self.tree.leaves_read_ahead = SPILL_READ_AHEAD_LEAVES;
+        let applied = self.apply_sorted_spilling(batch, ops);
+        self.tree.leaves_read_ahead = 0;
+        applied
+    }
+
+    /// `apply_spilling` once its operations are sorted.
+    fn apply_sorted_spilling(&mut self, batch: &WriteBatch, ops: Vec<BatchOp<'_>>) -> Result<()> {
         let mut journaled = false;
         for op in ops {
             self.apply_op(op)?;
