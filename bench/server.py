@@ -6,8 +6,8 @@ rounds) under the project's load generator (crates/kura-server/examples/load_cli
 with 50 connections, one request in flight each, 100-byte values, BENCH_SERVER_SECONDS a
 run: a 90/10 get/set mix, set only, and 16-key multi-gets. Throughput is the best of each
 side's turns, p50/p99 latency the lowest. Every reply is parsed; a run with one wrong reply
-fails the benchmark. (memcaslap was used before and is not: its keys begin with control
-bytes that kura serve refuses, and it counts the error replies as transactions; see
+fails the benchmark. (memcaslap was used before and is not: it counts error replies as
+transactions, and its keys begin with control bytes that kura serve refused then; see
 docs/server.md, "The load generator".) Then a load check: 64 connections, 100,000 keys,
 BENCH_SERVER_LOAD_REQUESTS requests (default 64 x 100k) of the 90/10 mix, one turn each,
 no wrong reply allowed; then each server's RSS after BENCH_SERVER_ITEMS items of 100

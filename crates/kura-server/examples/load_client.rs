@@ -1,10 +1,10 @@
 //! The project's load generator for memcached-protocol servers (bench/server.py): kura serve
-//! and memcached take turns under it. It exists because memcaslap cannot load kura serve:
-//! memcaslap's keys begin with eight 0x10 control bytes, which memcached stores but kura
-//! serve refuses (`CLIENT_ERROR`), and memcaslap counts those error replies as completed
-//! transactions (docs/server.md, "The load generator"). This client uses printable keys,
-//! parses every reply and counts anything but the expected reply as an error, so a figure it
-//! prints is a figure of served requests.
+//! and memcached take turns under it. It exists because memcaslap's figures cannot be
+//! trusted: it counts error replies as completed transactions, so when kura serve refused
+//! its keys (they begin with eight 0x10 control bytes, which kura serve now stores as
+//! memcached does) it measured refusals (docs/server.md, "The load generator"). This client
+//! uses printable keys, parses every reply and counts anything but the expected reply as an
+//! error, so a figure it prints is a figure of served requests.
 //!
 //! `load_client HOST:PORT CONNECTIONS SECONDS GET_SHARE [KEYS] [VALUE_BYTES] [KEYS_PER_GET]
 //! [REQUESTS]`: stores KEYS keys (`load:0` …, default 10000) of VALUE_BYTES bytes (default

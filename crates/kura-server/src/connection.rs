@@ -36,9 +36,11 @@ enum Pending {
     Swallow(usize),
     /// The rest of a retrieval line longer than `max_get_line`, whose keys so far were
     /// answered (as memcached answers a multi-get of any length, a part at a time): the
-    /// command words the rest belongs to (`get `, `gat 60 `), and whether a part was refused
-    /// (then the rest is skipped up to the end of the line).
-    GetRest { command: Vec<u8>, refused: bool },
+    /// command words the rest belongs to (`get `, `gat 60 `), whether a part was refused
+    /// (then the rest is skipped up to the end of the line), and whether a part held a NUL
+    /// (the rest is skipped too, but `END` still ends the reply: memcached reads the whole
+    /// line as a C string, so its keys stop at the NUL).
+    GetRest { command: Vec<u8>, refused: bool, ended: bool },
 }
 
 /// How processing the buffered input ended.
@@ -298,7 +300,7 @@ async fn process(
                 *pending = Pending::Line;
                 output.flush_if_full().await?;
             }
-            Pending::GetRest { command, refused } => {
+            Pending::GetRest { command, refused, ended } => {
                 let newline = available.iter().position(|b| *b == b'\n');
                 let part = match newline {
                     Some(newline) => available.get(..newline).map(|l| l.strip_suffix(b"\r").unwrap_or(l)),
@@ -310,10 +312,15 @@ async fn process(
                 // A key longer than the whole buffer: no memcached key, and nothing to split at.
                 let Some(part) = part else { break Next::Close };
                 consumed += newline.map_or(part.len() + 1, |newline| newline + 1);
-                if !*refused && part.iter().any(|b| *b != b' ') {
-                    let mut line = command.clone();
-                    line.extend_from_slice(part);
-                    *refused = !answer_retrieval(shared, &line, output).await?;
+                if !*refused && !*ended {
+                    let nul = part.iter().position(|b| *b == 0);
+                    let keys = part.get(..nul.unwrap_or(part.len())).unwrap_or_default();
+                    if keys.iter().any(|b| *b != b' ') {
+                        let mut line = command.clone();
+                        line.extend_from_slice(keys);
+                        *refused = !answer_retrieval(shared, &line, output).await?;
+                    }
+                    *ended = nul.is_some();
                 }
                 if newline.is_some() {
                     if !*refused {
@@ -335,7 +342,9 @@ async fn process(
                     let Some((command, keys_end)) = retrieval_split(available) else { break Next::Close };
                     let line = available.get(..keys_end).unwrap_or_default();
                     let refused = !answer_retrieval(shared, line, output).await?;
-                    *pending = Pending::GetRest { command, refused };
+                    // `parse` stopped at a NUL in this part; the parts after it are skipped.
+                    let ended = line.contains(&0);
+                    *pending = Pending::GetRest { command, refused, ended };
                     consumed += keys_end + 1;
                     continue;
                 };

@@ -10,7 +10,8 @@
 
 use crate::clock;
 use crate::protocol::meta::{
-    decode_key, write_returns, MetaFlags, BAD_FORMAT, DELETE_ARITHMETIC_FLAG_ERRORS, GET_SET_FLAG_ERRORS,
+    check_key_word, decode_key, write_returns, MetaFlags, BAD_FORMAT, DELETE_ARITHMETIC_FLAG_ERRORS,
+    GET_SET_FLAG_ERRORS,
 };
 use crate::protocol::reply;
 use crate::protocol::text::{StoreMode, StoreRequest};
@@ -49,6 +50,7 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
+        check_key_word(key_word)?;
         let flags = MetaFlags::parse(rest, b"bcfkNOqRstvT", GET_SET_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let change = MetaGetChange {
@@ -132,6 +134,7 @@ pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
     };
     let swallow = Some(length + 2);
     let parsed = (|| -> Result<(StoreRequest, MetaReturn), &'static [u8]> {
+        check_key_word(key_word)?;
         let flags = MetaFlags::parse(words.get(2..).unwrap_or_default(), b"bcCFIkOqTM", GET_SET_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let compare = flags.unsigned(b'C')?;
@@ -205,6 +208,7 @@ pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
+        check_key_word(key_word)?;
         let flags = MetaFlags::parse(rest, b"bCIkOqT", DELETE_ARITHMETIC_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let compare = flags.unsigned(b'C')?;
@@ -238,6 +242,7 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         return;
     };
     let result = (|| -> Result<(), &'static [u8]> {
+        check_key_word(key_word)?;
         let flags = MetaFlags::parse(rest, b"bcCDJkMNOqTtv", DELETE_ARITHMETIC_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let incr = match flags.mode() {
@@ -305,7 +310,8 @@ pub fn debug(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         out.extend_from_slice(reply::ERROR);
         return;
     };
-    let key = match decode_key(key_word, words.get(1).is_some_and(|w| *w == b"b")) {
+    let base64 = words.get(1).is_some_and(|w| *w == b"b");
+    let key = match check_key_word(key_word).and_then(|()| decode_key(key_word, base64)) {
         Ok(key) => key,
         Err(error) => {
             out.extend_from_slice(error);

@@ -74,7 +74,8 @@ fn an_endless_line_closes_that_connection_only() {
 
 /// A multi-get line of any length is answered, as memcached answers it: a part at a time,
 /// so that no more than `max_get_line` of it is buffered. A bad key in a later part is
-/// refused after the values of the parts before it, and the rest of its line skipped.
+/// refused after the values of the parts before it, and the rest of its line skipped; a NUL
+/// ends the line there.
 #[test]
 fn a_multi_get_line_longer_than_the_buffer_is_answered_in_parts() {
     let server = start_default();
@@ -106,7 +107,8 @@ fn a_multi_get_line_longer_than_the_buffer_is_answered_in_parts() {
     for i in 0..20_000 {
         line.extend_from_slice(format!(" key{i}").as_bytes());
     }
-    line.extend_from_slice(b" bad\x01key key3 key4999\r\nget key3\r\n");
+    // A key of 251 bytes: too long (any byte but space, CR, LF and NUL is a key byte).
+    line.extend_from_slice(format!(" {} key3 key4999\r\nget key3\r\n", "b".repeat(251)).as_bytes());
     client.send(&line);
     // Where the parts are cut depends on how the bytes arrive: the values before the error
     // are those of the stored keys in the parts before the bad key's, in order.
@@ -122,6 +124,21 @@ fn a_multi_get_line_longer_than_the_buffer_is_answered_in_parts() {
     assert_eq!(answered, stored[..answered.len()].to_vec());
     assert!(answered.len() >= 2, "the first parts of the line were answered before its end: {answered:?}");
     client.expect(b"VALUE key3 0 1\r\n3\r\nEND\r\n");
+    // A NUL ends the line (memcached reads it as a C string): the keys before it are
+    // answered, with `END`, and those after it skipped, in whichever part it arrives.
+    let mut line = b"get".to_vec();
+    for i in 0..20_000 {
+        line.extend_from_slice(format!(" key{i}").as_bytes());
+        if i == 13_000 {
+            line.push(0);
+        }
+    }
+    line.extend_from_slice(b"\r\nget key3\r\n");
+    client.send(&line);
+    for i in [3, 4_999, 12_345] {
+        client.expect(format!("VALUE key{i} 0 {}\r\n{i}\r\n", i.to_string().len()).as_bytes());
+    }
+    client.expect(b"END\r\nVALUE key3 0 1\r\n3\r\nEND\r\n");
 }
 
 #[test]

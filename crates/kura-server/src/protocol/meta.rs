@@ -118,10 +118,21 @@ pub fn write_returns<'a>(
     out
 }
 
+/// The first check of a meta request, as memcached 1.6 makes it: the key word is at most 250
+/// bytes as written (a base64 key's encoded length), before any flag is read, so a key too
+/// long is `bad command line format` whatever else the line holds.
+pub fn check_key_word(word: &[u8]) -> Result<(), &'static [u8]> {
+    if word.len() <= super::text::MAX_KEY_LEN {
+        Ok(())
+    } else {
+        Err(BAD_FORMAT)
+    }
+}
+
 /// The key of a meta request: base64-decoded with `b`, then checked as any key.
 pub fn decode_key(word: &[u8], base64: bool) -> Result<Vec<u8>, &'static [u8]> {
     let key = if base64 { decode_base64(word).ok_or(BAD_KEY_ENCODING)? } else { word.to_vec() };
-    if is_valid_key(&key) || (base64 && !key.is_empty() && key.len() <= super::text::MAX_KEY_LEN) {
+    if is_valid_key(&key) {
         Ok(key)
     } else {
         Err(BAD_FORMAT)

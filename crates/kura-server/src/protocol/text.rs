@@ -1,9 +1,10 @@
 //! A request line of memcached's text protocol turned into a typed `Request`.
 //!
-//! The rules are memcached 1.6's (`proto_text.c`): words are separated by spaces (runs of
-//! them count as one); the first word picks the command; a wrong number of words is `ERROR`;
-//! `noreply` is recognised as the last word. Where this parser is stricter or safer than
-//! memcached it says so (docs/server.md lists the differences).
+//! The rules are memcached 1.6's (`proto_text.c`): words are separated by spaces only (runs
+//! of them count as one; a tab or any other byte belongs to a word); a NUL ends the line;
+//! the first word picks the command; a wrong number of words is `ERROR`; `noreply` is
+//! recognised as the last word; a key is any word of 1 to 250 bytes. Where this parser is
+//! stricter or safer than memcached it says so (docs/server.md lists the differences).
 
 use super::numbers::{parse_i32, parse_u32, parse_u64};
 use super::reply;
@@ -115,11 +116,14 @@ pub struct Limits {
     pub max_item_size: usize,
 }
 
-/// Whether `key` is a key memcached's clients may use: 1 to 250 bytes, no control
-/// characters (spaces cannot occur: they separate words). memcached itself does not check
-/// control characters; the contract does, and keys with them break other clients.
+/// Whether `key` is a key memcached 1.6 stores: 1 to 250 bytes, whatever they are. memcached
+/// checks a key's length only, so clients use any other byte: memcaslap begins every key
+/// with eight 0x10 bytes, and refusing control bytes failed all its requests. A text key
+/// cannot hold a space (it separates words), a LF (it ends the line) or a NUL (it ends the
+/// line too, see `parse`); a CR is a key byte but for the one before the LF, which goes
+/// with it. A base64 meta key can hold any byte.
 pub fn is_valid_key(key: &[u8]) -> bool {
-    !key.is_empty() && key.len() <= MAX_KEY_LEN && !key.iter().any(|b| b.is_ascii_control())
+    !key.is_empty() && key.len() <= MAX_KEY_LEN
 }
 
 fn error(bytes: &'static [u8]) -> Request<'static> {
@@ -128,6 +132,9 @@ fn error(bytes: &'static [u8]) -> Request<'static> {
 
 /// Parses one request line, without its `\n` (and `\r`, which the caller strips).
 pub fn parse(line: &[u8], limits: Limits) -> Request<'_> {
+    // memcached reads the line as a C string: a NUL ends it, and the bytes from the NUL to
+    // the LF are ignored (`get a\0b` is `get a`), so a text key never holds a NUL.
+    let line = line.split(|b| *b == 0).next().unwrap_or_default();
     let words: Vec<&[u8]> = line.split(|b| *b == b' ').filter(|w| !w.is_empty()).collect();
     let Some((&command, args)) = words.split_first() else {
         return error(reply::ERROR);
@@ -363,6 +370,26 @@ mod tests {
             Request::RefusedStore { reply: reply::TOO_LARGE, swallow: Some(1048579), drop_key: Some(_), .. }
         ));
         assert!(matches!(parse(b"append a 0 0 1048577", LIMITS), Request::RefusedStore { drop_key: None, .. }));
-        assert!(matches!(parse(b"set a\x01 0 0 1", LIMITS), Request::RefusedStore { swallow: Some(3), .. }));
+    }
+
+    #[test]
+    fn a_key_is_any_bytes_but_a_space_and_a_nul_ends_the_line_as_in_memcached() {
+        // LF never reaches `parse` (it ends the line); a CR inside a line is a key byte.
+        for byte in (1..=255u8).filter(|b| ![b' ', b'\n'].contains(b)) {
+            let key = [b'k', byte];
+            let get = [&b"get "[..], &key].concat();
+            assert_eq!(parse(&get, LIMITS), Request::Get { keys: vec![&key[..]], with_cas: false, touch: None });
+            match parse(&[&b"set "[..], &key, b" 0 0 1"].concat(), LIMITS) {
+                Request::Store(s) => assert_eq!(s.key, key),
+                other => panic!("{byte:#04x}: {other:?}"),
+            }
+            let delete = [&b"delete "[..], &key].concat();
+            assert_eq!(parse(&delete, LIMITS), Request::Delete { key: &key, noreply: false });
+        }
+        assert_eq!(parse(b"get a\tb", LIMITS), Request::Get { keys: vec![b"a\tb"], with_cas: false, touch: None });
+        assert_eq!(parse(b"get a\0 b", LIMITS), Request::Get { keys: vec![b"a"], with_cas: false, touch: None });
+        assert_eq!(parse(b"delete a\0 0 noreply", LIMITS), Request::Delete { key: b"a", noreply: false });
+        assert_eq!(parse(b"set a\0 0 0 1", LIMITS), error(reply::ERROR));
+        assert_eq!(parse(b"\0get a", LIMITS), error(reply::ERROR));
     }
 }

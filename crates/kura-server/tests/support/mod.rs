@@ -80,11 +80,12 @@ impl Client {
         self.stream.write_all(bytes).unwrap();
     }
 
-    /// Reads exactly `expected.len()` bytes and compares them with `expected`.
+    /// Reads exactly `expected.len()` bytes and compares them with `expected`, byte for byte
+    /// (shown escaped: keys hold any byte, and UTF-8 decoding would hide differences).
     pub fn expect(&mut self, expected: &[u8]) {
         let mut got = vec![0u8; expected.len()];
         self.stream.read_exact(&mut got).unwrap();
-        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(expected));
+        assert_eq!(got.escape_ascii().to_string(), expected.escape_ascii().to_string());
     }
 
     /// Sends a request and checks its whole reply.
