@@ -362,8 +362,13 @@ impl Pager {
     /// known before its header is read, so a whole page's worth is asked for.
     pub fn read_ahead(&self, offset: u64) {
         if self.pins.get(offset).is_none() && !self.cache.contains(offset) {
-            self.file.will_need(offset, self.max_page_size() + SLOT_HEADER_SIZE);
+            self.will_need_slot(offset);
         }
+    }
+
+    /// `MappedFile::will_need` for a whole page's worth of slot at `offset`.
+    fn will_need_slot(&self, offset: u64) {
+        self.file.will_need(offset, self.max_page_size() + SLOT_HEADER_SIZE);
     }
 
     /// Reads and decodes the page at `offset`, through the cache.
@@ -371,6 +376,13 @@ impl Pager {
         if let Some(page) = self.cache.get(offset) {
             self.pins.offer(offset, &page);
             return Ok(page);
+        }
+        // A file larger than twice the cache may have this slot on the disk only. The mapping
+        // is advised random, so the fault of each of a page's 4 KiB would then be a read of
+        // its own, one after the other: ask for the whole slot first, one read. (A file that
+        // fits is left alone: the advice is a system call, a fault in memory costs none.)
+        if self.file.len() / 2 > self.cache.budget() as u64 {
+            self.will_need_slot(offset);
         }
         let page = Arc::new(self.decode_page(offset)?);
         self.cache.insert(offset, Arc::clone(&page));
