@@ -103,7 +103,7 @@ impl TreeDbm {
         let pager = if create {
             Pager::create(path, &options.pager_options())?
         } else {
-            let mut pager = Pager::open(path, writable, options.cache_bytes, options.max_file_size)?;
+            let mut pager = Pager::open(path, writable, options.clean_cache_bytes(), options.max_file_size)?;
             if writable && !pager.header().closed_cleanly {
                 match recovery::recover_space(&pager) {
                     Ok(space) => pager.set_space(space),

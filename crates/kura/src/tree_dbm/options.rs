@@ -98,16 +98,27 @@ impl TreeOptions {
     }
 
     /// How many modified pages may wait for a checkpoint: `max_dirty_pages` as given, else
-    /// half the page cache's budget in pages of `max_page_size` raw bytes, and never fewer
-    /// than `MIN_DIRTY_PAGES`. The budget so follows the memory the cache was given (or found
-    /// available, `default_cache_bytes`): with a floor of 10,000 pages, a bulk load under a
-    /// 128 MiB memory cgroup held 4,096 modified pages of about 12 KiB decoded beside its
-    /// 32 MiB cache and its batch, and the cgroup's OOM killer ended it. Why from the cache: with the journal, modified pages are
-    /// what a log-structured store keeps in its memtable, and a checkpoint rewrites each of
-    /// them whole; a budget of 10,000 pages made random batches over a tree of 47,000 leaves
-    /// (1M records) checkpoint every ten batches, rewriting most of the tree each time.
+    /// as many as fill half of `cache_bytes` at one and a half times `max_page_size` each (a
+    /// decoded page of 8 KiB takes about 12 KiB), and never fewer than `MIN_DIRTY_PAGES`.
+    /// Modified pages are what a log-structured store keeps in its memtable: memory the
+    /// process holds beside the cache, so they share `cache_bytes` with it
+    /// (`clean_cache_bytes`), or a cgroup's limit meets pages the cache never counted (a
+    /// 24 MiB cache held 18 MB of modified pages beside it, and a read phase's thread then
+    /// grew glibc an arena of its own: 96 MiB did not hold 1M records). With a fixed floor of
+    /// 10,000 pages a bulk load under 128 MiB was OOM-killed; with too few, random batches
+    /// checkpoint often and rewrite most of the tree each time.
     pub fn dirty_budget(&self, max_page_size: usize) -> usize {
-        self.max_dirty_pages.unwrap_or_else(|| (self.cache_bytes / max_page_size.max(1) / 2).max(MIN_DIRTY_PAGES))
+        let decoded_page = max_page_size.max(1).saturating_mul(3) / 2;
+        self.max_dirty_pages.unwrap_or_else(|| (self.cache_bytes / 2 / decoded_page).max(MIN_DIRTY_PAGES))
+    }
+
+    /// The page cache's budget: `cache_bytes`, less the half the modified pages may take when
+    /// their budget comes from it (`dirty_budget`).
+    pub fn clean_cache_bytes(&self) -> usize {
+        match self.max_dirty_pages {
+            Some(_) => self.cache_bytes,
+            None => self.cache_bytes - self.cache_bytes / 2,
+        }
     }
 
     pub fn pager_options(&self) -> PagerOptions {
@@ -116,7 +127,7 @@ impl TreeOptions {
             dictionary: Vec::new(),
             comparator: self.comparator,
             max_page_size: self.max_page_size,
-            cache_bytes: self.cache_bytes,
+            cache_bytes: self.clean_cache_bytes(),
             max_file_size: self.max_file_size,
         }
     }

@@ -173,7 +173,7 @@ pub fn rebuild(tree: &mut BTree, path: &Path, options: &TreeOptions, dictionary_
         pager_options.max_page_size = header.max_page_size;
     }
     pager_options.cache_bytes =
-        if !options.cache_bytes_given { options::cache_budget_of(tree) } else { options.cache_bytes };
+        if !options.cache_bytes_given { options::cache_budget_of(tree) } else { options.clean_cache_bytes() };
     if pager_options.codec == CodecKind::ZstdDict {
         let size = if options.dictionary_size == crate::codec::DEFAULT_DICTIONARY_SIZE {
             dictionary_size

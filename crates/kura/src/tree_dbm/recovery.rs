@@ -135,7 +135,7 @@ pub fn restore_in_place(pager: Pager, options: &TreeOptions) -> Result<Pager> {
         dictionary: pager.codec().dictionary().to_vec(),
         comparator: header.comparator,
         max_page_size: header.max_page_size,
-        cache_bytes: options.cache_bytes,
+        cache_bytes: options.clean_cache_bytes(),
         max_file_size: options.max_file_size,
     };
     let restored = (|| {
