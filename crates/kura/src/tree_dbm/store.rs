@@ -163,7 +163,10 @@ impl Store {
                     self.journal_whole(batch)?;
                     journaled = true;
                 }
-                let spilled = self.tree.commit(true);
+                // Not synced: the journal holds the whole batch durably, so a power loss may
+                // take the tree back to its last checkpoint, which the batch is replayed over.
+                // (The slots the spill replaces stay held until the batch's checkpoint.)
+                let spilled = self.tree.commit(false);
                 self.undone_on_failure(spilled)?;
             }
         }
