@@ -130,8 +130,8 @@ impl Store {
     /// the budget: a batch larger than memory (a bulk load into a tree that does not fit)
     /// would otherwise hold every page it modifies until its checkpoint. The first time the
     /// budget is passed, the whole batch is written to the journal (frames that a replay takes
-    /// only together, journal.rs) and synced; from then on the tree is committed durably as it
-    /// stands whenever the budget is passed again, and the rest applied. A crash then leaves
+    /// only together, journal.rs) and synced; from then on the tree is committed (without a sync)
+    /// as it stands whenever the budget is passed again, and the rest applied. A crash then leaves
     /// the journal holding the whole batch, which the next open replays over whatever part of
     /// it the tree holds: the batch stays whole or absent, as LMDB's spilled transactions do.
     /// Once journaled, the batch is committed: a failure after that undoes memory back to the
