@@ -24,7 +24,8 @@ bench/data/peers).
       limit (a group `kura-peers` under this process's own memory cgroup: on a machine where
       that is the root, /sys/fs/cgroup/memory/kura-peers), the page cache dropped before each
       store, the bulk load in commits of 100,000, caches a quarter of the limit unless
-      PEERS_CACHE_BYTES says otherwise; results in peers-512M.{json,md,png}
+      PEERS_CACHE_BYTES says otherwise, MALLOC_ARENA_MAX=2 for every store (why: at
+      MEMORY_MALLOC_ARENAS); results in peers-512M.{json,md,png}
 """
 
 import argparse
@@ -63,6 +64,14 @@ MEMORY_BULK_BATCH = 100_000
 # Bulk records each read phase reads under a memory limit, where a read waits for the disk
 # (PEERS_READS overrides; 0 reads all).
 MEMORY_READS = 50_000
+# glibc malloc arenas for every store under a memory limit. By default glibc gives each thread
+# that allocates an arena of its own, and memory freed into an arena stays there for that
+# arena's next allocations: each read phase's new threads then grew TreeDbm's anonymous memory
+# by about its cache (24 MiB cache, 1M records: 85 MB after the writes, 193 MB after the read
+# phases; 86 MB throughout with one arena), which a cgroup counts like any other memory. The
+# same setting for every store.
+MEMORY_MALLOC_ARENAS = 2
+
 # Records removed under a memory limit, where each removal of a B-tree or a hash file waits for
 # the disk to read the record's page (PEERS_REMOVALS overrides; 0 removes half).
 MEMORY_REMOVALS = 500_000
@@ -205,13 +214,15 @@ def run_store(binary, store, settings, group):
         command += ["--reads", str(settings["reads"])]
     if settings["removals"]:
         command += ["--removals", str(settings["removals"])]
+    env = None
     if group:
         drop_page_cache()
         group.reset_peak()
         command = group.wrap(command)
+        env = dict(os.environ, MALLOC_ARENA_MAX=str(MEMORY_MALLOC_ARENAS))
     lines, error = {}, None
     with tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
         for text in process.stdout:
             try:
                 line = json.loads(text)
@@ -321,7 +332,8 @@ def markdown(report, chart):
              f"Caches: {settings['cache_bytes'] / 2**30:g} GiB (RocksDB block cache, fjall and redb caches, "
              f"TreeDbm `cache_bytes`; LMDB and HashDbm use the page cache); HashDbm `num_buckets` = 2 x records. "
              + (f"Each store in a cgroup v1 memory group of {memory // 2**20} MiB (page cache included), the page "
-                f"cache dropped before it, the bulk load in commits of {settings['bulk_batch']:,}. "
+                f"cache dropped before it, the bulk load in commits of {settings['bulk_batch']:,}, glibc's malloc "
+                f"held to {MEMORY_MALLOC_ARENAS} arenas in every store (`MALLOC_ARENA_MAX`). "
                 if memory else "")
              + (f"Each read phase reads its own {settings['reads']:,} of the bulk records (random keys), not all. "
                 if settings.get("reads") else "")
