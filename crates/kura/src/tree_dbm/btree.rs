@@ -203,25 +203,29 @@ impl BTree {
             let index = branch.child_index(comparator, key);
             path.push((id, index));
             if self.leaves_read_ahead > 0 && path.len() + 1 == self.height as usize {
-                // Only the leaves not asked for by the previous descent into this branch: the
-                // advice is a system call even for a page in memory, and asking for all of
-                // them at each descent made a load in memory 2.3 times slower.
-                let (mark_branch, mark_index) = &self.read_ahead_mark;
-                let asked = mark_index.load(Ordering::Relaxed) as usize;
-                let from =
-                    if mark_branch.load(Ordering::Relaxed) == id && asked > index { asked + 1 } else { index + 1 };
-                let until = index + self.leaves_read_ahead;
-                for &leaf in branch.children.iter().take(until + 1).skip(from) {
-                    if leaf & TEMP_BIT == 0 {
-                        self.pager.read_ahead(leaf);
-                    }
-                }
-                mark_branch.store(id, Ordering::Relaxed);
-                mark_index.store(until.max(from.saturating_sub(1)) as u64, Ordering::Relaxed);
+                self.read_ahead_leaves(id, branch, index);
             }
             id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
         }
         Ok(id)
+    }
+
+    /// Reads ahead the `leaves_read_ahead` leaves after child `index` of the lowest branch
+    /// `id`, but only those the previous descent into this branch did not ask for: the advice
+    /// is a system call even for a page in memory, and asking for all of them at each descent
+    /// made a load in memory 2.3 times slower.
+    fn read_ahead_leaves(&self, id: u64, branch: &Branch, index: usize) {
+        let (mark_branch, mark_index) = &self.read_ahead_mark;
+        let asked = mark_index.load(Ordering::Relaxed) as usize;
+        let from = if mark_branch.load(Ordering::Relaxed) == id && asked > index { asked + 1 } else { index + 1 };
+        let until = index + self.leaves_read_ahead;
+        for &leaf in branch.children.iter().take(until + 1).skip(from) {
+            if leaf & TEMP_BIT == 0 {
+                self.pager.read_ahead(leaf);
+            }
+        }
+        mark_branch.store(id, Ordering::Relaxed);
+        mark_index.store(until.max(from.saturating_sub(1)) as u64, Ordering::Relaxed);
     }
 
     /// Runs `processor` on the record of `key` and applies its decision.
