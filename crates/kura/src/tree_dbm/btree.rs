@@ -228,6 +228,27 @@ impl BTree {
         mark_index.store(until.max(from.saturating_sub(1)) as u64, Ordering::Relaxed);
     }
 
+    /// Asks the disk at once for the leaves that `keys` land on (`Pager::read_ahead`), when
+    /// the file does not fit the cache: a batch then waits for its leaves together rather than
+    /// one after another as it applies each operation. 2M records under a 128 MiB memory
+    /// limit: each of 1,000 random operations of a batch otherwise waited for its leaf's read
+    /// in turn, and this disk serves 2,000 random reads asked for together six times faster
+    /// than one by one. Advice only: a failing descent is left to the operation itself.
+    pub fn read_ahead_leaves_of<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
+        if self.height < 2 || !self.pager.exceeds_memory() {
+            return;
+        }
+        let mut path = Vec::new();
+        for key in keys {
+            path.clear();
+            if let Ok(leaf) = self.find_leaf(key, &mut path) {
+                if leaf & TEMP_BIT == 0 {
+                    self.pager.read_ahead(leaf);
+                }
+            }
+        }
+    }
+
     /// Runs `processor` on the record of `key` and applies its decision.
     /// Returns whether the tree changed.
     pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {

@@ -37,6 +37,7 @@ mod seek;
 mod space;
 mod store;
 mod verify;
+mod write_behind;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

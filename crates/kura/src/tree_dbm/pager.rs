@@ -24,6 +24,7 @@ use super::page::{Branch, Leaf, Page};
 use super::pins::PinnedPages;
 use super::space::{aligned, Space};
 use super::verify::{self, PageSource};
+use super::write_behind::WriteBehind;
 
 thread_local! {
     /// Reused for decompressing pages, see `Pager::with_slot`.
@@ -69,6 +70,9 @@ pub struct Pager {
     /// compressed slot is then refused, since decoding one without the dictionary it was made
     /// with could give bytes that were never written.
     dictionary_damaged: bool,
+    /// Slots of the commit in progress not yet copied into the file (write_behind.rs): only
+    /// for a file larger than twice the cache, empty outside a commit.
+    write_behind: WriteBehind,
 }
 
 /// What opening a file does when its dictionary blob fails its check.
@@ -164,6 +168,7 @@ impl Pager {
             header,
             dictionary_policy: DictionaryPolicy::Required,
             dictionary_damaged: false,
+            write_behind: WriteBehind::default(),
         }
     }
 
@@ -319,6 +324,10 @@ impl Pager {
 
     /// Reads the slot at `offset` and hands its raw (decompressed) bytes to `use_raw`.
     fn with_slot<T>(&self, offset: u64, use_raw: impl FnOnce(SlotKind, &[u8]) -> Result<T>) -> Result<T> {
+        debug_assert!(
+            self.write_behind.find(offset).is_none(),
+            "slot {offset} read before its held bytes were written"
+        );
         let slot = self.slot_header(offset)?;
         // SAFETY: as in `slot_header`; the range was checked against the file length.
         let stored = unsafe { self.file.slice(offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize) }?;
@@ -366,6 +375,11 @@ impl Pager {
         }
     }
 
+    /// Whether the file is larger than twice the cache, so that a slot may be on the disk only.
+    pub fn exceeds_memory(&self) -> bool {
+        self.file.len() / 2 > self.cache.budget() as u64
+    }
+
     /// `MappedFile::will_need` for a whole page's worth of slot at `offset`.
     fn will_need_slot(&self, offset: u64) {
         self.file.will_need(offset, self.max_page_size() + SLOT_HEADER_SIZE);
@@ -381,7 +395,7 @@ impl Pager {
         // is advised random, so the fault of each of a page's 4 KiB would then be a read of
         // its own, one after the other: ask for the whole slot first, one read. (A file that
         // fits is left alone: the advice is a system call, a fault in memory costs none.)
-        if self.file.len() / 2 > self.cache.budget() as u64 {
+        if self.exceeds_memory() {
             self.will_need_slot(offset);
         }
         let page = Arc::new(self.decode_page(offset)?);
@@ -447,20 +461,44 @@ impl Pager {
         let (offset, slot_len) = if at_end { self.space.append(needed) } else { self.space.allocate(needed) };
         let mut slot = SlotHeader { kind, compressed, stored_len, slot_len, checksum: 0 };
         slot.checksum = slot.checksum_of(offset, body);
-        let written = self.file.ensure_len(offset + slot_len).and_then(|()| {
+        let mut written = self.file.ensure_len(offset + slot_len);
+        if written.is_ok() && self.exceeds_memory() {
+            // Held: its file pages are asked for now and the bytes copied in at the flush.
+            self.file.will_need(offset, slot_len as usize);
+            let due = self.write_behind.hold(offset, slot_len, &[&slot.encode(), body]);
+            self.stored_buffer = stored;
+            if due {
+                // On failure the slot stays held, and `abandon_unpublished` frees it.
+                self.flush_held()?;
+            }
+            return Ok((offset, slot.checksum));
+        }
+        if written.is_ok() {
             // SAFETY: `&mut self` excludes readers, and the slot is free: not part of the
             // committed tree (see space.rs), so no one holds a slice of it.
-            unsafe {
-                self.file.write(offset, &slot.encode())?;
-                self.file.write(offset + SLOT_HEADER_SIZE as u64, body)
-            }
-        });
+            written = unsafe {
+                self.file
+                    .write(offset, &slot.encode())
+                    .and_then(|()| self.file.write(offset + SLOT_HEADER_SIZE as u64, body))
+            };
+        }
         self.stored_buffer = stored;
         if let Err(e) = written {
             self.space.release(offset, slot_len);
             return Err(e);
         }
         Ok((offset, slot.checksum))
+    }
+
+    /// Copies the held slots into the file (write_behind.rs). On failure they stay held, for
+    /// `abandon_unpublished` to free or the next flush to write again.
+    fn flush_held(&mut self) -> Result<()> {
+        let file = &self.file;
+        self.write_behind.drain(|offset, bytes| {
+            // SAFETY: as in `write_slot`: each held slot is free space of no committed tree,
+            // and `&mut self` excludes readers.
+            unsafe { file.write(offset, bytes) }
+        })
     }
 
     /// Serializes, compresses and writes a page; caches it under its new offset.
@@ -506,6 +544,12 @@ impl Pager {
     /// `replaced`.
     pub fn publish(&mut self, mut header: FileHeader, mode: Publish, replaced: &[u64]) -> Result<()> {
         header.since_base = Some(self.durability.since_base(replaced));
+        if self.exceeds_memory() {
+            // Freeing a slot reads its header: ask for them all while the header is written.
+            for &offset in replaced {
+                self.file.will_need(offset, SLOT_HEADER_SIZE);
+            }
+        }
         self.write_header(header, mode)?;
         for &offset in replaced {
             self.release(offset)?;
@@ -520,6 +564,8 @@ impl Pager {
     /// header does not occupy (its sequence number has the other parity), so that the
     /// durable header survives until this one is durable too.
     fn write_header(&mut self, mut header: FileHeader, mode: Publish) -> Result<()> {
+        // The header makes the commit's slots part of the tree: they must be in the file first.
+        self.flush_held()?;
         let mut sequence = self.highest_sequence + 1;
         if sequence % 2 == self.durability.sequence() % 2 {
             sequence += 1;
@@ -566,13 +612,22 @@ impl Pager {
         self.publish(header, Publish::Durable, &[])
     }
 
-    /// Frees the slots written since the last publish (a commit that failed midway).
+    /// Frees the slots written since the last publish (a commit that failed midway), held ones
+    /// included: a held slot's length is known without reading its header, which it may not
+    /// have in the file yet.
     pub fn abandon_unpublished(&mut self) {
+        let mut held: std::collections::HashMap<u64, u64> =
+            self.write_behind.take().into_iter().map(|slot| (slot.offset, slot.slot_len)).collect();
         for offset in self.durability.abandon() {
             self.forget(offset);
-            if let Ok(slot) = self.slot_header(offset) {
-                self.space.release(offset, slot.slot_len);
+            let slot_len = held.remove(&offset).or_else(|| self.slot_header(offset).ok().map(|slot| slot.slot_len));
+            if let Some(slot_len) = slot_len {
+                self.space.release(offset, slot_len);
             }
+        }
+        // Held slots no page owns yet: the one whose write failed.
+        for (offset, slot_len) in held {
+            self.space.release(offset, slot_len);
         }
     }
 
@@ -638,6 +693,7 @@ impl Pager {
     }
 
     pub fn sync(&self, hard: bool) -> Result<()> {
+        debug_assert!(self.write_behind.is_empty(), "a sync with slots still held");
         self.file.sync(hard)
     }
 

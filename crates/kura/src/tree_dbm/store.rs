@@ -110,6 +110,9 @@ impl Store {
     /// Applies the operations of `batch` in order; a failure leaves memory and journal back in
     /// line (`undo_uncommitted`) and is returned.
     fn apply(&mut self, batch: &WriteBatch) -> Result<()> {
+        if batch.len() > 1 {
+            self.tree.read_ahead_leaves_of(batch.ops().map(|op| op.key()));
+        }
         for op in batch.ops() {
             self.apply_op(op)?;
         }
