@@ -69,10 +69,17 @@ struct Args {
     /// Records removed in the removals phase: half of all unless told (fewer where each
     /// removal waits for the disk).
     removals: u64,
+    /// The directory already holds this store after its bulk load (a copy kept from an
+    /// earlier run): open it and start at the phase after the bulk load. For investigating
+    /// one phase of a run that takes minutes to load; bench/peers.py never passes it.
+    skip_bulk: bool,
+    /// Stop after the phase of this name (the JSON lines' `phase`), e.g. "batch writes".
+    stop_after: Option<String>,
 }
 
 const USAGE: &str = "usage: kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR \
-                     [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D]";
+                     [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D] \
+                     [--skip-bulk 1] [--stop-after PHASE]";
 
 fn parse_args() -> Result<Args> {
     let mut args =
@@ -84,6 +91,8 @@ fn parse_args() -> Result<Args> {
             bulk_batch: 0,
             reads: 0,
             removals: 0,
+            skip_bulk: false,
+            stop_after: None,
         };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
@@ -97,6 +106,8 @@ fn parse_args() -> Result<Args> {
             "--bulk-batch" => args.bulk_batch = number()?,
             "--reads" => args.reads = number()?,
             "--removals" => args.removals = number()?,
+            "--skip-bulk" => args.skip_bulk = number()? != 0,
+            "--stop-after" => args.stop_after = Some(value.clone()),
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
@@ -135,6 +146,9 @@ struct Line {
     checksum: Option<u64>,
 }
 
+/// The phase after which the run stops (`--stop-after`), set once by `main`.
+static STOP_AFTER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
 fn emit(store: &str, phase: &str, line: Line) {
     fn field<T: std::fmt::Display>(value: Option<T>) -> String {
         value.map_or_else(|| "null".to_string(), |v| v.to_string())
@@ -153,6 +167,10 @@ fn emit(store: &str, phase: &str, line: Line) {
     // A closed stdout (the driver gone) ends the run at the next phase's write anyway.
     let _ = writeln!(out, "{text}");
     let _ = out.flush();
+    if STOP_AFTER.get().and_then(Option::as_deref) == Some(phase) {
+        // Left without closing the store, as a killed process would leave it.
+        std::process::exit(0);
+    }
 }
 
 /// Seconds `work` took, and what it returned.
@@ -263,7 +281,7 @@ fn run(args: &Args) -> Result<()> {
 
     let bulk_batch = if args.bulk_batch == 0 { n } else { args.bulk_batch };
     let (seconds, ()) = timed(|| {
-        let mut first = 0;
+        let mut first = if args.skip_bulk { n } else { 0 };
         while first < n {
             let end = (first + bulk_batch).min(n);
             store.write(&mut (first..end).map(|i| Op::Set(records::record(i))), true)?;
@@ -436,7 +454,10 @@ fn run(args: &Args) -> Result<()> {
 }
 
 fn main() {
-    let outcome = parse_args().and_then(|args| run(&args));
+    let outcome = parse_args().and_then(|args| {
+        STOP_AFTER.get_or_init(|| args.stop_after.clone());
+        run(&args)
+    });
     if let Err(message) = outcome {
         eprintln!("kura-peers: {message}");
         std::process::exit(1);
