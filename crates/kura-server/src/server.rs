@@ -42,7 +42,10 @@ impl Shared {
     /// The state every connection of a server on `port` shares, over `db`.
     pub(crate) fn new(config: Config, db: Arc<dyn Dbm>, port: u16, threads: usize) -> Arc<Shared> {
         let first_cas = Store::first_cas_for(db.as_ref());
-        let store = Store::new(db, config.max_item_size, first_cas);
+        let mut store = Store::new(db, config.max_item_size, first_cas);
+        if !config.cas_enabled {
+            store.disable_cas();
+        }
         Arc::new(Shared {
             store,
             config,
@@ -111,12 +114,18 @@ impl Shared {
             StatsGroup::Settings => {
                 line("maxbytes", &self.config.memory_limit);
                 line("maxconns", &self.config.max_connections);
+                let yes_no = |yes: bool| if yes { "yes" } else { "no" };
                 line("tcpport", &self.port);
+                line("udpport", &0);
                 line("inter", &self.config.host);
-                line("evictions", &"on");
+                line("verbosity", &self.config.verbosity);
+                line("evictions", &if self.config.evictions { "on" } else { "off" });
                 line("num_threads", &self.threads);
-                line("cas_enabled", &"yes");
+                line("cas_enabled", &yes_no(self.config.cas_enabled));
+                line("auth_enabled_sasl", &"no");
+                line("auth_enabled_ascii", &yes_no(self.config.auth_file.is_some()));
                 line("item_size_max", &self.config.max_item_size);
+                line("maxconns_fast", &"yes");
                 line("idle_timeout", &self.config.idle_timeout.map_or(0, |t| t.as_secs()));
                 line("flush_enabled", &"yes");
                 line("max_line", &self.config.max_line);
