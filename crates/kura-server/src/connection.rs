@@ -15,6 +15,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::auth;
 use crate::item::Header;
 use crate::meta_command::{self, MetaReturn};
 use crate::protocol::reply;
@@ -28,6 +29,8 @@ const READ_CHUNK: usize = 16 << 10;
 
 /// What the connection is waiting for.
 enum Pending {
+    /// A request of a connection that must authenticate first (`-Y`, `auth.rs`).
+    Unauthenticated,
     /// A request line.
     Line,
     /// The data block of a storage command (`ms` too, with what its reply echoes).
@@ -118,7 +121,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut stopping: watch::
     };
     let mut input = Vec::with_capacity(READ_CHUNK);
     let mut chunk = vec![0u8; READ_CHUNK];
-    let mut pending = Pending::Line;
+    let mut pending = if shared.auth.is_some() { Pending::Unauthenticated } else { Pending::Line };
     loop {
         let next = match process(&shared, &mut input, &mut pending, &mut output).await {
             Ok(next) => next,
@@ -275,6 +278,29 @@ async fn process(
     let next = loop {
         let available = input.get(consumed..).unwrap_or_default();
         match pending {
+            Pending::Unauthenticated => {
+                let Some(authenticator) = &shared.auth else {
+                    *pending = Pending::Line;
+                    continue;
+                };
+                match auth::gate(available, shared.config.max_line, authenticator) {
+                    auth::Gate::NeedMore => break Next::Read,
+                    auth::Gate::Close => break Next::Close,
+                    auth::Gate::Reply { consumed: used, reply, attempt } => {
+                        consumed += used;
+                        // Always answered, `noreply` or not, as memcached answers.
+                        output.push(reply);
+                        if let Some(accepted) = attempt {
+                            bump(&shared.store.counters.auth_cmds);
+                            if accepted {
+                                *pending = Pending::Line;
+                            } else {
+                                bump(&shared.store.counters.auth_errors);
+                            }
+                        }
+                    }
+                }
+            }
             Pending::Swallow(remaining) => {
                 let skipped = (*remaining).min(available.len());
                 consumed += skipped;

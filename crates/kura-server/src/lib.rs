@@ -8,11 +8,13 @@
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
 //! - `stats.rs`, `config.rs`: counters and settings;
+//! - `auth.rs`: memcached's text-protocol authentication (`-Y`);
 //! - `fuzz.rs`: a whole conversation from arbitrary bytes, for the fuzz target.
 //!
 //! docs/server.md describes the design, the item format byte by byte, and where this server
 //! differs from memcached.
 
+pub mod auth;
 pub mod clock;
 pub mod config;
 mod connection;

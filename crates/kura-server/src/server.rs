@@ -15,6 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::auth::Authenticator;
 use crate::clock;
 use crate::config::Config;
 use crate::connection;
@@ -31,6 +32,8 @@ pub struct Shared {
     pub store: Store,
     pub config: Config,
     pub connections: Connections,
+    /// Some with `-Y`: connections must authenticate first.
+    pub auth: Option<Authenticator>,
     started: Instant,
     port: u16,
     threads: usize,
@@ -40,7 +43,13 @@ pub struct Shared {
 
 impl Shared {
     /// The state every connection of a server on `port` shares, over `db`.
-    pub(crate) fn new(config: Config, db: Arc<dyn Dbm>, port: u16, threads: usize) -> Arc<Shared> {
+    pub(crate) fn new(
+        config: Config,
+        db: Arc<dyn Dbm>,
+        port: u16,
+        threads: usize,
+        auth: Option<Authenticator>,
+    ) -> Arc<Shared> {
         let first_cas = Store::first_cas_for(db.as_ref());
         let mut store = Store::new(db, config.max_item_size, first_cas);
         if !config.cas_enabled {
@@ -50,6 +59,7 @@ impl Shared {
             store,
             config,
             connections: Connections::default(),
+            auth,
             started: Instant::now(),
             port,
             threads,
@@ -153,10 +163,11 @@ pub struct Server {
 impl Server {
     /// Binds `config.host:config.port` over `db`. Must run inside a tokio runtime.
     pub async fn bind(config: Config, db: Arc<dyn Dbm>, threads: usize) -> Result<Server> {
+        let auth = config.auth_file.as_deref().map(Authenticator::open).transpose()?;
         let address = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&address).await.map_err(|e| Error::io(format!("binding {address}"), e))?;
         let port = listener.local_addr().map_err(|e| Error::io("local address", e))?.port();
-        let shared = Shared::new(config, db, port, threads);
+        let shared = Shared::new(config, db, port, threads, auth);
         Ok(Server { listener, shared })
     }
 
@@ -187,6 +198,9 @@ impl Server {
                 }
             });
         }
+        if shared.auth.is_some() {
+            tasks.spawn(reload_auth_on_hangup(Arc::clone(&shared), stopping.clone()));
+        }
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -213,6 +227,29 @@ impl Server {
         })
         .await
         .map_err(|e| Error::infeasible(format!("closing the database: {e}")))?
+    }
+}
+
+/// Reads the auth file again on each SIGHUP, as memcached does; a file that no longer reads
+/// leaves the users loaded before, and says so on stderr (memcached says nothing).
+async fn reload_auth_on_hangup(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some(auth) = &shared.auth else { return };
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(hangups) => hangups,
+        Err(e) => {
+            eprintln!("kura serve: no SIGHUP handler, the auth file will not be reloaded: {e}");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = hangups.recv() => match auth.reload() {
+                Ok(users) => eprintln!("kura serve: SIGHUP: reloaded {} ({users} users)", auth.path().display()),
+                Err(e) => eprintln!("kura serve: SIGHUP: kept the users loaded before: {e}"),
+            },
+            _ = stopping.changed() => return,
+        }
     }
 }
 
