@@ -19,6 +19,7 @@ use crate::auth::Authenticator;
 use crate::clock;
 use crate::config::Config;
 use crate::connection;
+use crate::failure;
 use crate::protocol::reply;
 use crate::protocol::text::StatsGroup;
 use crate::stats::{bump, Connections};
@@ -83,7 +84,9 @@ impl Shared {
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             if shared.flush_generation.load(Ordering::SeqCst) == generation {
-                let _ = shared.store.flush();
+                if let Err(e) = shared.store.flush() {
+                    failure::background(&shared.store.counters, "a delayed flush_all", &e);
+                }
             }
         });
         Ok(())
@@ -191,7 +194,11 @@ impl Server {
                     tokio::select! {
                         _ = ticks.tick() => {
                             let db = Arc::clone(shared.store.db());
-                            let _ = tokio::task::spawn_blocking(move || db.synchronize(true)).await;
+                            match tokio::task::spawn_blocking(move || db.synchronize(true)).await {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => failure::background(&shared.store.counters, "the periodic sync", &e),
+                                Err(e) => eprintln!("kura serve: the periodic sync did not finish: {e}"),
+                            }
                         }
                         _ = stopping.changed() => return,
                     }
@@ -258,6 +265,9 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>, stopping: &watch::Receiver<boo
     let connections = &shared.connections;
     if connections.current.load(Ordering::Relaxed) >= shared.config.max_connections as u64 {
         bump(&connections.rejected);
+        if shared.config.verbosity > 0 {
+            eprintln!("kura serve: too many open connections ({}), one refused", shared.config.max_connections);
+        }
         tokio::spawn(async move {
             let mut stream = stream;
             let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply::TOO_MANY_CONNECTIONS)).await;

@@ -171,7 +171,7 @@ fn human_size(bytes: u64) -> String {
     let units = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
     units
         .iter()
-        .find(|(shift, _)| bytes >= 1 << shift && bytes % (1 << shift) == 0)
+        .find(|(shift, _)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift))
         .map_or_else(|| format!("{bytes} bytes"), |(shift, unit)| format!("{} {unit}", bytes >> shift))
 }
 
