@@ -136,7 +136,9 @@ impl Shared {
                 line("num_threads", &self.threads);
                 line("cas_enabled", &yes_no(self.config.cas_enabled));
                 line("auth_enabled_sasl", &"no");
-                line("auth_enabled_ascii", &yes_no(self.config.auth_file.is_some()));
+                // memcached 1.6.18 shows the auth file's path here, or `no`.
+                let auth_file = self.config.auth_file.as_ref().map(|path| path.display().to_string());
+                line("auth_enabled_ascii", &auth_file.as_deref().unwrap_or("no"));
                 line("item_size_max", &self.config.max_item_size);
                 line("maxconns_fast", &"yes");
                 line("idle_timeout", &self.config.idle_timeout.map_or(0, |t| t.as_secs()));
