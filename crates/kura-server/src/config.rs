@@ -1,6 +1,7 @@
 //! What `kura serve` can be told: address, limits, timeouts. The defaults are memcached's
 //! where memcached has one (port 11211, 1024 connections, 1 MiB items, 64 MiB of memory).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// memcached's default memory limit (`-m 64`).
@@ -32,6 +33,30 @@ pub struct Config {
     pub threads: usize,
     /// Reported as `limit_maxbytes` (the engine enforces it, e.g. CacheDbm's cap_mem_bytes).
     pub memory_limit: u64,
+    /// False with `-M`: the engine refuses writes when full instead of evicting (CacheDbm's
+    /// `policy=noevict`, which the CLI asks for); `stats settings` says `evictions off`.
+    pub evictions: bool,
+    /// False with `-C`: every item's CAS unique is 0 and CAS comparisons of storage commands
+    /// never match, as in memcached -C.
+    pub cas_enabled: bool,
+    /// memcached's `-v` count: 1 logs connection and protocol errors, 2 each command too.
+    pub verbosity: u8,
+    /// `-Y`: the `user:password` file clients must authenticate against (text protocol
+    /// authentication as memcached's, `auth.rs`); None serves everyone.
+    pub auth_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// Whether connections are encrypted. TLS (memcached's `-Z`) is a separate piece of work;
+    /// this is where it says so, for the start-up line and the exposure warning.
+    pub fn tls_enabled(&self) -> bool {
+        false
+    }
+
+    /// Whether anyone who can reach the address gets in: neither authentication nor TLS.
+    pub fn unprotected(&self) -> bool {
+        self.auth_file.is_none() && !self.tls_enabled()
+    }
 }
 
 impl Default for Config {
@@ -48,6 +73,10 @@ impl Default for Config {
             output_flush_bytes: 64 << 10,
             threads: 0,
             memory_limit: DEFAULT_MEMORY_LIMIT,
+            evictions: true,
+            cas_enabled: true,
+            verbosity: 0,
+            auth_file: None,
         }
     }
 }

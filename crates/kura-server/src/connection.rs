@@ -15,6 +15,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::auth;
+use crate::failure;
 use crate::item::Header;
 use crate::meta_command::{self, MetaReturn};
 use crate::protocol::reply;
@@ -22,12 +24,15 @@ use crate::protocol::text::{self, Limits, Request, StoreRequest};
 use crate::server::Shared;
 use crate::stats::{add, bump};
 use crate::store::{ArithmeticOutcome, Found, StoreOutcome};
+use crate::verbose::Log;
 
 /// Bytes read from the socket at once.
 const READ_CHUNK: usize = 16 << 10;
 
 /// What the connection is waiting for.
 enum Pending {
+    /// A request of a connection that must authenticate first (`-Y`, `auth.rs`).
+    Unauthenticated,
     /// A request line.
     Line,
     /// The data block of a storage command (`ms` too, with what its reply echoes).
@@ -63,6 +68,16 @@ struct Output {
     flush_bytes: usize,
     idle_timeout: Option<Duration>,
     shared: Arc<Shared>,
+    log: Log,
+}
+
+/// Logs the end of a connection (`-vv`) however it ends.
+struct Closing(Log);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.event("connection closed.");
+    }
 }
 
 impl Output {
@@ -83,11 +98,15 @@ impl Output {
         }
         if let Some(writer) = &mut self.writer {
             let write = writer.write_all(&self.buffer);
-            match self.idle_timeout {
-                Some(limit) => tokio::time::timeout(limit, write)
-                    .await
-                    .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads nothing"))??,
-                None => write.await?,
+            let written = match self.idle_timeout {
+                Some(limit) => tokio::time::timeout(limit, write).await.unwrap_or_else(|_| {
+                    Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads nothing"))
+                }),
+                None => write.await,
+            };
+            if let Err(e) = written {
+                self.log.connection_error(&format!("write failed: {e}"));
+                return Err(e);
             }
         }
         add(&self.shared.store.counters.bytes_written, self.buffer.len() as u64);
@@ -115,10 +134,13 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut stopping: watch::
         flush_bytes: config.output_flush_bytes,
         idle_timeout: config.idle_timeout,
         shared: Arc::clone(&shared),
+        log: Log::new(config.verbosity),
     };
+    output.log.event("new client connection");
+    let _closing = Closing(output.log);
     let mut input = Vec::with_capacity(READ_CHUNK);
     let mut chunk = vec![0u8; READ_CHUNK];
-    let mut pending = Pending::Line;
+    let mut pending = if shared.auth.is_some() { Pending::Unauthenticated } else { Pending::Line };
     loop {
         let next = match process(&shared, &mut input, &mut pending, &mut output).await {
             Ok(next) => next,
@@ -135,7 +157,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut stopping: watch::
         if output.flush().await.is_err() || *stopping.borrow() {
             return;
         }
-        match read(&mut reader, &mut chunk, config.idle_timeout, &mut stopping).await {
+        match read(&mut reader, &mut chunk, config.idle_timeout, &mut stopping, output.log).await {
             Some(read) => {
                 add(&shared.store.counters.bytes_read, read as u64);
                 input.extend_from_slice(chunk.get(..read).unwrap_or_default());
@@ -158,6 +180,7 @@ pub(crate) async fn replay(shared: &Arc<Shared>, input: &[u8], piece: usize) -> 
         flush_bytes: config.output_flush_bytes,
         idle_timeout: None,
         shared: Arc::clone(shared),
+        log: Log::new(0),
     };
     let most_input = config.max_line.max(config.max_get_line).max(config.max_item_size) + piece + 2;
     let most_output = config.output_flush_bytes + config.max_item_size + config.max_get_line + 1024;
@@ -182,12 +205,20 @@ async fn read(
     chunk: &mut [u8],
     idle_timeout: Option<Duration>,
     stopping: &mut watch::Receiver<bool>,
+    log: Log,
 ) -> Option<usize> {
     let receive = async {
-        match idle_timeout {
-            Some(limit) => tokio::time::timeout(limit, reader.read(chunk)).await.ok()?.ok(),
-            None => reader.read(chunk).await.ok(),
-        }
+        let read = match idle_timeout {
+            Some(limit) => match tokio::time::timeout(limit, reader.read(chunk)).await {
+                Ok(read) => read,
+                Err(_) => {
+                    log.connection_error("idle timeout, closing");
+                    return None;
+                }
+            },
+            None => reader.read(chunk).await,
+        };
+        read.map_err(|e| log.connection_error(&format!("read failed: {e}"))).ok()
     };
     tokio::select! {
         read = receive => read.filter(|n| *n > 0),
@@ -223,10 +254,7 @@ fn retrieval_split(line: &[u8]) -> Option<(Vec<u8>, usize)> {
 /// when the line was refused (its error is the reply).
 async fn answer_retrieval(shared: &Arc<Shared>, line: &[u8], output: &mut Output) -> Result<bool, Ended> {
     match text::parse(line, Limits { max_item_size: shared.config.max_item_size }) {
-        Request::Get { keys, with_cas, touch } => {
-            answer_keys(shared, &keys, with_cas, touch, output).await?;
-            Ok(true)
-        }
+        Request::Get { keys, with_cas, touch } => answer_keys(shared, &keys, with_cas, touch, output).await,
         Request::Reply { bytes, noreply } => {
             output.reply(noreply, bytes);
             Ok(false)
@@ -239,29 +267,32 @@ async fn answer_retrieval(shared: &Arc<Shared>, line: &[u8], output: &mut Output
     }
 }
 
-/// Writes a `VALUE` for each of `keys` that has an item (touching it for `gat`/`gats`).
+/// Writes a `VALUE` for each of `keys` that has an item (touching it for `gat`/`gats`);
+/// false when the engine failed on a key (its `SERVER_ERROR` ends the reply, no `END`).
 async fn answer_keys(
     shared: &Arc<Shared>,
     keys: &[&[u8]],
     with_cas: bool,
     touch: Option<i64>,
     output: &mut Output,
-) -> Result<(), Ended> {
+) -> Result<bool, Ended> {
     if touch.is_none() && keys.len() > 1 {
         let mut rest = keys;
         while !rest.is_empty() {
             let chunk = rest.get(..rest.len().min(MULTI_GET_CHUNK)).unwrap_or(rest);
-            let answered = retrieve_many(shared, chunk, with_cas, output);
+            let Some(answered) = retrieve_many(shared, chunk, with_cas, output) else { return Ok(false) };
             rest = rest.get(answered..).unwrap_or_default();
             output.flush_if_full().await?;
         }
     } else {
         for key in keys {
-            retrieve(shared, key, with_cas, touch, output);
+            if !retrieve(shared, key, with_cas, touch, output) {
+                return Ok(false);
+            }
             output.flush_if_full().await?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Carries out every complete request in `input`, leaving the incomplete rest there.
@@ -275,6 +306,34 @@ async fn process(
     let next = loop {
         let available = input.get(consumed..).unwrap_or_default();
         match pending {
+            Pending::Unauthenticated => {
+                let Some(authenticator) = &shared.auth else {
+                    *pending = Pending::Line;
+                    continue;
+                };
+                match auth::gate(available, shared.config.max_line, authenticator) {
+                    auth::Gate::NeedMore => break Next::Read,
+                    auth::Gate::Close => {
+                        output.log.connection_error("an unauthenticated request over the limit, closing");
+                        break Next::Close;
+                    }
+                    auth::Gate::Reply { consumed: used, reply, attempt } => {
+                        consumed += used;
+                        // The request is not logged: it may hold a password.
+                        output.log.request(b"(a request before authentication)", reply);
+                        // Always answered, `noreply` or not, as memcached answers.
+                        output.push(reply);
+                        if let Some(accepted) = attempt {
+                            bump(&shared.store.counters.auth_cmds);
+                            if accepted {
+                                *pending = Pending::Line;
+                            } else {
+                                bump(&shared.store.counters.auth_errors);
+                            }
+                        }
+                    }
+                }
+            }
             Pending::Swallow(remaining) => {
                 let skipped = (*remaining).min(available.len());
                 consumed += skipped;
@@ -290,6 +349,7 @@ async fn process(
                 };
                 let (data, end) = block.split_at(request.length);
                 if end != b"\r\n" {
+                    output.log.request(b"(a data block)", reply::BAD_DATA_CHUNK);
                     output.reply(request.noreply, reply::BAD_DATA_CHUNK);
                 } else if let Some(meta) = meta {
                     meta_command::set_data(&shared.store, request, meta, data, &mut output.buffer);
@@ -333,7 +393,11 @@ async fn process(
                 let Some(newline) = available.iter().position(|b| *b == b'\n') else {
                     if !is_retrieval(available) {
                         // memcached closes a connection whose line outgrows its buffer, too.
-                        break if available.len() > shared.config.max_line { Next::Close } else { Next::Read };
+                        if available.len() > shared.config.max_line {
+                            output.log.connection_error("a line over the limit without its end, closing");
+                            break Next::Close;
+                        }
+                        break Next::Read;
                     }
                     if available.len() <= shared.config.max_get_line {
                         break Next::Read;
@@ -352,6 +416,7 @@ async fn process(
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
                 consumed += newline + 1;
                 let limits = Limits { max_item_size: shared.config.max_item_size };
+                let replies_before = output.buffer.len();
                 match text::parse(line, limits) {
                     Request::Store(request) => *pending = Pending::Data(request, None),
                     Request::Meta { command: b's', words } => {
@@ -365,8 +430,15 @@ async fn process(
                                 }
                                 // As after a refused `set`: the old item must not outlive a
                                 // write the client meant to replace it.
-                                let dropped = drop_key.is_none_or(|key| shared.store.delete(&key).is_ok());
-                                output.push(if dropped { bytes } else { reply::SERVER_FAILURE });
+                                let dropped = drop_key
+                                    .map_or(Ok(false), |key| shared.store.delete(&key).map_err(|e| (key.len(), e)));
+                                match dropped {
+                                    Ok(_) => output.push(bytes),
+                                    Err((key_len, e)) => {
+                                        let failed = failure::reply(&shared.store.counters, "ms", key_len, &e);
+                                        output.push(&failed);
+                                    }
+                                }
                                 if let Some(bytes) = swallow {
                                     *pending = Pending::Swallow(bytes);
                                 }
@@ -379,8 +451,8 @@ async fn process(
                             bump(&shared.store.counters.store_too_large);
                         }
                         if let Some(key) = drop_key {
-                            if shared.store.delete(&key).is_err() {
-                                output.reply(noreply, reply::SERVER_FAILURE);
+                            if let Err(e) = shared.store.delete(&key) {
+                                output.reply(noreply, &failure::reply(&shared.store.counters, "set", key.len(), &e));
                             }
                         }
                         if let Some(bytes) = swallow {
@@ -388,12 +460,16 @@ async fn process(
                         }
                     }
                     Request::Get { keys, with_cas, touch } => {
-                        answer_keys(shared, &keys, with_cas, touch, output).await?;
-                        output.push(reply::END);
+                        if answer_keys(shared, &keys, with_cas, touch, output).await? {
+                            output.push(reply::END);
+                        }
                     }
                     Request::Quit => break Next::Quit,
                     Request::Close => break Next::Close,
                     other => execute(shared, other, output),
+                }
+                if output.log.on() {
+                    output.log.request(line, output.buffer.get(replies_before..).unwrap_or_default());
                 }
                 output.flush_if_full().await?;
             }
@@ -409,7 +485,11 @@ fn store(shared: &Shared, request: &StoreRequest, data: &[u8], output: &mut Outp
         Ok(StoreOutcome::NotStored) => reply::NOT_STORED,
         Ok(StoreOutcome::Exists) => reply::EXISTS,
         Ok(StoreOutcome::NotFound) => reply::NOT_FOUND,
-        Err(_) => reply::SERVER_FAILURE,
+        Err(e) => {
+            let failed = failure::reply(&shared.store.counters, request.mode.name(), request.key.len(), &e);
+            output.reply(request.noreply, &failed);
+            return;
+        }
     };
     output.reply(request.noreply, bytes);
 }
@@ -428,7 +508,7 @@ type EarlyValue = Option<(Header, Vec<u8>)>;
 /// visits in key order) is copied aside until its turn, at most `output_flush_bytes` of
 /// them (the others are looked up again). So a connection never holds more than about
 /// twice `output_flush_bytes` and one value, whatever the keys' values weigh.
-fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut Output) -> usize {
+fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut Output) -> Option<usize> {
     let counters = &shared.store.counters;
     let answer = |output: &mut Output, key: &[u8], found: Option<Found<'_>>| {
         bump(&counters.cmd_get);
@@ -467,21 +547,19 @@ fn retrieve_many(shared: &Shared, keys: &[&[u8]], with_cas: bool, output: &mut O
         }
         full = output.buffer.len() >= output.flush_bytes;
     });
-    if looked_up.is_err() {
-        // The engine failed: every key not answered yet is reported as a miss.
-        for key in keys.get(answered..).unwrap_or_default() {
-            answer(output, key, None);
-        }
-        return keys.len();
-    }
-    debug_assert!(answered > 0 || keys.is_empty(), "get_many visits every index, the first one included");
+    // After an engine error the keys not answered yet are asked again: the next batch starts
+    // after the ones answered, and a first key that could not be answered is looked up on
+    // its own, which reports the failure if it is this key's.
+    debug_assert!(
+        answered > 0 || keys.is_empty() || looked_up.is_err(),
+        "get_many visits every index, the first one included"
+    );
     if answered == 0 {
         if let Some(key) = keys.first() {
-            retrieve(shared, key, with_cas, None, output);
-            return 1;
+            return retrieve(shared, key, with_cas, None, output).then_some(1);
         }
     }
-    answered
+    Some(answered)
 }
 
 /// Appends `VALUE key flags length [cas]\r\ndata\r\n`.
@@ -500,8 +578,10 @@ fn write_value(output: &mut Output, key: &[u8], found: Found<'_>, with_cas: bool
     buffer.extend_from_slice(b"\r\n");
 }
 
-/// Writes `VALUE key flags length [cas]\r\ndata\r\n` for one key of a retrieval, if live.
-fn retrieve(shared: &Shared, key: &[u8], with_cas: bool, touch: Option<i64>, output: &mut Output) {
+/// Writes `VALUE key flags length [cas]\r\ndata\r\n` for one key of a retrieval, if live;
+/// false when the engine failed (its `SERVER_ERROR` is written instead and the retrieval
+/// ends there, without `END`, as memcached ends a get it cannot complete).
+fn retrieve(shared: &Shared, key: &[u8], with_cas: bool, touch: Option<i64>, output: &mut Output) -> bool {
     let counters = &shared.store.counters;
     let mut hit = false;
     let mut write = |found: Option<Found<'_>>| {
@@ -513,9 +593,11 @@ fn retrieve(shared: &Shared, key: &[u8], with_cas: bool, touch: Option<i64>, out
         Some(exptime) => shared.store.touch(key, exptime, &mut write),
         None => shared.store.get(key, &mut write),
     };
-    if done.is_err() {
-        // The engine failed for this key: reported as a miss (the reply stays well-formed).
-        hit = false;
+    bump(if touch.is_some() { &counters.cmd_touch } else { &counters.cmd_get });
+    if let Err(e) = done {
+        let command = if touch.is_some() { "gat" } else { "get" };
+        output.push(&failure::reply(counters, command, key.len(), &e));
+        return false;
     }
     match (touch.is_some(), hit) {
         (true, true) => bump(&counters.touch_hits),
@@ -523,7 +605,7 @@ fn retrieve(shared: &Shared, key: &[u8], with_cas: bool, touch: Option<i64>, out
         (false, true) => bump(&counters.get_hits),
         (false, false) => bump(&counters.get_misses),
     }
-    bump(if touch.is_some() { &counters.cmd_touch } else { &counters.cmd_get });
+    true
 }
 
 /// The requests that need no data block and no streaming.
@@ -541,7 +623,7 @@ fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
                     bump(&counters.delete_misses);
                     reply::NOT_FOUND
                 }
-                Err(_) => reply::SERVER_FAILURE,
+                Err(e) => return output.reply(noreply, &failure::reply(counters, "delete", key.len(), &e)),
             };
             output.reply(noreply, bytes);
         }
@@ -551,16 +633,22 @@ fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
             Ok(ArithmeticOutcome::NonNumeric) => output.reply(noreply, reply::NON_NUMERIC),
             Ok(ArithmeticOutcome::Exists | ArithmeticOutcome::Created(..)) => {
                 debug_assert!(false, "incr/decr compares no CAS and creates nothing");
-                output.reply(noreply, reply::SERVER_FAILURE);
+                output.reply(noreply, reply::ERROR);
             }
-            Err(_) => output.reply(noreply, reply::SERVER_FAILURE),
+            Err(e) => {
+                let command = if incr { "incr" } else { "decr" };
+                output.reply(noreply, &failure::reply(counters, command, key.len(), &e));
+            }
         },
         Request::Touch { key, exptime, noreply } => {
             let mut touched = false;
             let bytes = match store.touch(key, exptime, &mut |found| touched = found.is_some()) {
                 Ok(()) if touched => reply::TOUCHED,
                 Ok(()) => reply::NOT_FOUND,
-                Err(_) => reply::SERVER_FAILURE,
+                Err(e) => {
+                    bump(&counters.cmd_touch);
+                    return output.reply(noreply, &failure::reply(counters, "touch", key.len(), &e));
+                }
             };
             bump(&counters.cmd_touch);
             bump(if touched { &counters.touch_hits } else { &counters.touch_misses });
@@ -568,8 +656,10 @@ fn execute(shared: &Arc<Shared>, request: Request<'_>, output: &mut Output) {
         }
         Request::FlushAll { delay, noreply } => {
             bump(&counters.cmd_flush);
-            let bytes = if shared.flush_all(delay).is_ok() { reply::OK } else { reply::SERVER_FAILURE };
-            output.reply(noreply, bytes);
+            match shared.flush_all(delay) {
+                Ok(()) => output.reply(noreply, reply::OK),
+                Err(e) => output.reply(noreply, &failure::reply(counters, "flush_all", 0, &e)),
+            }
         }
         Request::Stats(group) => {
             let text = shared.stats(group);

@@ -8,14 +8,19 @@
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
 //! - `stats.rs`, `config.rs`: counters and settings;
+//! - `verbose.rs`: what `-v`/`-vv` write to stderr;
+//! - `failure.rs`: an engine error as the client, the log and `stats` see it;
+//! - `auth.rs`: memcached's text-protocol authentication (`-Y`);
 //! - `fuzz.rs`: a whole conversation from arbitrary bytes, for the fuzz target.
 //!
 //! docs/server.md describes the design, the item format byte by byte, and where this server
 //! differs from memcached.
 
+pub mod auth;
 pub mod clock;
 pub mod config;
 mod connection;
+pub mod failure;
 pub mod fuzz;
 pub mod item;
 mod meta_command;
@@ -23,6 +28,7 @@ pub mod protocol;
 pub mod server;
 pub mod stats;
 pub mod store;
+mod verbose;
 
 pub use config::Config;
 pub use server::{run_until_signal, Server};

@@ -9,6 +9,7 @@
 //! memcached 1.6.18 refuses too).
 
 use crate::clock;
+use crate::failure;
 use crate::protocol::meta::{
     check_key_word, decode_key, write_returns, MetaFlags, BAD_FORMAT, DELETE_ARITHMETIC_FLAG_ERRORS,
     GET_SET_FLAG_ERRORS,
@@ -16,6 +17,36 @@ use crate::protocol::meta::{
 use crate::protocol::reply;
 use crate::protocol::text::{StoreMode, StoreRequest};
 use crate::store::{ArithmeticExtras, ArithmeticOutcome, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict};
+
+/// Why a meta command is answered with an error line: a fixed reply (a bad flag, a non-numeric
+/// value), or the engine failed on the key of this many bytes (`failure.rs` words it).
+enum Refusal {
+    Reply(&'static [u8]),
+    Engine(kura::Error, usize),
+}
+
+impl From<&'static [u8]> for Refusal {
+    fn from(reply: &'static [u8]) -> Refusal {
+        Refusal::Reply(reply)
+    }
+}
+
+impl<const N: usize> From<&'static [u8; N]> for Refusal {
+    fn from(reply: &'static [u8; N]) -> Refusal {
+        Refusal::Reply(reply)
+    }
+}
+
+impl Refusal {
+    fn write(self, store: &Store, command: &str, out: &mut Vec<u8>) {
+        match self {
+            Refusal::Reply(reply) => out.extend_from_slice(reply),
+            Refusal::Engine(error, key_len) => {
+                out.extend_from_slice(&failure::reply(&store.counters, command, key_len, &error));
+            }
+        }
+    }
+}
 
 /// What an `ms` needs once its data has arrived, to write its reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +80,7 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         out.extend_from_slice(reply::ERROR);
         return;
     };
-    let result = (|| -> Result<(), &'static [u8]> {
+    let result = (|| -> Result<(), Refusal> {
         check_key_word(key_word)?;
         let flags = MetaFlags::parse(rest, b"bcfkNOqRstvT", GET_SET_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
@@ -108,8 +139,8 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
                 read
             }
         };
-        if done.is_err() {
-            return Err(reply::SERVER_FAILURE);
+        if let Err(e) = done {
+            return Err(Refusal::Engine(e, key.len()));
         }
         if !hit && !flags.has(b'q') {
             // A miss echoes `O` and `k` too, so that pipelined replies can be matched.
@@ -119,8 +150,8 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         }
         Ok(())
     })();
-    if let Err(error) = result {
-        out.extend_from_slice(error);
+    if let Err(refusal) = result {
+        refusal.write(store, "mg", out);
     }
 }
 
@@ -184,8 +215,8 @@ pub fn set_data(store: &Store, request: &StoreRequest, meta: &MetaReturn, data: 
         Ok((StoreOutcome::NotStored, _)) => (&b"NS"[..], None),
         Ok((StoreOutcome::Exists, _)) => (&b"EX"[..], None),
         Ok((StoreOutcome::NotFound, _)) => (&b"NF"[..], None),
-        Err(_) => {
-            out.extend_from_slice(reply::SERVER_FAILURE);
+        Err(e) => {
+            out.extend_from_slice(&failure::reply(&store.counters, "ms", request.key.len(), &e));
             return;
         }
     };
@@ -207,7 +238,7 @@ pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         out.extend_from_slice(reply::ERROR);
         return;
     };
-    let result = (|| -> Result<(), &'static [u8]> {
+    let result = (|| -> Result<(), Refusal> {
         check_key_word(key_word)?;
         let flags = MetaFlags::parse(rest, b"bCIkOqT", DELETE_ARITHMETIC_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
@@ -221,7 +252,7 @@ pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             Ok(StoreOutcome::Stored) => b"HD",
             Ok(StoreOutcome::Exists) => b"EX",
             Ok(_) => b"NF",
-            Err(_) => return Err(reply::SERVER_FAILURE),
+            Err(e) => return Err(Refusal::Engine(e, key.len())),
         };
         if !(flags.has(b'q') && code == b"HD") {
             out.extend_from_slice(code);
@@ -230,8 +261,8 @@ pub fn delete(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         }
         Ok(())
     })();
-    if let Err(error) = result {
-        out.extend_from_slice(error);
+    if let Err(refusal) = result {
+        refusal.write(store, "md", out);
     }
 }
 
@@ -241,14 +272,14 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         out.extend_from_slice(reply::ERROR);
         return;
     };
-    let result = (|| -> Result<(), &'static [u8]> {
+    let result = (|| -> Result<(), Refusal> {
         check_key_word(key_word)?;
         let flags = MetaFlags::parse(rest, b"bcCDJkMNOqTtv", DELETE_ARITHMETIC_FLAG_ERRORS)?;
         let key = decode_key(key_word, flags.has(b'b'))?;
         let incr = match flags.mode() {
             None | Some(b'I' | b'i' | b'+') => true,
             Some(b'D' | b'd' | b'-') => false,
-            Some(_) => return Err(b"CLIENT_ERROR invalid mode for ma M token\r\n"),
+            Some(_) => return Err(b"CLIENT_ERROR invalid mode for ma M token\r\n".into()),
         };
         let delta = flags.unsigned(b'D')?.unwrap_or(1);
         // memcached applies `N` (to an item it creates) and `T` in the order the flags come,
@@ -295,12 +326,12 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
                 out.extend_from_slice(b"\r\n");
                 Ok(())
             }
-            Ok(ArithmeticOutcome::NonNumeric) => Err(reply::NON_NUMERIC),
-            Err(_) => Err(reply::SERVER_FAILURE),
+            Ok(ArithmeticOutcome::NonNumeric) => Err(reply::NON_NUMERIC.into()),
+            Err(e) => Err(Refusal::Engine(e, key.len())),
         }
     })();
-    if let Err(error) = result {
-        out.extend_from_slice(error);
+    if let Err(refusal) = result {
+        refusal.write(store, "ma", out);
     }
 }
 
@@ -336,6 +367,6 @@ pub fn debug(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             out.extend_from_slice(line.as_bytes());
         }
         (Ok(()), None) => out.extend_from_slice(b"EN\r\n"),
-        (Err(_), _) => out.extend_from_slice(reply::SERVER_FAILURE),
+        (Err(e), _) => out.extend_from_slice(&failure::reply(&store.counters, "me", key.len(), &e)),
     }
 }

@@ -15,9 +15,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::auth::Authenticator;
 use crate::clock;
 use crate::config::Config;
 use crate::connection;
+use crate::failure;
 use crate::protocol::reply;
 use crate::protocol::text::StatsGroup;
 use crate::stats::{bump, Connections};
@@ -31,6 +33,8 @@ pub struct Shared {
     pub store: Store,
     pub config: Config,
     pub connections: Connections,
+    /// Some with `-Y`: connections must authenticate first.
+    pub auth: Option<Authenticator>,
     started: Instant,
     port: u16,
     threads: usize,
@@ -40,13 +44,23 @@ pub struct Shared {
 
 impl Shared {
     /// The state every connection of a server on `port` shares, over `db`.
-    pub(crate) fn new(config: Config, db: Arc<dyn Dbm>, port: u16, threads: usize) -> Arc<Shared> {
+    pub(crate) fn new(
+        config: Config,
+        db: Arc<dyn Dbm>,
+        port: u16,
+        threads: usize,
+        auth: Option<Authenticator>,
+    ) -> Arc<Shared> {
         let first_cas = Store::first_cas_for(db.as_ref());
-        let store = Store::new(db, config.max_item_size, first_cas);
+        let mut store = Store::new(db, config.max_item_size, first_cas);
+        if !config.cas_enabled {
+            store.disable_cas();
+        }
         Arc::new(Shared {
             store,
             config,
             connections: Connections::default(),
+            auth,
             started: Instant::now(),
             port,
             threads,
@@ -70,7 +84,9 @@ impl Shared {
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             if shared.flush_generation.load(Ordering::SeqCst) == generation {
-                let _ = shared.store.flush();
+                if let Err(e) = shared.store.flush() {
+                    failure::background(&shared.store.counters, "a delayed flush_all", &e);
+                }
             }
         });
         Ok(())
@@ -111,12 +127,20 @@ impl Shared {
             StatsGroup::Settings => {
                 line("maxbytes", &self.config.memory_limit);
                 line("maxconns", &self.config.max_connections);
+                let yes_no = |yes: bool| if yes { "yes" } else { "no" };
                 line("tcpport", &self.port);
+                line("udpport", &0);
                 line("inter", &self.config.host);
-                line("evictions", &"on");
+                line("verbosity", &self.config.verbosity);
+                line("evictions", &if self.config.evictions { "on" } else { "off" });
                 line("num_threads", &self.threads);
-                line("cas_enabled", &"yes");
+                line("cas_enabled", &yes_no(self.config.cas_enabled));
+                line("auth_enabled_sasl", &"no");
+                // memcached 1.6.18 shows the auth file's path here, or `no`.
+                let auth_file = self.config.auth_file.as_ref().map(|path| path.display().to_string());
+                line("auth_enabled_ascii", &auth_file.as_deref().unwrap_or("no"));
                 line("item_size_max", &self.config.max_item_size);
+                line("maxconns_fast", &"yes");
                 line("idle_timeout", &self.config.idle_timeout.map_or(0, |t| t.as_secs()));
                 line("flush_enabled", &"yes");
                 line("max_line", &self.config.max_line);
@@ -144,10 +168,11 @@ pub struct Server {
 impl Server {
     /// Binds `config.host:config.port` over `db`. Must run inside a tokio runtime.
     pub async fn bind(config: Config, db: Arc<dyn Dbm>, threads: usize) -> Result<Server> {
+        let auth = config.auth_file.as_deref().map(Authenticator::open).transpose()?;
         let address = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&address).await.map_err(|e| Error::io(format!("binding {address}"), e))?;
         let port = listener.local_addr().map_err(|e| Error::io("local address", e))?.port();
-        let shared = Shared::new(config, db, port, threads);
+        let shared = Shared::new(config, db, port, threads, auth);
         Ok(Server { listener, shared })
     }
 
@@ -171,12 +196,19 @@ impl Server {
                     tokio::select! {
                         _ = ticks.tick() => {
                             let db = Arc::clone(shared.store.db());
-                            let _ = tokio::task::spawn_blocking(move || db.synchronize(true)).await;
+                            match tokio::task::spawn_blocking(move || db.synchronize(true)).await {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => failure::background(&shared.store.counters, "the periodic sync", &e),
+                                Err(e) => eprintln!("kura serve: the periodic sync did not finish: {e}"),
+                            }
                         }
                         _ = stopping.changed() => return,
                     }
                 }
             });
+        }
+        if shared.auth.is_some() {
+            tasks.spawn(reload_auth_on_hangup(Arc::clone(&shared), stopping.clone()));
         }
         tokio::pin!(stop);
         loop {
@@ -207,11 +239,37 @@ impl Server {
     }
 }
 
+/// Reads the auth file again on each SIGHUP, as memcached does; a file that no longer reads
+/// leaves the users loaded before, and says so on stderr (memcached says nothing).
+async fn reload_auth_on_hangup(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some(auth) = &shared.auth else { return };
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(hangups) => hangups,
+        Err(e) => {
+            eprintln!("kura serve: no SIGHUP handler, the auth file will not be reloaded: {e}");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = hangups.recv() => match auth.reload() {
+                Ok(users) => eprintln!("kura serve: SIGHUP: reloaded {} ({users} users)", auth.path().display()),
+                Err(e) => eprintln!("kura serve: SIGHUP: kept the users loaded before: {e}"),
+            },
+            _ = stopping.changed() => return,
+        }
+    }
+}
+
 /// Starts serving a new connection, or tells it the server is full and closes it.
 fn admit(stream: TcpStream, shared: &Arc<Shared>, stopping: &watch::Receiver<bool>, tasks: &mut JoinSet<()>) {
     let connections = &shared.connections;
     if connections.current.load(Ordering::Relaxed) >= shared.config.max_connections as u64 {
         bump(&connections.rejected);
+        if shared.config.verbosity > 0 {
+            eprintln!("kura serve: too many open connections ({}), one refused", shared.config.max_connections);
+        }
         tokio::spawn(async move {
             let mut stream = stream;
             let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply::TOO_MANY_CONNECTIONS)).await;

@@ -86,6 +86,8 @@ pub struct Store {
     db: Arc<dyn Dbm>,
     next_cas: AtomicU64,
     max_item_size: usize,
+    /// False under `-C`: items get CAS 0 and storage commands' CAS never matches.
+    cas_enabled: bool,
     pub counters: Counters,
 }
 
@@ -108,7 +110,20 @@ impl Store {
     /// `first_cas` is the first CAS unique handed out: 1 for a new store, above any value a
     /// served file may already hold otherwise (see `Store::first_cas_for`).
     pub fn new(db: Arc<dyn Dbm>, max_item_size: usize, first_cas: u64) -> Store {
-        Store { db, next_cas: AtomicU64::new(first_cas.max(1)), max_item_size, counters: Counters::default() }
+        Store {
+            db,
+            next_cas: AtomicU64::new(first_cas.max(1)),
+            max_item_size,
+            cas_enabled: true,
+            counters: Counters::default(),
+        }
+    }
+
+    /// memcached's `-C`: every item written from now on has CAS unique 0 (`gets` and `mg c`
+    /// show 0), `cas` and `ms` with `C` answer EXISTS/EX on an item, an append's CAS is not
+    /// checked, and `md`/`ma` with `C` compare against 0: what memcached 1.6.18 -C answers.
+    pub fn disable_cas(&mut self) {
+        self.cas_enabled = false;
     }
 
     /// The first CAS unique for a database that may hold items already: the current second
@@ -126,6 +141,9 @@ impl Store {
     }
 
     fn take_cas(&self) -> u64 {
+        if !self.cas_enabled {
+            return 0;
+        }
         self.next_cas.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -135,6 +153,9 @@ impl Store {
     /// only leaves a gap; uniqueness holds either way (the counter never goes back past a
     /// value handed out).
     fn give_back_cas(&self, cas: u64) {
+        if cas == 0 {
+            return;
+        }
         let _ = self.next_cas.compare_exchange(cas.wrapping_add(1), cas, Ordering::Relaxed, Ordering::Relaxed);
     }
 
@@ -150,6 +171,8 @@ impl Store {
         let cas = self.take_cas();
         let fresh = Header { flags: request.flags, expiry, cas, ..Header::default() };
         let max = self.max_item_size;
+        // Under -C the request's CAS counts as none, as memcached -C reads it.
+        let request_cas = if self.cas_enabled { request.cas } else { 0 };
         let mut outcome = StoreOutcome::NotStored;
         self.db.process(&request.key, &mut |old| {
             let found = live(old, now);
@@ -162,7 +185,7 @@ impl Store {
                 }
                 // `ms MA C` / `ms MP C`: memcached's simplified CAS check on append and prepend.
                 (StoreMode::Append | StoreMode::Prepend, Some(found))
-                    if request.cas != 0 && request.cas != found.header.cas =>
+                    if request_cas != 0 && request_cas != found.header.cas =>
                 {
                     (StoreOutcome::Exists, Action::Keep)
                 }
@@ -179,16 +202,19 @@ impl Store {
                     }
                 }
                 (StoreMode::Cas, None) => (StoreOutcome::NotFound, clean(old)),
+                // A CAS of 0 matches nothing, `ms I` included (memcached 1.6.18: `cas k 0 0 1
+                // 0` is EXISTS, `ms k 1 I C0` is EX; under -C every CAS is 0).
+                (StoreMode::Cas, Some(_)) if request_cas == 0 => (StoreOutcome::Exists, Action::Keep),
                 // `ms I`: a writer holding an older CAS still stores, and the item is stale;
                 // it keeps the old item's expiry (as memcached 1.6.18 answers `t` after it).
-                (StoreMode::Cas, Some(found)) if request.invalidate && request.cas < found.header.cas => {
+                (StoreMode::Cas, Some(found)) if request.invalidate && request_cas < found.header.cas => {
                     // A win token already handed out stays handed out (memcached keeps the
                     // item's token bit), so no second client is told to recompute.
                     let header =
                         Header { stale: true, expiry: found.header.expiry, win_sent: found.header.win_sent, ..fresh };
                     (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &[data]))))
                 }
-                (StoreMode::Cas, Some(found)) if found.header.cas != request.cas => {
+                (StoreMode::Cas, Some(found)) if found.header.cas != request_cas => {
                     (StoreOutcome::Exists, Action::Keep)
                 }
                 (StoreMode::Cas, Some(_)) => stored(),

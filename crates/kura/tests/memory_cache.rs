@@ -216,6 +216,38 @@ fn eviction_is_counted_and_reported() {
     assert_eq!(properties["class"], "CacheDbm");
 }
 
+/// `policy=noevict` (memcached's -M): once a cap is reached, a new key and a growing update
+/// are refused with a Limit error, nothing is evicted, and room freed by a removal is used.
+#[test]
+fn noevict_refuses_writes_when_full_and_evicts_nothing() {
+    for caps in ["cap_rec_num=40", "cap_rec_num=1000,cap_mem_bytes=64K"] {
+        let params = Params::parse(&format!("{caps},num_slots=2,policy=noevict")).unwrap();
+        let dbm = CacheDbm::new(&params).unwrap();
+        let mut stored = Vec::new();
+        for i in 0..5000u32 {
+            match dbm.set(&i.to_be_bytes(), &[7u8; 100], true) {
+                Ok(()) => stored.push(i),
+                Err(e) => assert_eq!(e.kind(), ErrorKind::Limit, "{caps}: {e}"),
+            }
+        }
+        assert!(stored.len() > 20 && stored.len() < 5000, "{caps}: {} stored", stored.len());
+        assert_eq!(dbm.evictions(), 0, "{caps}");
+        assert_eq!(dbm.count().unwrap(), stored.len() as u64, "{caps}");
+        assert!(stored.iter().all(|i| dbm.get(&i.to_be_bytes()).unwrap() == [7u8; 100]), "{caps}: a record went");
+        let first = stored[0].to_be_bytes();
+        dbm.remove(&first).unwrap();
+        let same_slot = (5000u32..100_000).find(|i| dbm.set(&i.to_be_bytes(), &[7u8; 100], true).is_ok());
+        assert!(same_slot.is_some(), "{caps}: the room a removal freed is not used");
+    }
+    let properties: HashMap<String, String> = CacheDbm::new(&Params::parse("cap_rec_num=4,policy=noevict").unwrap())
+        .unwrap()
+        .inspect()
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(properties["policy"], "noevict");
+}
+
 #[test]
 fn a_get_refreshes_recency() {
     let dbm = CacheDbm::with_slots(3, None, 1).unwrap();

@@ -10,11 +10,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
+use std::net::IpAddr;
+
+use clap::{ArgAction, Args};
 use kura::{Dbm, OpenMode, Params};
 use kura_server::Config;
 
 use super::print_line;
+use super::serve_options::{apply_extended, check_sizes, parse_size};
 
 /// The engine served when no path is given.
 const DEFAULT_ENGINE: &str = "cache";
@@ -26,68 +29,168 @@ const DEFAULT_ENGINE: &str = "cache";
 /// limit, which opening checks: see docs/memory.md).
 const BYTES_PER_RECORD_CAP: u64 = 96;
 
+/// The flags are memcached's where memcached has one (`-p -l -U -m -c -t -I -M -C -v -P -Y
+/// -o`), meaning what memcached means by them, beside the long names.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Database file to serve (engine by extension or engine=); none: an in-memory cache.
     path: Option<PathBuf>,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Address to listen on (memcached's -l).
+    #[arg(short = 'l', long, visible_alias = "listen", default_value = "127.0.0.1")]
     host: String,
     /// TCP port (0: any free port, printed when listening).
-    #[arg(long, default_value_t = 11211)]
+    #[arg(short = 'p', long, default_value_t = 11211)]
     port: u16,
-    /// Memory bound of an in-memory engine (suffixes K, M, G), memcached's -m.
-    #[arg(long, value_name = "BYTES", default_value = "64M")]
+    /// UDP port: 0 only (kura serve has no UDP; memcached 1.6 turns it off by default too).
+    #[arg(short = 'U', long, value_name = "PORT", default_value_t = 0)]
+    udp_port: u16,
+    /// Memory bound of an in-memory engine: a bare number counts megabytes (memcached's -m);
+    /// K M G T or KiB MiB GiB TiB (powers of 1024). At least 1 MiB.
+    #[arg(short = 'm', long, value_name = "SIZE", default_value = "64")]
     memory_limit: String,
-    /// Largest value a client may store (the value alone, not the key), memcached's -I.
-    #[arg(long, value_name = "BYTES", default_value = "1M")]
+    /// Largest value a client may store (the value alone, not the key), memcached's -I: bytes
+    /// when bare, or k/m (and K M G, KiB MiB GiB). 1 KiB to 1 GiB.
+    #[arg(short = 'I', long, value_name = "SIZE", default_value = "1m")]
     max_item_size: String,
     /// Connections served at once; more are told `ERROR Too many open connections`.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(short = 'c', long, visible_alias = "conn-limit", value_name = "N", default_value_t = 1024)]
     max_connections: usize,
-    /// Close connections idle for this many seconds (0: never).
+    /// Close connections idle for this many seconds (0: never); also -o idle_timeout=N.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     idle_timeout: u64,
     /// Force a served file to the device every this many seconds (0: only at the stop).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     sync_every: u64,
     /// Worker threads (0: one per CPU).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(short = 't', long, value_name = "N", default_value_t = 0)]
     threads: usize,
+    /// Refuse writes when the cache is full (`SERVER_ERROR out of memory storing object`)
+    /// instead of evicting, memcached's -M.
+    #[arg(short = 'M', long)]
+    disable_evictions: bool,
+    /// No CAS: every item's CAS unique is 0 and CAS commands never match, memcached's -C.
+    #[arg(short = 'C', long)]
+    disable_cas: bool,
+    /// Log connection and protocol errors to stderr; -vv also every command, memcached's -v.
+    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
+    verbosity: u8,
+    /// Write the process id into this file (removed at a clean stop), memcached's -P.
+    #[arg(short = 'P', long, visible_alias = "pidfile", value_name = "FILE")]
+    pid_file: Option<PathBuf>,
+    /// Clients must authenticate with a `user:password` line of this file (memcached's -Y,
+    /// text protocol: the first `set` carries `user password`). Reloaded on SIGHUP.
+    #[arg(short = 'Y', long, value_name = "FILE")]
+    auth_file: Option<PathBuf>,
+    /// memcached's extended options, `key[=value],...`: idle_timeout, maxconns_fast.
+    #[arg(short = 'o', long = "extended", value_name = "KEY=VALUE,...")]
+    extended: Vec<String>,
 }
 
-fn size(flag: &str, text: &str) -> kura::Result<u64> {
-    kura::dbm::parse_size(text).map_err(|e| kura::Error::invalid(format!("--{flag}: {e}")))
+fn invalid(message: impl Into<String>) -> kura::Error {
+    kura::Error::invalid(message.into())
 }
 
 pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
-    let memory_limit = size("memory-limit", &args.memory_limit)?;
-    let max_item_size = usize::try_from(size("max-item-size", &args.max_item_size)?)
-        .map_err(|_| kura::Error::invalid("--max-item-size is too large"))?;
+    let engine = engine_of(args.path.as_ref(), params)?;
+    let bounded = engine.params.contains(&"cap_mem_bytes");
+    let memory_limit =
+        parse_size(&args.memory_limit, 1 << 20).map_err(|e| invalid(format!("--memory-limit (-m): {e}")))?;
+    let max_item_size =
+        parse_size(&args.max_item_size, 1).map_err(|e| invalid(format!("--max-item-size (-I): {e}")))?;
+    check_sizes(memory_limit, max_item_size, bounded).map_err(invalid)?;
+    if args.udp_port != 0 {
+        return Err(invalid("-U: kura serve has no UDP; only -U 0 is taken (memcached 1.6's default)"));
+    }
     let seconds = |s: u64| (s > 0).then(|| Duration::from_secs(s));
-    let config = Config {
+    let mut config = Config {
         host: args.host.clone(),
         port: args.port,
-        max_item_size,
+        max_item_size: usize::try_from(max_item_size).map_err(|_| invalid("--max-item-size is too large"))?,
         max_connections: args.max_connections,
         idle_timeout: seconds(args.idle_timeout),
         sync_every: seconds(args.sync_every),
         threads: args.threads,
         memory_limit,
+        evictions: !args.disable_evictions,
+        cas_enabled: !args.disable_cas,
+        verbosity: args.verbosity,
+        auth_file: args.auth_file.clone(),
         ..Config::default()
     };
+    apply_extended(&mut config, &args.extended).map_err(invalid)?;
+    let mut params = params.clone();
+    if args.disable_evictions && engine.params.contains(&"policy") {
+        match params.get("policy") {
+            None | Some("noevict") => params = params.with("policy", "noevict"),
+            Some(other) => return Err(invalid(format!("-M (no eviction) and policy={other} contradict each other"))),
+        }
+    }
+    if config.unprotected() && !is_loopback(&config.host) {
+        eprintln!(
+            "kura serve: warning: listening on {} with neither authentication (-Y) nor TLS: \
+             anyone who can reach it reads and writes every item",
+            config.host
+        );
+    }
     raise_descriptor_limit(args.max_connections);
     use_one_malloc_arena();
-    let db: Arc<dyn Dbm> = Arc::from(open(args.path.as_ref(), params, memory_limit)?);
+    let db: Arc<dyn Dbm> = Arc::from(open(args.path.as_ref(), engine, &params, memory_limit)?);
     let class = db.inspect()?.into_iter().find(|(n, _)| n == "class").map(|(_, v)| v).unwrap_or_default();
     let shown = args.path.as_ref().map_or_else(|| "memory".to_string(), |p| p.display().to_string());
+    let limit = if bounded {
+        let cap = params.get_u64("cap_mem_bytes")?.unwrap_or(memory_limit);
+        format!("memory limit {}", human_size(cap))
+    } else {
+        "no memory limit".to_string()
+    };
+    let on_off = |on: bool| if on { "on" } else { "off" };
+    let described = format!(
+        "{class}, {shown}, {limit}, TLS {}, authentication {}",
+        on_off(config.tls_enabled()),
+        on_off(config.auth_file.is_some())
+    );
+    let pid_file = args.pid_file.as_ref().map(PidFile::write).transpose()?;
     kura_server::run_until_signal(config, db, |address| {
         // One line a script can wait for (the port matters with --port 0). A stdout that
         // cannot take it does not stop the server: the line is for whoever watches.
-        let _ = print_line(format_args!("kura serve: listening on {address} ({class}, {shown})"));
+        let _ = print_line(format_args!("kura serve: listening on {address} ({described})"));
     })?;
+    drop(pid_file);
     let _ = print_line("kura serve: stopped, database closed");
     Ok(())
+}
+
+/// Whether `host` can be reached from this machine only.
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `bytes` in the largest binary unit that divides it (`64 MiB`, `1536 KiB`).
+fn human_size(bytes: u64) -> String {
+    let units = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
+    units
+        .iter()
+        .find(|(shift, _)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift))
+        .map_or_else(|| format!("{bytes} bytes"), |(shift, unit)| format!("{} {unit}", bytes >> shift))
+}
+
+/// The `-P` file: holds the process id while the server runs, removed when it stops cleanly
+/// (memcached leaves it behind; a stale pid file misleads whoever reads it next).
+struct PidFile(PathBuf);
+
+impl PidFile {
+    fn write(path: &PathBuf) -> kura::Result<PidFile> {
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .map_err(|e| kura::Error::io(format!("-P: writing the pid file {}", path.display()), e))?;
+        Ok(PidFile(path.clone()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Makes glibc's malloc keep one arena instead of one per thread that allocates, before the
@@ -127,16 +230,24 @@ fn raise_descriptor_limit(max_connections: usize) {
     }
 }
 
+/// The engine that will serve `path` (or the in-memory default), as `open` resolves it.
+fn engine_of(path: Option<&PathBuf>, params: &Params) -> kura::Result<&'static kura::Engine> {
+    match path {
+        Some(path) => kura::registry::resolve(path, params),
+        None => kura::registry::engine(params.get("engine").unwrap_or(DEFAULT_ENGINE)),
+    }
+}
+
 /// Opens the served database: the path's, or an in-memory one; memory-bounded engines get
 /// the memory limit unless the parameters give their own.
-fn open(path: Option<&PathBuf>, params: &Params, memory_limit: u64) -> kura::Result<Box<dyn Dbm>> {
+fn open(
+    path: Option<&PathBuf>,
+    engine: &kura::Engine,
+    params: &Params,
+    memory_limit: u64,
+) -> kura::Result<Box<dyn Dbm>> {
     let empty = PathBuf::new();
     let path = path.unwrap_or(&empty);
-    let engine = if path.as_os_str().is_empty() {
-        kura::registry::engine(params.get("engine").unwrap_or(DEFAULT_ENGINE))?
-    } else {
-        kura::registry::resolve(path, params)?
-    };
     let mut params = params.without("engine");
     if engine.params.contains(&"cap_mem_bytes") {
         let defaults = Params::new()

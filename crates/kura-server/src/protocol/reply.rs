@@ -19,9 +19,6 @@ pub const BAD_DELTA: &[u8] = b"CLIENT_ERROR invalid numeric delta argument\r\n";
 pub const NON_NUMERIC: &[u8] = b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
 pub const TOO_LARGE: &[u8] = b"SERVER_ERROR object too large for cache\r\n";
 pub const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";
-/// The engine failed (an I/O error of a served file, a closed database): the request was not
-/// carried out. memcached has no such case; its out-of-memory reply is the closest.
-pub const SERVER_FAILURE: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 
 /// The version this server reports: memcached's protocol level, then who answers.
 pub const VERSION: &str = "1.6.18-kura";

@@ -23,6 +23,20 @@ pub enum StoreMode {
     Cas,
 }
 
+impl StoreMode {
+    /// The text command of this mode, as logs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreMode::Set => "set",
+            StoreMode::Add => "add",
+            StoreMode::Replace => "replace",
+            StoreMode::Append => "append",
+            StoreMode::Prepend => "prepend",
+            StoreMode::Cas => "cas",
+        }
+    }
+}
+
 /// A storage command whose data block is still to be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreRequest {

@@ -2,6 +2,8 @@
 #![allow(dead_code, reason = "each test file uses part of the support code")]
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
+pub mod memcached;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;

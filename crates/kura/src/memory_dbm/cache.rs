@@ -12,7 +12,9 @@
 //! stores a new record and evicts the least recently used ones; `tinylfu` keeps a frequency
 //! sketch per slot (`sketch.rs`), splits the slot's recency order into a probation and a
 //! protected segment (`Admission`), and stores a new key that would evict only if it has been
-//! requested more often lately than the record that would go (TinyLFU admission).
+//! requested more often lately than the record that would go (TinyLFU admission);
+//! `noevict` evicts nothing: a write that would pass a cap is refused with a Limit error
+//! (memcached's `-M`, which `kura serve -M` asks for).
 //!
 //! Accounted memory of a slot = its bucket array (as grown so far) + its frequency sketch (tinylfu only) + for
 //! each record `record_cost` (slab entry, key, value, allocator overhead if spilled) + the LRU
@@ -58,6 +60,8 @@ enum Policy {
     /// A new key that would make room is stored only if the frequency sketch says it is more
     /// popular than the record that would be evicted (see `Admission` for which one that is).
     TinyLfu,
+    /// Nothing is evicted: a write that would pass a cap is refused (a Limit error).
+    NoEvict,
 }
 
 impl Policy {
@@ -65,8 +69,9 @@ impl Policy {
         match name.map(str::to_ascii_lowercase).as_deref() {
             None | Some("lru") => Ok(Policy::Lru),
             Some("tinylfu") => Ok(Policy::TinyLfu),
+            Some("noevict") => Ok(Policy::NoEvict),
             Some(_) => Err(Error::invalid(format!(
-                "cache policy {:?} is unknown (known: lru, the default; tinylfu)",
+                "cache policy {:?} is unknown (known: lru, the default; tinylfu; noevict)",
                 name.unwrap_or_default()
             ))),
         }
@@ -76,6 +81,7 @@ impl Policy {
         match self {
             Policy::Lru => "lru",
             Policy::TinyLfu => "tinylfu",
+            Policy::NoEvict => "noevict",
         }
     }
 }
@@ -119,6 +125,8 @@ struct Slot {
     admission: Option<Admission>,
     cap_records: usize,
     cap_bytes: usize,
+    /// `policy=noevict`: a user's write that would pass a cap is refused instead of evicting.
+    no_evict: bool,
     evictions: u64,
     /// New keys not stored because admission preferred the record they would have evicted.
     rejections: u64,
@@ -222,6 +230,25 @@ impl Slot {
         Ok(())
     }
 
+    /// Under `policy=noevict`, a Limit error unless a write of `cost` accounted bytes (a new
+    /// record if `new`) fits beside the records already there without evicting. Counted as
+    /// if the old value stayed until the new one is in (as memcached allocates the new item
+    /// first, so a full memcached -M refuses updates too) and with the bucket array at its
+    /// largest, so that no later growth of the array can push the slot over its cap.
+    fn check_room(&self, cost: usize, new: bool) -> Result<()> {
+        let links = if self.admission.is_some() { 2 * LINK_BYTES } else { LINK_BYTES };
+        let records = self.table.len() + usize::from(new);
+        let bytes = self
+            .largest_fixed_bytes()
+            .saturating_add(self.table.record_bytes())
+            .saturating_add(records.saturating_mul(links))
+            .saturating_add(cost);
+        if records > self.cap_records || bytes > self.cap_bytes {
+            return Err(Error::new(ErrorKind::Limit, "the cache is full and evicts nothing (policy=noevict)"));
+        }
+        Ok(())
+    }
+
     /// Whether a new key of `hash` whose record costs `cost` bytes goes in: always unless
     /// the policy is tinylfu and storing it would evict; then only if the sketch says the key
     /// was requested more often lately than the record that would be evicted first.
@@ -244,6 +271,9 @@ impl Slot {
     fn offer(&mut self, key: &[u8], value: &[u8], hash: u64, found: Option<u32>) -> Result<()> {
         let cost = self.record_cost(key.len(), value.len());
         self.check_fits(cost)?;
+        if self.no_evict {
+            self.check_room(cost, found.is_none())?;
+        }
         if found.is_none() && !self.admits(hash, cost) {
             self.rejections += 1;
             return Ok(());
@@ -453,6 +483,7 @@ impl CacheDbm {
                 admission,
                 cap_records,
                 cap_bytes,
+                no_evict: policy == Policy::NoEvict,
                 evictions: 0,
                 rejections: 0,
             })));
