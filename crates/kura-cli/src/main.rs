@@ -59,9 +59,10 @@ enum Command {
         path: PathBuf,
         #[command(flatten)]
         layout: LayoutArgs,
-        /// Replace the file if it exists.
-        #[arg(long)]
-        truncate: bool,
+        /// Replace the database if one exists (its file, or every file of a shard set);
+        /// without it, an existing database is left as it is and the exit status is 1.
+        #[arg(long, visible_alias = "truncate")]
+        force: bool,
     },
     /// Stores a record.
     Set {
@@ -206,9 +207,9 @@ fn named_file(file: Option<&Path>) -> Option<&Path> {
 fn run(cli: Cli) -> kura::Result<()> {
     let global = cli.params.as_deref();
     match cli.command {
-        Command::Create { path, layout, truncate } => {
+        Command::Create { path, layout, force } => {
             let params = options::engine_params(global, &layout)?;
-            commands::maintenance::create(&path, &params, truncate)
+            commands::maintenance::create(&path, &params, force)
         }
         Command::Set { path, key, value, no_overwrite } => {
             commands::records::set(&path, &options::plain_params(global)?, &key, &value, no_overwrite)

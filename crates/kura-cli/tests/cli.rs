@@ -176,7 +176,7 @@ fn create_refuses_to_replace_without_truncate() {
     let db = scratch.path("db.kuh");
     ok(&["create", &db, "--record-comp", "lz4", "--buckets", "1K"]);
     ok(&["set", &db, "k", "v"]);
-    fails(&["create", &db], NOT_FOUND, "--truncate");
+    fails(&["create", &db], NOT_FOUND, "--force");
     assert_eq!(ok(&["get", &db, "k"]), "v\n");
     ok(&["create", &db, "--truncate", "--record-comp", "zstd"]);
     fails(&["get", &db, "k"], NOT_FOUND, "not found");

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::dbm::{Dbm, OpenMode, Params};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Where an engine keeps its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +107,16 @@ impl Engine {
     }
 
     /// Salvages `source` into the new file `dest` (see `Restore`); an engine without salvage
-    /// is an Infeasible error that says why.
+    /// is an Infeasible error that says why. A `dest` where a database lies already (a file,
+    /// or the files of a shard set) is a Duplicate error: a salvage writes a new database and
+    /// never replaces one.
     pub fn restore(&self, source: &Path, dest: &Path) -> Result<RestoreReport> {
+        if dest.exists() || crate::shard_dbm::has_shards(dest) {
+            return Err(Error::new(
+                ErrorKind::Duplicate,
+                format!("{} already exists: restore writes a new database and replaces none", dest.display()),
+            ));
+        }
         match self.restore {
             Restore::Salvage(salvage) => salvage(source, dest),
             Restore::Unsupported(why) => Err(Error::infeasible(format!("{} has no restore: {why}", self.class))),

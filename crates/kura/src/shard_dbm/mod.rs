@@ -434,7 +434,8 @@ impl ShardDbm {
         let Some(count) = naming::find_set(source)? else {
             return Err(Error::not_found(format!("{}: no shard files", source.display())));
         };
-        if naming::find_set(dest).ok().flatten().is_some() || dest.exists() {
+        // Any shard file there, even of a damaged or mixed set, is a database not to overwrite.
+        if naming::has_shards(dest) || dest.exists() {
             return Err(Error::new(
                 crate::ErrorKind::Duplicate,
                 format!("{}: a database already exists there", dest.display()),
