@@ -97,8 +97,9 @@ impl Eq for Engine {}
 
 impl Engine {
     /// Opens (or creates) a database of this engine. `params` must not name `engine`.
+    /// Damage found while opening names the file (`Error::in_file`), whatever the engine.
     pub fn open(&self, path: &Path, mode: OpenMode, params: &Params) -> Result<Box<dyn Dbm>> {
-        (self.open)(path, mode, params)
+        (self.open)(path, mode, params).map_err(|e| e.in_file(path))
     }
 
     /// Whether the engine keeps its records in memory (a file is only its snapshot).

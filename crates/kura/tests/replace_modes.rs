@@ -13,7 +13,10 @@ use kura::{DbmExt, ErrorKind, OpenMode, Params};
 /// The parameters an engine needs to open (CacheDbm's cap), sized small (HashDbm's buckets),
 /// from the registry.
 fn params_of(engine: &kura::Engine) -> Params {
-    (engine.bench_params)(100).or_defaults(&(engine.import_params)(100)).without("num_shards").with("engine", engine.name)
+    (engine.bench_params)(100)
+        .or_defaults(&(engine.import_params)(100))
+        .without("num_shards")
+        .with("engine", engine.name)
 }
 
 fn contents(path: &std::path::Path, params: &Params) -> BTreeMap<Vec<u8>, Vec<u8>> {

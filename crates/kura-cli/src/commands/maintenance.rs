@@ -14,10 +14,7 @@ use super::{open, print_line, write_error};
 pub fn create(path: &Path, params: &Params, truncate: bool) -> kura::Result<()> {
     if !truncate {
         if let Some(what) = existing_database(path)? {
-            return Err(Error::new(
-                ErrorKind::Duplicate,
-                format!("{what} already exists (use --force to replace it)"),
-            ));
+            return Err(Error::new(ErrorKind::Duplicate, format!("{what} already exists (use --force to replace it)")));
         }
     }
     let db = open(path, OpenMode::Truncate, params)?;
