@@ -18,7 +18,13 @@ for rnd in range(3):
         order=["old","new"] if rnd%2==0 else ["new","old"]
         for side in order:
             cmd=[bins[side],"bench","--engine",eng,"--iter","1000000","--size","8","--json"]
-            if eng in("tree","hash"): cmd+=["--path",f"/tmp/ab.{ 'kut' if eng=='tree' else 'kuh'}"]
+            if eng in("tree","hash"):
+                # kura bench refuses a database left by the previous run (without --force,
+                # which older binaries lack): remove it first.
+                db=f"/tmp/ab.{ 'kut' if eng=='tree' else 'kuh'}"
+                for leftover in (db, db+".journal"):
+                    if os.path.exists(leftover): os.remove(leftover)
+                cmd+=["--path",db]
             if rk: cmd.append("--random-key")
             out=subprocess.run(cmd,capture_output=True,text=True).stdout
             for line in out.splitlines():

@@ -35,6 +35,7 @@ from .errors import (
 Batch = _kura.Batch
 Cursor = _kura.Cursor
 import_file = _kura.import_file
+check = _kura.check
 EXTENSIONS = dict(_kura.EXTENSIONS)
 
 
@@ -120,7 +121,7 @@ def open(path, mode="r", **params):
     return Database(path, mode, **params)
 
 
-__all__ = ["open", "engines", "import_file", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
+__all__ = ["open", "engines", "import_file", "check", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
 
 # `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
 from . import dbm  # noqa: E402  (imported last: it uses the names above)

@@ -46,6 +46,10 @@ def import_file(
     """Loads a TSV or JSON-lines file (a path, or a binary file object read once) into the
     database or shard set at ``path`` in parallel; returns ``stored``, ``skipped``,
     ``keyless``, ``count``, ``seconds``, ... ."""
+def check(path: Union[str, os.PathLike[str]], **params: Param) -> dict[str, Any]:
+    """Reads every record (and page) of the database at ``path`` and verifies what its
+    engine can; returns ``clean``, ``records``, ``pages``, ``problems`` and
+    ``first_problems`` (up to 20 strings)."""
 __version__: str
 
 class Cursor(Iterator[tuple[Result, Result]]):

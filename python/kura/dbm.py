@@ -140,15 +140,21 @@ for _name in _WRITES:
     setattr(_SyncedDatabase, _name, _synced(getattr(Database, _name)))
 
 
+def _shard_files(path):
+    """The shard files of a set under ``path`` (``path-00000-of-00004`` ...), sorted."""
+    if _os.path.exists(path):
+        return []
+    return sorted(_glob.glob(_glob.escape(path) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]"))
+
+
 def whichdb(filename):
     """``"kura.dbm"`` when ``filename`` is a Kura database (a hash or tree file, a memory
     engine's snapshot, or the base name of a shard set, told by the first bytes of the file
     or of the set's first shard), ``""`` when it is some other file, None when it cannot be
     read, as ``dbm.whichdb`` answers."""
     path = _os.fspath(filename)
-    if not _os.path.exists(path):
-        shards = sorted(_glob.glob(_glob.escape(path) + "-00000-of-*"))
-        path = shards[0] if shards else path
+    shards = _shard_files(path)
+    path = shards[0] if shards else path
     try:
         with _builtin_open(path, "rb") as file:
             head = file.read(len(_MAGICS[0]))
@@ -164,7 +170,9 @@ def open(file, flag="r", mode=0o666, **params):
             f"flag {flag!r}: the first letter is one of r, w, c, n; then f, s, u may follow"
         )
     path = _os.fspath(file)
-    if "engine" not in params:
+    if "engine" not in params and not _shard_files(path):
+        # A name without a known extension is a hash file, unless it is the base of a shard
+        # set: forcing the hash engine there would create an empty file that hides the set.
         extension = _os.path.splitext(path)[1].lstrip(".")
         if extension not in _kura.EXTENSIONS:
             params["engine"] = "hash"

@@ -216,3 +216,15 @@ def test_setdefault_without_a_default_follows_the_encoding(tmp_path):
         assert db.setdefault("k", "other") == ""
     with kura.dbm.open(tmp_path / "bytes.kuh", "c") as db:
         assert db.setdefault(b"k") == b""
+
+
+def test_a_shard_set_without_an_extension_is_not_hidden(tmp_path):
+    """A name without a known extension opens as a hash file, except where a shard set lies
+    under it: an empty hash file created there hid the set from every later open."""
+    base = str(tmp_path / "objects")
+    with kura.open(base, "c", engine="shard", num_shards=2) as db:
+        db[b"k"] = b"v"
+    with kura.dbm.open(base, "c") as db:
+        assert db[b"k"] == b"v"
+    assert not os.path.exists(base)
+    assert kura.dbm.whichdb(base) == "kura.dbm"

@@ -149,3 +149,22 @@ def test_errors_are_kura_errors():
     assert issubclass(kura.FileError, OSError)
     assert issubclass(kura.InvalidArgumentError, ValueError)
     assert os.strerror(2)
+
+
+def test_check_reports_damage_and_broken_data_names_the_file(tmp_path):
+    """``kura.check`` finds a flipped byte that ``inspect``'s clean-close flag cannot, and
+    the error a read then raises names the file (issue 43)."""
+    path = tmp_path / "db.kuh"
+    with kura.open(path, "c", num_buckets=16) as db:
+        for i in range(8):
+            db[f"key{i}"] = f"MARKER-{i}-value"
+    assert kura.check(path) == {"clean": True, "records": 8, "pages": 0, "problems": 0, "first_problems": []}
+    data = bytearray(path.read_bytes())
+    data[data.index(b"MARKER-3") + 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    report = kura.check(path)
+    assert not report["clean"] and report["problems"] == 1 and report["records"] == 7
+    assert "checksum mismatch" in report["first_problems"][0]
+    with kura.open(path, "r") as db:
+        with pytest.raises(kura.BrokenDataError, match=str(path)):
+            db["key3"]

@@ -12,7 +12,7 @@ require_relative "kura/db"
 require_relative "kura/batch"
 
 module Kura
-  private_class_method :_sized_params
+  private_class_method :_sized_params, :_check
 
   # Opens (or creates) a database; the engine comes from the extension (.kuh hash, .kut
   # tree, .kumt tiny, .kumb baby, .kumc cache) or from `engine:`. `mode` is "r" (read
@@ -31,6 +31,14 @@ module Kura
     ensure
       db.close
     end
+  end
+
+  # Reads every record (and page) of the database at `path` and verifies what its engine
+  # can (`kura check`): a Hash with :clean, :records, :pages, :problems and :first_problems
+  # (up to 20 Strings). Damage that stops the open is a problem too; keywords are engine
+  # parameters.
+  def self.check(path, **params)
+    _check(path.to_s, DB.param_pairs(params))
   end
 
   # The engine registry: one Hash per engine (:name, :class, :extension, :storage,

@@ -142,4 +142,22 @@ class ErrorsTest < Minitest::Test
       assert_raises(Kura::BrokenDataError) { Kura.open(path, "r") }
     end
   end
+
+  # Kura.check finds a flipped byte (inspect's healthy cannot), and a read's error names
+  # the file (issue 43).
+  def test_check_reports_damage_and_broken_data_names_the_file
+    path = File.join(@dir, "checked.kuh")
+    Kura.open(path, "c", num_buckets: 16) { |db| 8.times { |i| db["key#{i}"] = "MARKER-#{i}-value" } }
+    assert_equal({clean: true, records: 8, pages: 0, problems: 0, first_problems: []}, Kura.check(path))
+    data = File.binread(path)
+    at = data.index("MARKER-3") + 2
+    data.setbyte(at, data.getbyte(at) ^ 0x10)
+    File.binwrite(path, data)
+    report = Kura.check(path)
+    refute report[:clean]
+    assert_equal [7, 1], [report[:records], report[:problems]]
+    assert_match(/checksum mismatch/, report[:first_problems].first)
+    error = Kura.open(path, "r") { |db| assert_raises(Kura::BrokenDataError) { db["key3"] } }
+    assert_includes error.message, path
+  end
 end

@@ -59,9 +59,10 @@ enum Command {
         path: PathBuf,
         #[command(flatten)]
         layout: LayoutArgs,
-        /// Replace the file if it exists.
-        #[arg(long)]
-        truncate: bool,
+        /// Replace the database if one exists (its file, or every file of a shard set);
+        /// without it, an existing database is left as it is and the exit status is 1.
+        #[arg(long, visible_alias = "truncate")]
+        force: bool,
     },
     /// Stores a record.
     Set {
@@ -150,8 +151,15 @@ enum Command {
     },
     /// Salvages every intact record of a (possibly damaged) database into a new file.
     Restore { path: PathBuf, new_path: PathBuf },
-    /// Prints the database's properties, one name=value per line.
+    /// Prints the database's properties, one name=value per line. Cheap: it reads the
+    /// header only, so `healthy` is the clean-close flag (false after a crash, until a writer
+    /// restores the file), not a verdict on the data; `kura check` reads every record.
     Inspect { path: PathBuf },
+    /// Reads every record (and page) and verifies every checksum and the structure: chains
+    /// and counts (hash), key order and counts (tree), the snapshot (memory engines). Prints
+    /// `checked records=N problems=M` and the first problems; exit 0 only when clean, else 3
+    /// with a hint: `kura restore PATH NEW_PATH` copies every intact record into a new file.
+    Check { path: PathBuf },
     /// Measures throughput, like `tkrzw_dbm_perf sequence`.
     Bench(bench::BenchArgs),
     /// Serves a database over memcached's text protocol until SIGTERM or SIGINT.
@@ -181,9 +189,45 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.print().is_ok() { status } else { exit::OTHER });
         }
     };
+    let database = cli.command.database().map(Path::to_path_buf);
+    let doing = match cli.command {
+        Command::Check { .. } => exit::Doing::Checking,
+        Command::Restore { .. } => exit::Doing::Restoring,
+        _ => exit::Doing::Using,
+    };
+    // Whether the damaged database's engine can be restored, from the registry; unknown (a
+    // path of no engine) counts as yes, the hint then naming the command that will say.
+    let salvageable = database.as_deref().is_none_or(|path| {
+        let params = options::plain_params(cli.params.as_deref()).unwrap_or_default();
+        kura::registry::resolve(path, &params)
+            .map_or(true, |engine| matches!(engine.restore, kura::registry::Restore::Salvage(_)))
+    });
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => exit::report(&e),
+        Err(e) => exit::report(e, database.as_deref(), doing, salvageable),
+    }
+}
+
+impl Command {
+    /// The database the command reads or writes, if it names one: the file that damage
+    /// found while it ran is in.
+    fn database(&self) -> Option<&Path> {
+        match self {
+            Command::Create { path, .. }
+            | Command::Set { path, .. }
+            | Command::Get { path, .. }
+            | Command::Remove { path, .. }
+            | Command::List { path, .. }
+            | Command::Import { path, .. }
+            | Command::Export { path, .. }
+            | Command::Rebuild { path, .. }
+            | Command::Restore { path, .. }
+            | Command::Inspect { path }
+            | Command::Check { path } => Some(path),
+            Command::Bench(args) => args.path.as_deref(),
+            // A server names its file in its own messages and outlives any one error.
+            Command::Serve(_) | Command::Engines { .. } | Command::Codecs { .. } => None,
+        }
     }
 }
 
@@ -206,9 +250,9 @@ fn named_file(file: Option<&Path>) -> Option<&Path> {
 fn run(cli: Cli) -> kura::Result<()> {
     let global = cli.params.as_deref();
     match cli.command {
-        Command::Create { path, layout, truncate } => {
+        Command::Create { path, layout, force } => {
             let params = options::engine_params(global, &layout)?;
-            commands::maintenance::create(&path, &params, truncate)
+            commands::maintenance::create(&path, &params, force)
         }
         Command::Set { path, key, value, no_overwrite } => {
             commands::records::set(&path, &options::plain_params(global)?, &key, &value, no_overwrite)
@@ -242,6 +286,7 @@ fn run(cli: Cli) -> kura::Result<()> {
             commands::maintenance::restore(&path, &new_path, &options::plain_params(global)?)
         }
         Command::Inspect { path } => commands::maintenance::inspect(&path, &options::plain_params(global)?),
+        Command::Check { path } => commands::check::check(&path, &options::plain_params(global)?),
         Command::Bench(args) => bench::run(&args, &options::plain_params(global)?),
         Command::Serve(args) => commands::serve::run(&args, &options::plain_params(global)?),
         Command::Engines { json } => commands::engines::list(json),

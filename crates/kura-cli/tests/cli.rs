@@ -176,7 +176,7 @@ fn create_refuses_to_replace_without_truncate() {
     let db = scratch.path("db.kuh");
     ok(&["create", &db, "--record-comp", "lz4", "--buckets", "1K"]);
     ok(&["set", &db, "k", "v"]);
-    fails(&["create", &db], NOT_FOUND, "--truncate");
+    fails(&["create", &db], NOT_FOUND, "--force");
     assert_eq!(ok(&["get", &db, "k"]), "v\n");
     ok(&["create", &db, "--truncate", "--record-comp", "zstd"]);
     fails(&["get", &db, "k"], NOT_FOUND, "not found");
@@ -423,7 +423,8 @@ fn bench_sequence_prints_one_json_object_per_phase() {
     let scratch = Scratch::new();
     for extra in [&[][..], &["--threads", "2", "--random-key"][..]] {
         let db = scratch.path("bench.kuh");
-        let mut args = vec!["bench", "--iter", "1000", "--size", "16", "--json", "--path", &db];
+        // The second run replaces the first one's database, which takes --force.
+        let mut args = vec!["bench", "--iter", "1000", "--size", "16", "--json", "--path", &db, "--force"];
         args.extend_from_slice(extra);
         let text = ok(&args);
         let phases: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -13,6 +13,7 @@
 //! `collections.abc.MutableMapping` provides, and defines the exception classes.
 
 mod batch;
+mod check;
 mod convert;
 mod cursor;
 mod database;
@@ -34,6 +35,7 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cursor::RangeIter>()?;
     m.add_class::<batch::Batch>()?;
     m.add_function(wrap_pyfunction!(import::import_file, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check, m)?)?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
     for engine in kura::engines() {

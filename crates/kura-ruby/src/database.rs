@@ -81,7 +81,7 @@ fn releases_by_default(dbm: &dyn Dbm) -> bool {
 /// record calls (`record_call_releases`).
 const LONG_BATCH: usize = 16;
 
-fn params_of(pairs: Vec<(String, String)>) -> Params {
+pub fn params_of(pairs: Vec<(String, String)>) -> Params {
     pairs.into_iter().fold(Params::new(), |params, (name, value)| params.with(&name, value))
 }
 

@@ -4,11 +4,13 @@
 //! - `database.rs`: `Kura::DB`, one open database, and its native methods;
 //! - `walk.rs`: reading records in chunks for `each` and `range`;
 //! - `batch.rs`: `Kura::Batch`, the operations of `db.batch { |b| ... }`;
+//! - `check.rs`: `Kura.check`, reading and verifying a whole database;
 //! - `convert.rs`: keys and values between Ruby Strings and bytes;
 //! - `gvl.rs`: running engine calls with the GVL released;
 //! - `errors.rs`: the `Kura::Error` classes and the mapping from `kura::ErrorKind`.
 
 mod batch;
+mod check;
 mod convert;
 mod database;
 mod errors;
@@ -28,6 +30,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     // The crate's (workspace's) version; lib/kura/version.rb's VERSION is checked against it.
     module.const_set("NATIVE_VERSION", env!("CARGO_PKG_VERSION"))?;
     module.define_module_function("_sized_params", function!(sized_params, 2))?;
+    module.define_module_function("_check", function!(check::check, 2))?;
 
     let db = module.define_class("DB", ruby.class_object())?;
     db.define_singleton_method("_open", function!(Database::open, 5))?;

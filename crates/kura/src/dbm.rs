@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 
 use crate::batch::{BatchOp, WriteBatch};
+use crate::check::CheckReport;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
@@ -270,7 +271,21 @@ pub trait Dbm: Send + Sync + std::any::Any {
     fn file_size(&self) -> Result<u64>;
 
     /// Properties for people and tools: at least `class`, `count`, `file_size`, `healthy`.
+    /// `healthy` is cheap: the clean-close flag of a file's header, not a check of the data
+    /// (`check` reads it all).
     fn inspect(&self) -> Result<Properties>;
+
+    /// Reads every record and verifies what the engine can, reporting damage as problems
+    /// (with their places) rather than failing at the first: `kura check`. The default reads
+    /// every record through the cursor and compares their number with `count`; HashDbm also
+    /// walks every chain (each record's checksum, its bucket, the count in the header),
+    /// TreeDbm every page (checksums, key order within and across leaves, the count); a
+    /// memory engine's snapshot was verified whole (its checksum) when it was opened. Meant
+    /// for a database no other thread writes meanwhile: a concurrent write may show as a
+    /// count that disagrees. Errors other than damage (a closed database, I/O) are returned.
+    fn check(&self) -> Result<CheckReport> {
+        crate::check::read_every_record(self)
+    }
 
     /// Whether the handle may write.
     fn is_writable(&self) -> bool;

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::dbm::{Dbm, OpenMode, Params};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Where an engine keeps its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +97,9 @@ impl Eq for Engine {}
 
 impl Engine {
     /// Opens (or creates) a database of this engine. `params` must not name `engine`.
+    /// Damage found while opening names the file (`Error::in_file`), whatever the engine.
     pub fn open(&self, path: &Path, mode: OpenMode, params: &Params) -> Result<Box<dyn Dbm>> {
-        (self.open)(path, mode, params)
+        (self.open)(path, mode, params).map_err(|e| e.in_file(path))
     }
 
     /// Whether the engine keeps its records in memory (a file is only its snapshot).
@@ -107,8 +108,16 @@ impl Engine {
     }
 
     /// Salvages `source` into the new file `dest` (see `Restore`); an engine without salvage
-    /// is an Infeasible error that says why.
+    /// is an Infeasible error that says why. A `dest` where a database lies already (a file,
+    /// or the files of a shard set) is a Duplicate error: a salvage writes a new database and
+    /// never replaces one.
     pub fn restore(&self, source: &Path, dest: &Path) -> Result<RestoreReport> {
+        if dest.exists() || crate::shard_dbm::has_shards(dest) {
+            return Err(Error::new(
+                ErrorKind::Duplicate,
+                format!("{} already exists: restore writes a new database and replaces none", dest.display()),
+            ));
+        }
         match self.restore {
             Restore::Salvage(salvage) => salvage(source, dest),
             Restore::Unsupported(why) => Err(Error::infeasible(format!("{} has no restore: {why}", self.class))),

@@ -100,6 +100,17 @@ impl Error {
         Error { kind, message: Cow::Owned(format!("{}: {}", context.into(), err)), source: Some(err) }
     }
 
+    /// This error, saying which file it is about when it is damage (BrokenData) whose message
+    /// does not name `path` yet: a user told "record at 5395: checksum mismatch" must learn
+    /// which file to check or restore. Other kinds are returned as they are.
+    pub fn in_file(self, path: &std::path::Path) -> Error {
+        let shown = path.display().to_string();
+        if self.kind != ErrorKind::BrokenData || shown.is_empty() || self.message.contains(shown.as_str()) {
+            return self;
+        }
+        Error { kind: self.kind, message: Cow::Owned(format!("{shown}: {}", self.message)), source: self.source }
+    }
+
     /// Whether the kind is NotFound (a missing key or file).
     pub fn is_not_found(&self) -> bool {
         self.kind == ErrorKind::NotFound

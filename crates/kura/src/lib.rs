@@ -2,7 +2,7 @@
 //!
 //! Every engine implements [`Dbm`]; [`open`] picks one by path extension or parameters, from
 //! the one list of engines in [`registry`]. The folders mirror the architecture:
-//! - `dbm.rs`, `batch.rs`, `error.rs`: the interface every engine implements;
+//! - `dbm.rs`, `batch.rs`, `error.rs`, `check.rs`: the interface every engine implements;
 //! - `engine.rs`, `registry.rs`: what an engine is, and the list of them with opening by
 //!   extension or `engine=`;
 //! - `encoding/`: varints, a bounds-checked reader and header layouts, for every format;
@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod batch;
+pub mod check;
 pub mod codec;
 pub mod compact_dbm;
 pub mod dbm;
@@ -55,6 +56,7 @@ pub mod tree_dbm;
 mod typed_dbm;
 
 pub use batch::{BatchOp, WriteBatch};
+pub use check::CheckReport;
 pub use codec::{Codec, CodecKind};
 pub use compact_dbm::CompactDbm;
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};

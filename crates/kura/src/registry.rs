@@ -10,8 +10,9 @@ use std::path::Path;
 use crate::compact_dbm::CompactDbm;
 pub use crate::engine::{Engine, Restore, RestoreReport, Storage};
 
+use crate::check::{CheckReport, Place};
 use crate::dbm::{Dbm, OpenMode, Params};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::hash_dbm::HashDbm;
 use crate::memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
 use crate::shard_dbm::{self, ShardDbm};
@@ -199,6 +200,28 @@ pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<B
     let path = path.as_ref();
     let engine = resolve(path, params)?;
     engine.open(path, mode, &params.without("engine"))
+}
+
+/// Opens the database at `path` read-only and checks it (`Dbm::check`): what `kura check`,
+/// Python's `kura.check` and Ruby's `Kura.check` run. Damage that stops the open itself (a
+/// header or snapshot failing its checksum, a missing shard) is the report's one problem;
+/// other errors (no such file, locked by a writer) are returned.
+pub fn check(path: impl AsRef<Path>, params: &Params) -> Result<CheckReport> {
+    let path = path.as_ref();
+    let db = match open(path, OpenMode::ReadOnly, params) {
+        Ok(db) => db,
+        Err(e) if e.kind() == ErrorKind::BrokenData => {
+            let shown = format!("{}: ", path.display());
+            let message = e.message().strip_prefix(shown.as_str()).unwrap_or(e.message()).to_string();
+            let mut report = CheckReport::default();
+            report.add(Place::Database, message);
+            return Ok(report);
+        }
+        Err(e) => return Err(e),
+    };
+    let report = db.check()?;
+    db.close()?;
+    Ok(report)
 }
 
 #[cfg(test)]

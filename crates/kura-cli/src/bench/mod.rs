@@ -45,10 +45,14 @@ pub struct BenchArgs {
     #[arg(long, alias = "random_key")]
     pub random_key: bool,
     /// Database file (default: a temporary file, removed afterwards). Sequence mode starts
-    /// it empty, truncating an existing file as `tkrzw_dbm_perf` does, and leaves it behind.
-    /// With --keys-from, the existing database to read.
+    /// it empty and leaves it behind; a database that exists there (a file or a shard set) is
+    /// replaced only with --force (`tkrzw_dbm_perf` truncates it unasked). With --keys-from,
+    /// the existing database to read.
     #[arg(long)]
     pub path: Option<PathBuf>,
+    /// Sequence mode: replace the database at --path if one exists.
+    #[arg(long, visible_alias = "truncate", requires = "path", conflicts_with = "keys_from")]
+    pub force: bool,
     /// Get every key of this TSV file (first column) in a shuffled order from --path. The
     /// sequence workload's --random-key, --size and --batch do not apply to it.
     #[arg(long, value_name = "FILE.tsv", conflicts_with_all = ["random_key", "size", "batch"])]

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use kura::{Dbm, Engine, Error, OpenMode, Params};
+use kura::{Dbm, Engine, Error, ErrorKind, OpenMode, Params};
 use serde_json::json;
 
 use super::batched;
@@ -46,6 +46,14 @@ pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     let params = params.or_defaults(&(engine.bench_params)(records)).with("engine", engine.name);
     if !args.json {
         print_line(format_args!("Parameters: {}", params_text(&params)))?;
+    }
+    if let (Some(path), false) = (&args.path, args.force) {
+        if let Some(what) = crate::commands::maintenance::existing_database(path)? {
+            return Err(Error::new(
+                ErrorKind::Duplicate,
+                format!("{what} already exists: the benchmark starts from an empty database (--force replaces it)"),
+            ));
+        }
     }
     let target = match &args.path {
         Some(path) => Target::File { path: path.clone(), temporary: false },

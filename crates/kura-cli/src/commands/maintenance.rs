@@ -8,15 +8,29 @@ use kura::{Error, ErrorKind, OpenMode, Params};
 
 use super::{open, print_line, write_error};
 
+/// Creates an empty database; one that exists already, a single file or any file of a shard
+/// set (`PATH-0000i-of-0000N`, which has no file at PATH itself), is replaced only when
+/// `truncate` (`--force`) asks for it.
 pub fn create(path: &Path, params: &Params, truncate: bool) -> kura::Result<()> {
-    if path.exists() && !truncate {
-        return Err(Error::new(
-            ErrorKind::Duplicate,
-            format!("{} already exists (use --truncate to replace it)", path.display()),
-        ));
+    if !truncate {
+        if let Some(what) = existing_database(path)? {
+            return Err(Error::new(ErrorKind::Duplicate, format!("{what} already exists (use --force to replace it)")));
+        }
     }
     let db = open(path, OpenMode::Truncate, params)?;
     db.close()
+}
+
+/// What lies at `path` that a new database would replace: its file, or the files of a shard
+/// set under it.
+pub fn existing_database(path: &Path) -> kura::Result<Option<String>> {
+    if path.exists() {
+        return Ok(Some(path.display().to_string()));
+    }
+    let shards = kura::shard_dbm::naming::existing_shards(path)?;
+    Ok(shards.first().map(|(_, _, first)| {
+        format!("the shard set {} ({} files: {} ...)", path.display(), shards.len(), first.display())
+    }))
 }
 
 pub fn rebuild(path: &Path, params: &Params) -> kura::Result<()> {
@@ -35,11 +49,8 @@ pub fn rebuild(path: &Path, params: &Params) -> kura::Result<()> {
 }
 
 pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()> {
-    if new_path.exists() {
-        return Err(Error::new(
-            ErrorKind::Duplicate,
-            format!("{} already exists; restore writes a new file", new_path.display()),
-        ));
+    if let Some(what) = existing_database(new_path)? {
+        return Err(Error::new(ErrorKind::Duplicate, format!("{what} already exists; restore writes a new file")));
     }
     if let Some(name) = params.without("engine").names().next() {
         return Err(Error::invalid(format!(

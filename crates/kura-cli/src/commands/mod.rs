@@ -1,6 +1,7 @@
 //! The subcommands other than `bench`, grouped by what they do to a database (and `serve`,
 //! which puts one behind the memcached protocol).
 
+pub mod check;
 pub mod engines;
 pub mod import;
 pub mod maintenance;

@@ -22,6 +22,15 @@ fn is_the_database(output: &Path, path: &Path) -> kura::Result<bool> {
     Ok(same(path) || kura::shard_dbm::naming::existing_shards(path)?.iter().any(|(_, _, shard)| same(shard)))
 }
 
+/// What database lies at `output`, if any: an existing file with an engine's extension, or
+/// a shard set. Writing the export there would replace a database the user did not name as
+/// the one to replace (`kura export a.kuh b.kuh`, taken for a copy, would empty b.kuh);
+/// any other existing file is replaced, as output files are.
+fn another_database(output: &Path) -> kura::Result<Option<String>> {
+    let shaped_like_one = kura::registry::engine_of_path(output).is_some() || !output.exists();
+    Ok(if shaped_like_one { super::maintenance::existing_database(output)? } else { None })
+}
+
 pub fn export(path: &Path, params: &Params, file: Option<&Path>, escaped: bool) -> kura::Result<()> {
     if let Some(file) = file {
         if is_the_database(file, path)? {
@@ -29,6 +38,14 @@ pub fn export(path: &Path, params: &Params, file: Option<&Path>, escaped: bool) 
                 "{} is the database's own file: export to another file (or to stdout)",
                 file.display()
             )));
+        }
+    }
+    if let Some(file) = file {
+        if let Some(what) = another_database(file)? {
+            return Err(Error::new(
+                kura::ErrorKind::Duplicate,
+                format!("{what} already exists and is a database: export writes TSV, and would empty it"),
+            ));
         }
     }
     let db = open(path, OpenMode::ReadOnly, params)?;

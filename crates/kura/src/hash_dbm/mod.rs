@@ -11,6 +11,7 @@
 
 mod buckets;
 mod chain_lock;
+mod check;
 mod coalesce;
 mod cursor;
 mod freed;
@@ -695,6 +696,11 @@ impl Dbm for HashDbm {
 
     fn file_size(&self) -> Result<u64> {
         self.with_any(|s| Ok(if s.is_writable() { s.space.end() } else { s.file_len() }))
+    }
+
+    /// Walks every chain (check.rs): more than the cursor, which stops at a broken chain.
+    fn check(&self) -> Result<crate::check::CheckReport> {
+        self.check_chains()
     }
 
     fn inspect(&self) -> Result<Properties> {

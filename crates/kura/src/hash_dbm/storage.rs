@@ -622,7 +622,13 @@ impl Storage {
     /// Parses the record at `offset` of `_chain` and checks that all of it lies within the
     /// file.
     #[inline]
-    pub fn read_header(&self, _chain: Chain<'_>, offset: u64) -> Result<RecordHeader> {
+    pub fn read_header(&self, chain: Chain<'_>, offset: u64) -> Result<RecordHeader> {
+        self.parse_header(chain, offset).map_err(|e| e.in_file(self.path()))
+    }
+
+    /// `read_header` before its error names the file.
+    #[inline]
+    fn parse_header(&self, _chain: Chain<'_>, offset: u64) -> Result<RecordHeader> {
         if offset < self.header.data_start() {
             return Err(Error::broken(format!("a chain points to {offset}, inside the header area")));
         }
@@ -653,7 +659,7 @@ impl Storage {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let stored = self.checked_value(chain, offset, header, hash)?;
-        self.codec.decode(stored, header.is_compressed(), out)
+        self.codec.decode(stored, header.is_compressed(), out).map_err(|e| e.in_file(self.path()))
     }
 
     /// Verifies the checksum of a record of `chain` and shows its value to `visit`: in place
@@ -672,7 +678,7 @@ impl Storage {
             return Ok(visit(stored));
         }
         let mut decoded = Vec::new();
-        self.codec.decode(stored, true, &mut decoded)?;
+        self.codec.decode(stored, true, &mut decoded).map_err(|e| e.in_file(self.path()))?;
         Ok(visit(&decoded))
     }
 
@@ -690,11 +696,12 @@ impl Storage {
         }
         // SAFETY: as in `read_header`; the slice lives no longer than the lock's proof.
         let stored = unsafe { self.file.slice(at, header.value_len)? };
+        let path = self.path().display();
         if !header.verifies(checksum(hash, header.is_compressed(), stored)) {
-            return Err(Error::broken(format!("record at {offset}: checksum mismatch")));
+            return Err(Error::broken(format!("{path}: record at {offset}: checksum mismatch")));
         }
         if self.dictionary_damaged && header.is_compressed() {
-            return Err(Error::broken(format!("record at {offset}: compressed with the damaged dictionary")));
+            return Err(Error::broken(format!("{path}: record at {offset}: compressed with the damaged dictionary")));
         }
         Ok(stored)
     }
@@ -788,7 +795,9 @@ impl Storage {
         while offset != 0 {
             let header = self.read_header(chain, offset)?;
             if header.kind() == KIND_FREE {
-                return Err(Error::broken(format!("bucket {bucket} links to a free block at {offset}")));
+                return Err(
+                    Error::broken(format!("bucket {bucket} links to a free block at {offset}")).in_file(self.path())
+                );
             }
             let key = self.key_of(chain, offset, &header)?;
             if !visit(offset, &header, link, key)? {
@@ -797,7 +806,7 @@ impl Storage {
             link = Link::Next { at: header.next_at, width: header.next_width };
             offset = header.next;
             if offset != 0 && offset == marker {
-                return Err(Error::broken(format!("the chain of bucket {bucket} loops")));
+                return Err(Error::broken(format!("the chain of bucket {bucket} loops")).in_file(self.path()));
             }
             steps += 1;
             if steps == power {

@@ -359,6 +359,16 @@ impl Dbm for ShardDbm {
     /// The set's totals (`count`, `file_size`, `healthy`: every shard healthy), the shards'
     /// shared settings (`record_comp`, `key_comparator`), then `shard_NNNNN_count`,
     /// `shard_NNNNN_file_size` and `shard_NNNNN_healthy` for each shard.
+    /// Checks every shard; each problem says its shard.
+    fn check(&self) -> Result<crate::check::CheckReport> {
+        let count = self.shards.len();
+        let mut report = crate::check::CheckReport::default();
+        for (index, shard) in self.shards.iter().enumerate() {
+            report.absorb(shard.check()?, &format!("shard {index} of {count}"));
+        }
+        Ok(report)
+    }
+
     fn inspect(&self) -> Result<Properties> {
         let per_shard = self.shards.iter().map(|s| s.inspect()).collect::<Result<Vec<_>>>()?;
         let property = |properties: &Properties, name: &str| -> Option<String> {
@@ -434,7 +444,8 @@ impl ShardDbm {
         let Some(count) = naming::find_set(source)? else {
             return Err(Error::not_found(format!("{}: no shard files", source.display())));
         };
-        if naming::find_set(dest).ok().flatten().is_some() || dest.exists() {
+        // Any shard file there, even of a damaged or mixed set, is a database not to overwrite.
+        if naming::has_shards(dest) || dest.exists() {
             return Err(Error::new(
                 crate::ErrorKind::Duplicate,
                 format!("{}: a database already exists there", dest.display()),

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::file::{FileLock, LockMode};
 
 /// The most shards a set may have: every shard holds a file descriptor and its own caches,
 /// and the five-digit names stop at 99999 anyway.
@@ -112,15 +113,31 @@ pub fn check_count(count: usize) -> Result<usize> {
 }
 
 /// Removes every shard file of `base`, of any set size (a new set replacing an old one, or a
-/// benchmark cleaning up).
+/// benchmark cleaning up). Each file is locked first, all of them before any goes: a set that
+/// a writer or reader holds open is a Locked error and loses no file, as a single database
+/// opened in truncate mode is refused while another handle holds it (unlinking a file does
+/// not wait for its lock, so the holder would go on writing into a file nobody can open).
 pub fn remove_shards(base: &Path) -> Result<()> {
-    for (_, _, path) in existing_shards(base)? {
+    let found = existing_shards(base)?;
+    let mut held = Vec::with_capacity(found.len());
+    for (_, _, path) in &found {
+        let file = match std::fs::OpenOptions::new().read(true).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
+        };
+        let lock = FileLock::acquire(&file, path, LockMode::Exclusive)?;
+        held.push((file, lock));
+    }
+    for (_, _, path) in found {
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("remove {}", path.display()), e)),
         }
     }
+    // The locks go with their files' descriptors, once every file is gone.
+    drop(held);
     Ok(())
 }
 

@@ -13,6 +13,7 @@
 
 mod btree;
 mod cache;
+mod check;
 mod comparator;
 mod cursor;
 mod durable;
@@ -376,6 +377,11 @@ impl Dbm for TreeDbm {
     fn file_size(&self) -> Result<u64> {
         let store = self.read_store()?;
         Ok(store.tree.pager.used_size() + store.journal().bytes())
+    }
+
+    /// Reads every page from the file (check.rs): checksums, levels, key order, the count.
+    fn check(&self) -> Result<crate::check::CheckReport> {
+        self.check_pages()
     }
 
     fn inspect(&self) -> Result<Properties> {

@@ -1,0 +1,109 @@
+//! `kura check` and the messages damage leads to (issue 43, items 2 and 3): a sound file
+//! checks clean (exit 0); a damaged one lists its problems and exits 3 with the hint to
+//! restore it; every other command that meets damage names the file and hints at `kura
+//! check` and `kura restore`; `inspect`'s help says its `healthy` is only the clean-close flag.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::process::{Command, Output};
+
+fn kura(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().expect("the kura binary runs")
+}
+
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let output = kura(args);
+    assert!(output.status.success(), "kura {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Runs kura, expects exit 3; returns stdout and stderr.
+#[track_caller]
+fn fails_with_damage(args: &[&str]) -> (String, String) {
+    let output = kura(args);
+    let (stdout, stderr) =
+        (String::from_utf8(output.stdout).unwrap(), String::from_utf8_lossy(&output.stderr).into_owned());
+    assert_eq!(output.status.code(), Some(3), "kura {args:?}: {stdout} {stderr}");
+    (stdout, stderr)
+}
+
+/// A database with eight records, one of them holding `MARKER`, and a copy with one byte of
+/// that value flipped.
+fn sound_and_damaged(dir: &std::path::Path, extension: &str, params: &str) -> (String, String) {
+    let sound = dir.join(format!("sound.{extension}")).to_str().unwrap().to_string();
+    let damaged = dir.join(format!("damaged.{extension}")).to_str().unwrap().to_string();
+    ok(&["create", &sound, "--params", params]);
+    for i in 0..8 {
+        let value = if i == 5 { "MARKER-value-of-record-5".to_string() } else { format!("value {i}") };
+        ok(&["set", &sound, &format!("key{i}"), &value, "--params", params]);
+    }
+    let mut bytes = std::fs::read(&sound).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"MARKER").expect("the value is stored raw");
+    bytes[at + 2] ^= 0x10;
+    std::fs::write(&damaged, bytes).unwrap();
+    (sound, damaged)
+}
+
+#[test]
+fn check_passes_a_sound_file_and_lists_the_damage_of_a_flipped_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sound, damaged) = sound_and_damaged(dir.path(), "kuh", "num_buckets=16");
+    assert_eq!(ok(&["check", &sound]), "checked records=8 pages=0 problems=0\n");
+    // `inspect` reads the header only: the damaged copy was closed cleanly, so healthy.
+    assert!(ok(&["inspect", &damaged]).contains("healthy=true"));
+    let (stdout, stderr) = fails_with_damage(&["check", &damaged]);
+    assert!(stdout.starts_with("checked records=7 pages=0 problems=1\nproblem: record at "), "{stdout}");
+    assert!(stdout.contains("checksum mismatch"), "{stdout}");
+    assert!(stderr.contains(&format!("{damaged}: damaged, 1 problem found")), "{stderr}");
+    assert!(stderr.contains(&format!("hint: `kura restore {damaged} NEW_PATH`")), "{stderr}");
+
+    // Any other command meeting the damage names the file and says what to do.
+    for args in [vec!["list", &damaged], vec!["get", &damaged, "key5"], vec!["export", &damaged]] {
+        let (_, stderr) = fails_with_damage(&args);
+        assert!(stderr.contains(&format!("kura: broken data: {damaged}: ")), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("hint: `kura check {damaged}`")), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("`kura restore {damaged} NEW_PATH`")), "{args:?}: {stderr}");
+    }
+    let help = ok(&["help", "inspect"]);
+    assert!(help.contains("clean-close flag") && help.contains("kura check"), "{help}");
+}
+
+#[test]
+fn every_engine_checks_clean_and_flags_its_damaged_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    for engine in kura::engines().iter().filter(|e| e.name != "shard") {
+        let params = (engine.bench_params)(100).or_defaults(&(engine.import_params)(100)).with("engine", engine.name);
+        let text: Vec<String> = params.names().map(|n| format!("{n}={}", params.get(n).unwrap())).collect();
+        let text = text.join(",");
+        let sub = dir.path().join(engine.name);
+        std::fs::create_dir(&sub).unwrap();
+        let (sound, damaged) = sound_and_damaged(&sub, engine.extension, &text);
+        assert!(ok(&["check", &sound, "--params", &text]).contains("problems=0"), "{}", engine.name);
+        let (stdout, stderr) = fails_with_damage(&["check", &damaged, "--params", &text]);
+        assert!(stdout.contains("problem: "), "{}: {stdout}", engine.name);
+        // The hint offers a restore only to an engine that has one (the registry says).
+        let offers_restore = stderr.contains("kura restore");
+        let has_restore = matches!(engine.restore, kura::registry::Restore::Salvage(_));
+        assert_eq!(offers_restore, has_restore, "{}: {stderr}", engine.name);
+    }
+}
+
+#[test]
+fn a_shard_sets_check_names_the_damaged_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("set.kuh").to_str().unwrap().to_string();
+    ok(&["create", &base, "--params", "num_shards=2,num_buckets=16"]);
+    for i in 0..20 {
+        ok(&["set", &base, &format!("key{i}"), &format!("MARKER-{i}")]);
+    }
+    assert!(ok(&["check", &base]).starts_with("checked records=20 "));
+    let shard = format!("{base}-00001-of-00002");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"MARKER").unwrap();
+    bytes[at + 3] ^= 0x01;
+    std::fs::write(&shard, bytes).unwrap();
+    let (stdout, _) = fails_with_damage(&["check", &base]);
+    assert!(stdout.contains("problem: shard 1 of 2: record at "), "{stdout}");
+    assert!(stdout.contains(": checksum mismatch"), "{stdout}");
+}

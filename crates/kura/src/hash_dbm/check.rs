@@ -1,0 +1,99 @@
+//! `Dbm::check` for HashDbm: every chain walked from its bucket, every record on it verified.
+//!
+//! The cursor alone would stop at the first broken chain and never see a chain cut short by
+//! a damaged bucket entry. This walk reads each bucket's chain to its end and checks what the
+//! format lets it check: the chain itself (pointers inside the record area, no loop, no free
+//! block), that each record's key belongs to the bucket that reaches it, that each live
+//! record's value passes its checksum and decodes, that no tombstone carries a value (or, in
+//! place, exists at all: in-place writers write none), and that the live records add up to
+//! the count the database keeps. A broken chain is one problem and the walk goes on with the
+//! next bucket, so that one bad pointer does not hide the rest of the file.
+
+use std::collections::HashSet;
+
+use super::chain_lock::WholeFile;
+use super::header::UpdateMode;
+use super::record::{KIND_RECORD, KIND_TOMBSTONE};
+use super::storage::{bucket_of, hash_key, Storage};
+use super::HashDbm;
+use crate::check::{CheckReport, Place};
+use crate::error::{Error, Result};
+
+impl HashDbm {
+    /// The whole walk, with every stripe held so that the chains and the count agree.
+    pub(crate) fn check_chains(&self) -> Result<CheckReport> {
+        self.with_all(|slot| {
+            let storage = slot.as_mut().ok_or_else(|| Error::infeasible("the database is closed"))?;
+            let (storage, whole) = WholeFile::unshared(storage);
+            check_storage(storage, &whole)
+        })
+    }
+}
+
+/// Walks every chain of `s` (whole: no other thread touches it).
+fn check_storage(s: &Storage, whole: &WholeFile<'_>) -> Result<CheckReport> {
+    let mut report = CheckReport::default();
+    let in_place = s.header.update_mode == UpdateMode::InPlace;
+    let num_buckets = s.header.num_buckets;
+    let mut value = Vec::new();
+    for bucket in 0..num_buckets {
+        let chain = whole.chain(bucket);
+        // The keys met so far in this chain: the first record of a key is its state (in
+        // appending mode older versions follow it; in place a key appears once).
+        let mut decided: HashSet<Vec<u8>> = HashSet::new();
+        let walked = s.walk(chain, |offset, header, _, key| {
+            let hash = hash_key(key);
+            let owner = bucket_of(hash, num_buckets);
+            if owner != bucket {
+                // Reached through a wrong pointer: what follows is not this chain's.
+                report.add(Place::Bucket(bucket), format!("links to a record of bucket {owner} at {offset}"));
+                return Ok(false);
+            }
+            if header.kind() == KIND_TOMBSTONE && (header.value_len != 0 || in_place) {
+                let why = if in_place { "a tombstone in an in-place file" } else { "a tombstone with a value" };
+                report.add(Place::Record(offset), why);
+                return Ok(false);
+            }
+            if !decided.insert(key.to_vec()) {
+                if in_place {
+                    report.add(Place::Record(offset), "a second record of a key in one chain of an in-place file");
+                }
+                return Ok(true);
+            }
+            if header.kind() == KIND_RECORD {
+                match s.read_value(chain, offset, header, hash, &mut value) {
+                    Ok(()) => report.records += 1,
+                    Err(e) => {
+                        let message = without_path(s, e.message());
+                        let at = format!("record at {offset}: ");
+                        report.add(Place::Record(offset), message.strip_prefix(at.as_str()).unwrap_or(&message))
+                    }
+                }
+            }
+            Ok(true)
+        });
+        if let Err(e) = walked {
+            report.add(Place::Bucket(bucket), without_path(s, e.message()));
+        }
+    }
+    let counted = s.count();
+    let unreadable = report.problems;
+    if report.records + unreadable < counted || (report.is_clean() && report.records != counted) {
+        let crashed = if s.header.closed_cleanly {
+            ""
+        } else {
+            " (the file was not closed cleanly: a writer's open restores it)"
+        };
+        report.add(
+            Place::Database,
+            format!("the database counts {counted} records, its chains hold {}{crashed}", report.records),
+        );
+    }
+    Ok(report)
+}
+
+/// A message without the file's name in front (the report is about that file already).
+fn without_path(s: &Storage, message: &str) -> String {
+    let prefix = format!("{}: ", s.path().display());
+    message.strip_prefix(prefix.as_str()).unwrap_or(message).to_string()
+}

@@ -1,0 +1,97 @@
+//! `Dbm::check` for TreeDbm: every page of the tree read from the file and verified.
+//!
+//! The walk goes down from the root in key order and reads each page of the committed tree
+//! from the file, past the page cache (`Pager::decode_page`), so that a cached copy cannot
+//! hide damage on the disk; pages modified since the last commit live in memory and are
+//! taken from there. It checks each page's checksum and decoding, that each page sits at the
+//! level its parent implies and is reached once, that keys ascend within each leaf and from
+//! one leaf to the next under the tree's comparator, and that the leaves hold the count the
+//! tree keeps. A damaged page is one problem; the walk skips what lies under it and goes on.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+use super::btree::{BTree, TEMP_BIT};
+use super::format::MAX_HEIGHT;
+use super::page::Page;
+use super::TreeDbm;
+use crate::check::{CheckReport, Place};
+use crate::error::Result;
+
+impl TreeDbm {
+    /// The whole walk, under the tree's read lock so that no commit moves pages meanwhile.
+    pub(crate) fn check_pages(&self) -> Result<CheckReport> {
+        let tree = self.read()?;
+        Ok(check_tree(&tree))
+    }
+}
+
+/// The place of a page id: a file offset, or (a page modified since the last commit) none.
+fn place(id: u64) -> Place {
+    if id & TEMP_BIT == 0 {
+        Place::Page(id)
+    } else {
+        Place::Database
+    }
+}
+
+fn check_tree(tree: &BTree) -> CheckReport {
+    let mut report = CheckReport::default();
+    let path = tree.pager.path().display().to_string();
+    let comparator = tree.comparator();
+    let mut seen = HashSet::new();
+    let mut previous: Option<Vec<u8>> = None;
+    let mut in_leaves = 0u64;
+    // Children are pushed last first, so that leaves come off the stack in key order.
+    let mut stack = Vec::new();
+    if tree.height > 0 {
+        stack.push((tree.root, 1u32));
+    }
+    while let Some((id, level)) = stack.pop() {
+        if level > MAX_HEIGHT || !seen.insert(id) {
+            report.add(place(id), "reached twice or too deep: the tree has a cycle");
+            continue;
+        }
+        let page = if id & TEMP_BIT == 0 {
+            tree.pager.decode_page(id).map(std::sync::Arc::new)
+        } else {
+            tree.page(id).map(super::btree::PageRef::into_arc)
+        };
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                let message = e.message();
+                let message = message.strip_prefix(&format!("{path}: ")).unwrap_or(message);
+                let message =
+                    message.strip_prefix(&format!("tree page at offset {id}: ")).unwrap_or(message).to_string();
+                report.add(place(id), message);
+                continue;
+            }
+        };
+        report.pages += 1;
+        match (&*page, level == tree.height) {
+            (Page::Leaf(leaf), true) => {
+                for index in 0..leaf.len() {
+                    let Some(key) = leaf.key(index) else { break };
+                    if let Some(before) = &previous {
+                        if comparator.compare(before, key) != Ordering::Less {
+                            report.add(place(id), format!("key {index} is not above the key before it"));
+                        }
+                    }
+                    previous = Some(key.to_vec());
+                    in_leaves += 1;
+                }
+            }
+            (Page::Branch(branch), false) => {
+                stack.extend(branch.children.iter().rev().map(|&child| (child, level + 1)));
+            }
+            _ => report.add(place(id), format!("at level {level} of {}: the wrong kind of page", tree.height)),
+        }
+    }
+    report.records = in_leaves;
+    let counted = tree.count();
+    if in_leaves != counted && report.is_clean() {
+        report.add(Place::Database, format!("the tree counts {counted} records, its leaves hold {in_leaves}"));
+    }
+    report
+}
