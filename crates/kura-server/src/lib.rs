@@ -8,6 +8,7 @@
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
 //! - `stats.rs`, `config.rs`: counters and settings;
+//! - `monitoring.rs`: `stats items`, `stats slabs`, `stats sizes` (the database as one slab class);
 //! - `fuzz.rs`: a whole conversation from arbitrary bytes, for the fuzz target.
 //!
 //! docs/server.md describes the design, the item format byte by byte, and where this server
@@ -19,6 +20,7 @@ mod connection;
 pub mod fuzz;
 pub mod item;
 mod meta_command;
+mod monitoring;
 pub mod protocol;
 pub mod server;
 pub mod stats;

@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use crate::clock;
 use crate::config::Config;
 use crate::connection;
+use crate::monitoring;
 use crate::protocol::reply;
 use crate::protocol::text::StatsGroup;
 use crate::stats::{bump, Connections};
@@ -128,6 +129,9 @@ impl Shared {
                 self.connections.rejected.store(0, Ordering::Relaxed);
                 return String::from_utf8_lossy(reply::RESET).into_owned();
             }
+            StatsGroup::Items => monitoring::items(self.store.db().as_ref(), &self.store.counters, &mut text),
+            StatsGroup::Slabs => monitoring::slabs(self.store.db().as_ref(), &self.store.counters, &mut text),
+            StatsGroup::Sizes => monitoring::sizes(&mut text),
             StatsGroup::Empty => {}
         }
         text.push_str("END\r\n");
