@@ -2,7 +2,11 @@
 //! fields in the same order as memcached 1.6.18 (compared with a running memcached when one is
 //! installed), and Debian's `memcached-tool` (a perl script of the `memcached` package) run
 //! against the server without an error, showing the items.
-#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 mod support;
 
