@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use crate::listener::UnixSocket;
+use crate::tls::TlsConfig;
+
 /// memcached's default memory limit (`-m 64`).
 pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
 
@@ -12,6 +15,10 @@ pub struct Config {
     pub host: String,
     /// TCP port; 0 picks a free one (the tests do).
     pub port: u16,
+    /// `-s`: listen on this unix socket instead of TCP (as memcached's -s).
+    pub unix_socket: Option<UnixSocket>,
+    /// `-Z`: TLS on the TCP port, with these certificates.
+    pub tls: Option<TlsConfig>,
     /// The largest data block a storage command may carry, in bytes. Unlike memcached's
     /// `-I`, it counts the value alone, not the key and item header.
     pub max_item_size: usize,
@@ -39,6 +46,8 @@ impl Default for Config {
         Config {
             host: "127.0.0.1".to_string(),
             port: 11211,
+            unix_socket: None,
+            tls: None,
             max_item_size: 1 << 20,
             max_connections: 1024,
             idle_timeout: None,

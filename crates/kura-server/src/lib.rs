@@ -7,6 +7,8 @@
 //! - `meta_command.rs`: the meta commands (`mg ms md ma me`);
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
+//! - `listener.rs`: TCP, TLS over TCP or a unix socket, all into the one connection loop;
+//! - `tls.rs`: rustls from memcached's `ssl_*` files, the bounded handshake;
 //! - `stats.rs`, `config.rs`: counters and settings;
 //! - `monitoring.rs`: `stats items`, `stats slabs`, `stats sizes` (the database as one slab class);
 //! - `fuzz.rs`: a whole conversation from arbitrary bytes, for the fuzz target.
@@ -19,12 +21,16 @@ pub mod config;
 mod connection;
 pub mod fuzz;
 pub mod item;
+pub mod listener;
 mod meta_command;
 mod monitoring;
 pub mod protocol;
 pub mod server;
 pub mod stats;
 pub mod store;
+pub mod tls;
 
 pub use config::Config;
+pub use listener::{Address, UnixSocket};
 pub use server::{run_until_signal, Server};
+pub use tls::TlsConfig;
