@@ -6,6 +6,7 @@ pub mod import;
 pub mod maintenance;
 pub mod records;
 pub mod serve;
+pub mod serve_listen;
 pub mod transfer;
 
 use std::path::Path;

@@ -54,6 +54,8 @@ pub struct ServeArgs {
     /// Worker threads (0: one per CPU).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
+    #[command(flatten)]
+    listen: super::serve_listen::ListenArgs,
 }
 
 fn size(flag: &str, text: &str) -> kura::Result<u64> {
@@ -65,7 +67,7 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
     let max_item_size = usize::try_from(size("max-item-size", &args.max_item_size)?)
         .map_err(|_| kura::Error::invalid("--max-item-size is too large"))?;
     let seconds = |s: u64| (s > 0).then(|| Duration::from_secs(s));
-    let config = Config {
+    let mut config = Config {
         host: args.host.clone(),
         port: args.port,
         max_item_size,
@@ -76,6 +78,7 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
         memory_limit,
         ..Config::default()
     };
+    args.listen.apply(&mut config)?;
     raise_descriptor_limit(args.max_connections);
     use_one_malloc_arena();
     let db: Arc<dyn Dbm> = Arc::from(open(args.path.as_ref(), params, memory_limit)?);
