@@ -95,30 +95,30 @@ pub fn apply_ssl_option(key: &str, value: &str, tls: &mut TlsConfig) -> Result<b
         "ssl_key" => tls.key = Some(PathBuf::from(value)),
         "ssl_ca_cert" => tls.ca = Some(PathBuf::from(value)),
         "ssl_verify_mode" => tls.verify_mode = VerifyMode::parse(value)?,
-        "ssl_min_version" => match value {
-            "2" => tls.tls13_only = false,
-            "3" => tls.tls13_only = true,
-            "0" | "1" => {
-                return Err(Error::invalid(format!(
-                    "-o ssl_min_version={value}: TLS 1.0 and 1.1 are not offered (rustls speaks TLS 1.2 and 1.3)"
-                )))
-            }
-            _ => {
-                return Err(Error::invalid(format!(
-                    "-o ssl_min_version={value}: 2 (TLS 1.2) or 3 (TLS 1.3) is expected"
-                )))
-            }
-        },
+        "ssl_min_version" => tls.tls13_only = min_version_is_13(value)?,
         // PEM (memcached's 1) is the only key format read.
         "ssl_keyformat" if value == "1" => {}
         // Session resumption is rustls's default; memcached's buffer size has no counterpart.
         "ssl_session_cache" | "ssl_wbuf_size" => {}
-        _ if key.starts_with("ssl_") => return Err(Error::invalid(format!(
-            "-o {key}: not supported (ssl_chain_cert, ssl_key, ssl_ca_cert, ssl_verify_mode and ssl_min_version are)"
-        ))),
+        _ if key.starts_with("ssl_") => return Err(Error::invalid(format!("-o {key}: {UNSUPPORTED}"))),
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+const UNSUPPORTED: &str =
+    "not supported (ssl_chain_cert, ssl_key, ssl_ca_cert, ssl_verify_mode and ssl_min_version are)";
+
+/// `ssl_min_version`: whether TLS 1.3 alone is asked (3) rather than 1.2 and up (2).
+fn min_version_is_13(value: &str) -> Result<bool> {
+    match value {
+        "2" => Ok(false),
+        "3" => Ok(true),
+        "0" | "1" => Err(Error::invalid(format!(
+            "-o ssl_min_version={value}: TLS 1.0 and 1.1 are not offered (rustls speaks TLS 1.2 and 1.3)"
+        ))),
+        _ => Err(Error::invalid(format!("-o ssl_min_version={value}: 2 (TLS 1.2) or 3 (TLS 1.3) is expected"))),
+    }
 }
 
 /// How long a TLS handshake may take, for a server with `idle_timeout`.
