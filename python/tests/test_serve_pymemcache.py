@@ -2,7 +2,8 @@
 
 They need the `kura` binary: $KURA_BIN, else the newest of target/{release,debug}/kura.
 pymemcache skips 3 cases itself: `test_tls` (marked skip upstream, pinterest/pymemcache#39;
-`kura serve` has no TLS either). Every other case must pass.
+`kura serve -Z` is tested with pymemcache's `tls_context` in test_serve_tls_unix.py). Every
+other case must pass.
 """
 
 import os

@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::listener::UnixSocket;
+use crate::tls::TlsConfig;
+
 /// memcached's default memory limit (`-m 64`).
 pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
 
@@ -13,6 +16,10 @@ pub struct Config {
     pub host: String,
     /// TCP port; 0 picks a free one (the tests do).
     pub port: u16,
+    /// `-s`: listen on this unix socket instead of TCP (as memcached's -s).
+    pub unix_socket: Option<UnixSocket>,
+    /// `-Z`: TLS on the TCP port, with these certificates.
+    pub tls: Option<TlsConfig>,
     /// The largest data block a storage command may carry, in bytes. Unlike memcached's
     /// `-I`, it counts the value alone, not the key and item header.
     pub max_item_size: usize,
@@ -47,10 +54,11 @@ pub struct Config {
 }
 
 impl Config {
-    /// Whether connections are encrypted. TLS (memcached's `-Z`) is a separate piece of work;
-    /// this is where it says so, for the start-up line and the exposure warning.
+    /// Whether connections are encrypted, for the start-up line and the exposure warning:
+    /// `-Z` on the TCP port. A unix socket (`-s`, which turns TCP off) is never encrypted,
+    /// as in memcached.
     pub fn tls_enabled(&self) -> bool {
-        false
+        self.tls.is_some() && self.unix_socket.is_none()
     }
 
     /// Whether anyone who can reach the address gets in: neither authentication nor TLS.
@@ -64,6 +72,8 @@ impl Default for Config {
         Config {
             host: "127.0.0.1".to_string(),
             port: 11211,
+            unix_socket: None,
+            tls: None,
             max_item_size: 1 << 20,
             max_connections: 1024,
             idle_timeout: None,

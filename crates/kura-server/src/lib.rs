@@ -7,7 +7,10 @@
 //! - `meta_command.rs`: the meta commands (`mg ms md ma me`);
 //! - `connection.rs`: one client: pipelining, streaming replies, bounded memory;
 //! - `server.rs`: accepting under a connection limit, shared state, `stats`, clean stop;
+//! - `listener.rs`: TCP, TLS over TCP or a unix socket, all into the one connection loop;
+//! - `tls.rs`: rustls from memcached's `ssl_*` files, the bounded handshake;
 //! - `stats.rs`, `config.rs`: counters and settings;
+//! - `monitoring.rs`: `stats items`, `stats slabs`, `stats sizes` (the database as one slab class);
 //! - `verbose.rs`: what `-v`/`-vv` write to stderr;
 //! - `failure.rs`: an engine error as the client, the log and `stats` see it;
 //! - `auth.rs`: memcached's text-protocol authentication (`-Y`);
@@ -23,12 +26,17 @@ mod connection;
 pub mod failure;
 pub mod fuzz;
 pub mod item;
+pub mod listener;
 mod meta_command;
+mod monitoring;
 pub mod protocol;
 pub mod server;
 pub mod stats;
 pub mod store;
+pub mod tls;
 mod verbose;
 
 pub use config::Config;
+pub use listener::{Address, UnixSocket};
 pub use server::{run_until_signal, Server};
+pub use tls::TlsConfig;

@@ -10,16 +10,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kura::{Dbm, Error, Result};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::auth::Authenticator;
 use crate::clock;
 use crate::config::Config;
-use crate::connection;
 use crate::failure;
+use crate::listener::{Accepted, Address, Listener};
+use crate::monitoring;
 use crate::protocol::reply;
 use crate::protocol::text::StatsGroup;
 use crate::stats::{bump, Connections};
@@ -133,6 +132,7 @@ impl Shared {
                 line("inter", &self.config.host);
                 line("verbosity", &self.config.verbosity);
                 line("evictions", &if self.config.evictions { "on" } else { "off" });
+                crate::listener::settings(&self.config, &mut line);
                 line("num_threads", &self.threads);
                 line("cas_enabled", &yes_no(self.config.cas_enabled));
                 line("auth_enabled_sasl", &"no");
@@ -141,10 +141,12 @@ impl Shared {
                 line("auth_enabled_ascii", &auth_file.as_deref().unwrap_or("no"));
                 line("item_size_max", &self.config.max_item_size);
                 line("maxconns_fast", &"yes");
-                line("idle_timeout", &self.config.idle_timeout.map_or(0, |t| t.as_secs()));
                 line("flush_enabled", &"yes");
+                line("idle_timeout", &self.config.idle_timeout.map_or(0, |t| t.as_secs()));
+                // Kura's own (memcached has no such limits), then memcached's last fields.
                 line("max_line", &self.config.max_line);
                 line("max_get_line", &self.config.max_get_line);
+                crate::tls::settings(self.config.tls.as_ref(), &mut line);
             }
             StatsGroup::Reset => {
                 self.store.counters.reset();
@@ -152,6 +154,9 @@ impl Shared {
                 self.connections.rejected.store(0, Ordering::Relaxed);
                 return String::from_utf8_lossy(reply::RESET).into_owned();
             }
+            StatsGroup::Items => monitoring::items(self.store.db().as_ref(), &self.store.counters, &mut text),
+            StatsGroup::Slabs => monitoring::slabs(self.store.db().as_ref(), &self.store.counters, &mut text),
+            StatsGroup::Sizes => monitoring::sizes(&mut text),
             StatsGroup::Empty => {}
         }
         text.push_str("END\r\n");
@@ -161,23 +166,36 @@ impl Shared {
 
 /// A bound server, not yet accepting.
 pub struct Server {
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Shared>,
 }
 
 impl Server {
-    /// Binds `config.host:config.port` over `db`. Must run inside a tokio runtime.
+    /// Binds `config.host:config.port` (or `config.unix_socket`) over `db`. Must run inside
+    /// a tokio runtime.
     pub async fn bind(config: Config, db: Arc<dyn Dbm>, threads: usize) -> Result<Server> {
+        // The auth file first: a bad one stops the start before a socket file is made.
         let auth = config.auth_file.as_deref().map(Authenticator::open).transpose()?;
-        let address = format!("{}:{}", config.host, config.port);
-        let listener = TcpListener::bind(&address).await.map_err(|e| Error::io(format!("binding {address}"), e))?;
-        let port = listener.local_addr().map_err(|e| Error::io("local address", e))?.port();
+        let listener = Listener::bind(&config).await?;
+        let port = match listener.address()? {
+            Address::Tcp(address) => address.port(),
+            Address::Unix(_) => 0,
+        };
         let shared = Shared::new(config, db, port, threads, auth);
         Ok(Server { listener, shared })
     }
 
+    /// The TCP address listened on (an error for a unix socket: see `address`).
     pub fn local_addr(&self) -> Result<SocketAddr> {
-        self.listener.local_addr().map_err(|e| Error::io("local address", e))
+        match self.listener.address()? {
+            Address::Tcp(address) => Ok(address),
+            Address::Unix(path) => Err(Error::invalid(format!("listening on the unix socket {}", path.display()))),
+        }
+    }
+
+    /// Where the server listens: a TCP address or a unix socket's path.
+    pub fn address(&self) -> Result<Address> {
+        self.listener.address()
     }
 
     /// Accepts connections until `stop` completes; then stops accepting, lets every
@@ -216,7 +234,7 @@ impl Server {
                 () = &mut stop => break,
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => admit(stream, &shared, &stopping, &mut tasks),
+                    Ok(accepted) => admit(accepted, &shared, &stopping, &mut tasks),
                     // Out of descriptors or a connection reset before accept: wait a little
                     // rather than spin, and keep serving the others.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -263,17 +281,15 @@ async fn reload_auth_on_hangup(shared: Arc<Shared>, mut stopping: watch::Receive
 }
 
 /// Starts serving a new connection, or tells it the server is full and closes it.
-fn admit(stream: TcpStream, shared: &Arc<Shared>, stopping: &watch::Receiver<bool>, tasks: &mut JoinSet<()>) {
+/// A TLS connection is admitted before its handshake, so handshakes count against the limit.
+fn admit(accepted: Accepted, shared: &Arc<Shared>, stopping: &watch::Receiver<bool>, tasks: &mut JoinSet<()>) {
     let connections = &shared.connections;
     if connections.current.load(Ordering::Relaxed) >= shared.config.max_connections as u64 {
         bump(&connections.rejected);
         if shared.config.verbosity > 0 {
             eprintln!("kura serve: too many open connections ({}), one refused", shared.config.max_connections);
         }
-        tokio::spawn(async move {
-            let mut stream = stream;
-            let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(reply::TOO_MANY_CONNECTIONS)).await;
-        });
+        accepted.refuse();
         return;
     }
     bump(&connections.current);
@@ -281,14 +297,14 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>, stopping: &watch::Receiver<boo
     let shared = Arc::clone(shared);
     let stopping = stopping.clone();
     tasks.spawn(async move {
-        connection::serve(stream, Arc::clone(&shared), stopping).await;
+        accepted.serve(Arc::clone(&shared), stopping).await;
         shared.connections.current.fetch_sub(1, Ordering::Relaxed);
     });
 }
 
 /// Runs a server on a new runtime until SIGTERM or SIGINT; `ready` is told the address once
 /// it listens (the CLI prints it).
-pub fn run_until_signal(config: Config, db: Arc<dyn Dbm>, ready: impl FnOnce(SocketAddr)) -> Result<()> {
+pub fn run_until_signal(config: Config, db: Arc<dyn Dbm>, ready: impl FnOnce(Address)) -> Result<()> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if config.threads > 0 {
         builder.worker_threads(config.threads);
@@ -304,7 +320,7 @@ pub fn run_until_signal(config: Config, db: Arc<dyn Dbm>, ready: impl FnOnce(Soc
         let mut terminate = signal(SignalKind::terminate()).map_err(|e| Error::io("SIGTERM handler", e))?;
         let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| Error::io("SIGINT handler", e))?;
         let server = Server::bind(config, db, threads).await?;
-        ready(server.local_addr()?);
+        ready(server.address()?);
         server
             .run(async move {
                 tokio::select! {

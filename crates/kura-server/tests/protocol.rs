@@ -90,7 +90,7 @@ const SCRIPT: &[(&[u8], &[u8])] = &[
     (b"  get   b  \r\n", b"VALUE b 9 2\r\nyy\r\nEND\r\n"),
     (b"get b\n", b"VALUE b 9 2\r\nyy\r\nEND\r\n"),
     (b"stats nonsense\r\n", b"ERROR\r\n"),
-    (b"stats items\r\n", b"END\r\n"),
+    (b"stats sizes\r\n", b"STAT sizes_status disabled\r\nEND\r\n"),
     (b"verbosity 1\r\n", b"OK\r\n"),
     (b"verbosity 1 2\r\n", b"OK\r\n"),
     (b"verbosity\r\n", b"ERROR\r\n"),

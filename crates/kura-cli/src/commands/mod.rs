@@ -7,6 +7,7 @@ pub mod import;
 pub mod maintenance;
 pub mod records;
 pub mod serve;
+pub mod serve_listen;
 pub mod serve_options;
 pub mod transfer;
 

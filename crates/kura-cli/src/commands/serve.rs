@@ -29,8 +29,8 @@ const DEFAULT_ENGINE: &str = "cache";
 /// limit, which opening checks: see docs/memory.md).
 const BYTES_PER_RECORD_CAP: u64 = 96;
 
-/// The flags are memcached's where memcached has one (`-p -l -U -m -c -t -I -M -C -v -P -Y
-/// -o`), meaning what memcached means by them, beside the long names.
+/// The flags are memcached's where memcached has one (`-p -l -U -s -a -m -c -t -I -M -C -v
+/// -P -Y -Z -o`), meaning what memcached means by them, beside the long names.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Database file to serve (engine by extension or engine=); none: an in-memory cache.
@@ -81,9 +81,13 @@ pub struct ServeArgs {
     /// text protocol: the first `set` carries `user password`). Reloaded on SIGHUP.
     #[arg(short = 'Y', long, value_name = "FILE")]
     auth_file: Option<PathBuf>,
-    /// memcached's extended options, `key[=value],...`: idle_timeout, maxconns_fast.
+    /// memcached's extended options, `key[=value],...`: idle_timeout, maxconns_fast, and with
+    /// -Z ssl_chain_cert, ssl_key, ssl_ca_cert, ssl_verify_mode, ssl_min_version.
     #[arg(short = 'o', long = "extended", value_name = "KEY=VALUE,...")]
     extended: Vec<String>,
+    /// Unix socket (-s, -a) and TLS (-Z, --tls-*) flags.
+    #[command(flatten)]
+    listen: super::serve_listen::ListenArgs,
 }
 
 fn invalid(message: impl Into<String>) -> kura::Error {
@@ -117,7 +121,8 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
         auth_file: args.auth_file.clone(),
         ..Config::default()
     };
-    apply_extended(&mut config, &args.extended).map_err(invalid)?;
+    let tls = apply_extended(&mut config, &args.extended).map_err(invalid)?;
+    args.listen.apply(&mut config, tls)?;
     let mut params = params.clone();
     if args.disable_evictions && engine.params.contains(&"policy") {
         match params.get("policy") {
@@ -125,9 +130,10 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
             Some(other) => return Err(invalid(format!("-M (no eviction) and policy={other} contradict each other"))),
         }
     }
-    if config.unprotected() && !is_loopback(&config.host) {
+    // A unix socket is reached through its file's mode (-a), not over the network.
+    if config.unix_socket.is_none() && config.unprotected() && !is_loopback(&config.host) {
         eprintln!(
-            "kura serve: warning: listening on {} with neither authentication (-Y) nor TLS: \
+            "kura serve: warning: listening on {} with neither authentication (-Y) nor TLS (-Z): \
              anyone who can reach it reads and writes every item",
             config.host
         );

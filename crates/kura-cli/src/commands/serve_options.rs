@@ -1,11 +1,13 @@
 //! `kura serve`'s option values as memcached's command line means them: sizes with their
 //! units (`-m` in megabytes when bare, `-I` in bytes), the bounds a cache can use, and the
-//! `-o key=value,...` extended options. Kept apart from `serve.rs` so that each can be read
+//! `-o key=value,...` extended options (memcached's `ssl_*` ones through
+//! `kura_server::tls::apply_ssl_option`). Kept apart from `serve.rs` so that each can be read
 //! (and tested) on its own, and so that a new `-o` key is one line of `EXTENDED`.
 
 use std::time::Duration;
 
-use kura_server::Config;
+use kura_server::tls::apply_ssl_option;
+use kura_server::{Config, TlsConfig};
 
 /// The smallest memory limit accepted: below it no cache holds anything useful (memcached's
 /// smallest `-m` is 1 as well).
@@ -95,15 +97,25 @@ const EXTENDED: &[Extended] = &[
 
 /// Applies every `-o` argument (each a comma-separated list of `key` or `key=value`) to
 /// `config`, in order; an unknown key, a missing or unexpected value is a clear error.
-pub fn apply_extended(config: &mut Config, arguments: &[String]) -> Result<(), String> {
+/// memcached's `ssl_*` keys go to the TLS settings returned, which `-Z` turns on
+/// (`serve_listen.rs`).
+pub fn apply_extended(config: &mut Config, arguments: &[String]) -> Result<TlsConfig, String> {
+    let mut tls = TlsConfig::default();
     for option in arguments.iter().flat_map(|argument| argument.split(',')).filter(|o| !o.is_empty()) {
         let (name, value) = match option.split_once('=') {
             Some((name, value)) => (name, Some(value)),
             None => (option, None),
         };
+        if apply_ssl_option(name, value.unwrap_or_default(), &mut tls).map_err(|e| e.message().to_string())? {
+            continue;
+        }
         let Some(known) = EXTENDED.iter().find(|known| known.name == name) else {
             let names: Vec<&str> = EXTENDED.iter().map(|known| known.name).collect();
-            return Err(format!("-o {name}: unknown or not supported by kura serve (it takes: {})", names.join(", ")));
+            return Err(format!(
+                "-o {name}: unknown or not supported by kura serve (it takes: {}, and ssl_chain_cert, ssl_key, \
+                 ssl_ca_cert, ssl_verify_mode, ssl_min_version with -Z)",
+                names.join(", ")
+            ));
         };
         match (known.takes_value, value) {
             (true, Some(value)) => (known.apply)(config, value)?,
@@ -112,7 +124,7 @@ pub fn apply_extended(config: &mut Config, arguments: &[String]) -> Result<(), S
             (false, Some(_)) => return Err(format!("-o {name} takes no value ({})", known.what)),
         }
     }
-    Ok(())
+    Ok(tls)
 }
 
 #[cfg(test)]
@@ -160,8 +172,9 @@ mod tests {
     #[test]
     fn extended_options_apply_or_are_refused_by_name() {
         let mut config = Config::default();
-        apply_extended(&mut config, &["idle_timeout=30,maxconns_fast".to_string()]).unwrap();
+        let tls = apply_extended(&mut config, &["idle_timeout=30,maxconns_fast".to_string()]).unwrap();
         assert_eq!(config.idle_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(tls, TlsConfig::default());
         apply_extended(&mut config, &["idle_timeout=0".to_string()]).unwrap();
         assert_eq!(config.idle_timeout, None);
         for (bad, says) in [
@@ -169,9 +182,24 @@ mod tests {
             ("idle_timeout", "needs a value"),
             ("idle_timeout=x", "not a number"),
             ("maxconns_fast=1", "takes no value"),
+            ("ssl_ciphers=HIGH", "-o ssl_ciphers: not supported"),
+            ("ssl_verify_mode=4", "ssl_verify_mode"),
         ] {
             let error = apply_extended(&mut config, &[bad.to_string()]).unwrap_err();
             assert!(error.contains(says), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn ssl_options_go_to_the_tls_settings_beside_the_others() {
+        let mut config = Config::default();
+        let arguments =
+            ["ssl_chain_cert=/c.pem,idle_timeout=5".to_string(), "ssl_key=/k.pem,ssl_verify_mode=2".to_string()];
+        let tls = apply_extended(&mut config, &arguments).unwrap();
+        assert_eq!(config.idle_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(tls.cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(tls.key.as_deref(), Some(std::path::Path::new("/k.pem")));
+        assert_eq!(tls.verify_mode, kura_server::tls::VerifyMode::Require);
+        assert!(config.tls.is_none(), "-Z, not -o, turns TLS on");
     }
 }

@@ -60,8 +60,12 @@ pub enum StatsGroup {
     General,
     Settings,
     Reset,
-    /// `items`, `slabs`, `sizes`, `conns`, `cachedump`: memcached's slab-allocator details, which have
-    /// no counterpart here; answered with an empty list.
+    /// `items`, `slabs`, `sizes`: the served database as one slab class (`monitoring.rs`).
+    Items,
+    Slabs,
+    Sizes,
+    /// `conns`, `cachedump`: memcached's per-connection and per-slab details, which have no
+    /// counterpart here; answered with an empty list.
     Empty,
 }
 
@@ -179,7 +183,10 @@ pub fn parse(line: &[u8], limits: Limits) -> Request<'_> {
             None => StatsGroup::General,
             Some(b"settings") => StatsGroup::Settings,
             Some(b"reset") => StatsGroup::Reset,
-            Some(b"items" | b"slabs" | b"sizes" | b"conns" | b"cachedump") => StatsGroup::Empty,
+            Some(b"items") => StatsGroup::Items,
+            Some(b"slabs") => StatsGroup::Slabs,
+            Some(b"sizes") => StatsGroup::Sizes,
+            Some(b"conns" | b"cachedump") => StatsGroup::Empty,
             Some(_) => return error(reply::ERROR),
         }),
         // memcached resizes its slab memory; the engine's cap is fixed when it opens, so
