@@ -12,14 +12,13 @@ use std::time::Duration;
 
 const OPENSSL: &str = "/usr/bin/openssl";
 
-/// Starts `kura serve ARGS` and returns it with the address of its "listening on" line.
-fn serve(args: &[&str]) -> (Child, String) {
+/// Starts `kura serve ARGS` and returns it with its "listening on" line.
+fn serve_line(args: &[&str]) -> (Child, String) {
     let mut child =
         Command::new(env!("CARGO_BIN_EXE_kura")).arg("serve").args(args).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let address = line.split_whitespace().nth(4).unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
-    (child, address)
+    (child, line)
 }
 
 fn stop(mut child: Child) {
@@ -33,8 +32,10 @@ fn stop(mut child: Child) {
 fn a_unix_socket_with_memcached_s_flags_serves_and_is_removed_at_the_stop() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kura.sock");
-    let (child, address) = serve(&["-s", path.to_str().unwrap(), "-a", "770"]);
+    let (child, line) = serve_line(&["-s", path.to_str().unwrap(), "-a", "770"]);
+    let address = line.split_whitespace().nth(4).unwrap();
     assert_eq!(address, format!("unix:{}", path.display()));
+    assert!(line.contains("TLS off, authentication off"), "{line}");
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o770);
     let mut stream = UnixStream::connect(&path).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -99,7 +100,9 @@ fn tls_with_memcached_s_o_options_answers_openssl_s_client() {
         dir.path().join("server.pem").display(),
         dir.path().join("server.key").display()
     );
-    let (child, address) = serve(&["--port", "0", "-Z", "-o", &files]);
+    let (child, line) = serve_line(&["--port", "0", "-Z", "-o", &files]);
+    assert!(line.contains("TLS on, authentication off"), "{line}");
+    let address = line.split_whitespace().nth(4).unwrap().to_string();
     let mut client = Command::new(OPENSSL)
         .args(["s_client", "-connect", &address, "-quiet", "-verify_return_error", "-CAfile"])
         .arg(dir.path().join("ca.pem"))

@@ -164,6 +164,22 @@ fn a_client_that_trusts_the_ca_is_served_and_one_that_trusts_another_refuses_the
 }
 
 #[test]
+fn authentication_answers_over_tls_as_over_tcp() {
+    let Some(certificates) = Certificates::generate() else { return };
+    let users = certificates.path("users");
+    std::fs::write(&users, "alice:secret\n").unwrap();
+    let config = Config { auth_file: Some(users), ..Config::default() };
+    let server = serve_tls(certificates.config(VerifyMode::None), config);
+    let mut stream = connect(server.address, certificates.client("ca", None));
+    let unauthenticated = b"CLIENT_ERROR unauthenticated\r\n";
+    assert_eq!(exchange(&mut stream, b"get k\r\n", unauthenticated.len()).unwrap(), unauthenticated);
+    let failure = b"CLIENT_ERROR authentication failure\r\n";
+    assert_eq!(exchange(&mut stream, b"set a 0 0 11\r\nalice wrong\r\n", failure.len()).unwrap(), failure);
+    assert_eq!(exchange(&mut stream, b"set a 0 0 12\r\nalice secret\r\n", 8).unwrap(), b"STORED\r\n");
+    assert_eq!(exchange(&mut stream, SESSION, SESSION_REPLY.len()).unwrap(), SESSION_REPLY);
+}
+
+#[test]
 fn client_certificates_are_verified_as_ssl_verify_mode_says() {
     let Some(certificates) = Certificates::generate() else { return };
     // (mode, no certificate, the CA's client, another CA's client)

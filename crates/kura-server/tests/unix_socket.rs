@@ -14,6 +14,11 @@ use kura_server::{Address, Config, Server, UnixSocket};
 
 /// Runs a server on `socket` in a thread until the returned sender is used or dropped.
 fn serve(socket: UnixSocket) -> (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+    serve_with(Config { unix_socket: Some(socket), ..Config::default() })
+}
+
+/// Runs a server with `config` (which names a unix socket) in a thread, as `serve`.
+fn serve_with(config: Config) -> (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
     let db = kura::registry::engine("cache")
         .unwrap()
         .open(Path::new(""), kura::OpenMode::Create, &Params::new().with("cap_rec_num", 1000))
@@ -23,7 +28,6 @@ fn serve(socket: UnixSocket) -> (tokio::sync::oneshot::Sender<()>, std::thread::
     let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(async move {
-            let config = Config { unix_socket: Some(socket), ..Config::default() };
             let server = Server::bind(config, db.into(), 2).await.unwrap();
             ready.send(server.address().unwrap()).unwrap();
             server.run(async move { drop(stopped.await) }).await.unwrap();
@@ -104,4 +108,22 @@ fn memcached_tool_reads_the_items_over_the_socket() {
     assert!(output.status.success() && output.stderr.is_empty(), "{display}");
     let class: Vec<&str> = display.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(class.get(4), Some(&"2"), "{display}");
+}
+
+#[test]
+fn authentication_answers_over_the_socket_as_over_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "alice:secret\n").unwrap();
+    let path = dir.path().join("kura.sock");
+    let socket = UnixSocket::new(&path);
+    let (stop, thread) = serve_with(Config { unix_socket: Some(socket), auth_file: Some(users), ..Config::default() });
+    roundtrip(&path, b"get k\r\n", b"CLIENT_ERROR unauthenticated\r\n");
+    roundtrip(
+        &path,
+        b"set a 0 0 12\r\nalice secret\r\nset k 0 0 2\r\nhi\r\nget k\r\n",
+        b"STORED\r\nSTORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n",
+    );
+    drop(stop);
+    thread.join().unwrap();
 }
