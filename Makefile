@@ -144,8 +144,8 @@ fuzz-smoke:
 ## loom: SpinRwLock's waiting path and CacheDbm's slots model-checked with loom (--cfg loom,
 ## in a target directory of its own so that it does not invalidate the normal build)
 loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --release -p kura --lib loom_tests
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --release -p kura --test loom_cache
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --profile loom -p kura --lib loom_tests
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --profile loom -p kura --test loom_cache
 
 ## soak: the kill -9 soak, SOAK_TRIALS trials over the file engines (CI runs 200 in test-only)
 SOAK_TRIALS ?= 10000
