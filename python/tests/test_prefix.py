@@ -44,7 +44,7 @@ def model_range(keys, start, stop, inclusive, prefix, reverse):
     return chosen[::-1] if reverse else chosen
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     keys=st.sets(KEYS, max_size=40),
     start=st.none() | KEYS,
@@ -65,7 +65,7 @@ def test_range_matches_the_sorted_list(ranged, keys, start, stop, inclusive, pre
         assert got == (expected if keys_only else [(key, key + b"!") for key in expected])
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=st.sets(KEYS, max_size=40), prefix=KEYS)
 def test_keys_and_items_with_a_prefix_match_the_dict(engine, keys, prefix):
     """Every engine: ordered ones in key order, the others in any order."""
