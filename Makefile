@@ -1,6 +1,10 @@
 # Kura: build, test, demo and benchmark entry points.
 #   make demo    install what is needed, build, load the dictionary data set with every codec
 #   make test    unit, property, crash and CLI tests, plus lint (what CI runs)
+#   make wheel   the Python wheel (abi3, CPython 3.9+) and sdist; make gem: the source and
+#                platform gems; make man: the manual pages; all into target/ (README, Install)
+#   make test-gem-source  the source gem installed (cargo compiles it: minutes, not in make test)
+#   make test-install     `cargo install --path crates/kura-cli` into a scratch root (not in make test)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
 #   make fuzz    each cargo-fuzz target for FUZZ_SECONDS (nightly); make soak: the kill -9 soak
@@ -49,7 +53,8 @@ DEB_PACKAGES += librocksdb-dev
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
-	dictionary clean distclean fuzz fuzz-smoke soak loom bench-peers
+	dictionary clean distclean fuzz fuzz-smoke soak loom bench-peers wheel gem man test-wheel test-gem \
+	test-gem-source test-install
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -85,6 +90,19 @@ ruby: deps
 	cp $(or $(CARGO_TARGET_DIR),target)/release/libkura_ext.so $(RUBY_EXT).tmp
 	mv -f $(RUBY_EXT).tmp $(RUBY_EXT)
 
+## wheel: the Python wheel (abi3: one file for CPython 3.9 and later) and the sdist, into target/dist/
+wheel: python
+	python/dist.sh
+
+## gem: the source gem (the extension compiled by cargo at install time) and the platform gem
+## (this machine's compiled extension), into target/dist/
+gem: ruby
+	ruby/gem.sh
+
+## man: a manual page per subcommand into target/man/ (`man -l target/man/kura-import.1`)
+man: deps
+	$(CARGO) run --release -p kura-cli -- man target/man
+
 $(DICTIONARY):
 	@mkdir -p bench/data
 	$(PYTHON) tools/make_dictionary.py $(DICTIONARY)
@@ -97,7 +115,7 @@ demo: build dictionary python ruby
 	ruby -Iruby/lib ruby/examples/demo.rb
 
 ## test: everything CI checks
-test: deps lint test-only test-python test-ruby loom fuzz-smoke
+test: deps lint test-only test-python test-wheel test-ruby test-gem loom fuzz-smoke
 
 test-only:
 	$(CARGO) test --workspace
@@ -107,6 +125,28 @@ test-python: python
 
 test-ruby: ruby
 	cd ruby && rake test
+
+## test-wheel: the wheel installed with pip --no-index into fresh virtual environments (CPython
+## 3.9 and the newest here) and a smoke script run outside the repository; the sdist's contents
+test-wheel: wheel
+	python/tests/installed/check.sh
+
+## test-gem: the platform gem installed into a scratch GEM_HOME, a smoke script run outside the
+## repository; test-gem-source: the same for the source gem, whose install compiles the
+## extension with cargo (a few minutes on 2 cores, so not in make test)
+test-gem: gem
+	ruby/test/installed/check.sh platform
+
+test-gem-source: gem
+	ruby/test/installed/check.sh source
+
+## test-install: `cargo install --path crates/kura-cli` into a scratch root, then that kura runs
+## (a release build of its own: minutes, so not in make test)
+test-install: deps
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	$(CARGO) install --locked --path crates/kura-cli --root "$$scratch" && \
+	"$$scratch/bin/kura" --version && "$$scratch/bin/kura" set "$$scratch/smoke.kut" apple red && \
+	test "$$("$$scratch/bin/kura" get "$$scratch/smoke.kut" apple)" = red && echo "test-install: ok"
 
 ## lint: formatting and clippy, warnings as errors (skipped with a note if not installed)
 lint:

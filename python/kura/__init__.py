@@ -9,7 +9,9 @@
 
 The engine follows the file's extension (``.kuh`` hash, ``.kut`` tree, ``.kumt`` tiny,
 ``.kumb`` baby, ``.kumc`` cache; ``kura.engines()`` lists them all) or ``engine=``. Ordered engines (tree, baby) also have
-``db.range(start, stop, reverse=False)`` and cursors that move backwards; the tree has atomic
+``db.range(start, stop, reverse=False, prefix=None, inclusive=False, keys_only=False)``
+(``stop`` excluded unless ``inclusive=True``) and cursors that move backwards; every engine has
+``db.keys(prefix=...)`` and ``db.items(prefix=...)``; the tree has atomic
 ``db.batch()``. ``kura.dbm`` gives the interface of Python's ``dbm`` modules (for ``shelve``).
 """
 
@@ -72,17 +74,33 @@ class Database(_kura.Database, MutableMapping):
 
     __slots__ = ()
 
-    def keys(self):
-        """A live view of the keys."""
-        return KeysView(self)
+    def keys(self, prefix=None):
+        """A live view of the keys; with ``prefix``, an iterator over the keys that begin
+        with it (in key order on ordered engines, found by a seek; on the others by reading
+        every key)."""
+        if prefix is None:
+            return KeysView(self)
+        return self._with_prefix(prefix, keys_only=True)
 
     def values(self):
         """A live view of the values."""
         return _ValuesView(self)
 
-    def items(self):
-        """A live view of the ``(key, value)`` pairs."""
-        return _ItemsView(self)
+    def items(self, prefix=None):
+        """A live view of the ``(key, value)`` pairs; with ``prefix``, an iterator over the
+        pairs whose keys begin with it (as for ``keys``)."""
+        if prefix is None:
+            return _ItemsView(self)
+        return self._with_prefix(prefix, keys_only=False)
+
+    def _with_prefix(self, prefix, keys_only):
+        if self.ordered:
+            return self.range(prefix=prefix, keys_only=keys_only)
+        # No key order to seek in: every key is read and compared. Compared as given, so a
+        # str prefix goes with a database opened with an encoding, bytes with one without.
+        if keys_only:
+            return (key for key in self if key.startswith(prefix))
+        return ((key, value) for key, value in self._iter_items() if key.startswith(prefix))
 
     def __reversed__(self):
         """The keys from the last down, on ordered engines (``reversed(db)``); the others

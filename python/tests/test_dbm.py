@@ -114,7 +114,7 @@ _READ_ONLY = {
     "__contains__", "__getitem__", "__iter__", "__len__", "__enter__", "__exit__", "__repr__",
     "__reversed__", "get", "get_many", "keys", "values", "items", "cursor", "range", "count",
     "file_size", "should_be_rebuilt", "inspect", "sync", "close", "rebuild",
-    "firstkey", "nextkey", "reorganize", "_iter_items", "_iter_values", "_walked",
+    "firstkey", "nextkey", "reorganize", "_iter_items", "_iter_values", "_walked", "_with_prefix",
 }
 
 

@@ -13,7 +13,7 @@ Dir.mktmpdir("kura-demo") do |dir|
     db[:cherry] = "dark red" # Symbols work as keys
     db.batch { |b| b.put("date", "brown"); b.put("elderberry", "purple") } # atomic
     puts "#{db.size} fruits: #{db.keys.join(', ')}"
-    puts "from date down to banana: #{db.each(from: "date", to: "banana", reversed: true).map { |k, v| "#{k}=#{v}" }.join(' ')}"
+    puts "from date down to banana: #{db.each(from: "banana", to: "date", inclusive: true, reversed: true).map { |k, v| "#{k}=#{v}" }.join(' ')}"
     puts "apple is #{db['apple']} (#{db['apple'].encoding}), fig is #{db['fig'].inspect}"
     puts "fetch fig: #{begin; db.fetch('fig'); rescue KeyError => e; e.message; end}"
     puts "values_at apple, fig, cherry (one batched lookup): #{db.values_at('apple', 'fig', 'cherry').inspect}"

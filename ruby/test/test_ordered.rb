@@ -18,9 +18,12 @@ class OrderedTest < Minitest::Test
   end
 
   # The sorted pairs whose keys lie between lower and upper (nil: open), as `each` yields.
-  def expected(sorted, from, to, reversed)
-    lower, upper = reversed ? [to, from] : [from, to]
-    inside = sorted.select { |key, _| (lower.nil? || key >= lower) && (upper.nil? || key <= upper) }
+  # The model of a walk: keys from `from` (included) up to `to` (excluded unless
+  # `inclusive`), the same keys top down when reversed.
+  def expected(sorted, from, to, reversed, inclusive = false)
+    inside = sorted.select do |key, _|
+      (from.nil? || key >= from) && (to.nil? || key < to || (inclusive && key == to))
+    end
     reversed ? inside.reverse : inside
   end
 
@@ -41,11 +44,13 @@ class OrderedTest < Minitest::Test
       30.times do
         from, to = Array.new(2) { rng.rand(3).zero? ? nil : [random_key(rng), sorted.sample(random: rng)[0]].sample(random: rng) }
         reversed = rng.rand(2).zero?
-        want = expected(sorted, from, to, reversed)
-        label = "#{context}, from #{from.inspect} to #{to.inspect} reversed #{reversed}"
-        assert_equal want, db.each(from: from, to: to, reversed: reversed).to_a, label
-        assert_equal want.map(&:first), db.each_key(from: from, to: to, reversed: reversed).to_a, label
-        assert_equal want.map(&:last), db.each_value(from: from, to: to, reversed: reversed).to_a, label
+        inclusive = rng.rand(2).zero?
+        want = expected(sorted, from, to, reversed, inclusive)
+        label = "#{context}, from #{from.inspect} to #{to.inspect} reversed #{reversed} inclusive #{inclusive}"
+        walk = { from: from, to: to, inclusive: inclusive, reversed: reversed }
+        assert_equal want, db.each(**walk).to_a, label
+        assert_equal want.map(&:first), db.each_key(**walk).to_a, label
+        assert_equal want.map(&:last), db.each_value(**walk).to_a, label
 
         lower, upper = [from, to].map { |k| k || "".b }.sort
         in_range = sorted.select { |key, _| key >= lower && key < upper }
@@ -54,6 +59,7 @@ class OrderedTest < Minitest::Test
         assert_equal sorted.select { |key, _| key >= lower }, db.range(lower..).to_a, label
         assert_equal sorted.select { |key, _| key <= upper }, db.range(..upper).to_a, label
         assert_equal expected(sorted, lower, upper, false), db.range(lower, upper).to_a, label
+        assert_equal expected(sorted, lower, upper, false, true), db.range(lower, upper, inclusive: true).to_a, label
       end
     end
   end

@@ -14,7 +14,7 @@ mod progress;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -56,6 +56,8 @@ fn codec_help() -> String {
 enum Command {
     /// Creates an empty database.
     Create {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         #[command(flatten)]
         layout: LayoutArgs,
@@ -64,10 +66,15 @@ enum Command {
         #[arg(long, visible_alias = "truncate")]
         force: bool,
     },
-    /// Stores a record.
+    /// Stores a record, creating the database if it is missing (as `import` and `serve` do;
+    /// the commands that only read or remove need it to exist).
     Set {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
+        /// The record's key.
         key: String,
+        /// The record's value (replaces the old one unless --no-overwrite).
         value: String,
         /// Fail (exit 1) if the key already has a record.
         #[arg(long)]
@@ -77,14 +84,27 @@ enum Command {
     /// given (an empty line for a key with no record), looked up as one batch; every missing
     /// key is named on stderr, and the exit status is 1 when any key was missing.
     Get {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
+        /// The keys to look up; line i of the output is the value of the i-th.
         #[arg(required = true, num_args = 1..)]
         keys: Vec<String>,
     },
     /// Removes a record; exit 1 when missing.
-    Remove { path: PathBuf, key: String },
-    /// Prints records as TSV (key<TAB>value), in the engine's order.
+    Remove {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
+        path: PathBuf,
+        /// The key whose record is removed.
+        key: String,
+    },
+    /// Prints records as TSV (key<TAB>value), in the engine's order. A range runs from
+    /// --from (included) to --to (excluded, as in Python's and Rust's ranges; --inclusive
+    /// includes it).
     List {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         /// Print keys only.
         #[arg(long)]
@@ -92,9 +112,12 @@ enum Command {
         /// Start at this key (ordered engines only).
         #[arg(long, value_name = "KEY")]
         from: Option<String>,
-        /// Stop before this key (ordered engines only).
+        /// Stop before this key (ordered engines only; with --inclusive, after it).
         #[arg(long, value_name = "KEY")]
         to: Option<String>,
+        /// Include the --to key itself.
+        #[arg(long, requires = "to")]
+        inclusive: bool,
         /// Descending order (ordered engines only).
         #[arg(long)]
         reverse: bool,
@@ -110,7 +133,10 @@ enum Command {
     /// when FILE is `-` or absent, creating the database if missing; with --shards N, into a
     /// shard set written in parallel.
     Import {
+        /// The database to load into, created if missing (with --shards N, the base name of
+        /// the shard set).
         path: PathBuf,
+        /// The input file; `-` or none: standard input.
         file: Option<PathBuf>,
         #[command(flatten)]
         layout: LayoutArgs,
@@ -137,7 +163,11 @@ enum Command {
     /// Writes every record as TSV to FILE, or to stdout when FILE is `-` or absent. A record plain TSV cannot hold (a key
     /// with a tab or a line break, a value with a line break) stops it unless --escape is given.
     Export {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
+        /// The output file (replaced if it exists, unless it is a database); `-` or none:
+        /// standard output.
         file: Option<PathBuf>,
         /// Escape both fields (\t \n \r \\ \xHH) so that any record fits; import with --escape.
         #[arg(long)]
@@ -145,21 +175,36 @@ enum Command {
     },
     /// Rewrites the database compactly, optionally with another codec or bucket count.
     Rebuild {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         #[command(flatten)]
         layout: LayoutArgs,
     },
     /// Salvages every intact record of a (possibly damaged) database into a new file.
-    Restore { path: PathBuf, new_path: PathBuf },
+    Restore {
+        /// The damaged database.
+        path: PathBuf,
+        /// Where the intact records go: a new database, which must not exist.
+        new_path: PathBuf,
+    },
     /// Prints the database's properties, one name=value per line. Cheap: it reads the
     /// header only, so `healthy` is the clean-close flag (false after a crash, until a writer
     /// restores the file), not a verdict on the data; `kura check` reads every record.
-    Inspect { path: PathBuf },
+    Inspect {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
+        path: PathBuf,
+    },
     /// Reads every record (and page) and verifies every checksum and the structure: chains
     /// and counts (hash), key order and counts (tree), the snapshot (memory engines). Prints
     /// `checked records=N problems=M` and the first problems; exit 0 only when clean, else 3
     /// with a hint: `kura restore PATH NEW_PATH` copies every intact record into a new file.
-    Check { path: PathBuf },
+    Check {
+        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// --params engine=NAME); a shard set by its base name.
+        path: PathBuf,
+    },
     /// Measures throughput, like `tkrzw_dbm_perf sequence`.
     Bench(bench::BenchArgs),
     /// Serves a database over memcached's text protocol until SIGTERM or SIGINT.
@@ -169,13 +214,53 @@ enum Command {
         /// One JSON object per engine (with its parameters), for tools.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        no_params: NoParams,
     },
     /// Lists the record codecs: name, file header id, what it is.
     Codecs {
         /// One JSON object per codec, for tools.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        no_params: NoParams,
     },
+    /// Prints a shell completion script: `source <(kura completions bash)`, or save it where
+    /// the shell looks (see README, Install).
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+        #[command(flatten)]
+        no_params: NoParams,
+    },
+    /// Writes the manual pages, kura.1 and kura-COMMAND.1 for every subcommand, into DIR
+    /// (`make man` writes them into target/man; `man -l target/man/kura.1` reads one).
+    Man {
+        /// The directory to write the pages into (created if missing), e.g.
+        /// /usr/local/share/man/man1.
+        dir: PathBuf,
+        #[command(flatten)]
+        no_params: NoParams,
+    },
+}
+
+/// For the subcommands that open no database: `--params` would do nothing there, so it is
+/// neither shown nor accepted. Declared under the same name as the global option, which
+/// clap then does not add to these subcommands; hidden, and refused when given (`run`).
+#[derive(Args, Debug, Clone, Default)]
+struct NoParams {
+    #[arg(long = "params", id = "params", hide = true, value_name = "K=V,...")]
+    given: Option<String>,
+}
+
+impl NoParams {
+    /// Refuses `--params` before or after the subcommand's name.
+    fn check(&self, global: Option<&str>, command: &str) -> kura::Result<()> {
+        match self.given.as_deref().or(global) {
+            Some(_) => Err(kura::Error::invalid(format!("`kura {command}` opens no database and takes no --params"))),
+            None => Ok(()),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -226,7 +311,11 @@ impl Command {
             | Command::Check { path } => Some(path),
             Command::Bench(args) => args.path.as_deref(),
             // A server names its file in its own messages and outlives any one error.
-            Command::Serve(_) | Command::Engines { .. } | Command::Codecs { .. } => None,
+            Command::Serve(_)
+            | Command::Engines { .. }
+            | Command::Codecs { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. } => None,
         }
     }
 }
@@ -259,8 +348,8 @@ fn run(cli: Cli) -> kura::Result<()> {
         }
         Command::Get { path, keys } => commands::records::get(&path, &options::plain_params(global)?, &keys),
         Command::Remove { path, key } => commands::records::remove(&path, &options::plain_params(global)?, &key),
-        Command::List { path, keys, from, to, reverse, limit, escape } => {
-            let listing = commands::records::Listing { keys_only: keys, from, to, reverse, limit, escape };
+        Command::List { path, keys, from, to, inclusive, reverse, limit, escape } => {
+            let listing = commands::records::Listing { keys_only: keys, from, to, inclusive, reverse, limit, escape };
             commands::records::list(&path, &options::plain_params(global)?, &listing)
         }
         Command::Import { path, file, layout, threads, shards, batch, format, escape, skip_bad } => {
@@ -289,7 +378,21 @@ fn run(cli: Cli) -> kura::Result<()> {
         Command::Check { path } => commands::check::check(&path, &options::plain_params(global)?),
         Command::Bench(args) => bench::run(&args, &options::plain_params(global)?),
         Command::Serve(args) => commands::serve::run(&args, &options::plain_params(global)?),
-        Command::Engines { json } => commands::engines::list(json),
-        Command::Codecs { json } => commands::engines::codecs(json),
+        Command::Engines { json, no_params } => {
+            no_params.check(global, "engines")?;
+            commands::engines::list(json)
+        }
+        Command::Codecs { json, no_params } => {
+            no_params.check(global, "codecs")?;
+            commands::engines::codecs(json)
+        }
+        Command::Completions { shell, no_params } => {
+            no_params.check(global, "completions")?;
+            commands::docs::completions(Cli::command(), shell)
+        }
+        Command::Man { dir, no_params } => {
+            no_params.check(global, "man")?;
+            commands::docs::man_pages(Cli::command(), &dir)
+        }
     }
 }

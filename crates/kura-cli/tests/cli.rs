@@ -134,7 +134,8 @@ fn missing_files_and_bad_arguments() {
     let scratch = Scratch::new();
     let missing = scratch.path("missing.kuh");
     fails(&["get", &missing, "k"], NOT_FOUND, "kura: ");
-    fails(&["set", &missing, "k", "v"], NOT_FOUND, "kura: ");
+    fails(&["remove", &missing, "k"], NOT_FOUND, "kura: ");
+    fails(&["list", &missing], NOT_FOUND, "kura: ");
     fails(&["inspect", &missing], NOT_FOUND, "kura: ");
     assert!(!Path::new(&missing).exists(), "a failed command must not create the file");
 
@@ -228,9 +229,9 @@ fn list_prints_tsv_keys_and_limits() {
     assert_eq!(limited.lines().count(), 7);
     assert_eq!(ok(&["list", &db, "--keys", "--limit", "0"]), "");
 
-    // A hash database keeps no order: ranges are refused with a clear message.
-    fails(&["list", &db, "--from", "key10"], OTHER, "need an ordered engine");
-    fails(&["list", &db, "--reverse"], OTHER, "need an ordered engine");
+    // A hash database keeps no order: ranges are refused as a usage error, with a clear message.
+    fails(&["list", &db, "--from", "key10"], USAGE, "need an ordered engine");
+    fails(&["list", &db, "--reverse"], USAGE, "need an ordered engine");
 }
 
 #[test]
@@ -263,6 +264,16 @@ fn list_ranges_on_ordered_engines() {
         }
         let tsv = ok(&["list", &db, "--from", "key07", "--limit", "1"]);
         assert_eq!(tsv, "key07\tvalue of key07\n");
+
+        // --inclusive takes the --to key in, both ways; between two keys it changes nothing.
+        assert_eq!(listed(&["--from", "key10", "--to", "key15", "--inclusive"]), keys[10..=15].to_vec());
+        let reversed: Vec<String> = keys[10..=15].iter().rev().cloned().collect();
+        assert_eq!(listed(&["--from", "key10", "--to", "key15", "--inclusive", "--reverse"]), reversed);
+        assert_eq!(listed(&["--to", "key02", "--inclusive"]), keys[..=2].to_vec());
+        assert_eq!(listed(&["--from", "key12", "--to", "key12", "--inclusive"]), vec!["key12".to_string()]);
+        assert_eq!(listed(&["--from", "key12", "--to", "key125", "--inclusive"]), vec!["key12".to_string()]);
+        assert_eq!(listed(&["--to", "key295", "--inclusive", "--reverse", "--limit", "1"]), vec!["key29".to_string()]);
+        fails(&["list", &db, "--inclusive"], USAGE, "--to");
     }
 }
 
@@ -839,4 +850,98 @@ fn options_that_cannot_apply_are_refused_or_noted() {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("does not apply"));
     assert_eq!(properties(&ok(&["inspect", &hash]))["num_buckets"], "1000");
+}
+
+/// `set` creates a missing database, as `import` does, with the engine parameters given;
+/// `get`, `remove` and `list` leave a missing one missing (tested above).
+#[test]
+fn set_creates_a_missing_database_with_its_parameters() {
+    let scratch = Scratch::new();
+    let db = scratch.path("new.kuh");
+    ok(&["--params", "record_comp=zstd,num_buckets=1000", "set", &db, "apple", "red"]);
+    assert_eq!(ok(&["get", &db, "apple"]), "red\n");
+    let props = properties(&ok(&["inspect", &db]));
+    assert_eq!(props["record_comp"], "zstd");
+    let tree = scratch.path("new.kut");
+    ok(&["set", &tree, "b", "2"]);
+    ok(&["set", &tree, "a", "1"]);
+    assert_eq!(ok(&["list", &tree, "--keys"]), "a\nb\n");
+}
+
+/// Every positional argument of every subcommand says what it is in `--help`.
+#[test]
+fn every_positional_argument_has_help() {
+    let help = ok(&["--help"]);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(commands.len() >= 15 && commands.contains(&"import") && commands.contains(&"man"), "{commands:?}");
+    let mut positionals = 0;
+    for command in commands {
+        let help = ok(&[command, "--help"]);
+        for line in help.lines().skip_while(|line| !line.starts_with("Arguments:")).skip(1) {
+            if !line.starts_with("  ") {
+                break;
+            }
+            let text = line.trim_start().split_once("  ").map(|(_, text)| text.trim()).unwrap_or_default();
+            assert!(!text.is_empty(), "kura {command} --help: {line:?} has no help");
+            positionals += 1;
+        }
+    }
+    assert!(positionals >= 20, "only {positionals} positional arguments found");
+}
+
+/// `engines`, `codecs`, `completions` and `man` open no database: `--params` is neither
+/// offered nor accepted there (usage error), before or after the subcommand's name.
+#[test]
+fn commands_without_a_database_take_no_params() {
+    for command in ["engines", "codecs"] {
+        let help = ok(&[command, "--help"]);
+        assert!(!help.contains("--params"), "kura {command} --help: {help}");
+        fails(&[command, "--params", "engine=hash"], USAGE, "takes no --params");
+        fails(&["--params", "engine=hash", command], USAGE, "takes no --params");
+    }
+    assert!(!ok(&["completions", "--help"]).contains("--params"));
+    assert!(ok(&["list", "--help"]).contains("--params"));
+}
+
+/// `kura completions bash` is a script that bash loads and that registers `kura`; zsh's and
+/// fish's name the subcommands.
+#[test]
+fn completion_scripts_load_and_name_the_subcommands() {
+    let bash = ok(&["completions", "bash"]);
+    assert!(bash.contains("import") && bash.contains("--inclusive"), "{bash}");
+    let scratch = Scratch::new();
+    let script = scratch.path("kura.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let loaded = Command::new("bash").args(["-c", &format!("source '{script}' && complete -p kura")]).output().unwrap();
+    assert!(loaded.status.success(), "{}", String::from_utf8_lossy(&loaded.stderr));
+    assert!(String::from_utf8_lossy(&loaded.stdout).contains("kura"), "{loaded:?}");
+    for shell in ["zsh", "fish"] {
+        let script = ok(&["completions", shell]);
+        assert!(script.contains("rebuild") && script.contains("record-comp"), "{shell}: {script}");
+    }
+    fails(&["completions", "tcsh"], USAGE, "tcsh");
+}
+
+/// `kura man DIR` writes kura.1 and one page per subcommand, each in roff with its name and
+/// its options.
+#[test]
+fn man_writes_a_page_per_subcommand() {
+    let scratch = Scratch::new();
+    let dir = scratch.path("man/man1");
+    let listed = ok(&["man", &dir]);
+    assert_eq!(listed.lines().count(), std::fs::read_dir(&dir).unwrap().count());
+    for (page, wanted) in [("kura.1", "kura-import(1)"), ("kura-list.1", "--inclusive"), ("kura-import.1", "--format")]
+    {
+        let text = std::fs::read_to_string(Path::new(&dir).join(page)).unwrap();
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}: {text}");
+        assert!(text.contains(wanted) || text.contains(&wanted.replace('-', "\\-")), "{page} lacks {wanted}: {text}");
+    }
+    assert!(!Path::new(&dir).join("kura-help.1").exists());
 }

@@ -464,3 +464,27 @@ fn maintenance_commands_work_on_a_set_by_its_base_path() {
     let last: Vec<String> = expected.keys().rev().take(3).map(|k| String::from_utf8(k.clone()).unwrap()).collect();
     assert_eq!(listed.lines().collect::<Vec<_>>(), last);
 }
+
+/// JSON lines piped in without `--format jsonl` are read as TSV: the error says which format
+/// reads them, and how many records went in, in words that agree with the count.
+#[test]
+fn json_lines_on_stdin_without_format_hint_at_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    for (lines, imported) in [
+        (&b"{\"key\": \"a\", \"value\": \"1\"}\n"[..], "no record of the lines before it was imported"),
+        (&b"a\t1\n {\"key\": \"b\", \"value\": \"2\"}\n"[..], "the 1 record of the lines before it was imported"),
+        (&b"a\t1\nb\t2\n{\"key\": \"c\"}\n"[..], "the 2 records of the lines before it were imported"),
+    ] {
+        let db = dir.path().join(format!("{}.kuh", imported.len()));
+        let output = kura_reading(&["import", db.to_str().unwrap(), "-"], lines);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{stderr}");
+        assert!(stderr.contains("--format jsonl"), "{stderr}");
+        assert!(stderr.contains(imported), "{stderr}");
+    }
+    // A line that is not JSON either gets no such hint.
+    let db = dir.path().join("plain.kuh");
+    let output = kura_reading(&["import", db.to_str().unwrap(), "-"], b"no tab here\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no tab between key and value") && !stderr.contains("jsonl"), "{stderr}");
+}

@@ -50,7 +50,13 @@ impl Encoding {
         }
         if let Ok(text) = obj.cast::<PyString>() {
             return match self {
-                Encoding::Bytes | Encoding::Utf8 => Ok(Cow::Borrowed(text.to_str()?.as_bytes())),
+                // Copied: the stable ABI of CPython 3.9 (abi3-py39), which the one wheel is
+                // built for, has no call that lends a str's UTF-8; to_cow borrows where a
+                // build for a later ABI would allow it.
+                Encoding::Bytes | Encoding::Utf8 => Ok(match text.to_cow()? {
+                    Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+                    Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+                }),
                 Encoding::Codec(name) => {
                     let encoded = text.call_method1("encode", (name.as_str(),))?;
                     Ok(Cow::Owned(encoded.cast_into::<PyBytes>()?.as_bytes().to_vec()))

@@ -436,11 +436,15 @@ struct OwnedTreeRange {
 }
 
 impl OwnedTreeRange {
-    fn new(tree: &Arc<TreeDbm>, start: Option<Vec<u8>>, stop: Option<Vec<u8>>) -> OwnedTreeRange {
+    fn new(tree: &Arc<TreeDbm>, bounds: &KeyBounds) -> OwnedTreeRange {
         use std::ops::Bound;
         let tree = tree.clone();
-        let lower = start.map_or(Bound::Unbounded, Bound::Included);
-        let upper = stop.map_or(Bound::Unbounded, Bound::Excluded);
+        let lower = bounds.start.clone().map_or(Bound::Unbounded, Bound::Included);
+        let upper = match &bounds.stop {
+            None => Bound::Unbounded,
+            Some((stop, true)) => Bound::Included(stop.clone()),
+            Some((stop, false)) => Bound::Excluded(stop.clone()),
+        };
         let range = tree.range((lower, upper));
         // SAFETY: as in `Owned::new`: the range borrows the TreeDbm inside the Arc's heap
         // allocation, which `OwnedTreeRange` keeps alive and which outlives the range.
@@ -449,12 +453,67 @@ impl OwnedTreeRange {
     }
 }
 
-/// Walks `start <= key < stop` on an ordered engine other than the tree, comparing keys as
-/// bytes (the only order those engines have).
+/// The keys a range walks: from `start` (inclusive) up to `stop`, which the flag beside it
+/// includes (`inclusive=True`) or not (the default, as Python's own ranges and slices).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyBounds {
+    pub start: Option<Vec<u8>>,
+    pub stop: Option<(Vec<u8>, bool)>,
+}
+
+impl KeyBounds {
+    /// Narrows the bounds to the keys that begin with `prefix`, in bytewise order: from the
+    /// prefix itself up to (excluding) the first key past every key it begins, which is the
+    /// prefix with its last byte below 0xff incremented and what follows dropped (no end
+    /// when every byte is 0xff).
+    pub fn within_prefix(mut self, prefix: &[u8]) -> KeyBounds {
+        if self.start.as_deref().is_none_or(|start| start < prefix) {
+            self.start = Some(prefix.to_vec());
+        }
+        if let Some(end) = prefix_end(prefix) {
+            // The lower of the two ends; at a tie, exclusion is the narrower.
+            let narrower = match &self.stop {
+                None => true,
+                Some((stop, inclusive)) => end < *stop || (end == *stop && *inclusive),
+            };
+            if narrower {
+                self.stop = Some((end, false));
+            }
+        }
+        self
+    }
+
+    /// Whether `key` lies beyond the upper end.
+    fn above(&self, key: &[u8]) -> bool {
+        match &self.stop {
+            None => false,
+            Some((stop, true)) => key > stop.as_slice(),
+            Some((stop, false)) => key >= stop.as_slice(),
+        }
+    }
+
+    /// Whether `key` lies below the lower end.
+    fn below(&self, key: &[u8]) -> bool {
+        self.start.as_deref().is_some_and(|start| key < start)
+    }
+}
+
+/// The least byte string greater than every string that begins with `prefix`, or None when
+/// there is none (an empty prefix, or one of 0xff bytes only).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&byte| byte != 0xff)?;
+    let mut end = prefix.get(..=last)?.to_vec();
+    if let Some(byte) = end.last_mut() {
+        *byte += 1;
+    }
+    Some(end)
+}
+
+/// Walks a key range on an ordered engine other than the tree, comparing keys as bytes (the
+/// only order those engines have).
 struct CursorRange {
     owned: Owned,
-    start: Option<Vec<u8>>,
-    stop: Option<Vec<u8>>,
+    bounds: KeyBounds,
     started: bool,
 }
 
@@ -466,23 +525,19 @@ impl CursorRange {
         let mut moved = match (self.started, reverse) {
             (true, false) => cursor.next()?,
             (true, true) => cursor.previous()?,
-            (false, false) => match &self.start {
+            (false, false) => match &self.bounds.start {
                 Some(start) => cursor.jump(start)?,
                 None => cursor.first()?,
             },
-            (false, true) => match &self.stop {
-                Some(stop) => cursor.jump_lower(stop, false)?,
+            (false, true) => match &self.bounds.stop {
+                Some((stop, inclusive)) => cursor.jump_lower(stop, *inclusive)?,
                 None => cursor.last()?,
             },
         };
         self.started = true;
         while moved {
             if let Some((key, value)) = cursor.record()? {
-                let beyond = if reverse {
-                    self.start.as_ref().is_some_and(|start| key < *start)
-                } else {
-                    self.stop.as_ref().is_some_and(|stop| key >= *stop)
-                };
+                let beyond = if reverse { self.bounds.below(&key) } else { self.bounds.above(&key) };
                 return Ok(if beyond { None } else { Some((key, value)) });
             }
             // Removed by another thread since the cursor reached it.
@@ -497,37 +552,53 @@ enum RangeWalk {
     Cursor(CursorRange),
 }
 
-/// Iterator over `(key, value)` pairs of a key range, from `db.range(...)`.
+/// Iterator over the records of a key range, from `db.range(...)`: `(key, value)` pairs, or
+/// keys alone with `keys_only`.
 #[pyclass(module = "kura._kura", name = "RangeIterator", unsendable)]
 pub struct RangeIter {
     walk: RangeWalk,
     source: Source,
     reverse: bool,
+    keys_only: bool,
     done: bool,
 }
 
 impl RangeIter {
-    pub fn new(
-        db: &Bound<'_, Database>,
-        start: Option<Vec<u8>>,
-        stop: Option<Vec<u8>>,
-        reverse: bool,
-    ) -> PyResult<RangeIter> {
+    pub fn new(db: &Bound<'_, Database>, bounds: KeyBounds, reverse: bool, keys_only: bool) -> PyResult<RangeIter> {
         let py = db.py();
         let this = db.get();
         this.check_open(py)?;
         let walk = match this.tree() {
-            Some(tree) => RangeWalk::Tree(OwnedTreeRange::new(tree, start, stop)),
+            Some(tree) => RangeWalk::Tree(OwnedTreeRange::new(tree, &bounds)),
             None if engine_is_ordered(db)? => RangeWalk::Cursor(CursorRange {
                 owned: Owned::new(this.dbm(), true).or_raise(py)?,
-                start,
-                stop,
+                bounds,
                 started: false,
             }),
             None => return Err(not_ordered(py, "range()")),
         };
-        Ok(RangeIter { walk, source: Source::new(db), reverse, done: false })
+        Ok(RangeIter { walk, source: Source::new(db), reverse, keys_only, done: false })
     }
+
+    /// What one record yields: the key alone or the `(key, value)` pair.
+    fn output<'py>(&self, py: Python<'py>, key: &[u8], value: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        yielded(py, &self.source, self.keys_only, key, value)
+    }
+}
+
+/// A range's item: the key alone (`keys_only`) or the `(key, value)` pair.
+fn yielded<'py>(
+    py: Python<'py>,
+    source: &Source,
+    keys_only: bool,
+    key: &[u8],
+    value: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
+    let key = source.output(py, key)?;
+    if keys_only {
+        return Ok(key);
+    }
+    Ok((key, source.output(py, value)?).into_pyobject(py)?.into_any())
 }
 
 #[pymethods]
@@ -536,14 +607,14 @@ impl RangeIter {
         slf
     }
 
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         if self.done {
             return Ok(None);
         }
         self.source.check_open(py)?;
         let reverse = self.reverse;
-        if let (RangeWalk::Tree(tree), false) = (&mut self.walk, self.source.release_gil) {
-            return Self::next_lent(py, &mut tree.range, &self.source, reverse, &mut self.done);
+        if let (RangeWalk::Tree(_), false) = (&self.walk, self.source.release_gil) {
+            return self.next_lent(py);
         }
         let cell = SendCell(&mut self.walk);
         let call = move || {
@@ -558,7 +629,7 @@ impl RangeIter {
         };
         let record = if self.source.release_gil { crate::gil::detach(py, call) } else { call() }.or_raise(py)?;
         match record {
-            Some((key, value)) => Ok(Some((self.source.output(py, &key)?, self.source.output(py, &value)?))),
+            Some((key, value)) => Ok(Some(self.output(py, &key, &value)?)),
             None => {
                 self.done = true;
                 Ok(None)
@@ -568,23 +639,21 @@ impl RangeIter {
 }
 
 impl RangeIter {
-    /// `__next__` on a tree whose reads keep the GIL: the pair is built straight from the key
-    /// and value the range lends from the decoded page (`TreeRange::next_with`), without
-    /// copying them into vectors first.
-    fn next_lent<'py>(
-        py: Python<'py>,
-        range: &mut TreeRange<'static>,
-        source: &Source,
-        reverse: bool,
-        done: &mut bool,
-    ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
-        let mut pair = None;
-        let mut visit = |key: &[u8], value: &[u8]| {
-            pair = Some(source.output(py, key).and_then(|key| Ok((key, source.output(py, value)?))));
+    /// `__next__` on a tree whose reads keep the GIL: what it yields is built straight from
+    /// the key and value the range lends from the decoded page (`TreeRange::next_with`),
+    /// without copying them into vectors first.
+    fn next_lent<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let RangeIter { walk, source, reverse, keys_only, done } = self;
+        let RangeWalk::Tree(tree) = walk else {
+            return Ok(None);
         };
-        let lent = if reverse { range.next_back_with(&mut visit) } else { range.next_with(&mut visit) }.or_raise(py)?;
-        match pair.filter(|_| lent) {
-            Some(pair) => pair.map(Some),
+        let mut found = None;
+        let mut visit = |key: &[u8], value: &[u8]| found = Some(yielded(py, source, *keys_only, key, value));
+        let range = &mut tree.range;
+        let lent =
+            if *reverse { range.next_back_with(&mut visit) } else { range.next_with(&mut visit) }.or_raise(py)?;
+        match found.filter(|_| lent) {
+            Some(output) => output.map(Some),
             None => {
                 *done = true;
                 Ok(None)

@@ -22,7 +22,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::batch::Batch;
 use crate::convert::Encoding;
-use crate::cursor::{Cursor, KeyIter, RangeIter, RecordIter, Yield};
+use crate::cursor::{Cursor, KeyBounds, KeyIter, RangeIter, RecordIter, Yield};
 use crate::errors::{self, OrRaise};
 use crate::gil;
 use crate::params;
@@ -62,7 +62,7 @@ fn encoding_option(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Encoding> {
     match kwargs.map(|k| k.get_item("encoding")).transpose()?.flatten() {
         None => Ok(Encoding::Bytes),
         Some(value) if value.is_none() => Ok(Encoding::Bytes),
-        Some(value) => Ok(Encoding::from_option(Some(value.extract::<&str>()?))),
+        Some(value) => Ok(Encoding::from_option(Some(&value.extract::<String>()?))),
     }
 }
 
@@ -157,6 +157,13 @@ impl Database {
 
     pub fn releases_gil(&self) -> bool {
         self.release_gil
+    }
+
+    /// Whether the engine orders keys bytewise: its `key_comparator` property, when it has
+    /// one (TreeDbm), names the order; the other ordered engines have only bytewise.
+    fn bytewise(&self, py: Python<'_>) -> PyResult<bool> {
+        let properties = self.run(py, false, |dbm| dbm.inspect())?;
+        Ok(properties.iter().all(|(name, value)| name != "key_comparator" || value == "lexical"))
     }
 
     pub fn check_open(&self, py: Python<'_>) -> PyResult<()> {
@@ -476,19 +483,40 @@ impl Database {
         Cursor::new(&slf)
     }
 
-    /// `(key, value)` pairs with `start <= key < stop` in key order (`reverse=True`: from the
-    /// last one down). Ordered engines only (tree, baby); others raise `kura.NotOrderedError`.
-    #[pyo3(signature = (start = None, stop = None, reverse = false))]
+    /// `(key, value)` pairs with `start <= key < stop` in key order (`stop` included with
+    /// `inclusive=True`; `reverse=True`: from the last one down), or keys alone with
+    /// `keys_only=True`. `prefix=` keeps the keys that begin with it (within `start` and
+    /// `stop` when given too), on bytewise-ordered engines. Ordered engines only (tree,
+    /// baby); others raise `kura.NotOrderedError`.
+    #[pyo3(signature = (start = None, stop = None, reverse = false, *, prefix = None, inclusive = false, keys_only = false))]
+    #[allow(clippy::too_many_arguments)]
     fn range(
         slf: Bound<'_, Self>,
         start: Option<&Bound<'_, PyAny>>,
         stop: Option<&Bound<'_, PyAny>>,
         reverse: bool,
+        prefix: Option<&Bound<'_, PyAny>>,
+        inclusive: bool,
+        keys_only: bool,
     ) -> PyResult<RangeIter> {
+        let py = slf.py();
         let this = slf.get();
         let start = start.map(|s| this.key(s).map(Cow::into_owned)).transpose()?;
         let stop = stop.map(|s| this.key(s).map(Cow::into_owned)).transpose()?;
-        RangeIter::new(&slf, start, stop, reverse)
+        let mut bounds = KeyBounds { start, stop: stop.map(|stop| (stop, inclusive)) };
+        if let Some(prefix) = prefix {
+            let prefix = this.key(prefix)?;
+            // A prefix is a contiguous range only in bytewise order: a numeric tree orders
+            // "10" between "9" and "11", so "1..." keys are scattered.
+            if this.ordered() && !this.bytewise(py)? {
+                return Err(errors::to_py(
+                    py,
+                    kura::Error::invalid("prefix= needs bytewise key order; this tree compares keys as numbers"),
+                ));
+            }
+            bounds = bounds.within_prefix(&prefix);
+        }
+        RangeIter::new(&slf, bounds, reverse, keys_only)
     }
 
     /// A batch of sets and removes applied when its `with` block ends without an exception:

@@ -29,14 +29,14 @@ pub fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
 
 fn param_text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(text.to_str()?.to_string());
+        return Ok(text.to_cow()?.into_owned());
     }
     // bool before int: Python's bool is an int.
     if let Ok(flag) = value.cast::<PyBool>() {
         return Ok(if flag.is_true() { "true" } else { "false" }.to_string());
     }
     if value.cast::<PyInt>().is_ok() || value.cast::<PyFloat>().is_ok() {
-        return Ok(value.str()?.to_str()?.to_string());
+        return Ok(value.str()?.to_cow()?.into_owned());
     }
     Err(PyTypeError::new_err(format!(
         "parameter {name} must be str, int, float or bool, not {}",

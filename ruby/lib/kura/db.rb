@@ -6,7 +6,8 @@
 # Keys are Strings or Symbols, values Strings, stored as their bytes whatever their
 # encoding; results are binary (ASCII-8BIT) Strings unless the database was opened with
 # `encoding:`. Ordered engines (tree, baby) walk keys in order: `each(from:, to:,
-# reversed:)` and `range`.
+# inclusive:, reversed:)` and `range`; a range runs from `from:` (included) up to `to:`
+# (excluded unless `inclusive: true`), as in the CLI, Python and Rust (README, Conventions).
 
 module Kura
   class DB
@@ -105,13 +106,17 @@ module Kura
     end
 
     # Yields `[key, value]` for every record (Hash#each style: `|k, v|` splats). On
-    # ordered engines, `from:` is where the walk starts and `to:` where it ends, both
-    # inclusive; with `reversed: true` it walks down, so `from:` is the higher key. A hash
+    # ordered engines, the keys from `from:` (included) up to `to:` (excluded; included with
+    # `inclusive: true`); `reversed: true` walks the same keys from the top down. A hash
     # engine raises Kura::NotOrderedError for any of them.
-    def each(from: nil, to: nil, reversed: false, &block)
-      return enum_for(:each, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
+    def each(from: nil, to: nil, inclusive: false, reversed: false, &block)
+      unless block
+        return enum_for(:each, from: from, to: to, inclusive: inclusive, reversed: reversed) do
+          size_unless_bounded(from, to)
+        end
+      end
 
-      walk(PAIRS, from, to, reversed, &block)
+      walk(PAIRS, from, to, inclusive, reversed, &block)
       self
     end
     alias each_pair each
@@ -124,32 +129,43 @@ module Kura
       each(reversed: true, &block)
     end
 
-    def each_key(from: nil, to: nil, reversed: false, &block)
-      return enum_for(:each_key, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
+    # The keys of `each`'s walk, with the same keywords.
+    def each_key(from: nil, to: nil, inclusive: false, reversed: false, &block)
+      unless block
+        return enum_for(:each_key, from: from, to: to, inclusive: inclusive, reversed: reversed) do
+          size_unless_bounded(from, to)
+        end
+      end
 
-      walk(KEYS, from, to, reversed, &block)
+      walk(KEYS, from, to, inclusive, reversed, &block)
       self
     end
 
-    def each_value(from: nil, to: nil, reversed: false, &block)
-      return enum_for(:each_value, from: from, to: to, reversed: reversed) { size_unless_bounded(from, to) } unless block
+    # The values of `each`'s walk, with the same keywords.
+    def each_value(from: nil, to: nil, inclusive: false, reversed: false, &block)
+      unless block
+        return enum_for(:each_value, from: from, to: to, inclusive: inclusive, reversed: reversed) do
+          size_unless_bounded(from, to)
+        end
+      end
 
-      walk(VALUES, from, to, reversed, &block)
+      walk(VALUES, from, to, inclusive, reversed, &block)
       self
     end
 
-    # Records whose keys lie in a Range (`"a".."c"`, `"a"..."c"`, `"m"..`, `.."c"`), or
-    # between `from` and `to` inclusive, in key order (reversed: from the top down).
-    # Yields `[key, value]`, or returns an Enumerator without a block. Ordered engines only.
-    def range(from = nil, to = nil, reversed: false, &block)
+    # Records whose keys lie in a Range (`"a".."c"` includes "c", `"a"..."c"` does not,
+    # `"m"..`, `.."c"`), or from `from` (included) to `to` (excluded unless `inclusive:
+    # true`), in key order (reversed: from the top down). Yields `[key, value]`, or returns
+    # an Enumerator without a block. Ordered engines only.
+    def range(from = nil, to = nil, inclusive: false, reversed: false, &block)
       if from.is_a?(Range)
         raise ArgumentError, "Kura: range takes a Range or from and to, not both" unless to.nil?
 
         lower, upper, upper_inclusive = from.begin, from.end, !from.exclude_end?
       else
-        lower, upper, upper_inclusive = from, to, true
+        lower, upper, upper_inclusive = from, to, inclusive
       end
-      return enum_for(:range, from, to, reversed: reversed) unless block
+      return enum_for(:range, from, to, inclusive: inclusive, reversed: reversed) unless block
 
       _walk(PAIRS, lower, true, upper, upper_inclusive, reversed, &block)
       self
@@ -324,12 +340,9 @@ module Kura
       removed
     end
 
-    def walk(what, from, to, reversed, &block)
-      if reversed
-        _walk(what, to, true, from, true, true, &block)
-      else
-        _walk(what, from, true, to, true, false, &block)
-      end
+    # `from` is always the lower bound and `to` the upper, whichever way the walk goes.
+    def walk(what, from, to, inclusive, reversed, &block)
+      _walk(what, from, true, to, inclusive, reversed, &block)
     end
 
     def size_unless_bounded(from, to)

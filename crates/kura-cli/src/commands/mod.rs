@@ -2,6 +2,7 @@
 //! which puts one behind the memcached protocol).
 
 pub mod check;
+pub mod docs;
 pub mod engines;
 pub mod import;
 pub mod maintenance;

@@ -9,8 +9,11 @@ use kura::{Dbm, Error, OpenMode, Params};
 
 use super::{key_line, open, tsv_line, write_error};
 
+/// `kura set`: a missing database is created, with the engine parameters given (`--params`),
+/// as `import` and `serve` create theirs: the commands that write records make where they
+/// write, the ones that read or remove need an existing database.
 pub fn set(path: &Path, params: &Params, key: &str, value: &str, no_overwrite: bool) -> kura::Result<()> {
-    let db = open(path, OpenMode::Write, params)?;
+    let db = open(path, OpenMode::Create, params)?;
     db.set(key.as_bytes(), value.as_bytes(), !no_overwrite)
         .map_err(|e| Error::new(e.kind(), format!("set {key:?}: {}", e.message())))?;
     db.close()
@@ -63,6 +66,8 @@ pub struct Listing {
     pub keys_only: bool,
     pub from: Option<String>,
     pub to: Option<String>,
+    /// Whether `to` itself is in the range (it is not by default).
+    pub inclusive: bool,
     pub reverse: bool,
     pub limit: Option<u64>,
     /// Escape keys and values (`kura::import::escape`), so that any record fits one line.
@@ -120,13 +125,16 @@ fn key_order(db: &dyn Dbm) -> kura::Result<Comparator> {
 /// Prints one record; false once the limit is reached.
 type Printer<'a> = dyn FnMut(&[u8], &[u8]) -> kura::Result<bool> + 'a;
 
-/// Prints the records from `--from` (inclusive) to `--to` (exclusive), forwards or backwards,
+/// Prints the records from `--from` (inclusive) to `--to` (exclusive, or inclusive with
+/// `--inclusive`), forwards or backwards,
 /// through the engine's ordered cursor. The bounds are located by the cursor itself, so the
 /// engine's comparator (bytewise or numeric) decides what lies between them.
 fn list_range(db: &dyn Dbm, listing: &Listing, print: &mut Printer<'_>) -> kura::Result<()> {
     let not_ordered = |e: Error| {
+        // A usage error (exit 2), as the help documents: these options do not apply to the
+        // database named, whatever its contents.
         if e.kind() == kura::ErrorKind::Infeasible {
-            Error::infeasible(
+            Error::invalid(
                 "--from, --to and --reverse need an ordered engine (tree, baby): this one keeps no key order",
             )
         } else {
@@ -139,14 +147,19 @@ fn list_range(db: &dyn Dbm, listing: &Listing, print: &mut Printer<'_>) -> kura:
     // A range whose start is not below its end holds nothing (the walk below would never
     // meet its fence, which lies behind the start).
     if let (Some(from), Some(to)) = (from, to) {
-        if key_order(db)?.compare(from, to) != Ordering::Less {
+        let empty = match key_order(db)?.compare(from, to) {
+            Ordering::Less => false,
+            Ordering::Equal => !listing.inclusive,
+            Ordering::Greater => true,
+        };
+        if empty {
             return Ok(());
         }
     }
     // The first key beyond the range in the direction of travel, if any: the walk stops there.
     let (mut moved, stop) = if listing.reverse {
         let moved = match to {
-            Some(to) => cursor.jump_lower(to, false)?,
+            Some(to) => cursor.jump_lower(to, listing.inclusive)?,
             None => cursor.last()?,
         };
         let stop = match from {
@@ -159,8 +172,9 @@ fn list_range(db: &dyn Dbm, listing: &Listing, print: &mut Printer<'_>) -> kura:
             Some(from) => cursor.jump_upper(from, true)?,
             None => cursor.first()?,
         };
+        // The first key at or past the end: past it with --inclusive.
         let stop = match to {
-            Some(to) if fence.jump_upper(to, true)? => fence.key()?,
+            Some(to) if fence.jump_upper(to, !listing.inclusive)? => fence.key()?,
             _ => None,
         };
         (moved, stop)

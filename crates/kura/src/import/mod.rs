@@ -353,9 +353,14 @@ fn import_from(
     let count = db.count()?;
     db.close()?;
     if let Some(bad) = outcome.bad_line {
+        let imported = match outcome.stored {
+            0 => "no record of the lines before it was imported".to_string(),
+            1 => "the 1 record of the lines before it was imported".to_string(),
+            many => format!("the {many} records of the lines before it were imported"),
+        };
         return Err(Error::broken(format!(
-            "{name} line {}: {}; the {} records of the lines before it were imported (--skip-bad skips such lines)",
-            bad.line, bad.message, outcome.stored
+            "{name} line {}: {}; {imported} (--skip-bad skips such lines)",
+            bad.line, bad.message
         )));
     }
     Ok(ImportSummary {

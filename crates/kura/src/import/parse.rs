@@ -78,7 +78,17 @@ pub fn parse_line(format: Format, line: &[u8]) -> std::result::Result<Row<'_>, S
 
 /// A TSV line's key (up to the first tab) and value (the rest, tabs included).
 fn split_tsv(line: &[u8]) -> std::result::Result<(&[u8], &[u8]), String> {
-    let tab = line.iter().position(|&b| b == b'\t').ok_or("no tab between key and value")?;
+    let Some(tab) = line.iter().position(|&b| b == b'\t') else {
+        // A JSON object read as TSV (from standard input, or a file without a .jsonl
+        // extension, the format is TSV unless named): say which format reads it.
+        let json_like = line.trim_ascii_start().starts_with(b"{");
+        return Err(if json_like {
+            "no tab between key and value; the line looks like JSON: read JSON lines with --format jsonl (format=\"jsonl\" from Python)"
+        } else {
+            "no tab between key and value"
+        }
+        .to_string());
+    };
     let (key, rest) = line.split_at(tab);
     Ok((key, rest.get(1..).unwrap_or_default()))
 }
