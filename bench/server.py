@@ -8,7 +8,8 @@ run: a 90/10 get/set mix, set only, and 16-key multi-gets. Throughput is the bes
 side's turns, p50/p99 latency the lowest. Every reply is parsed; a run with one wrong reply
 fails the benchmark. Then memcaslap (libmemcached-tools, a third party's load generator),
 the 90/10 mix and 16-key gets, the same turns, judged by the servers' own `stats` counters
-(memcaslap counts an error reply as a transaction; see MEMCASLAP below). Then a load check: 64 connections, 100,000 keys,
+(memcaslap counts an error reply as a transaction; see MEMCASLAP below). Then the mix over
+TLS, both servers with `-Z` on the same generated certificate. Then a load check: 64 connections, 100,000 keys,
 BENCH_SERVER_LOAD_REQUESTS requests (default 64 x 100k) of the 90/10 mix, one turn each,
 no wrong reply allowed; then each server's RSS after BENCH_SERVER_ITEMS items of 100
 random bytes, with `stats curr_items` checked so that no side evicted. `kura serve` over
@@ -28,6 +29,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,6 +47,8 @@ TARGETS = [
     # Issue 41: memcaslap (libmemcached-tools), a third party's load generator.
     ("memcaslap_mix_ops", ">=", 1.0),
     ("memcaslap_multiget_16_keys", ">=", 1.2),
+    # Issue 41: both servers with -Z (TLS), the load generator over TLS.
+    ("tls_mix_90_10_ops", ">=", 1.0),
 ]
 
 SECONDS = float(os.environ.get("BENCH_SERVER_SECONDS", "10"))
@@ -96,24 +100,44 @@ def wait_port(port):
     raise RuntimeError(f"no server on {port}")
 
 
-def start(side, port, kura):
+def make_certificates(directory):
+    """A CA and a server certificate for localhost and 127.0.0.1 (P-256, quick to make), as
+    the TLS tests make them; returns (ca, cert, key) paths."""
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"]
+    def openssl(*args):
+        subprocess.run(["openssl", "req", "-x509", *key, *args], cwd=directory, check=True,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    openssl("-subj", "/CN=kura-bench-ca", "-keyout", "ca.key", "-out", "ca.pem",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    openssl("-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.pem", "-CA", "ca.pem",
+            "-CAkey", "ca.key", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth")
+    return tuple(os.path.join(directory, name) for name in ("ca.pem", "server.pem", "server.key"))
+
+
+def start(side, port, kura, tls=None):
+    """Starts a server; `tls`, a (ca, cert, key) triple, adds memcached's -Z with the same
+    certificate files on either side (`-o ssl_chain_cert=...,ssl_key=...`)."""
     if side == "memcached":
         command = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", "1024", "-t", "2", "-u", "root"]
     elif side == "kura":
         command = [kura, "serve", "--port", str(port), "--memory-limit", "1G", "--threads", "2"]
     else:
         command = [kura, "serve", "--port", str(port), "--threads", "2", "--params", COMPACT_PARAMS]
+    if tls:
+        command += ["-Z", "-o", f"ssl_chain_cert={tls[1]},ssl_key={tls[2]}"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(port)
     return process
 
 
-def load_client(client, port, connections, seconds, get_share, keys, keys_per_get, requests=0):
-    """The load generator's figures; raises if any reply was wrong."""
+def load_client(client, port, connections, seconds, get_share, keys, keys_per_get, requests=0, tls_ca=None):
+    """The load generator's figures; raises if any reply was wrong. With `tls_ca`, over TLS."""
+    environment = dict(os.environ, LOAD_CLIENT_TLS_CA=tls_ca) if tls_ca else None
     run = subprocess.run(
         [client, f"127.0.0.1:{port}", str(connections), str(seconds), str(get_share), str(keys),
          str(VALUE_BYTES), str(keys_per_get), str(requests)],
-        capture_output=True, text=True, timeout=seconds + 300,
+        capture_output=True, text=True, timeout=seconds + 300, env=environment,
     )
     if run.returncode != 0:
         raise RuntimeError(f"load client failed:\n{run.stdout}\n{run.stderr}")
@@ -183,13 +207,13 @@ def rss_after_loading(port, pid):
     return kilobytes * 1024
 
 
-def take_turns(kura, work, rounds=REPEAT, sides=("memcached", "kura")):
+def take_turns(kura, work, rounds=REPEAT, sides=("memcached", "kura"), tls=None):
     """Runs `work(port)` on a fresh server of each side, `rounds` times; {side: [result, ...]}."""
     results = {side: [] for side in sides}
     for _ in range(rounds):
         for side in sides:
             port = free_port()
-            process = start(side, port, kura)
+            process = start(side, port, kura, tls)
             try:
                 results[side].append(work(port))
             finally:
@@ -223,6 +247,16 @@ def measure(kura, client):
                              for side, side_runs in runs.items()}
         results.setdefault("memcaslap_runs", {})[workload] = runs
         print(f"{workload}: {metrics[workload]}", flush=True)
+    with tempfile.TemporaryDirectory() as directory:
+        tls = make_certificates(directory)
+        runs = take_turns(kura, lambda port: load_client(
+            client, port, CONNECTIONS, SECONDS, 0.9, WORKLOAD_KEYS, 1, tls_ca=tls[0]), tls=tls)
+    metrics["tls_mix_90_10_ops"] = {side: round(max(r["requests"] / r["seconds"] for r in side_runs))
+                                    for side, side_runs in runs.items()}
+    for quantile in ("p50_us", "p99_us"):
+        metrics[f"tls_mix_90_10_{quantile}"] = {side: min(r[quantile] for r in side_runs)
+                                                for side, side_runs in runs.items()}
+    print(f"tls_mix_90_10_ops: {metrics['tls_mix_90_10_ops']}", flush=True)
     runs = take_turns(kura, lambda port: load_client(
         client, port, LOAD_CONNECTIONS, 3600, 0.9, LOAD_KEYS, 1, LOAD_REQUESTS), rounds=1)
     metrics[f"load_{LOAD_CONNECTIONS}_connections_ops"] = {
@@ -264,7 +298,9 @@ def report():
         f"`{' '.join(MEMCASLAP[1:])}` (and `-d 16` for 16-key gets), the same turns; the figure is the "
         f"server's own count of the run (`stats` cmd_get + cmd_set before and after, over memcaslap's "
         f"run time), and a run counts only if the server counted at least 90% of the operations "
-        f"memcaslap claims and hit at least 90% of its gets.",
+        f"memcaslap claims and hit at least 90% of its gets. `tls_*`: the load generator's 90/10 mix "
+        f"over TLS, both servers with `-Z -o ssl_chain_cert=...,ssl_key=...` on the same generated "
+        f"P-256 certificate.",
         "",
         "| metric | memcached | kura | kura/memcached | compact | compact/memcached | target | met (kura, compact) |",
         "|---|---|---|---|---|---|---|---|",

@@ -16,13 +16,21 @@
 //! Prints one JSON line:
 //! `{"requests":..,"keys":..,"hits":..,"errors":..,"seconds":..,"p50_us":..,"p99_us":..}`
 //! (`keys`: keys asked for by gets; `hits`: VALUE blocks received).
+//!
+//! With `LOAD_CLIENT_TLS_CA=FILE` (a PEM CA certificate), every connection is TLS, the
+//! server's certificate checked against that CA for the name `localhost`: for the TLS rows
+//! of bench/server.py (kura serve and memcached both with `-Z`).
 
 use std::error::Error;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::{self, RootCertStore};
+use tokio_rustls::TlsConnector;
 
 type Failure = Box<dyn Error + Send + Sync>;
 
@@ -43,6 +51,8 @@ struct Load {
     value: Vec<u8>,
     keys_per_get: usize,
     requests: u64,
+    /// Set by `LOAD_CLIENT_TLS_CA`: every connection speaks TLS.
+    tls: Option<TlsConnector>,
 }
 
 /// What one connection measured.
@@ -85,6 +95,7 @@ impl Load {
             value: vec![b'v'; argument(6, Some("100"))?.parse()?],
             keys_per_get: argument(7, Some("1"))?.parse::<usize>()?.max(1),
             requests: argument(8, Some("0"))?.parse()?,
+            tls: std::env::var("LOAD_CLIENT_TLS_CA").ok().map(|ca| tls_connector(&ca)).transpose()?,
         })
     }
 }
@@ -99,18 +110,45 @@ fn set_request(request: &mut Vec<u8>, key: u64, value: &[u8]) {
     request.extend_from_slice(b"\r\n");
 }
 
+/// A TLS client trusting only the CA in `ca_file` (PEM).
+fn tls_connector(ca_file: &str) -> Result<TlsConnector, Failure> {
+    let mut roots = RootCertStore::empty();
+    for certificate in CertificateDer::pem_file_iter(ca_file).map_err(|e| format!("{ca_file}: {e}"))? {
+        roots.add(certificate.map_err(|e| format!("{ca_file}: {e}"))?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+type Reader = BufReader<Box<dyn AsyncRead + Unpin + Send>>;
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
 /// One connection: a buffered reader for replies, the write half for requests.
 struct Connection {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    reader: Reader,
+    writer: Writer,
     line: Vec<u8>,
 }
 
 impl Connection {
-    async fn open(address: &str) -> Result<Self, Failure> {
-        let stream = TcpStream::connect(address).await?;
+    async fn open(load: &Load) -> Result<Self, Failure> {
+        let stream = TcpStream::connect(&load.address).await?;
         stream.set_nodelay(true)?;
-        let (reader, writer) = stream.into_split();
+        let (reader, writer): (Box<dyn AsyncRead + Unpin + Send>, Writer) = match &load.tls {
+            None => {
+                let (reader, writer) = stream.into_split();
+                (Box::new(reader), Box::new(writer))
+            }
+            Some(connector) => {
+                let stream = connector.connect(ServerName::try_from("localhost")?, stream).await?;
+                let (reader, writer) = tokio::io::split(stream);
+                (Box::new(reader), Box::new(writer))
+            }
+        };
         Ok(Self { reader: BufReader::with_capacity(64 * 1024, reader), writer, line: Vec::new() })
     }
 
@@ -160,7 +198,7 @@ impl Connection {
 
 /// Stores every key with pipelined sets, `PRELOAD_PIPELINE` in flight.
 async fn preload(load: &Load) -> Result<(), Failure> {
-    let mut connection = Connection::open(&load.address).await?;
+    let mut connection = Connection::open(load).await?;
     let mut request = Vec::new();
     let mut first = 0;
     while first < load.keys {
@@ -183,7 +221,7 @@ async fn preload(load: &Load) -> Result<(), Failure> {
 }
 
 async fn run_connection(load: Load, seed: u64, deadline: Instant, quota: u64) -> Result<Tally, Failure> {
-    let mut connection = Connection::open(&load.address).await?;
+    let mut connection = Connection::open(&load).await?;
     let mut draws = Draws(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut tally = Tally::default();
     let mut request = Vec::new();
@@ -221,7 +259,7 @@ async fn run_connection(load: Load, seed: u64, deadline: Instant, quota: u64) ->
         if !served {
             // The stream may have lost its place: count the error and start over.
             tally.errors += 1;
-            connection = Connection::open(&load.address).await?;
+            connection = Connection::open(&load).await?;
         }
     }
     Ok(tally)
