@@ -217,7 +217,7 @@ impl HashDbm {
     fn restore_in_place(crashed: &mut Storage, path: &Path) -> Result<Storage> {
         let target = sibling_path(path, ".restore");
         let mut fresh = Storage::create(&target, &crashed.layout())?;
-        restore::salvage(crashed, &mut fresh, false)?;
+        restore::salvage(crashed, &mut fresh, false, false)?;
         fresh.close()?;
         // As in rebuild: open (dirty) before it replaces the original.
         fresh.mark_open()?;
@@ -243,7 +243,9 @@ impl HashDbm {
         let header_salvage::Opened { storage: mut source, notes, compressed_refused, cut_short } =
             header_salvage::open_for_salvage(source.as_ref())?;
         let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
-        let salvage = restore::salvage(&mut source, &mut fresh, cut_short)?;
+        // A file closed cleanly holds no torn write: a record failing its check there is damage.
+        let damaged = source.header.closed_cleanly || cut_short || !notes.is_empty();
+        let salvage = restore::salvage(&mut source, &mut fresh, damaged, cut_short)?;
         let mut records = fresh.count();
         fresh.close()?;
         if !journal.is_empty() {

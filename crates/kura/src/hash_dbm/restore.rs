@@ -63,9 +63,13 @@ fn has((sink, whole): &Whole<'_>, key: &[u8], hash: u64) -> Result<bool> {
 /// Copies what can be recovered from `source` into the empty `sink`; the caller has both
 /// to itself (opened at restore, under their file locks).
 ///
-/// `cut_short`: the file is known to end before its records did (a clean close recorded a
-/// longer data end), so a pointer past its end leads to records that were lost.
-pub fn salvage(source: &mut Storage, sink: &mut Storage, cut_short: bool) -> Result<Salvage> {
+/// `damaged`: whether a record that fails its check is damage (`Shadows`) rather than a
+/// write a crash cut: true for a file closed cleanly, cut short or with a damaged header
+/// (`kura restore`); false after a crash, where a torn record is one written since the last
+/// synchronization and the version before it is the key's synchronized state (the power-loss
+/// contract). `cut_short`: the file is known to end before its records did (a clean close
+/// recorded a longer data end), so a pointer past its end leads to records that were lost.
+pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_short: bool) -> Result<Salvage> {
     let source = WholeFile::unshared(source);
     let sink = WholeFile::unshared(sink);
     let (from, whole) = &source;
@@ -73,12 +77,13 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, cut_short: bool) -> Res
     let mut value = Vec::new();
     let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
     let in_place = from.header.update_mode == UpdateMode::InPlace;
+    let shadowing = !in_place && damaged;
     // An error of the sink (a full disk) ends the salvage; it must not pass for a broken
     // chain of the source, which the walk's error would otherwise be taken for.
     let mut sink_error = None;
     // Appending mode: where each bucket's chain met a damaged record (or a pointer that led
     // to bytes which are no intact record), for `Shadows` once the scan knows the damage.
-    let mut damage = Shadows::default();
+    let mut damage = Shadows { active: shadowing, ..Shadows::default() };
     if cut_short {
         damage.regions.push((from.file_len(), u64::MAX));
     }
@@ -140,7 +145,7 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, cut_short: bool) -> Res
             } else {
                 unreadable.insert(key.to_vec());
                 suspect = true;
-                if !in_place {
+                if shadowing {
                     damaged_at = Some(offset);
                 }
             }
@@ -154,7 +159,7 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, cut_short: bool) -> Res
         }
         if walked.is_err() {
             report.broken_chains += 1;
-            if !in_place && damaged_at.is_none() {
+            if shadowing && damaged_at.is_none() {
                 damage.broken.push((bucket, if refused { current } else { following }));
             }
         } else if suspect {
@@ -212,11 +217,16 @@ struct Shadows {
     broken: Vec<(u64, u64)>,
     /// [start, end) of the stretches the scan could not read as intact blocks.
     regions: Vec<(u64, u64)>,
+    /// Whether failed records count as damage at all (see `salvage`).
+    active: bool,
 }
 
 impl Shadows {
     /// The newest damage offset of each bucket.
     fn thresholds(&self) -> HashMap<u64, u64> {
+        if !self.active {
+            return HashMap::new();
+        }
         let in_region = |at: u64| self.regions.iter().any(|&(start, end)| (start..end).contains(&at));
         let mut newest: HashMap<u64, u64> = HashMap::new();
         let attributed = self.broken.iter().filter(|&&(_, at)| in_region(at));
