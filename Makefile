@@ -53,8 +53,8 @@ DEB_PACKAGES += librocksdb-dev
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
-	dictionary clean distclean fuzz fuzz-smoke soak loom bench-peers wheel gem man test-wheel test-gem \
-	test-gem-source test-install
+	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak loom bench-peers wheel gem man test-wheel \
+	test-gem test-gem-source test-install
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -191,6 +191,12 @@ loom:
 SOAK_TRIALS ?= 10000
 soak:
 	KURA_SOAK_TRIALS=$(SOAK_TRIALS) $(CARGO) test --release -p kura --test kill_soak -- --nocapture killed_writers
+
+## salvage-soak: `kura restore` after every single-bit flip of a 2,000-record file of each HashDbm
+## configuration (crates/kura/src/hash_dbm/salvage_tests.rs; figures in docs/durability.md)
+SALVAGE_RECORDS ?= 2000
+salvage-soak:
+	KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) $(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture
 
 $(VENV)/.matplotlib:
 	$(PYTHON) -m venv $(VENV)

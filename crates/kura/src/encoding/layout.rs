@@ -24,6 +24,11 @@ impl Field {
         Field { offset: previous.end(), len }
     }
 
+    /// Where the field starts.
+    pub const fn offset(self) -> usize {
+        self.offset
+    }
+
     /// The offset just past the field.
     pub const fn end(self) -> usize {
         self.offset + self.len

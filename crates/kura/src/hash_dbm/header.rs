@@ -177,6 +177,14 @@ impl Header {
 
     /// Decodes and validates a header against the length of its file.
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header> {
+        let header = Header::decode_fields(bytes)?;
+        header.validate(file_len)?;
+        Ok(header)
+    }
+
+    /// Decodes a header whose checksum holds, without checking it against its file: a
+    /// salvage takes the layout of a file cut short from it (see header_salvage.rs).
+    pub fn decode_fields(bytes: &[u8]) -> Result<Header> {
         if bytes.len() < HEADER_BYTES {
             return Err(Error::broken(format!(
                 "the file has {} bytes, fewer than a {HEADER_SIZE}-byte header: not a Kura hash database or truncated",
@@ -200,7 +208,7 @@ impl Header {
         if u64::from(b.u8(BUCKET_WIDTH_FIELD)) != BUCKET_WIDTH || clean > 1 {
             return Err(Error::broken("unexpected bucket width or state flag in the header"));
         }
-        let header = Header {
+        Ok(Header {
             codec: CodecKind::from_id(b.u8(CODEC_FIELD))?,
             update_mode: UpdateMode::from_id(b.u8(UPDATE_MODE_FIELD))?,
             closed_cleanly: clean == 1,
@@ -214,14 +222,12 @@ impl Header {
             dictionary_checksum: b.u64(DICTIONARY_CHECKSUM_FIELD),
             free_list_checksum: b.u64(FREE_LIST_CHECKSUM_FIELD),
             version,
-        };
-        header.validate(file_len)?;
-        Ok(header)
+        })
     }
 
     /// Checks that every offset the header implies lies within the file, so that nothing
     /// later is sized or positioned by a bad number.
-    fn validate(&self, file_len: u64) -> Result<()> {
+    pub fn validate(&self, file_len: u64) -> Result<()> {
         let bad = |what: String| Err(Error::broken(format!("header: {what}")));
         if self.num_buckets == 0 || self.num_buckets > MAX_ADDRESSABLE / BUCKET_WIDTH {
             return bad(format!("impossible bucket count {}", self.num_buckets));
@@ -246,6 +252,96 @@ impl Header {
         }
         Ok(())
     }
+}
+
+/// The header's fields read as they are, without the checksum or any check: what a salvage
+/// of a file whose header is damaged beyond repair starts from. Each is a hint only, to be
+/// confirmed by the file's own bytes (header_salvage.rs) before it is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hints {
+    pub version: u16,
+    pub codec_id: u8,
+    pub update_mode_id: u8,
+    pub closed_cleanly: u8,
+    pub num_buckets: u64,
+    pub data_end: u64,
+    pub max_file_size: u64,
+    pub dictionary_len: u32,
+    pub free_list_offset: u64,
+    pub free_list_len: u32,
+    pub dictionary_checksum: u64,
+    pub free_list_checksum: u64,
+}
+
+impl Hints {
+    /// The fields of the first 128 bytes of a file (missing bytes read as zero).
+    pub fn read(bytes: &[u8]) -> Hints {
+        let mut padded = [0u8; HEADER_BYTES];
+        let available = bytes.len().min(HEADER_BYTES);
+        if let (Some(to), Some(from)) = (padded.get_mut(..available), bytes.get(..available)) {
+            to.copy_from_slice(from);
+        }
+        let b = HeaderBytes::<HEADER_BYTES>::read(&padded, "hash database header").unwrap_or_default();
+        Hints {
+            version: b.u16(VERSION_FIELD),
+            codec_id: b.u8(CODEC_FIELD),
+            update_mode_id: b.u8(UPDATE_MODE_FIELD),
+            closed_cleanly: b.u8(CLOSED_CLEANLY_FIELD),
+            num_buckets: b.u64(NUM_BUCKETS_FIELD),
+            data_end: b.u64(DATA_END_FIELD),
+            max_file_size: b.u64(MAX_FILE_SIZE_FIELD),
+            dictionary_len: b.u32(DICTIONARY_LEN_FIELD),
+            free_list_offset: b.u64(FREE_LIST_OFFSET_FIELD),
+            free_list_len: b.u32(FREE_LIST_LEN_FIELD),
+            dictionary_checksum: b.u64(DICTIONARY_CHECKSUM_FIELD),
+            free_list_checksum: b.u64(FREE_LIST_CHECKSUM_FIELD),
+        }
+    }
+
+    /// The update mode the hint names, if it names one.
+    pub fn update_mode(&self) -> Option<UpdateMode> {
+        UpdateMode::from_id(self.update_mode_id).ok()
+    }
+}
+
+/// A header that fails to decode but differs in one byte from one that decodes: the damaged
+/// byte, located by the 64-bit header checksum, and the header with it put back. A byte of
+/// the checksum field itself is found by the checksum of the other bytes differing from the
+/// stored one in that byte alone. Two different bytes that each give a valid header would
+/// need a 64-bit checksum collision; the search then gives up (None) rather than guess.
+pub fn repair_one_byte(bytes: &[u8]) -> Option<(Header, usize)> {
+    let mut work: [u8; HEADER_BYTES] = bytes.get(..HEADER_BYTES)?.try_into().ok()?;
+    let stored = u64::from_le_bytes(work.get(CHECKSUM_FIELD.offset()..CHECKSUM_FIELD.end())?.try_into().ok()?);
+    let mut found: Option<(Header, usize)> = None;
+    let computed = xxh3_64(work.get(..CHECKSUM_FIELD.offset())?);
+    let differing: Vec<usize> =
+        (0..8).filter(|&i| computed.to_le_bytes().get(i) != stored.to_le_bytes().get(i)).collect();
+    if let [only] = differing.as_slice() {
+        let mut fixed = work;
+        fixed.get_mut(CHECKSUM_FIELD.offset()..CHECKSUM_FIELD.end())?.copy_from_slice(&computed.to_le_bytes());
+        if let Ok(header) = Header::decode_fields(&fixed) {
+            found = Some((header, CHECKSUM_FIELD.offset() + only));
+        }
+    }
+    for position in 0..CHECKSUM_FIELD.offset() {
+        let original = *work.get(position)?;
+        for candidate in 0..=u8::MAX {
+            if candidate == original {
+                continue;
+            }
+            *work.get_mut(position)? = candidate;
+            if xxh3_64(work.get(..CHECKSUM_FIELD.offset())?) == stored {
+                if let Ok(header) = Header::decode_fields(&work) {
+                    if found.is_some() {
+                        return None;
+                    }
+                    found = Some((header, position));
+                }
+            }
+        }
+        *work.get_mut(position)? = original;
+    }
+    found
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod cursor;
 mod freed;
 mod get_many;
 pub(crate) mod header;
+mod header_salvage;
 mod journaled;
 #[cfg(test)]
 mod layout_tests;
@@ -28,6 +29,8 @@ mod restore;
 mod restore_tests;
 #[cfg(test)]
 mod reuse_tests;
+#[cfg(test)]
+mod salvage_tests;
 mod space;
 pub(crate) mod storage;
 
@@ -214,7 +217,7 @@ impl HashDbm {
     fn restore_in_place(crashed: &mut Storage, path: &Path) -> Result<Storage> {
         let target = sibling_path(path, ".restore");
         let mut fresh = Storage::create(&target, &crashed.layout())?;
-        restore::salvage(crashed, &mut fresh)?;
+        restore::salvage(crashed, &mut fresh, false, false)?;
         fresh.close()?;
         // As in rebuild: open (dirty) before it replaces the original.
         fresh.mark_open()?;
@@ -237,9 +240,12 @@ impl HashDbm {
     /// they are as much the database as its records are.
     pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<RestoreReport> {
         let journal = crate::journal::recover(source.as_ref())?;
-        let mut source = Storage::open(source.as_ref(), false, DamagedDictionary::Skip)?;
+        let header_salvage::Opened { storage: mut source, notes, compressed_refused, cut_short } =
+            header_salvage::open_for_salvage(source.as_ref())?;
         let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
-        let salvage = restore::salvage(&mut source, &mut fresh)?;
+        // A file closed cleanly holds no torn write: a record failing its check there is damage.
+        let damaged = source.header.closed_cleanly || cut_short || !notes.is_empty();
+        let salvage = restore::salvage(&mut source, &mut fresh, damaged, cut_short)?;
         let mut records = fresh.count();
         fresh.close()?;
         if !journal.is_empty() {
@@ -248,8 +254,10 @@ impl HashDbm {
             records = copy.count()?;
             copy.close()?;
         }
-        let mut dropped = Vec::new();
-        if source.dictionary_damaged() {
+        let mut dropped = notes;
+        if compressed_refused {
+            dropped.push("compressed records cannot be proven intact (see above): they were dropped".to_string());
+        } else if source.dictionary_damaged() {
             dropped.push(format!(
                 "the zstd dictionary ({} bytes) fails its checksum: compressed records cannot be proven intact",
                 source.header.dictionary_len
@@ -270,7 +278,14 @@ impl HashDbm {
         if salvage.dropped > 0 {
             dropped.push(format!("{} records whose value could not be proven intact", salvage.dropped));
         }
-        Ok(RestoreReport { records, dropped_records: salvage.dropped, dropped })
+        if salvage.shadowed > 0 {
+            dropped.push(format!(
+                "{} records whose last intact version is older than a damaged record of their bucket, which may \
+                 have been their newest value (an older value is never restored over a newer one)",
+                salvage.shadowed
+            ));
+        }
+        Ok(RestoreReport { records, dropped_records: salvage.dropped + salvage.shadowed, dropped })
     }
 
     /// The path the database was opened with.

@@ -32,6 +32,9 @@ pub struct Salvage {
     pub dropped: u64,
     /// How many fewer records the chains gave than a cleanly closed file states.
     pub short_of_count: u64,
+    /// Appending mode: keys whose last intact version is older than a damaged record of
+    /// their bucket, which may be their newest version; dropped rather than revived.
+    pub shadowed: u64,
 }
 
 /// A storage with the proof that the caller has all of it.
@@ -59,7 +62,14 @@ fn has((sink, whole): &Whole<'_>, key: &[u8], hash: u64) -> Result<bool> {
 
 /// Copies what can be recovered from `source` into the empty `sink`; the caller has both
 /// to itself (opened at restore, under their file locks).
-pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
+///
+/// `damaged`: whether a record that fails its check is damage (`Shadows`) rather than a
+/// write a crash cut: true for a file closed cleanly, cut short or with a damaged header
+/// (`kura restore`); false after a crash, where a torn record is one written since the last
+/// synchronization and the version before it is the key's synchronized state (the power-loss
+/// contract). `cut_short`: the file is known to end before its records did (a clean close
+/// recorded a longer data end), so a pointer past its end leads to records that were lost.
+pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_short: bool) -> Result<Salvage> {
     let source = WholeFile::unshared(source);
     let sink = WholeFile::unshared(sink);
     let (from, whole) = &source;
@@ -67,16 +77,30 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
     let mut value = Vec::new();
     let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
     let in_place = from.header.update_mode == UpdateMode::InPlace;
+    let shadowing = !in_place && damaged;
     // An error of the sink (a full disk) ends the salvage; it must not pass for a broken
     // chain of the source, which the walk's error would otherwise be taken for.
     let mut sink_error = None;
+    // Appending mode: where each bucket's chain met a damaged record (or a pointer that led
+    // to bytes which are no intact record), for `Shadows` once the scan knows the damage.
+    let mut damage = Shadows { active: shadowing, ..Shadows::default() };
+    if cut_short {
+        damage.regions.push((from.file_len(), u64::MAX));
+    }
     for bucket in 0..from.header.num_buckets {
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
         // A chain that walks to its end can still have lost records: after a power loss a
         // pointer can lead to bytes that were never written there (see below).
         let mut suspect = false;
+        // Appending mode: the newest record of the chain that failed its check. Every record
+        // behind it is older, and it may have been a newer version of any of their keys.
+        let mut damaged_at: Option<u64> = None;
+        // Where the walk stands, to say where it broke: the record it refused, or the
+        // pointer it could not follow.
+        let (mut current, mut following, mut refused) = (0, from.head(chain_of(whole, bucket)).unwrap_or(0), false);
         let chain = whole.chain(bucket);
         let walked = from.walk(chain, |offset, header, _, key| {
+            (current, following) = (offset, header.next);
             let hash = hash_key(key);
             // Reached through a wrong pointer (or bytes read as one), this is another chain's
             // record, or none's: its version may be stale for its key (an unlinked, held
@@ -88,14 +112,21 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
             // written for did not: the older bytes there were a stale record of another key,
             // live tag and all, inside a free span (the ShardDbm power-loss run, round 225).
             if bucket_of(hash, from.header.num_buckets) != bucket {
+                refused = true;
                 return Err(Error::broken(format!("bucket {bucket} links to a record of another bucket at {offset}")));
             }
             // A tombstone's value is empty (docs/format.md): one with a value is the inside of
             // a record read as one, and its `next` is not a pointer (see `scan`).
             if header.kind() == KIND_TOMBSTONE && header.value_len != 0 {
+                refused = true;
                 return Err(Error::broken(format!("bucket {bucket} links to a tombstone with a value at {offset}")));
             }
             if !decided.insert(key.to_vec()) {
+                return Ok(true);
+            }
+            if damaged_at.is_some() {
+                // Possibly shadowed by the damaged record: left to the scan, which decides.
+                decided.remove(key);
                 return Ok(true);
             }
             if header.kind() != KIND_RECORD {
@@ -114,14 +145,23 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
             } else {
                 unreadable.insert(key.to_vec());
                 suspect = true;
+                if shadowing {
+                    damaged_at = Some(offset);
+                }
             }
             Ok(true)
         });
         if let Some(e) = sink_error.take() {
             return Err(e);
         }
+        if let Some(offset) = damaged_at {
+            damage.failed.push((bucket, offset));
+        }
         if walked.is_err() {
             report.broken_chains += 1;
+            if shadowing && damaged_at.is_none() {
+                damage.broken.push((bucket, if refused { current } else { following }));
+            }
         } else if suspect {
             report.suspect_chains += 1;
         }
@@ -146,7 +186,7 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
         report.short_of_count = from.header.record_count - found;
     }
     if report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0 || !in_place {
-        scan(&source, &sink, &mut report, &mut unreadable)?;
+        scan(&source, &sink, &mut report, &mut unreadable, &mut damage)?;
     }
     for key in &unreadable {
         if !has(&sink, key, hash_key(key))? {
@@ -154,6 +194,48 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage) -> Result<Salvage> {
         }
     }
     Ok(report)
+}
+
+/// The chain of `bucket`, to read its head.
+fn chain_of<'a>(whole: &'a WholeFile<'a>, bucket: u64) -> super::chain_lock::Chain<'a> {
+    whole.chain(bucket)
+}
+
+/// Appending mode: the damage that may hide a key's newest version. Every version of a key
+/// is in its bucket's chain, newest first, and file order is age; so a record of bucket `b`
+/// that fails its check at offset `d` may be the newest version of any key of `b` whose
+/// intact versions all lie before `d` (its own key bytes may be the damaged ones, and a
+/// flipped key byte can even read as another written key). Such keys are dropped, never
+/// revived with an older value. A chain broken by a pointer counts the same when the
+/// pointer leads into a region the scan found damaged; a pointer that leads into intact
+/// records is itself the damage, and hides nothing.
+#[derive(Debug, Default)]
+struct Shadows {
+    /// (bucket, offset) of records whose check failed in a chain walk.
+    failed: Vec<(u64, u64)>,
+    /// (bucket, target) of the pointers a chain walk could not follow.
+    broken: Vec<(u64, u64)>,
+    /// [start, end) of the stretches the scan could not read as intact blocks.
+    regions: Vec<(u64, u64)>,
+    /// Whether failed records count as damage at all (see `salvage`).
+    active: bool,
+}
+
+impl Shadows {
+    /// The newest damage offset of each bucket.
+    fn thresholds(&self) -> HashMap<u64, u64> {
+        if !self.active {
+            return HashMap::new();
+        }
+        let in_region = |at: u64| self.regions.iter().any(|&(start, end)| (start..end).contains(&at));
+        let mut newest: HashMap<u64, u64> = HashMap::new();
+        let attributed = self.broken.iter().filter(|&&(_, at)| in_region(at));
+        for &(bucket, at) in self.failed.iter().chain(attributed) {
+            let entry = newest.entry(bucket).or_insert(at);
+            *entry = (*entry).max(at);
+        }
+        newest
+    }
 }
 
 /// Blocks `starts_block` follows past fillers and free spans before it gives up (and the
@@ -300,9 +382,12 @@ fn scan(
     sink: &Whole<'_>,
     report: &mut Salvage,
     unreadable: &mut HashSet<Vec<u8>>,
+    damage: &mut Shadows,
 ) -> Result<()> {
     let appending = source.header.update_mode == UpdateMode::Appending;
-    let mut latest: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
+    // Appending mode: each key's last intact version in file order, and where it lies.
+    let mut latest: HashMap<Vec<u8>, (u64, Option<Vec<u8>>)> = HashMap::new();
+    let mut lost_since: Option<u64> = None;
     let mut offset = source.header.data_start();
     // The end of the record area: the file's end after a crash (records may have been
     // appended after the header was last written), the header's `data_end` in a file closed
@@ -337,6 +422,7 @@ fn scan(
                 // its free list), nor points into the header and buckets.
                 let inside = offset.saturating_add(header.total_len()) <= end && points_into_records(source, &header);
                 let (true, Ok(key)) = (inside, source.key_of(chain, offset, &header)) else {
+                    lost_since = lost_since.or(Some(offset));
                     offset = offset.saturating_add(1);
                     aligned = false;
                     continue;
@@ -373,7 +459,7 @@ fn scan(
                 } else if source.read_value(chain, offset, &header, hash, &mut value).is_ok() {
                     let key = key.to_vec();
                     if appending {
-                        latest.insert(key, (kind == KIND_RECORD).then(|| value.clone()));
+                        latest.insert(key, (offset, (kind == KIND_RECORD).then(|| value.clone())));
                     } else if kind == KIND_RECORD && !has(sink, &key, hash)? {
                         insert(sink, &key, hash, &value)?;
                         report.from_scan += 1;
@@ -392,12 +478,31 @@ fn scan(
             // Not a block start that can be trusted: resynchronize one byte further.
             Ok(Block::FreeSpan { .. }) | Err(_) => (1, false),
         };
+        match (at_block, lost_since) {
+            (false, None) => lost_since = Some(offset),
+            (true, Some(start)) => {
+                damage.regions.push((start, offset));
+                lost_since = None;
+            }
+            _ => {}
+        }
         aligned = at_block;
         offset = offset.saturating_add(step.max(1));
     }
-    for (key, value) in latest {
-        let Some(value) = value else { continue };
+    if let Some(start) = lost_since {
+        damage.regions.push((start, end.max(start.saturating_add(1))));
+    }
+    let thresholds = damage.thresholds();
+    let buckets = source.header.num_buckets;
+    for (key, (at, value)) in latest {
         let hash = hash_key(&key);
+        if thresholds.get(&bucket_of(hash, buckets)).is_some_and(|&damaged| at < damaged) {
+            if !has(sink, &key, hash)? {
+                report.shadowed += 1;
+            }
+            continue;
+        }
+        let Some(value) = value else { continue };
         if !has(sink, &key, hash)? {
             insert(sink, &key, hash, &value)?;
             report.from_scan += 1;

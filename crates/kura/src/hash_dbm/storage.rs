@@ -248,15 +248,6 @@ impl Storage {
         })
     }
 
-    /// Opens an existing file. A writer takes the exclusive lock, a reader the shared one.
-    /// The caller checks `header.closed_cleanly` and restores a crashed file.
-    pub fn open(path: &Path, writable: bool, damaged_dictionary: DamagedDictionary) -> Result<Storage> {
-        let file = open_regular_file(path, writable, false)?;
-        let mode = if writable { LockMode::Exclusive } else { LockMode::Shared };
-        let lock = FileLock::acquire(&file, path, mode)?;
-        Storage::from_file(file, lock, path, writable, damaged_dictionary)
-    }
-
     /// Reads the database in an opened, locked file.
     pub fn from_file(
         file: File,
@@ -273,8 +264,24 @@ impl Storage {
         let readable = usize::try_from(file_len.min(HEADER_SIZE)).unwrap_or(0);
         let head = bytes.get_mut(..readable).unwrap_or_default();
         file.read_exact_at(head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let mut header = Header::decode(head, file_len)
+        let header = Header::decode(head, file_len)
             .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
+        Storage::with_header(file, lock, path, header, writable, damaged_dictionary)
+    }
+
+    /// The database in an opened, locked file, laid out as `header` says: the one read from
+    /// the file (`from_file`), or one a salvage repaired or rebuilt (header_salvage.rs),
+    /// validated against the file's length.
+    pub fn with_header(
+        file: File,
+        lock: FileLock,
+        path: &Path,
+        mut header: Header,
+        writable: bool,
+        damaged_dictionary: DamagedDictionary,
+    ) -> Result<Storage> {
+        let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
+        header.validate(file_len).map_err(|e| e.in_file(path))?;
         // The header was validated against the file length, so this allocation is bounded
         // by the file's real size.
         let mut dictionary = vec![0u8; header.dictionary_len as usize];
@@ -349,6 +356,12 @@ impl Storage {
     /// Whether the stored dictionary failed its checksum (see `DamagedDictionary::Skip`).
     pub fn dictionary_damaged(&self) -> bool {
         self.dictionary_damaged
+    }
+
+    /// Refuses every compressed record from now on, as with a damaged dictionary: a salvage
+    /// that could not establish the codec (header_salvage.rs) copies only raw records.
+    pub fn refuse_compressed(&mut self) {
+        self.dictionary_damaged = true;
     }
 
     /// The settings this file was created with, for a copy of it (without a damaged
@@ -984,6 +997,13 @@ impl Storage {
         // SAFETY: the caller has the whole file to itself.
         let Ok(stored) = (unsafe { self.file.slice(at, header.value_len) }) else { return false };
         header.verifies(checksum(hash, compressed, stored))
+    }
+
+    /// Up to `len` bytes of the file from `offset`, for a salvage looking at the file as bytes
+    /// (header_salvage.rs); an offset past the end is BrokenData.
+    pub fn raw_bytes(&self, _whole: &WholeFile<'_>, offset: u64, len: usize) -> Result<&[u8]> {
+        // SAFETY: the caller has the whole file to itself.
+        unsafe { self.file.slice_upto(offset, len) }
     }
 
     /// Reads the block at `offset` during a sequential scan (restore); bytes must lie in the file.

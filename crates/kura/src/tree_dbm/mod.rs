@@ -33,6 +33,8 @@ mod range;
 mod rebalance;
 mod rebuild;
 mod recovery;
+#[cfg(test)]
+mod salvage_tests;
 mod scan;
 mod seek;
 mod space;
@@ -171,7 +173,7 @@ impl TreeDbm {
     pub fn salvage_file(source: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<crate::engine::RestoreReport> {
         let journal = journal::recover(source.as_ref())?;
         let source = Pager::open_for_salvage(source.as_ref(), DEFAULT_CACHE_BYTES, options::DEFAULT_MAX_FILE_SIZE)?;
-        let (mut records, skipped_pages) = recovery::restore_to(&source, dest.as_ref())?;
+        let (mut records, walked) = recovery::restore_to(&source, dest.as_ref())?;
         if !journal.is_empty() {
             let copy = TreeDbm::open(dest.as_ref(), OpenMode::Write, &Params::new())?;
             {
@@ -188,8 +190,21 @@ impl TreeDbm {
                     .to_string(),
             );
         }
-        if skipped_pages > 0 {
-            dropped.push(format!("{skipped_pages} damaged pages (and the records under them) were skipped"));
+        if walked.skipped > 0 {
+            dropped.push(format!("{} damaged pages of the tree were skipped", walked.skipped));
+            if walked.scan_refused {
+                dropped.push(
+                    "the records under them were dropped: without an intact free list (a file not closed cleanly) \
+                     the leaves the tree no longer reaches cannot be told from stale copies of older commits"
+                        .to_string(),
+                );
+            } else {
+                dropped.push(format!(
+                    "every slot was scanned: {} leaves of the current tree under the damaged pages were copied \
+                     (the records of damaged leaves are lost)",
+                    walked.scanned_leaves
+                ));
+            }
         }
         Ok(crate::engine::RestoreReport { records, dropped_records: 0, dropped })
     }

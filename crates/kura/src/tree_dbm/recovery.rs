@@ -62,9 +62,87 @@ pub fn recover_space(pager: &Pager) -> Result<Space> {
     Space::from_used(used)
 }
 
-/// Calls `each` on every readable record under the root of `pager`, skipping damaged pages.
-/// Returns how many pages were skipped.
-pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
+/// What a salvage walk met.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Walked {
+    /// Pages under the root that failed their checks (their records, and for a branch the
+    /// pages under it, are not reached through it).
+    pub skipped: u64,
+    /// Leaves of the tree that the scan of every slot found outside the walk (under a damaged
+    /// branch), whose records were copied.
+    pub scanned_leaves: u64,
+    /// Whether the scan could not run: after damage, a file without an intact free list
+    /// (not closed cleanly, or its list damaged) cannot tell the current tree's unreachable
+    /// leaves from stale ones, so none is taken.
+    pub scan_refused: bool,
+}
+
+/// Calls `each` on every readable record under the root of `pager`, skipping damaged pages;
+/// then, when pages were skipped, on the records of every leaf of the current tree that
+/// the walk did not reach (`scan_leaves`), which `each` adds only where no reached leaf gave
+/// the key.
+pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<Walked> {
+    let mut reached = HashSet::new();
+    let skipped = walk(pager, &mut reached, &mut each)?;
+    let mut walked = Walked { skipped, ..Walked::default() };
+    if skipped > 0 {
+        match scan_leaves(pager, &reached, &mut each)? {
+            Some(leaves) => walked.scanned_leaves = leaves,
+            None => walked.scan_refused = true,
+        }
+    }
+    Ok(walked)
+}
+
+/// The leaves of the current tree outside `reached`, found by reading every slot position
+/// (slots are 16-byte aligned, and a slot's checksum binds it to its offset, so bytes inside
+/// a page do not pass for one): a leaf slot whose checksum holds is one of the current tree
+/// unless it lies in a free slot of the file's saved free list. Old versions of pages (copy
+/// on write frees a page's slot at every commit that rewrites it) stay in free slots until
+/// reused, and the slot format carries no commit number: without the free list (a file not
+/// closed cleanly, or its list damaged) a stale leaf cannot be told from a current one, so
+/// none is taken (None), never an old value over a newer one.
+fn scan_leaves(
+    pager: &Pager,
+    reached: &HashSet<u64>,
+    each: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<Option<u64>> {
+    let header = pager.header();
+    if !header.closed_cleanly {
+        return Ok(None);
+    }
+    let free = pager.space();
+    let mut leaves = 0;
+    let mut offset = super::format::DATA_START;
+    while offset < header.end {
+        let step = super::format::SLOT_ALIGN;
+        if reached.contains(&offset)
+            || free.is_free(offset)
+            || offset == header.free_list
+            || offset == header.dictionary
+        {
+            offset += step;
+            continue;
+        }
+        let is_leaf = pager.slot_header(offset).is_ok_and(|slot| slot.kind == SlotKind::Leaf);
+        if is_leaf {
+            if let Ok(Page::Leaf(leaf)) = pager.decode_page(offset) {
+                leaves += 1;
+                for index in 0..leaf.len() {
+                    if let Some((key, value)) = leaf.record(index) {
+                        each(key, value)?;
+                    }
+                }
+            }
+        }
+        offset += step;
+    }
+    Ok(Some(leaves))
+}
+
+/// The tolerant walk from the root: every record of every page that passes its checks, the
+/// offsets of those pages in `reached`; returns how many pages were skipped.
+fn walk(pager: &Pager, reached: &mut HashSet<u64>, each: &mut impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
     let header = pager.header();
     let mut skipped = 0;
     let mut seen = HashSet::new();
@@ -77,7 +155,11 @@ pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) 
             skipped += 1;
             continue;
         }
-        match pager.decode_page(offset) {
+        let page = pager.decode_page(offset);
+        if page.is_ok() {
+            reached.insert(offset);
+        }
+        match page {
             Ok(Page::Leaf(leaf)) => {
                 for index in 0..leaf.len() {
                     if let Some((key, value)) = leaf.record(index) {
@@ -95,7 +177,7 @@ pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) 
 
 /// Copies the readable records of `source` into a new file at `dest` with the same settings.
 /// Returns the records copied and the damaged pages skipped.
-pub fn restore_to(source: &Pager, dest: &Path) -> Result<(u64, u64)> {
+pub fn restore_to(source: &Pager, dest: &Path) -> Result<(u64, Walked)> {
     let header = source.header();
     let options = PagerOptions {
         codec: header.codec,
@@ -112,10 +194,14 @@ pub fn restore_to(source: &Pager, dest: &Path) -> Result<(u64, u64)> {
     Ok((count, skipped))
 }
 
-/// Copies the readable records; returns the damaged pages skipped.
-fn fill(tree: &mut BTree, source: &Pager) -> Result<u64> {
+/// Copies the readable records; a key met twice keeps the value met first (the walk's
+/// before the scan's). Returns what the walk met.
+fn fill(tree: &mut BTree, source: &Pager) -> Result<Walked> {
     let skipped = salvage(source, |key, value| {
-        tree.process(key, &mut |_| Action::Set(std::borrow::Cow::Borrowed(value)))?;
+        tree.process(key, &mut |existing| match existing {
+            Some(_) => Action::Keep,
+            None => Action::Set(std::borrow::Cow::Borrowed(value)),
+        })?;
         if tree.wants_commit() {
             tree.commit(false)?;
         }

@@ -47,6 +47,11 @@ impl Space {
         self.free_bytes
     }
 
+    /// Whether `offset` lies in a free slot.
+    pub fn is_free(&self, offset: u64) -> bool {
+        self.by_offset.range(..=offset).next_back().is_some_and(|(&start, &len)| offset < start.saturating_add(len))
+    }
+
     pub fn free_slots(&self) -> usize {
         self.by_offset.len()
     }
