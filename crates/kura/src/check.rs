@@ -8,9 +8,6 @@
 
 use std::fmt;
 
-use crate::dbm::Dbm;
-use crate::error::{Error, ErrorKind, Result};
-
 /// At most this many problems are kept with their place and message; the rest are counted.
 pub const KEPT_PROBLEMS: usize = 20;
 
@@ -101,54 +98,6 @@ impl CheckReport {
         }
         self.problems += part.problems;
     }
-}
-
-/// `Dbm::check`'s default: reads every record through the cursor (each read verifies what
-/// the engine's reads verify), then compares their number with `count`. Damage (a BrokenData
-/// error) is a problem of the report and ends the walk, as a cursor cannot be trusted past
-/// it; any other error (a closed database, an I/O error) is returned.
-pub fn read_every_record<D: Dbm + ?Sized>(db: &D) -> Result<CheckReport> {
-    let mut report = CheckReport::default();
-    let damage = |report: &mut CheckReport, error: Error| -> Result<()> {
-        if error.kind() == ErrorKind::BrokenData {
-            report.add(Place::Database, error.message().to_string());
-            Ok(())
-        } else {
-            Err(error)
-        }
-    };
-    {
-        let mut cursor = match db.cursor() {
-            Ok(cursor) => cursor,
-            Err(e) => {
-                damage(&mut report, e)?;
-                return Ok(report);
-            }
-        };
-        let mut moved = cursor.first();
-        loop {
-            match moved {
-                Ok(false) => break,
-                Ok(true) => match cursor.record_with(&mut |_, _| {}) {
-                    Ok(read) => report.records += u64::from(read),
-                    Err(e) => {
-                        damage(&mut report, e)?;
-                        break;
-                    }
-                },
-                Err(e) => {
-                    damage(&mut report, e)?;
-                    break;
-                }
-            }
-            moved = cursor.next();
-        }
-    }
-    let count = db.count()?;
-    if report.is_clean() && count != report.records {
-        report.add(Place::Database, format!("the count says {count} records, {} were read", report.records));
-    }
-    Ok(report)
 }
 
 #[cfg(test)]

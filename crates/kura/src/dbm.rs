@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use crate::batch::{BatchOp, WriteBatch};
-use crate::check::CheckReport;
+use crate::check::{CheckReport, Place};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
@@ -284,7 +284,7 @@ pub trait Dbm: Send + Sync + std::any::Any {
     /// for a database no other thread writes meanwhile: a concurrent write may show as a
     /// count that disagrees. Errors other than damage (a closed database, I/O) are returned.
     fn check(&self) -> Result<CheckReport> {
-        crate::check::read_every_record(self)
+        read_every_record(self)
     }
 
     /// Whether the handle may write.
@@ -511,4 +511,52 @@ pub(crate) fn write_op_by_op<D: Dbm + ?Sized>(dbm: &D, batch: &WriteBatch) -> Re
         }
     }
     Ok(())
+}
+
+/// `Dbm::check`'s default: reads every record through the cursor (each read verifies what
+/// the engine's reads verify), then compares their number with `count`. Damage (a BrokenData
+/// error) is a problem of the report and ends the walk, as a cursor cannot be trusted past
+/// it; any other error (a closed database, an I/O error) is returned.
+fn read_every_record<D: Dbm + ?Sized>(db: &D) -> Result<CheckReport> {
+    let mut report = CheckReport::default();
+    let damage = |report: &mut CheckReport, error: Error| -> Result<()> {
+        if error.kind() == ErrorKind::BrokenData {
+            report.add(Place::Database, error.message().to_string());
+            Ok(())
+        } else {
+            Err(error)
+        }
+    };
+    {
+        let mut cursor = match db.cursor() {
+            Ok(cursor) => cursor,
+            Err(e) => {
+                damage(&mut report, e)?;
+                return Ok(report);
+            }
+        };
+        let mut moved = cursor.first();
+        loop {
+            match moved {
+                Ok(false) => break,
+                Ok(true) => match cursor.record_with(&mut |_, _| {}) {
+                    Ok(read) => report.records += u64::from(read),
+                    Err(e) => {
+                        damage(&mut report, e)?;
+                        break;
+                    }
+                },
+                Err(e) => {
+                    damage(&mut report, e)?;
+                    break;
+                }
+            }
+            moved = cursor.next();
+        }
+    }
+    let count = db.count()?;
+    if report.is_clean() && count != report.records {
+        report.add(Place::Database, format!("the count says {count} records, {} were read", report.records));
+    }
+    Ok(report)
 }

@@ -112,7 +112,7 @@ impl Engine {
     /// or the files of a shard set) is a Duplicate error: a salvage writes a new database and
     /// never replaces one.
     pub fn restore(&self, source: &Path, dest: &Path) -> Result<RestoreReport> {
-        if dest.exists() || crate::shard_dbm::has_shards(dest) {
+        if dest.exists() || crate::shard_dbm::naming::has_shards(dest) {
             return Err(Error::new(
                 ErrorKind::Duplicate,
                 format!("{} already exists: restore writes a new database and replaces none", dest.display()),
