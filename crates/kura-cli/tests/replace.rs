@@ -36,7 +36,7 @@ fn params_of(engine: &kura::Engine) -> String {
     let params = (engine.bench_params)(100).or_defaults(&(engine.import_params)(100)).without("num_shards");
     let mut pairs: Vec<String> = params.names().map(|name| format!("{name}={}", params.get(name).unwrap())).collect();
     pairs.push(format!("engine={}", engine.name));
-    if engine.name == "shard" {
+    if engine.shard_set {
         pairs.push("num_shards=2".to_string());
     }
     pairs.join(",")

@@ -79,6 +79,9 @@ pub struct Engine {
     pub(crate) open: fn(&Path, OpenMode, &Params) -> Result<Box<dyn Dbm>>,
     /// What `kura restore` does for this engine.
     pub restore: Restore,
+    /// A set of shard files of another engine (`BASE-00000-of-00004` ...), not one file: its
+    /// base path carries the shards' extension, and importers write its shards in parallel.
+    pub shard_set: bool,
 }
 
 impl std::fmt::Debug for Engine {

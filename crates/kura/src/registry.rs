@@ -62,6 +62,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["num_buckets"],
         open: |path, mode, params| Ok(Box::new(HashDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(|source, dest| HashDbm::salvage_file(source, dest)),
+        shard_set: false,
     },
     Engine {
         name: "tree",
@@ -76,6 +77,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TreeDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(|source, dest| TreeDbm::salvage_file(source, dest)),
+        shard_set: false,
     },
     Engine {
         name: "tiny",
@@ -90,6 +92,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TinyDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        shard_set: false,
     },
     Engine {
         name: "baby",
@@ -104,6 +107,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(BabyDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        shard_set: false,
     },
     Engine {
         name: "cache",
@@ -118,6 +122,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["cap_rec_num"],
         open: |path, mode, params| Ok(Box::new(CacheDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        shard_set: false,
     },
     Engine {
         name: "shard",
@@ -134,6 +139,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(ShardDbm::open(path, mode, params, ENGINES)?)),
         restore: Restore::Salvage(|source, dest| ShardDbm::restore_set(source, dest, ENGINES)),
+        shard_set: true,
     },
     Engine {
         name: "compact",
@@ -148,6 +154,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["num_buckets", "expected_records"],
         open: |path, mode, params| Ok(Box::new(CompactDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        shard_set: false,
     },
 ];
 

@@ -78,7 +78,7 @@ fn open_file_seeds() {
         let selector = u8::try_from(index).unwrap();
         // A ShardDbm set is several files found by a base path; the target writes one file,
         // and each shard is a file of an engine seeded here.
-        if engine.name == "shard" {
+        if engine.shard_set {
             continue;
         }
         let codecs: &[CodecKind] = match engine.storage {

@@ -73,7 +73,7 @@ fn a_restore_never_writes_over_an_existing_database() {
     let dir = tempfile::tempdir().unwrap();
     for engine in kura::engines().iter().filter(|e| matches!(e.restore, kura::registry::Restore::Salvage(_))) {
         let params = params_of(engine);
-        let with_shards = if engine.name == "shard" { params.clone().with("num_shards", 2) } else { params.clone() };
+        let with_shards = if engine.shard_set { params.clone().with("num_shards", 2) } else { params.clone() };
         let source = dir.path().join(format!("source.{}", engine.extension));
         let target = dir.path().join(format!("target.{}", engine.extension));
         for (path, value) in [(&source, b"new"), (&target, b"old")] {

@@ -60,7 +60,7 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
     }
     let engine = kura::registry::resolve(path, params)?;
     // A shard set's base path carries its shards' extension (`casket.kut-00000-of-00004`).
-    let sharded = engine.name == "shard";
+    let sharded = engine.shard_set;
     if let Some(other) = kura::registry::engine_of_path(new_path).filter(|other| *other != engine && !sharded) {
         return Err(Error::invalid(format!(
             "{} is a {} file and {} names a {}: restore writes the same engine (use .{})",

@@ -165,7 +165,7 @@ fn open_target(
     shards: Option<usize>,
 ) -> Result<(Target, Option<SizeAtEnd>)> {
     let engine = crate::registry::resolve(path, params)?;
-    let sharded = shards.is_some() || engine.name == "shard";
+    let sharded = shards.is_some() || engine.shard_set;
     // Whether the import is to size a new database: its engine sizes for its records, and
     // the user gave none of the parameters that size it.
     let to_size = |engine: &Engine, params: &Params| {
