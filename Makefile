@@ -4,7 +4,9 @@
 #   make wheel   the Python wheel (abi3, CPython 3.9+) and sdist; make gem: the source and
 #                platform gems; make man: the manual pages; all into target/ (README, Install)
 #   make test-gem-source  the source gem installed (cargo compiles it: minutes, not in make test)
-#   make test-install     `cargo install --path crates/kura-cli` into a scratch root (not in make test)
+#   make test-install     `cargo install --path crates/kura-cli` into a scratch root, release build
+#                (not in make test; make test runs the debug install, test-install-debug)
+#   make publish-check    `cargo publish --dry-run -p kura` (needs crates.io's index; not in make test)
 #   make bench   Kura against Tkrzw side by side; writes bench/results/bench.{md,png}
 #   make scale   100M records in TinyDbm and CacheDbm next to Tkrzw (bench/results/scale.md)
 #   make fuzz    each cargo-fuzz target for FUZZ_SECONDS (nightly); make soak: the kill -9 soak
@@ -25,6 +27,9 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 CARGO ?= cargo
+# Where cargo builds: the debug binaries that test-only makes are reused by test-examples,
+# test-install-debug and test-readme rather than built again.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 PYTHON ?= python3
 VENV := .venv
 DICTIONARY := bench/data/dictionary.tsv
@@ -54,7 +59,7 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
 	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak loom bench-peers wheel gem man test-wheel \
-	test-gem test-gem-source test-install
+	test-gem test-gem-source test-install test-install-debug test-examples test-readme publish-check
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -115,13 +120,32 @@ demo: build dictionary python ruby
 	ruby -Iruby/lib ruby/examples/demo.rb
 
 ## test: everything CI checks
-test: deps lint test-only test-python test-wheel test-ruby test-gem loom fuzz-smoke
+test: deps lint test-only test-examples test-install-debug test-python test-wheel test-ruby test-gem \
+	test-readme loom fuzz-smoke
 
 test-only:
 	$(CARGO) test --workspace
 
+## test-examples: the library's usage examples (crates/kura/examples) and the embedded server
+## (crates/kura-server/examples/embedded.rs), each asserting what it shows. `cargo test
+## --workspace` built them; the binaries run directly, because `cargo run -p kura` resolves
+## features for one package and would build kura again (a minute) for the same code.
+USAGE_EXAMPLES := basics ranges batches shards embedded
+test-examples:
+	$(CARGO) build --quiet --workspace --examples
+	@for example in $(USAGE_EXAMPLES); do \
+		echo "example $$example"; $(TARGET_DIR)/debug/examples/$$example || exit 1; \
+	done
+
+## test-readme: every code block of README.md run in a scratch directory (tools/readme_blocks.py:
+## the shell blocks with test-only's debug kura, Python with .venv, Ruby with ruby/lib, Rust as
+## crates/kura/examples/readme.rs); blocks that cannot run say why in the README
+test-readme: python ruby
+	$(VENV)/bin/python tools/readme_blocks.py --kura $(TARGET_DIR)/debug/kura --python $(VENV)/bin/python \
+		--ruby-lib ruby/lib --cargo $(CARGO)
+
 test-python: python
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests bench/tests
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests bench/tests tools/tests
 
 test-ruby: ruby
 	cd ruby && rake test
@@ -141,12 +165,24 @@ test-gem-source: gem
 	ruby/test/installed/check.sh source
 
 ## test-install: `cargo install --path crates/kura-cli` into a scratch root, then that kura runs
-## (a release build of its own: minutes, so not in make test)
-test-install: deps
-	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
-	$(CARGO) install --locked --path crates/kura-cli --root "$$scratch" && \
+## (a release build of its own: minutes, so not in make test); test-install-debug, in make
+## test: the same install as a debug build in test-only's target directory, which it reuses
+## (seconds: what is checked is the install, not the optimizer)
+INSTALL_CHECK = scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	$(CARGO) install --locked $(1) --path crates/kura-cli --root "$$scratch" && \
 	"$$scratch/bin/kura" --version && "$$scratch/bin/kura" set "$$scratch/smoke.kut" apple red && \
-	test "$$("$$scratch/bin/kura" get "$$scratch/smoke.kut" apple)" = red && echo "test-install: ok"
+	test "$$("$$scratch/bin/kura" get "$$scratch/smoke.kut" apple)" = red && echo "$@: ok"
+test-install: deps
+	@$(call INSTALL_CHECK,)
+
+test-install-debug:
+	@$(call INSTALL_CHECK,--offline --debug --target-dir $(TARGET_DIR))
+
+## publish-check: `cargo publish --dry-run -p kura`: the library crate packaged as crates.io
+## would get it (metadata, README, no path dependency) and built alone from that package. It
+## reads crates.io's index, and a dirty tree is refused (commit first), so it is not in make test.
+publish-check: deps
+	$(CARGO) publish --dry-run --locked -p kura
 
 ## lint: formatting and clippy, warnings as errors (skipped with a note if not installed)
 lint:

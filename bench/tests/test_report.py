@@ -123,7 +123,7 @@ def synthetic_run(generator):
                  for threads, random_key in ((1, False), (2, False), (1, True), (2, True))]
         for engine in ("hash", "tiny", "cache")}
     bench["memory_latency"] = {"load_ns": generator.uniform(50, 400), "floor_buffer_mib": 64,
-                               "command": "cargo run --release -p kura --example memory_latency",
+                               "command": "cargo run --release -p kura-bench --bin memory_latency",
                                "buffers": [{"mib": 64, "small_pages_ns": 1.0,
                                             "huge_pages_ns": 1.0}]}
     return bench

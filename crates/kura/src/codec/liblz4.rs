@@ -1,7 +1,7 @@
 //! The C library liblz4 (Debian's `liblz4-dev`, linked statically by `build.rs`), for its
 //! block decoder: on 542-byte dictionary values it decodes in about two thirds of the time
-//! `lz4_flex`'s safe decoder takes (`examples/lz4_decode.rs`). This module holds all of the
-//! codec's `unsafe`: the rest of Kura sees one safe function.
+//! `lz4_flex`'s safe decoder takes (`crates/kura-bench/src/bin/lz4_decode.rs`). This module
+//! holds all of the codec's `unsafe`: the rest of Kura sees one safe function.
 //!
 //! `LZ4_decompress_safe` is liblz4's decoder for untrusted input: lz4.h promises that it
 //! never reads outside the `srcSize` bytes at `src` nor writes outside the `dstCapacity`

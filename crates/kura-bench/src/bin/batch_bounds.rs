@@ -6,7 +6,7 @@
 //! cheaper. The small table shows that work (the CPU cost of a get and of a batched key), the
 //! large one what the misses add, and the difference between the two bounds what batching
 //! can gain on the machine at hand. docs/get_many.md ("What bounds it") reads these figures.
-//! Run: `cargo run --release -p kura --example batch_bounds [RECORDS]`.
+//! Run: `cargo run --release -p kura-bench --bin batch_bounds [RECORDS]`.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //!
 //! Why: a get from a table of a million records is bound by such loads (the bucket, the
 //! record), so this figure is the floor under the 1M-record sequence benchmarks; see
-//! docs/bench.md. Run: `cargo run --release -p kura --example memory_latency`.
+//! docs/bench.md. Run: `cargo run --release -p kura-bench --bin memory_latency`.
 
 use std::time::Instant;
 

@@ -7,7 +7,7 @@
 //! waiting and the two overlap; a longer iteration (here, formatting the key)
 //! leaves no room for that. The difference is a property of the calling loop, not of the
 //! engine; docs/bench.md says what it means for the benchmark figures.
-//! Run: `cargo run --release -p kura --example get_loop`.
+//! Run: `cargo run --release -p kura-bench --bin get_loop`.
 
 use std::io::Write;
 use std::time::Instant;

@@ -7,7 +7,7 @@
 //! caches, as a get meets them) and the first 1,000 decoded 100 times over (in the caches:
 //! the decoders' own speed). Prints each round and the medians.
 //!
-//! Run: `cargo run --release -p kura --example lz4_decode -- [TSV] [VALUES] [ROUNDS]`, where
+//! Run: `cargo run --release -p kura-bench --bin lz4_decode -- [TSV] [VALUES] [ROUNDS]`, where
 //! TSV is `key<TAB>value` lines (default bench/data/dictionary.tsv, which `make dictionary`
 //! makes; English-like text is generated when there is none).
 

@@ -1,6 +1,6 @@
 //! Throughput and RSS of the memory engines without a backing file, in the shape of
 //! `tkrzw_dbm_perf sequence` (set, get, remove of `%08d` keys with 8-byte values):
-//! `cargo run --release --example memory_perf -- tiny|baby|cache [records] [threads] [random|seq]
+//! `cargo run --release -p kura-bench --bin memory_perf -- tiny|baby|cache [records] [threads] [random|seq]
 //! [cap_mem_bytes] [value_size]` (the cache's record cap is the number of records).
 #![allow(clippy::unwrap_used)]
 
