@@ -227,6 +227,11 @@ def main(argv=None):
     parser.add_argument("--write-rust", action="store_true", help=f"regenerate {RUST_EXAMPLE.relative_to(ROOT)}")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     options = parser.parse_args(argv)
+    # The blocks run in a scratch directory: paths given relative to here must still lead here.
+    options.kura, options.python, options.ruby_lib = (
+        os.path.abspath(path) for path in (options.kura, options.python, options.ruby_lib))
+    if os.sep in options.cargo:
+        options.cargo = os.path.abspath(options.cargo)
 
     try:
         blocks = parse(Path(options.readme).read_text())
