@@ -2,7 +2,7 @@
 //! /usr/bin/openssl), a rustls client (and `openssl s_client`, side by side with
 //! `memcached -Z` on the same certificates when memcached was built with TLS), the client
 //! certificate modes, a client trusting another CA, a plaintext client, handshakes cut at
-//! several bytes, and 2,000 connections whose handshake never ends, bounded by the timeout
+//! every byte, and 2,000 connections whose handshake never ends, bounded by the timeout
 //! and the connection limit.
 #![expect(
     clippy::unwrap_used,
@@ -273,15 +273,15 @@ fn client_hello(client: Arc<rustls::ClientConfig>) -> Vec<u8> {
 }
 
 #[test]
-fn a_handshake_cut_at_any_of_several_bytes_is_dropped_and_the_server_goes_on() {
+fn a_handshake_cut_at_every_byte_is_dropped_and_the_server_goes_on() {
     let Some(certificates) = Certificates::generate() else { return };
     let idle = Duration::from_secs(1);
     let server =
         serve_tls(certificates.config(VerifyMode::None), Config { idle_timeout: Some(idle), ..Config::default() });
     let hello = client_hello(certificates.client("ca", None));
     let length = hello.len();
-    let mut cuts = vec![0, 1, 2, 4, 5, 6, 9, 40, length / 2, length - 1];
-    cuts.dedup();
+    // Every byte of the ClientHello: each cut leaves the server's TLS reader in another state.
+    let cuts: Vec<usize> = (0..length).collect();
     // Cut by a close of the client's side: dropped as soon as the end is read.
     for &cut in &cuts {
         let mut stream = TcpStream::connect(server.address).unwrap();
