@@ -17,45 +17,11 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use kura::split_mix::SplitMix64;
 use kura_server::Config;
-
-/// A memcached process on a loopback port, killed when dropped.
-struct Memcached {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn memcached_binary() -> Option<&'static str> {
-    ["/usr/bin/memcached", "/usr/local/bin/memcached"].into_iter().find(|path| std::path::Path::new(path).exists())
-}
-
-fn start_memcached(binary: &str) -> Memcached {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(binary)
-        .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64", "-t", "1", "-u", "root"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "memcached did not start listening");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Memcached { child, port }
-}
 
 /// One connection, and the last CAS value its replies showed (for requests that use one).
 struct Client {
@@ -331,11 +297,10 @@ fn clock_nanos() -> u64 {
 
 #[test]
 fn random_sessions_get_memcached_s_own_replies() {
-    let Some(binary) = memcached_binary() else {
+    let Some(memcached) = support::memcached::start(&["-m", "64", "-t", "1"]) else {
         println!("skipped: memcached is absent (Debian package memcached, installed by `make deps`)");
         return;
     };
-    let memcached = start_memcached(binary);
     let kura = support::start(Config::default(), support::cache());
     // A fixed seed by default, so that CI meets the same sessions every run (memcached is
     // the model here, with quirks of its own still to be found: see docs/server.md);

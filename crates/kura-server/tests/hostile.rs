@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use kura::split_mix::SplitMix64;
 use kura_server::Config;
-use support::{cache, start, start_default, Client};
+use support::{cache, raise_descriptor_limit, start, start_default, Client};
 
 fn still_serves(address: std::net::SocketAddr) {
     let mut client = Client::connect(address);
@@ -202,22 +202,6 @@ fn connections_beyond_the_limit_are_told_and_closed_and_the_rest_are_served() {
 const AT_ONCE: usize = 2_000;
 const DESCRIPTORS_PER_CONNECTION: u64 = 2;
 const SPARE_DESCRIPTORS: u64 = 200;
-
-/// Raises the soft RLIMIT_NOFILE to the hard one and returns the soft limit then in force.
-fn raise_descriptor_limit() -> u64 {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the rlimit we own; RLIMIT_NOFILE is a valid resource.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return 1024;
-    }
-    let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
-    // SAFETY: setrlimit reads the rlimit we own; a soft limit up to the hard one is allowed.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-        raised.rlim_cur
-    } else {
-        limit.rlim_cur
-    }
-}
 
 #[test]
 fn two_thousand_connections_at_once_are_all_served() {

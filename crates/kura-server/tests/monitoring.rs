@@ -11,43 +11,17 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use support::{start_default, Client};
 
 const MEMCACHED_TOOL: &str = "/usr/share/memcached/scripts/memcached-tool";
 
-/// A memcached process on a loopback port, killed when dropped.
-struct Memcached {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_memcached() -> Option<Memcached> {
-    let binary = ["/usr/bin/memcached", "/usr/local/bin/memcached"].into_iter().find(|p| Path::new(p).exists())?;
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(binary)
-        .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-t", "1", "-u", "root"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "memcached did not start listening");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(Memcached { child, port })
+fn start_memcached() -> Option<support::memcached::Memcached> {
+    support::memcached::start(&["-t", "1"])
 }
 
 /// Sends `request` and reads its reply up to and including `END\r\n`.

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use kura_server::tls::VerifyMode;
 use kura_server::{Config, TlsConfig};
-use support::{cache, start, Running};
+use support::{cache, raise_descriptor_limit, start, Running};
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
 use tokio_rustls::rustls::{self, pki_types};
 
@@ -306,22 +306,6 @@ fn a_handshake_cut_at_every_byte_is_dropped_and_the_server_goes_on() {
     assert!(served(server.address, certificates.client("ca", None)));
 }
 
-/// Raises the soft RLIMIT_NOFILE to the hard one and returns the soft limit then in force.
-fn raise_descriptor_limit() -> u64 {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the rlimit we own; RLIMIT_NOFILE is a valid resource.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return 1024;
-    }
-    let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
-    // SAFETY: setrlimit reads the rlimit we own; a soft limit up to the hard one is allowed.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-        raised.rlim_cur
-    } else {
-        limit.rlim_cur
-    }
-}
-
 #[test]
 fn two_thousand_handshakes_that_never_end_are_bounded_by_the_timeout_and_the_limit() {
     const AT_ONCE: usize = 2000;
@@ -392,30 +376,17 @@ fn s_client(port: u16, ca: &Path, input: &[u8]) -> Vec<u8> {
 }
 
 /// memcached with `-Z` on the same certificates, if installed and built with TLS.
-fn start_memcached_tls(certificates: &Certificates) -> Option<(std::process::Child, u16)> {
-    let binary = ["/usr/bin/memcached", "/usr/local/bin/memcached"].into_iter().find(|p| Path::new(p).exists())?;
-    let help = Command::new(binary).arg("-h").output().ok()?;
+fn start_memcached_tls(certificates: &Certificates) -> Option<support::memcached::Memcached> {
+    let help = Command::new(support::memcached::binary()?).arg("-h").output().ok()?;
     if !String::from_utf8_lossy(&help.stdout).contains("enable-ssl") {
         return None;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let files = format!(
         "ssl_chain_cert={},ssl_key={}",
         certificates.path("server.pem").display(),
         certificates.path("server.key").display()
     );
-    let child = Command::new(binary)
-        .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-t", "1", "-u", "root", "-Z", "-o", &files])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "memcached -Z did not start listening");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some((child, port))
+    support::memcached::start(&["-t", "1", "-Z", "-o", &files])
 }
 
 #[test]
@@ -429,12 +400,11 @@ fn openssl_s_client_gets_the_same_replies_as_from_memcached_z() {
     let expected = b"STORED\r\nVALUE k 1 5\r\nhello\r\nEND\r\nSTORED\r\nEND\r\n\
         CLIENT_ERROR cannot increment or decrement non-numeric value\r\nDELETED\r\nMN\r\nERROR\r\n";
     assert_eq!(ours.escape_ascii().to_string(), expected.escape_ascii().to_string());
-    let Some((mut memcached, port)) = start_memcached_tls(&certificates) else {
+    let Some(memcached) = start_memcached_tls(&certificates) else {
         println!("skipped the comparison: no memcached built with TLS (memcached -h shows no --enable-ssl)");
         return;
     };
-    let theirs = s_client(port, &ca, session);
-    let _ = memcached.kill();
-    let _ = memcached.wait();
+    let theirs = s_client(memcached.port, &ca, session);
+    drop(memcached);
     assert_eq!(ours.escape_ascii().to_string(), theirs.escape_ascii().to_string());
 }

@@ -129,3 +129,19 @@ impl Client {
         }
     }
 }
+
+/// Raises the soft RLIMIT_NOFILE to the hard one and returns the soft limit then in force.
+pub fn raise_descriptor_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the rlimit we own; RLIMIT_NOFILE is a valid resource.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+    // SAFETY: setrlimit reads the rlimit we own; a soft limit up to the hard one is allowed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        raised.rlim_cur
+    } else {
+        limit.rlim_cur
+    }
+}
