@@ -5,18 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use std::process::{Command, Output};
+mod support;
 
-fn kura(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().expect("the kura binary runs")
-}
-
-#[track_caller]
-fn ok(args: &[&str]) -> String {
-    let output = kura(args);
-    assert!(output.status.success(), "kura {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
-}
+use support::{kura, ok};
 
 /// Runs kura, expects exit 3; returns stdout and stderr.
 #[track_caller]

@@ -6,21 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod support;
+
+use support::{kura, ok};
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 const NOT_FOUND: i32 = 1;
-
-fn kura(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().expect("the kura binary runs")
-}
-
-#[track_caller]
-fn ok(args: &[&str]) -> String {
-    let output = kura(args);
-    assert!(output.status.success(), "kura {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
-}
 
 #[track_caller]
 fn fails(args: &[&str], code: i32, needle: &str) {
