@@ -6,24 +6,15 @@ for TLS, /usr/bin/openssl to make the certificates; each test skips, saying why,
 """
 
 import os
-import pathlib
 import ssl
 import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from test_serve_pymemcache import kura_binary
+
 OPENSSL = "/usr/bin/openssl"
 NEW_KEY = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2".split()
-
-
-def kura_binary():
-    """As in test_serve_pymemcache.py."""
-    if os.environ.get("KURA_BIN"):
-        return pathlib.Path(os.environ["KURA_BIN"])
-    built = [ROOT / "target" / kind / "kura" for kind in ("release", "debug")]
-    built = [path for path in built if path.exists()]
-    return max(built, key=lambda p: p.stat().st_mtime) if built else None
 
 
 def serve(*args):

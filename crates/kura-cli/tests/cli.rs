@@ -2,19 +2,18 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use support::{fails, kura, ok};
 use tempfile::TempDir;
 
 const NOT_FOUND: i32 = 1;
 const USAGE: i32 = 2;
 const OTHER: i32 = 3;
-
-fn kura(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kura")).args(args).output().expect("the kura binary runs")
-}
 
 fn kura_path(args: &[&str], paths: &[&Path]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
@@ -23,28 +22,6 @@ fn kura_path(args: &[&str], paths: &[&Path]) -> Output {
         command.arg(path);
     }
     command.output().expect("the kura binary runs")
-}
-
-/// Runs kura and checks it succeeded; returns stdout.
-#[track_caller]
-fn ok(args: &[&str]) -> String {
-    let output = kura(args);
-    assert!(
-        output.status.success(),
-        "kura {args:?} failed with {:?}: {}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
-/// Runs kura and checks it failed with `code` and an error line mentioning `needle`.
-#[track_caller]
-fn fails(args: &[&str], code: i32, needle: &str) {
-    let output = kura(args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(code), "kura {args:?}: stderr {stderr}");
-    assert!(stderr.contains(needle), "kura {args:?}: stderr {stderr:?} lacks {needle:?}");
 }
 
 /// Runs kura and checks it failed (any status) with a `kura: ` error line.

@@ -8,19 +8,11 @@
 
 mod support;
 
-use support::{kura, ok};
+use support::{fails, ok};
 
 use std::path::Path;
 
 const NOT_FOUND: i32 = 1;
-
-#[track_caller]
-fn fails(args: &[&str], code: i32, needle: &str) {
-    let output = kura(args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(code), "kura {args:?}: stderr {stderr}");
-    assert!(stderr.contains(needle), "kura {args:?}: stderr {stderr:?} lacks {needle:?}");
-}
 
 /// The `--params` text an engine needs to open at all (CacheDbm's record cap), from the
 /// registry; shard sets get two shards.
