@@ -110,14 +110,7 @@ module Kura
     # `inclusive: true`); `reversed: true` walks the same keys from the top down. A hash
     # engine raises Kura::NotOrderedError for any of them.
     def each(from: nil, to: nil, inclusive: false, reversed: false, &block)
-      unless block
-        return enum_for(:each, from: from, to: to, inclusive: inclusive, reversed: reversed) do
-          size_unless_bounded(from, to)
-        end
-      end
-
-      walk(PAIRS, from, to, inclusive, reversed, &block)
-      self
+      walk_or_enumerate(:each, PAIRS, from, to, inclusive, reversed, &block)
     end
     alias each_pair each
 
@@ -131,26 +124,12 @@ module Kura
 
     # The keys of `each`'s walk, with the same keywords.
     def each_key(from: nil, to: nil, inclusive: false, reversed: false, &block)
-      unless block
-        return enum_for(:each_key, from: from, to: to, inclusive: inclusive, reversed: reversed) do
-          size_unless_bounded(from, to)
-        end
-      end
-
-      walk(KEYS, from, to, inclusive, reversed, &block)
-      self
+      walk_or_enumerate(:each_key, KEYS, from, to, inclusive, reversed, &block)
     end
 
     # The values of `each`'s walk, with the same keywords.
     def each_value(from: nil, to: nil, inclusive: false, reversed: false, &block)
-      unless block
-        return enum_for(:each_value, from: from, to: to, inclusive: inclusive, reversed: reversed) do
-          size_unless_bounded(from, to)
-        end
-      end
-
-      walk(VALUES, from, to, inclusive, reversed, &block)
-      self
+      walk_or_enumerate(:each_value, VALUES, from, to, inclusive, reversed, &block)
     end
 
     # Records whose keys lie in a Range (`"a".."c"` includes "c", `"a"..."c"` does not,
@@ -343,6 +322,19 @@ module Kura
     # `from` is always the lower bound and `to` the upper, whichever way the walk goes.
     def walk(what, from, to, inclusive, reversed, &block)
       _walk(what, from, true, to, inclusive, reversed, &block)
+    end
+
+    # `each`, `each_key` and `each_value` (named `method`): the walk of `what` with a block,
+    # self returned; without one, an Enumerator of the same call, sized unless bounded.
+    def walk_or_enumerate(method, what, from, to, inclusive, reversed, &block)
+      unless block
+        return enum_for(method, from: from, to: to, inclusive: inclusive, reversed: reversed) do
+          size_unless_bounded(from, to)
+        end
+      end
+
+      walk(what, from, to, inclusive, reversed, &block)
+      self
     end
 
     def size_unless_bounded(from, to)
