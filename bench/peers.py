@@ -17,7 +17,8 @@ comma-separated subset), PEERS_READS (bulk records each read phase reads; defaul
 under --memory-limit, each phase its own), PEERS_REMOVALS (default half the records, 500,000
 under --memory-limit), PEERS_CACHE_BYTES (default 4 GiB: RocksDB's block cache, fjall's and
 redb's caches, TreeDbm's cache_bytes), PEERS_DIR (where the stores are written, default
-bench/data/peers).
+bench/data/peers), PEERS_STORE_MINUTES (a store still running after this long is stopped and
+reported with the phases it finished; default none, 20 under --memory-limit).
 
   python3 bench/peers.py                       the comparison
   python3 bench/peers.py --memory-limit 512M   each store in a cgroup v1 memory group of that
@@ -38,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,6 +77,10 @@ MEMORY_MALLOC_ARENAS = 2
 # Records removed under a memory limit, where each removal of a B-tree or a hash file waits for
 # the disk to read the record's page (PEERS_REMOVALS overrides; 0 removes half).
 MEMORY_REMOVALS = 500_000
+# Minutes a store may run under a memory limit before it is stopped (PEERS_STORE_MINUTES
+# overrides; 0 means no limit): at 2M records under 128 MiB redb's compaction ran past 12
+# minutes and was stopped by hand, which this does for every store alike and reports.
+MEMORY_STORE_MINUTES = 20
 CRATES = ["heed", "lmdb-master-sys", "rocksdb", "librocksdb-sys", "fjall", "lsm-tree", "redb"]
 
 
@@ -223,6 +229,15 @@ def run_store(binary, store, settings, group):
     lines, error = {}, None
     with tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        stopped = threading.Event()
+
+        def stop():
+            stopped.set()
+            process.kill()
+
+        timer = threading.Timer(settings["store_minutes"] * 60, stop) if settings["store_minutes"] else None
+        if timer:
+            timer.start()
         for text in process.stdout:
             try:
                 line = json.loads(text)
@@ -235,13 +250,18 @@ def run_store(binary, store, settings, group):
                 f"{line['seconds']:.3f} s" if line.get("seconds") is not None else "n/a"))
         process.stdout.close()
         _, status, usage = os.wait4(process.pid, 0)
+        if timer:
+            timer.cancel()
         process.returncode = os.waitstatus_to_exitcode(status)
         peak = group.read("memory.max_usage_in_bytes") if group else usage.ru_maxrss * 1024
         if process.returncode != 0:
             stderr.seek(0)
             reason = "killed by signal %d" % -process.returncode if process.returncode < 0 else \
                 f"exit status {process.returncode}"
-            if group and process.returncode == -9:
+            if stopped.is_set():
+                reason = (f"stopped after {settings['store_minutes']} min (PEERS_STORE_MINUTES), "
+                          f"after the phase {list(lines)[-1] if lines else 'none'}")
+            elif group and process.returncode == -9:
                 reason += " (the memory limit's OOM killer?)"
             error = f"{reason}: {stderr.read()[-1500:].strip()}"
             harness.log(f"peers: {store} failed, {error}")
@@ -447,7 +467,8 @@ def main():
                 "dir": os.environ.get("PEERS_DIR", "").strip() or os.path.join(harness.DATA, "peers"),
                 "bulk_batch": MEMORY_BULK_BATCH if memory else 0, "memory_limit": memory,
                 "reads": harness.env_int("PEERS_READS", MEMORY_READS if memory else 0),
-                "removals": harness.env_int("PEERS_REMOVALS", MEMORY_REMOVALS if memory else 0)}
+                "removals": harness.env_int("PEERS_REMOVALS", MEMORY_REMOVALS if memory else 0),
+                "store_minutes": harness.env_int("PEERS_STORE_MINUTES", MEMORY_STORE_MINUTES if memory else 0)}
     build_seconds = build()
     binary = binary_path()
     group = MemoryGroup(memory) if memory else None
