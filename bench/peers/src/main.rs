@@ -75,11 +75,15 @@ struct Args {
     skip_bulk: bool,
     /// Stop after the phase of this name (the JSON lines' `phase`), e.g. "batch writes".
     stop_after: Option<String>,
+    /// The LSMs' memtable size (RocksDB `write_buffer_size`, fjall `max_memtable_size`); 0:
+    /// their default (64 MiB each). bench/peers.py sets it under a memory limit, where two
+    /// default memtables alone would take the whole of 128 MiB.
+    memtable_bytes: u64,
 }
 
 const USAGE: &str = "usage: kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR \
                      [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D] \
-                     [--skip-bulk 1] [--stop-after PHASE]";
+                     [--skip-bulk 1] [--stop-after PHASE] [--memtable-bytes M]";
 
 fn parse_args() -> Result<Args> {
     let mut args =
@@ -93,6 +97,7 @@ fn parse_args() -> Result<Args> {
             removals: 0,
             skip_bulk: false,
             stop_after: None,
+            memtable_bytes: 0,
         };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
@@ -108,6 +113,7 @@ fn parse_args() -> Result<Args> {
             "--removals" => args.removals = number()?,
             "--skip-bulk" => args.skip_bulk = number()? != 0,
             "--stop-after" => args.stop_after = Some(value.clone()),
+            "--memtable-bytes" => args.memtable_bytes = number()?,
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
@@ -130,8 +136,8 @@ fn open(args: &Args) -> Result<Box<dyn Store>> {
             Box::new(kura_store::KuraStore::open(dir, kura_store::Engine::Hash, args.records, args.cache_bytes)?)
         }
         "lmdb" => Box::new(lmdb_store::LmdbStore::open(dir)?),
-        "rocksdb" => Box::new(rocksdb_store::RocksdbStore::open(dir, args.cache_bytes)?),
-        "fjall" => Box::new(fjall_store::FjallStore::open(dir, args.cache_bytes)?),
+        "rocksdb" => Box::new(rocksdb_store::RocksdbStore::open(dir, args.cache_bytes, args.memtable_bytes)?),
+        "fjall" => Box::new(fjall_store::FjallStore::open(dir, args.cache_bytes, args.memtable_bytes)?),
         "redb" => Box::new(redb_store::RedbStore::open(dir, args.cache_bytes)?),
         other => return Err(format!("unknown store {other}")),
     })

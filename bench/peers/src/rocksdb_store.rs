@@ -2,7 +2,9 @@
 //! source. A commit is one `WriteBatch` written with `WriteOptions::set_sync(true)` when
 //! durable (the WAL is synced) and `set_sync(false)` when not (the WAL is written, not
 //! synced). Tables as in redb's benchmark: an LRU block cache of the run's cache size, a
-//! 10-bit Bloom filter, index and filter blocks in the cache; otherwise RocksDB's defaults.
+//! 10-bit Bloom filter, index and filter blocks in the cache; otherwise RocksDB's defaults,
+//! but for the memtable's size when the run gives one (under a memory limit: RocksDB's memory
+//! tuning guide names `write_buffer_size` and the block cache as the two to size).
 //! Point reads are `get_pinned`; range reads seek one iterator (one implicit snapshot for the
 //! phase). Compaction is `compact_range` over everything. Closing flushes the memtable, so
 //! that the size measured and the reads after a reopen are the tables'.
@@ -21,7 +23,8 @@ pub struct RocksdbStore {
 }
 
 impl RocksdbStore {
-    pub fn open(dir: &Path, cache_bytes: u64) -> Result<RocksdbStore> {
+    /// `memtable_bytes`: 0 keeps RocksDB's default `write_buffer_size` (64 MiB).
+    pub fn open(dir: &Path, cache_bytes: u64, memtable_bytes: u64) -> Result<RocksdbStore> {
         let cache = Cache::new_lru_cache(cache_bytes as usize).map_err(err("rocksdb cache"))?;
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
@@ -30,6 +33,9 @@ impl RocksdbStore {
         let mut options = Options::default();
         options.set_block_based_table_factory(&table);
         options.create_if_missing(true);
+        if memtable_bytes > 0 {
+            options.set_write_buffer_size(memtable_bytes as usize);
+        }
         options.increase_parallelism(std::thread::available_parallelism().map_or(1, |n| n.get()) as i32);
         let db = DB::open(&options, dir).map_err(err("rocksdb open"))?;
         let mut durable = WriteOptions::default();
