@@ -375,6 +375,20 @@ impl Pager {
         }
     }
 
+    /// For a walk over the tree's slots in a file larger than memory (`exceeds_memory`):
+    /// starts reading the slot at `offset`, only its header when `header_only` (a walk that
+    /// needs a leaf's length, not its records).
+    pub fn read_ahead_for_walk(&self, offset: u64, header_only: bool) {
+        if !self.exceeds_memory() {
+            return;
+        }
+        if header_only {
+            self.file.will_need(offset, SLOT_HEADER_SIZE);
+        } else {
+            self.read_ahead(offset);
+        }
+    }
+
     /// Whether the file is larger than twice the cache, so that a slot may be on the disk only.
     pub fn exceeds_memory(&self) -> bool {
         self.file.len() / 2 > self.cache.budget() as u64

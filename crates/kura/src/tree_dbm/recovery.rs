@@ -53,7 +53,17 @@ pub fn recover_space(pager: &Pager) -> Result<Space> {
         match (slot.kind, leaf_level) {
             (SlotKind::Leaf, true) => {}
             (SlotKind::Branch, false) if level < MAX_HEIGHT => match pager.decode_page(offset)? {
-                Page::Branch(branch) => stack.extend(branch.children.iter().map(|&child| (child, level + 1))),
+                Page::Branch(branch) => {
+                    // In a file larger than memory each child's header is a read from the
+                    // disk: ask for all of a branch's children at once, so the disk serves
+                    // them together rather than one wait after another (a leaf's header is
+                    // all the walk reads of it, a branch is decoded whole).
+                    let children_are_leaves = level + 1 == header.height;
+                    for &child in &branch.children {
+                        pager.read_ahead_for_walk(child, children_are_leaves);
+                    }
+                    stack.extend(branch.children.iter().map(|&child| (child, level + 1)));
+                }
                 Page::Leaf(_) => return Err(Error::broken("a branch slot decoded as a leaf")),
             },
             _ => return Err(Error::broken(format!("tree page at offset {offset} is at the wrong level"))),
