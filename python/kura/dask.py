@@ -75,6 +75,8 @@ def _columns(part, number, key, value):
         if key not in part.columns:
             raise BadRowError(f"partition {number}: no key column {key!r} (columns: {list(part.columns)})")
         keys = part[key]
+        if not keys.hasnans:
+            return keys.tolist(), values
         # Missing keys (None, NaN, pandas.NA) as None: keyless rows.
         return keys.astype(object).where(keys.notna(), None).tolist(), values
     keys, values = [], []
@@ -120,9 +122,9 @@ def _write_shard(base, index, num_shards, params, *pieces):
     return written
 
 
-def _remove_set(base, num_shards):
-    for index in range(num_shards):
-        path = kura.shard_path(base, index, num_shards)
+def _remove_files(paths):
+    """Removes shard files and any journal beside them."""
+    for path in paths:
         for leftover in (path, f"{path}.journal"):
             try:
                 os.remove(leftover)
@@ -183,21 +185,20 @@ def to_kura(collection, base, num_shards, params=None, key="key", value="value",
     existing = _existing_set(base, {k: v for k, v in params.items() if k in ("inner_engine",)})
     if existing and not overwrite:
         raise kura.DuplicateError(f"{base}: a shard set exists ({len(existing)} shards); pass overwrite=True to replace it")
-    for path in existing:
-        os.remove(path)
+    _remove_files(existing)
     shard_params = {k: v for k, v in params.items() if k != "num_shards"}
     split = [
         delayed(split_partition, nout=num_shards, pure=True)(part, number, num_shards, key, value, seed)
         for number, part in enumerate(_partitions(collection))
     ]
     writes = [
-        delayed(_write_shard, pure=True)(base, index, num_shards, shard_params, *[pieces[index] for pieces in split])
+        delayed(_write_shard, pure=False)(base, index, num_shards, shard_params, *[pieces[index] for pieces in split])
         for index in range(num_shards)
     ]
     try:
         return _compute_all(writes)
     except BaseException:
-        _remove_set(base, num_shards)
+        _remove_files([kura.shard_path(base, index, num_shards) for index in range(num_shards)])
         raise
 
 
