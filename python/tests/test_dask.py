@@ -83,6 +83,11 @@ def test_shard_of_and_shard_writer_route_as_a_set_does(tmp_path):
         writer.set(key, "v")
     writer.abort()
     assert not [name for name in os.listdir(tmp_path) if name.startswith("other")], "an aborted writer leaves no file"
+    with pytest.raises(RuntimeError):
+        with kura.ShardWriter(other, 1, 2) as writer:
+            writer.set(key, "v")
+            raise RuntimeError("the with block fails")
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("other")], "the failed block left a file"
     with kura.ShardWriter(other, 1, 2) as writer:
         writer.set(key, "v")
     with pytest.raises(kura.DuplicateError, match="exists"):
@@ -144,6 +149,10 @@ def test_a_bad_row_names_its_partition_and_leaves_no_shard_file(client, tmp_path
     bag = dask.bag.from_sequence(rows, npartitions=4)
     with pytest.raises(kd.BadRowError, match=r"partition 2 row 50: key \['a list'\]"):
         kd.to_kura(bag, tmp_path / "bad.kuh", 2)
+    assert os.listdir(tmp_path) == []
+    # Writers that fail (a codec no engine has) leave nothing either.
+    with pytest.raises(kura.InvalidArgumentError, match="bogus"):
+        kd.to_kura(bag.filter(lambda row: isinstance(row[0], str)), tmp_path / "codec.kuh", 2, params={"record_comp": "bogus"})
     assert os.listdir(tmp_path) == []
     frame = pandas.DataFrame({"key": ["a", "b"], "value": [float("nan"), 1.0]})
     with pytest.raises(kd.BadRowError, match="partition 0 row 0: value nan"):
