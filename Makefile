@@ -19,7 +19,8 @@
 # CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), the
 # batched gets beyond the caches with BEYOND_RECORDS=1000000 (bench/beyond_caches.py), and the
 # server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1
-# BENCH_SERVER_LATENCY_SECONDS=2; the peers' with PEERS_RECORDS=20000 PEERS_ROUNDS=1 (bench/peers.py).
+# BENCH_SERVER_LATENCY_SECONDS=2; the peers' with PEERS_RECORDS=20000 PEERS_ROUNDS=1 (bench/peers.py);
+# kura.dask's with DASK_ROWS=1000000 DASK_SERVER_ROWS=100000 (bench/dask_load.py, docs/distributed.md).
 # Redraw bench/results/bench.{md,png} from bench.json without measuring: python3 bench/report.py
 
 SHELL := /bin/bash
@@ -252,6 +253,7 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python bench/beyond_caches.py all
 	$(CARGO) build --release -p kura-server --example load_client
 	$(VENV)/bin/python bench/server.py
+	$(VENV)/bin/python bench/dask_load.py
 	$(VENV)/bin/python bench/peers.py
 
 ## scale: 100M in-memory records, Kura and Tkrzw (about 20 min, 15 GB of RAM; not in CI)

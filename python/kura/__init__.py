@@ -38,6 +38,13 @@ Batch = _kura.Batch
 Cursor = _kura.Cursor
 import_file = _kura.import_file
 check = _kura.check
+# Routing for loaders that split rows among shards themselves (kura.dask, docs/distributed.md).
+shard_of = _kura.shard_of
+shard_path = _kura.shard_path
+shard_files = _kura.shard_files
+split_rows = _kura.split_rows
+unpack_rows = _kura.unpack_rows
+ShardWriter = _kura.ShardWriter
 EXTENSIONS = dict(_kura.EXTENSIONS)
 
 

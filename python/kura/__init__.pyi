@@ -1,6 +1,7 @@
 """Type stubs of the package `kura` (the native part is kura._kura)."""
 
 import os
+import pathlib
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, MutableMapping, ValuesView
 from types import TracebackType
 from typing import Any, BinaryIO, Literal, Optional, TypeVar, Union, overload
@@ -50,7 +51,45 @@ def check(path: Union[str, os.PathLike[str]], **params: Param) -> dict[str, Any]
     """Reads every record (and page) of the database at ``path`` and verifies what its
     engine can; returns ``clean``, ``records``, ``pages``, ``problems`` and
     ``first_problems`` (up to 20 strings)."""
+def shard_of(key: Data, num_shards: int) -> int:
+    """The shard ``key`` lives in among ``num_shards`` (a shard set's routing, exactly)."""
+def shard_path(base: Union[str, os.PathLike[str]], index: int, num_shards: int) -> pathlib.Path:
+    """The path of shard ``index`` of a set of ``num_shards`` under ``base``."""
+def shard_files(
+    base: Union[str, os.PathLike[str]], **params: Param
+) -> tuple[str, list[pathlib.Path]]:
+    """The engine name and the shard file paths of the complete set under ``base``."""
+def split_rows(
+    keys: Iterable[Any], values: Iterable[Any], num_shards: int, keyless_prefix: bytes, encode_value: Callable[[Any], bytes]
+) -> list[tuple[bytes, int]]:
+    """Rows routed to shards, packed into one byte string per shard with its record count."""
+def unpack_rows(packed: bytes) -> list[tuple[bytes, bytes]]:
+    """The records of a byte string packed by ``split_rows``."""
 __version__: str
+
+class ShardWriter:
+    """Writes one shard file of a set with the importer's batched writer (docs/distributed.md)."""
+
+    def __init__(
+        self,
+        base: Union[str, os.PathLike[str]],
+        index: int,
+        num_shards: int,
+        params: Optional[dict[str, Param]] = None,
+        *,
+        overwrite: bool = False,
+        expected_records: Optional[int] = None,
+        batch: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def path(self) -> Optional[pathlib.Path]: ...
+    def set(self, key: Data, value: Data) -> None: ...
+    def write(self, pairs: Iterable[tuple[Data, Data]]) -> int: ...
+    def write_packed(self, packed: bytes) -> int: ...
+    def finish(self) -> dict[str, Any]: ...
+    def abort(self) -> None: ...
+    def __enter__(self) -> ShardWriter: ...
+    def __exit__(self, *exc: object) -> bool: ...
 
 class Cursor(Iterator[tuple[Result, Result]]):
     """A position in the database; iterating yields (key, value) from it onwards."""

@@ -7,7 +7,9 @@
 //! - `params.rs`: keyword arguments as engine parameters;
 //! - `gil.rs`: releasing the GIL around engine calls;
 //! - `errors.rs`: Kura errors as the exceptions of `kura.errors`;
-//! - `import.rs`: `kura.import_file`, the parallel bulk loader.
+//! - `import.rs`: `kura.import_file`, the parallel bulk loader;
+//! - `routing.rs`: `kura.shard_of`, `kura.ShardWriter` and their helpers, for loaders that
+//!   route rows to shards themselves (`kura.dask`).
 //!
 //! The Python half (python/kura/) derives `kura.Database` from this `Database` to add what
 //! `collections.abc.MutableMapping` provides, and defines the exception classes.
@@ -21,6 +23,7 @@ mod errors;
 mod gil;
 mod import;
 mod params;
+mod routing;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -36,6 +39,12 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::Batch>()?;
     m.add_function(wrap_pyfunction!(import::import_file, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
+    m.add_class::<routing::ShardWriter>()?;
+    m.add_function(wrap_pyfunction!(routing::shard_of, m)?)?;
+    m.add_function(wrap_pyfunction!(routing::shard_path, m)?)?;
+    m.add_function(wrap_pyfunction!(routing::shard_files, m)?)?;
+    m.add_function(wrap_pyfunction!(routing::split_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(routing::unpack_rows, m)?)?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
     for engine in kura::engines() {

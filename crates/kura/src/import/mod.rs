@@ -19,8 +19,10 @@
 pub(crate) mod chunks;
 pub mod escape;
 mod newlines;
+pub mod packed_rows;
 pub(crate) mod parse;
 pub(crate) mod pipeline;
+mod shard_writer;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -34,6 +36,18 @@ use crate::shard_dbm::{self, ShardDbm};
 use crate::split_mix::mix;
 
 pub use parse::Format;
+pub use shard_writer::{ShardWriter, ShardWriterOptions, ShardWritten};
+
+/// The generated key of keyless row `number`: `prefix` (which keeps two loads' keys apart)
+/// and the number in 12 digits. `kura import`'s keyless lines and `kura.dask`'s keyless rows
+/// are named alike.
+pub fn keyless_key(out: &mut Vec<u8>, prefix: &[u8], number: u64) {
+    use std::io::Write;
+    out.clear();
+    out.extend_from_slice(prefix);
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{number:012}");
+}
 
 /// Records per write batch unless `batch` says otherwise: large batches amortise a TreeDbm
 /// commit, and a batch is also the most an interrupted import can leave half done.
@@ -154,6 +168,12 @@ impl SizeAtEnd {
     }
 }
 
+/// Whether a new database of `engine` is for the import to size: its engine sizes for its
+/// records, and the user gave none of the parameters that size it.
+fn to_size(engine: &Engine, params: &Params) -> bool {
+    !engine.sized_by.is_empty() && engine.sized_by.iter().all(|name| params.get(name).is_none())
+}
+
 /// Opens the target, giving a new database the parameters its engine sizes for the input's
 /// line count (per shard for a set), unless the user gave them. A stream (`countable` None)
 /// cannot be counted before it is imported: then a new database takes its engine's defaults,
@@ -166,11 +186,6 @@ fn open_target(
 ) -> Result<(Target, Option<SizeAtEnd>)> {
     let engine = crate::registry::resolve(path, params)?;
     let sharded = shards.is_some() || engine.shard_set;
-    // Whether the import is to size a new database: its engine sizes for its records, and
-    // the user gave none of the parameters that size it.
-    let to_size = |engine: &Engine, params: &Params| {
-        !engine.sized_by.is_empty() && engine.sized_by.iter().all(|name| params.get(name).is_none())
-    };
     if !sharded {
         let new_unsized = !path.exists() && to_size(engine, params);
         let params = match countable {

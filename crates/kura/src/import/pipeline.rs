@@ -31,7 +31,7 @@ use super::chunks::{lines, Chunk, ChunkReader};
 use super::parse::{parse_line, Format, Row};
 
 /// A batch is also closed when it holds this many key and value bytes.
-const BATCH_BYTES: usize = 4 << 20;
+pub(crate) const BATCH_BYTES: usize = 4 << 20;
 
 /// What the workers need to know besides the data.
 pub struct Settings {
@@ -280,9 +280,7 @@ fn parse_chunks(
                 Row::Keyed { key, value } => (key, value),
                 Row::Keyless { value } => {
                     keyless += 1;
-                    keyless_key.clear();
-                    keyless_key.extend_from_slice(settings.keyless_prefix.as_bytes());
-                    keyless_key.extend_from_slice(format!("{number:012}").as_bytes());
+                    super::keyless_key(&mut keyless_key, settings.keyless_prefix.as_bytes(), number);
                     (&keyless_key, value)
                 }
             };

@@ -36,6 +36,31 @@ pub fn inner_engine_of(engines: &'static [Engine], base: &Path, params: &Params)
     inner::inner_engine(engines, base, params, naming::find_set(base)?)
 }
 
+/// The engine of the shards of a new set under `base` (`inner_engine=`, else the base's
+/// extension, else HashDbm), without reading the directory: for a writer that builds one
+/// shard while others build theirs, when the set is not yet complete.
+pub fn new_set_inner_engine(engines: &'static [Engine], base: &Path, params: &Params) -> Result<&'static Engine> {
+    inner::inner_engine(engines, base, params, None)
+}
+
+/// The engine of the complete set under `base` and its shard files in shard order, for a
+/// reader that opens each shard on its own (one task per shard). No shard file is NotFound;
+/// an incomplete set is BrokenData, as `find_set` says.
+pub fn shard_files(
+    engines: &'static [Engine],
+    base: &Path,
+    params: &Params,
+) -> Result<(&'static Engine, Vec<PathBuf>)> {
+    let Some(count) = naming::find_set(base)? else {
+        return Err(Error::new(
+            crate::error::ErrorKind::NotFound,
+            format!("{}: no shard set here ({}-NNNNN-of-NNNNN files)", base.display(), base.display()),
+        ));
+    };
+    let inner = inner::inner_engine(engines, base, params, Some(count))?;
+    Ok((inner, (0..count).map(|index| naming::shard_path(base, index, count)).collect()))
+}
+
 /// The shard count of a new set when `num_shards` is not given.
 pub const DEFAULT_NUM_SHARDS: usize = 4;
 
