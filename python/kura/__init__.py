@@ -27,6 +27,7 @@ from .errors import (
     FileError,
     FileMissingError,
     InfeasibleError,
+    InternalError,
     InvalidArgumentError,
     LimitError,
     LockedError,

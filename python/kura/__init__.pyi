@@ -14,6 +14,7 @@ from .errors import (
     FileError as FileError,
     FileMissingError as FileMissingError,
     InfeasibleError as InfeasibleError,
+    InternalError as InternalError,
     InvalidArgumentError as InvalidArgumentError,
     LimitError as LimitError,
     LockedError as LockedError,

@@ -48,6 +48,10 @@ class LimitError(Error):
     """A limit of the format was reached (file larger than ``max_file_size``...)."""
 
 
+class InternalError(Error):
+    """An invariant of Kura's own code did not hold: a bug in Kura, to report (not damaged data)."""
+
+
 class ClosedError(Error, ValueError):
     """The database was used after ``close()``."""
 
@@ -67,6 +71,7 @@ __all__ = [
     "FileMissingError",
     "InfeasibleError",
     "LimitError",
+    "InternalError",
     "ClosedError",
     "NotOrderedError",
 ]

@@ -168,3 +168,9 @@ def test_check_reports_damage_and_broken_data_names_the_file(tmp_path):
     with kura.open(path, "r") as db:
         with pytest.raises(kura.BrokenDataError, match=str(path)):
             db["key3"]
+
+
+def test_a_bug_in_kura_has_its_own_class_apart_from_damaged_data():
+    assert issubclass(kura.InternalError, kura.Error)
+    assert not issubclass(kura.InternalError, kura.BrokenDataError)
+    assert "InternalError" in kura.errors.__all__

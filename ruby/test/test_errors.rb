@@ -18,7 +18,7 @@ class ErrorsTest < Minitest::Test
 
   def test_the_hierarchy
     %i[NotFoundError DuplicateError InvalidArgumentError BrokenDataError LockedError FileError
-       InfeasibleError LimitError].each { |name| assert_operator Kura.const_get(name), :<, Kura::Error }
+       InfeasibleError LimitError InternalError].each { |name| assert_operator Kura.const_get(name), :<, Kura::Error }
     assert_operator Kura::Error, :<, StandardError
     assert_operator Kura::FileMissingError, :<, Kura::NotFoundError
     assert_operator Kura::ClosedError, :<, Kura::InfeasibleError

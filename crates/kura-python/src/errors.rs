@@ -24,6 +24,7 @@ struct Classes {
     file_not_found: Py<PyType>,
     infeasible: Py<PyType>,
     limit: Py<PyType>,
+    internal: Py<PyType>,
     closed: Py<PyType>,
     not_ordered: Py<PyType>,
 }
@@ -45,6 +46,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             file_not_found: class("FileMissingError")?,
             infeasible: class("InfeasibleError")?,
             limit: class("LimitError")?,
+            internal: class("InternalError")?,
             closed: class("ClosedError")?,
             not_ordered: class("NotOrderedError")?,
         })
@@ -74,6 +76,7 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
         ErrorKind::Io => &classes.file,
         ErrorKind::Infeasible => &classes.infeasible,
         ErrorKind::Limit => &classes.limit,
+        ErrorKind::Internal => &classes.internal,
     };
     PyErr::from_type(class.bind(py).clone(), (message,))
 }

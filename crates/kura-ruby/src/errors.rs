@@ -13,7 +13,8 @@
 //!     ├── Kura::InfeasibleError       (read-only handle, unsupported on this engine)
 //!     │   ├── Kura::ClosedError       (used after close)
 //!     │   └── Kura::NotOrderedError   (from:/to:/reversed:/range on a hash engine)
-//!     └── Kura::LimitError
+//!     ├── Kura::LimitError
+//!     └── Kura::InternalError         (a bug in Kura: an invariant of its code did not hold)
 //! ```
 //! The classes are defined here, once, when the extension loads; `KeyError` and `TypeError`
 //! are Ruby's own, raised where a `Hash` would raise them.
@@ -38,6 +39,7 @@ struct Classes {
     closed: Opaque<ExceptionClass>,
     not_ordered: Opaque<ExceptionClass>,
     limit: Opaque<ExceptionClass>,
+    internal: Opaque<ExceptionClass>,
 }
 
 static CLASSES: OnceLock<Classes> = OnceLock::new();
@@ -66,6 +68,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         closed: define("ClosedError", infeasible)?.into(),
         not_ordered: define("NotOrderedError", infeasible)?.into(),
         limit: define("LimitError", base)?.into(),
+        internal: define("InternalError", base)?.into(),
     };
     // A second load of the extension in one process keeps the first classes.
     let _ = CLASSES.set(classes);
@@ -95,6 +98,7 @@ pub fn to_ruby(ruby: &Ruby, err: kura::Error) -> Error {
             ErrorKind::Io => c.file,
             ErrorKind::Infeasible => c.infeasible,
             ErrorKind::Limit => c.limit,
+            ErrorKind::Internal => c.internal,
         },
         message,
     )

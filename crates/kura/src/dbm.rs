@@ -108,12 +108,18 @@ pub trait Dbm: Send + Sync + std::any::Any {
     /// `MultiGet`). As `get_many_with`, which it is made of.
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         let mut values = vec![None; keys.len()];
-        self.get_many_with(keys, &mut |index, value| {
-            if let Some(slot) = values.get_mut(index) {
-                *slot = value.map(<[u8]>::to_vec);
-            }
+        let mut stray = None;
+        self.get_many_with(keys, &mut |index, value| match values.get_mut(index) {
+            Some(slot) => *slot = value.map(<[u8]>::to_vec),
+            None => stray = Some(index),
         })?;
-        Ok(values)
+        match stray {
+            None => Ok(values),
+            Some(index) => Err(Error::internal(format!(
+                "get_many_with visits only indexes of its keys, not {index} of {}",
+                keys.len()
+            ))),
+        }
     }
 
     /// Stores `value` under `key`. With `overwrite` false, an existing record is left as it is

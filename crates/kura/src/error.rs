@@ -23,6 +23,10 @@ pub enum ErrorKind {
     Infeasible,
     /// A limit of the format was reached (file larger than `max_file_size`, value too large).
     Limit,
+    /// An invariant of Kura's own code did not hold: a bug in Kura, not damaged data and not
+    /// the caller's mistake. The message names the invariant; debug builds panic on it
+    /// (`Error::internal`), so tests and fuzzing stop where it broke.
+    Internal,
 }
 
 impl ErrorKind {
@@ -37,6 +41,7 @@ impl ErrorKind {
             ErrorKind::Io => "I/O error",
             ErrorKind::Infeasible => "infeasible",
             ErrorKind::Limit => "limit exceeded",
+            ErrorKind::Internal => "internal error",
         }
     }
 }
@@ -84,6 +89,17 @@ impl Error {
         Error::new(ErrorKind::BrokenData, message)
     }
 
+    /// An Internal error: `invariant`, which Kura's own code keeps, did not hold. The message
+    /// says "this is a bug in Kura" with the invariant, for a bug report. Debug builds panic
+    /// here instead (the `debug_assert!` of every such place), so a test or a fuzz run stops
+    /// at the broken invariant; release builds return the error rather than wrong data.
+    #[track_caller]
+    pub fn internal(invariant: impl Into<Cow<'static, str>>) -> Error {
+        let invariant = invariant.into();
+        debug_assert!(false, "this is a bug in Kura: {invariant}");
+        Error::new(ErrorKind::Internal, format!("this is a bug in Kura (please report it): {invariant}"))
+    }
+
     /// An Infeasible error.
     pub fn infeasible(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::Infeasible, message)
@@ -126,5 +142,21 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Debug builds stop at a broken invariant; release builds return it as an Internal error
+    /// whose message sends the reader to a bug report, not to a restore.
+    #[test]
+    #[cfg_attr(debug_assertions, should_panic(expected = "this is a bug in Kura: a test invariant"))]
+    fn a_broken_invariant_is_a_bug_in_kura_not_damaged_data() {
+        let error = Error::internal("a test invariant");
+        assert_eq!(error.kind(), ErrorKind::Internal);
+        assert_eq!(error.to_string(), "internal error: this is a bug in Kura (please report it): a test invariant");
+        assert!(!error.in_file(std::path::Path::new("x.kuh")).message().contains("x.kuh"), "not damage of a file");
     }
 }

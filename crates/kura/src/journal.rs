@@ -54,20 +54,21 @@ const OLDEST_VERSION: u32 = 1;
 const CONTINUED: u32 = 1 << 31;
 
 // The journal header's fields, each after the one before (the table in the module comment).
-const MAGIC_FIELD: Field = Field::first(MAGIC.len());
-const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 4);
-const ZERO_FIELD: Field = Field::after(VERSION_FIELD, 4);
-const SALT_FIELD: Field = Field::after(ZERO_FIELD, 8);
-const CHECKSUM_FIELD: Field = Field::after(SALT_FIELD, 8);
-pub const HEADER_SIZE: usize = CHECKSUM_FIELD.end();
-const _: () = assert!(HEADER_SIZE == 32, "docs/tree.md specifies a 32-byte journal header");
+const MAGIC_FIELD: Field<HEADER_SIZE, { MAGIC.len() }> = Field::first();
+const VERSION_FIELD: Field<HEADER_SIZE, 4> = Field::after(MAGIC_FIELD);
+const ZERO_FIELD: Field<HEADER_SIZE, 4> = Field::after(VERSION_FIELD);
+const SALT_FIELD: Field<HEADER_SIZE, 8> = Field::after(ZERO_FIELD);
+const CHECKSUM_FIELD: Field<HEADER_SIZE, 8> = Field::after(SALT_FIELD);
+pub const HEADER_SIZE: usize = 32;
+const _: () = assert!(CHECKSUM_FIELD.end() == HEADER_SIZE, "docs/tree.md specifies a 32-byte journal header");
 
 // A frame's header.
-const FRAME_LEN_FIELD: Field = Field::first(4);
-const FRAME_COUNT_FIELD: Field = Field::after(FRAME_LEN_FIELD, 4);
-const FRAME_CHECKSUM_FIELD: Field = Field::after(FRAME_COUNT_FIELD, 8);
-pub const FRAME_HEADER_SIZE: usize = FRAME_CHECKSUM_FIELD.end();
-const _: () = assert!(FRAME_HEADER_SIZE == 16, "docs/tree.md specifies 16-byte journal frame headers");
+const FRAME_LEN_FIELD: Field<FRAME_HEADER_SIZE, 4> = Field::first();
+const FRAME_COUNT_FIELD: Field<FRAME_HEADER_SIZE, 4> = Field::after(FRAME_LEN_FIELD);
+const FRAME_CHECKSUM_FIELD: Field<FRAME_HEADER_SIZE, 8> = Field::after(FRAME_COUNT_FIELD);
+pub const FRAME_HEADER_SIZE: usize = 16;
+const _: () =
+    assert!(FRAME_CHECKSUM_FIELD.end() == FRAME_HEADER_SIZE, "docs/tree.md specifies 16-byte journal frame headers");
 
 const KIND_SET: u8 = 1;
 const KIND_REMOVE: u8 = 2;
@@ -218,7 +219,7 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Option<u64>> {
     let Ok(header) = HeaderBytes::<HEADER_SIZE>::read(bytes, "journal header") else {
         return Ok(None);
     };
-    if header.get(MAGIC_FIELD) != MAGIC || header.u64(CHECKSUM_FIELD) != xxh3_64(header.before(CHECKSUM_FIELD)) {
+    if header.get(MAGIC_FIELD) != *MAGIC || header.u64(CHECKSUM_FIELD) != xxh3_64(header.before(CHECKSUM_FIELD)) {
         return Ok(None);
     }
     let version = header.u32(VERSION_FIELD);
@@ -499,8 +500,7 @@ impl Journal {
         header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, count, payload));
         head.copy_from_slice(&header.into_bytes());
         let frame = &self.pending;
-        let appender =
-            self.appender.as_mut().ok_or_else(|| Error::broken("journal: no file after start (a bug in Kura)"))?;
+        let appender = self.appender.as_mut().ok_or_else(|| Error::internal("a journal has its file once started"))?;
         let frame_end = offset + frame.len() as u64;
         if frame_end > appender.len() {
             // Zeros ahead (a replay stops at them: an all-zero frame header fails its checksum).
@@ -623,7 +623,7 @@ fn new_salt(previous: u64) -> u64 {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::encoding::{documented_layout, layout_rows};
+    use crate::encoding::documented_layout;
 
     fn set<'a>(key: &'a [u8], value: &'a [u8]) -> Entry<'a> {
         Entry::Set { key, value }
@@ -808,9 +808,9 @@ mod tests {
     #[test]
     fn the_layouts_are_the_ones_docs_tree_md_documents() {
         let docs = include_str!("../../../docs/tree.md");
-        let header = [MAGIC_FIELD, VERSION_FIELD, ZERO_FIELD, SALT_FIELD, CHECKSUM_FIELD];
-        assert_eq!(documented_layout(docs, "### Journal header"), layout_rows(&header));
-        let frame = [FRAME_LEN_FIELD, FRAME_COUNT_FIELD, FRAME_CHECKSUM_FIELD];
-        assert_eq!(documented_layout(docs, "### Journal frame"), layout_rows(&frame));
+        let header = [MAGIC_FIELD.row(), VERSION_FIELD.row(), ZERO_FIELD.row(), SALT_FIELD.row(), CHECKSUM_FIELD.row()];
+        assert_eq!(documented_layout(docs, "### Journal header"), header);
+        let frame = [FRAME_LEN_FIELD.row(), FRAME_COUNT_FIELD.row(), FRAME_CHECKSUM_FIELD.row()];
+        assert_eq!(documented_layout(docs, "### Journal frame"), frame);
     }
 }

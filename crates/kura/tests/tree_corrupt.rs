@@ -61,7 +61,7 @@ fn page_pointing_to_itself() {
     let path = build(dir.path(), CodecKind::None);
     let (root, height, _) = forge::root(&path).unwrap();
     assert!(height >= 3, "the test needs a deep tree");
-    let raw = forge::branch_bytes(&[root, root], &[b"key001000"]);
+    let raw = forge::branch_bytes(&[root, root], &[b"key001000"]).unwrap();
     forge::write_page(&path, root, true, &raw, false).unwrap();
     assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData);
 }
@@ -73,7 +73,7 @@ fn cycle_between_two_pages() {
     let (root, _, _) = forge::root(&path).unwrap();
     let children = forge::children(&path, root).unwrap();
     let child = children[0];
-    forge::write_page(&path, child, true, &forge::branch_bytes(&[root], &[]), false).unwrap();
+    forge::write_page(&path, child, true, &forge::branch_bytes(&[root], &[]).unwrap(), false).unwrap();
     assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData);
     // A writer opening it after a crash walks the tree, finds the cycle and restores.
     let (root, height, _) = forge::root(&path).unwrap();
@@ -115,7 +115,7 @@ fn keys_out_of_order() {
     let raw = forge::leaf_bytes(&[(b"key000900", b"a"), (b"key000800", b"b")]);
     forge::write_page(&path, page, false, &raw, false).unwrap();
     assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData);
-    let branch = forge::branch_bytes(&[page, page, page], &[b"m", b"c"]);
+    let branch = forge::branch_bytes(&[page, page, page], &[b"m", b"c"]).unwrap();
     forge::write_page(&path, root, true, &branch, false).unwrap();
     assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData);
 }
@@ -132,7 +132,7 @@ fn two_leaves(dir: &Path, first: &[(&[u8], &[u8])], second: &[(&[u8], &[u8])], s
     let leaves = forge::children(&path, branch).unwrap();
     forge::write_page(&path, leaves[0], false, &forge::leaf_bytes(first), false).unwrap();
     forge::write_page(&path, leaves[1], false, &forge::leaf_bytes(second), false).unwrap();
-    forge::write_page(&path, root, true, &forge::branch_bytes(&leaves[..2], &[separator]), false).unwrap();
+    forge::write_page(&path, root, true, &forge::branch_bytes(&leaves[..2], &[separator]).unwrap(), false).unwrap();
     forge::set_root(&path, root, 2).unwrap();
     path
 }
@@ -205,7 +205,7 @@ fn bad_compressed_pages() {
         forge::write_page(&path, leaf, false, &[40, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], true).unwrap();
         assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData, "{codec}");
         // A valid frame of a branch's bytes where a leaf is expected.
-        let raw = forge::branch_bytes(&[root, root], &[b"k"]);
+        let raw = forge::branch_bytes(&[root, root], &[b"k"]).unwrap();
         let stored = forge::compress(codec, &[raw.clone(), raw.clone(), raw].concat()).unwrap();
         let _ = forge::write_page(&path, leaf, false, &stored, true);
         assert_eq!(read_all(&path).kind(), ErrorKind::BrokenData, "{codec}");

@@ -1,27 +1,34 @@
 //! Fixed-size headers as a list of named fields, each placed right after the one before
 //! (`Field::after`), so that a header's byte layout is written once, as constants, and a
 //! field can neither overlap its neighbour nor be given a literal offset that drifts from the
-//! documentation. A header declares its last field's end against its size in a `const`
-//! assertion, which makes every field of it in range by construction.
+//! documentation. A field's type carries its header's size `N` and its own width `W`, and its
+//! `const` constructors assert that it ends within the header: a field out of range fails the
+//! build, a field of another header or a value of another width does not type-check, so
+//! reading and writing a field cannot miss at run time.
 
 use crate::error::{Error, Result};
 
-/// Where a field of a fixed-size header lies.
+/// Where a `W`-byte field of an `N`-byte header lies. Made only by the `const` constructors,
+/// which assert `offset + W <= N` (in a `const` item, at compile time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
+pub struct Field<const N: usize, const W: usize> {
     offset: usize,
-    len: usize,
 }
 
-impl Field {
+impl<const N: usize, const W: usize> Field<N, W> {
     /// The first field of a header, at offset 0.
-    pub const fn first(len: usize) -> Field {
-        Field { offset: 0, len }
+    pub const fn first() -> Self {
+        Self::at(0)
     }
 
     /// The field that follows `previous`.
-    pub const fn after(previous: Field, len: usize) -> Field {
-        Field { offset: previous.end(), len }
+    pub const fn after<const P: usize>(previous: Field<N, P>) -> Self {
+        Self::at(previous.end())
+    }
+
+    const fn at(offset: usize) -> Self {
+        assert!(offset + W <= N, "a header field must end within its header");
+        Field { offset }
     }
 
     /// Where the field starts.
@@ -31,7 +38,13 @@ impl Field {
 
     /// The offset just past the field.
     pub const fn end(self) -> usize {
-        self.offset + self.len
+        self.offset + W
+    }
+
+    /// The field as an `(offset, size)` row of a format document's table.
+    #[cfg(test)]
+    pub const fn row(self) -> (usize, usize) {
+        (self.offset, W)
     }
 }
 
@@ -47,6 +60,8 @@ impl<const N: usize> Default for HeaderBytes<N> {
     }
 }
 
+// The slices below are in range: a Field<N, W> ends within the N bytes, which its const
+// constructors assert.
 impl<const N: usize> HeaderBytes<N> {
     /// A header of zeros (every reserved byte stays zero).
     pub fn new() -> Self {
@@ -63,70 +78,61 @@ impl<const N: usize> HeaderBytes<N> {
         Ok(header)
     }
 
-    /// The bytes of `field`. The header's layout assertion keeps every field in range.
-    pub fn get(&self, field: Field) -> &[u8] {
-        let range = field.offset..field.end();
-        debug_assert!(field.end() <= N, "field {field:?} outside a {N}-byte header");
-        self.bytes.get(range).unwrap_or_default()
+    /// The bytes of `field`.
+    pub fn get<const W: usize>(&self, field: Field<N, W>) -> [u8; W] {
+        let mut value = [0; W];
+        value.copy_from_slice(&self.bytes[field.offset..field.end()]);
+        value
     }
 
-    /// Writes `value` into `field`, whose width it must have.
-    pub fn put(&mut self, field: Field, value: &[u8]) {
-        debug_assert_eq!(value.len(), field.len, "a {}-byte value for field {field:?}", value.len());
-        debug_assert!(field.end() <= N, "field {field:?} outside a {N}-byte header");
-        if let Some(slot) = self.bytes.get_mut(field.offset..field.end()) {
-            slot.copy_from_slice(value);
-        }
+    /// Writes `value` into `field`.
+    pub fn put<const W: usize>(&mut self, field: Field<N, W>, value: &[u8; W]) {
+        self.bytes[field.offset..field.end()].copy_from_slice(value);
     }
 
     /// Writes a one-byte field.
-    pub fn put_u8(&mut self, field: Field, value: u8) {
+    pub fn put_u8(&mut self, field: Field<N, 1>, value: u8) {
         self.put(field, &[value]);
     }
 
     /// Writes a little-endian `u16` field.
-    pub fn put_u16(&mut self, field: Field, value: u16) {
+    pub fn put_u16(&mut self, field: Field<N, 2>, value: u16) {
         self.put(field, &value.to_le_bytes());
     }
 
     /// Writes a little-endian `u32` field.
-    pub fn put_u32(&mut self, field: Field, value: u32) {
+    pub fn put_u32(&mut self, field: Field<N, 4>, value: u32) {
         self.put(field, &value.to_le_bytes());
     }
 
     /// Writes a little-endian `u64` field.
-    pub fn put_u64(&mut self, field: Field, value: u64) {
+    pub fn put_u64(&mut self, field: Field<N, 8>, value: u64) {
         self.put(field, &value.to_le_bytes());
     }
 
-    fn array<const W: usize>(&self, field: Field) -> [u8; W] {
-        debug_assert_eq!(field.len, W, "field {field:?} read as {W} bytes");
-        <[u8; W]>::try_from(self.get(field)).unwrap_or([0; W])
-    }
-
     /// Reads a one-byte field.
-    pub fn u8(&self, field: Field) -> u8 {
-        u8::from_le_bytes(self.array(field))
+    pub fn u8(&self, field: Field<N, 1>) -> u8 {
+        u8::from_le_bytes(self.get(field))
     }
 
     /// Reads a little-endian `u16` field.
-    pub fn u16(&self, field: Field) -> u16 {
-        u16::from_le_bytes(self.array(field))
+    pub fn u16(&self, field: Field<N, 2>) -> u16 {
+        u16::from_le_bytes(self.get(field))
     }
 
     /// Reads a little-endian `u32` field.
-    pub fn u32(&self, field: Field) -> u32 {
-        u32::from_le_bytes(self.array(field))
+    pub fn u32(&self, field: Field<N, 4>) -> u32 {
+        u32::from_le_bytes(self.get(field))
     }
 
     /// Reads a little-endian `u64` field.
-    pub fn u64(&self, field: Field) -> u64 {
-        u64::from_le_bytes(self.array(field))
+    pub fn u64(&self, field: Field<N, 8>) -> u64 {
+        u64::from_le_bytes(self.get(field))
     }
 
     /// The bytes before `field`: what a checksum stored in `field` covers.
-    pub fn before(&self, field: Field) -> &[u8] {
-        self.bytes.get(..field.offset).unwrap_or_default()
+    pub fn before<const W: usize>(&self, field: Field<N, W>) -> &[u8] {
+        &self.bytes[..field.offset]
     }
 
     /// The header's bytes.
@@ -175,29 +181,22 @@ pub fn documented_codec_ids(markdown: &str, marker: &str) -> Vec<(u8, String)> {
         .collect()
 }
 
-/// `fields` in order, as `(offset, size)` rows.
-#[cfg(test)]
-pub fn layout_rows(fields: &[Field]) -> Vec<(usize, usize)> {
-    fields.iter().map(|f| (f.offset, f.len)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const A: Field = Field::first(8);
-    const B: Field = Field::after(A, 4);
-    const C: Field = Field::after(B, 2);
-    const _: () = assert!(C.end() <= 16);
+    const A: Field<16, 8> = Field::first();
+    const B: Field<16, 4> = Field::after(A);
+    const C: Field<16, 2> = Field::after(B);
 
     #[test]
     fn fields_follow_each_other_and_round_trip() {
-        assert_eq!(layout_rows(&[A, B, C]), [(0, 8), (8, 4), (12, 2)]);
+        assert_eq!([A.row(), B.row(), C.row()], [(0, 8), (8, 4), (12, 2)]);
         let mut header = HeaderBytes::<16>::new();
         header.put(A, b"KuraTest");
         header.put_u32(B, 0xdead_beef);
         header.put_u16(C, 513);
-        assert_eq!(header.get(A), b"KuraTest");
+        assert_eq!(&header.get(A), b"KuraTest");
         assert_eq!((header.u32(B), header.u16(C)), (0xdead_beef, 513));
         assert_eq!(header.before(B), b"KuraTest");
         assert_eq!(&header.as_bytes()[12..14], &[1, 2]);

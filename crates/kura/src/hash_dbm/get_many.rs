@@ -76,7 +76,7 @@ impl HashDbm {
                     guards
                         .get(lookup.guard)
                         .map(|guard| Chain::shared(guard, lookup.bucket))
-                        .ok_or_else(|| Error::broken("get_many: a key's stripe lock was not taken"))
+                        .ok_or_else(|| Error::internal("get_many takes the stripe lock of every key it reads"))
                 };
                 // Stage 3: chain heads on their way.
                 for lookup in &group {
@@ -146,7 +146,7 @@ impl HashDbm {
         for lookup in group.iter_mut() {
             lookup.guard = order
                 .position(stripe_of(lookup.bucket))
-                .ok_or_else(|| Error::broken("get_many: a key's stripe lock was not taken"))?;
+                .ok_or_else(|| Error::internal("get_many takes the stripe lock of every key it reads"))?;
         }
         Ok(())
     }

@@ -27,31 +27,31 @@ pub const BUCKET_WIDTH: u64 = 5;
 pub const MAX_ADDRESSABLE: u64 = 1 << (8 * BUCKET_WIDTH);
 
 // The header's fields, each after the one before (docs/format.md has the same table).
-const MAGIC_FIELD: Field = Field::first(MAGIC.len());
-const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 2);
-const CODEC_FIELD: Field = Field::after(VERSION_FIELD, 1);
-const UPDATE_MODE_FIELD: Field = Field::after(CODEC_FIELD, 1);
-const CLOSED_CLEANLY_FIELD: Field = Field::after(UPDATE_MODE_FIELD, 1);
-const BUCKET_WIDTH_FIELD: Field = Field::after(CLOSED_CLEANLY_FIELD, 1);
-const PAD_FIELD: Field = Field::after(BUCKET_WIDTH_FIELD, 2);
-const NUM_BUCKETS_FIELD: Field = Field::after(PAD_FIELD, 8);
-const RECORD_COUNT_FIELD: Field = Field::after(NUM_BUCKETS_FIELD, 8);
-const DATA_END_FIELD: Field = Field::after(RECORD_COUNT_FIELD, 8);
-const MAX_FILE_SIZE_FIELD: Field = Field::after(DATA_END_FIELD, 8);
-const DICTIONARY_LEN_FIELD: Field = Field::after(MAX_FILE_SIZE_FIELD, 4);
-const PAD2_FIELD: Field = Field::after(DICTIONARY_LEN_FIELD, 4);
-const FREE_LIST_OFFSET_FIELD: Field = Field::after(PAD2_FIELD, 8);
-const FREE_LIST_LEN_FIELD: Field = Field::after(FREE_LIST_OFFSET_FIELD, 4);
+const MAGIC_FIELD: Field<HEADER_BYTES, { MAGIC.len() }> = Field::first();
+const VERSION_FIELD: Field<HEADER_BYTES, 2> = Field::after(MAGIC_FIELD);
+const CODEC_FIELD: Field<HEADER_BYTES, 1> = Field::after(VERSION_FIELD);
+const UPDATE_MODE_FIELD: Field<HEADER_BYTES, 1> = Field::after(CODEC_FIELD);
+const CLOSED_CLEANLY_FIELD: Field<HEADER_BYTES, 1> = Field::after(UPDATE_MODE_FIELD);
+const BUCKET_WIDTH_FIELD: Field<HEADER_BYTES, 1> = Field::after(CLOSED_CLEANLY_FIELD);
+const PAD_FIELD: Field<HEADER_BYTES, 2> = Field::after(BUCKET_WIDTH_FIELD);
+const NUM_BUCKETS_FIELD: Field<HEADER_BYTES, 8> = Field::after(PAD_FIELD);
+const RECORD_COUNT_FIELD: Field<HEADER_BYTES, 8> = Field::after(NUM_BUCKETS_FIELD);
+const DATA_END_FIELD: Field<HEADER_BYTES, 8> = Field::after(RECORD_COUNT_FIELD);
+const MAX_FILE_SIZE_FIELD: Field<HEADER_BYTES, 8> = Field::after(DATA_END_FIELD);
+const DICTIONARY_LEN_FIELD: Field<HEADER_BYTES, 4> = Field::after(MAX_FILE_SIZE_FIELD);
+const PAD2_FIELD: Field<HEADER_BYTES, 4> = Field::after(DICTIONARY_LEN_FIELD);
+const FREE_LIST_OFFSET_FIELD: Field<HEADER_BYTES, 8> = Field::after(PAD2_FIELD);
+const FREE_LIST_LEN_FIELD: Field<HEADER_BYTES, 4> = Field::after(FREE_LIST_OFFSET_FIELD);
 /// Version 2: xxh3 of the zstd dictionary (0 without one).
-const DICTIONARY_CHECKSUM_FIELD: Field = Field::after(FREE_LIST_LEN_FIELD, 8);
+const DICTIONARY_CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(FREE_LIST_LEN_FIELD);
 /// Version 2: xxh3 of the saved free-block list (0 without one).
-const FREE_LIST_CHECKSUM_FIELD: Field = Field::after(DICTIONARY_CHECKSUM_FIELD, 8);
-const RESERVED_FIELD: Field = Field::after(FREE_LIST_CHECKSUM_FIELD, 36);
+const FREE_LIST_CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(DICTIONARY_CHECKSUM_FIELD);
+const RESERVED_FIELD: Field<HEADER_BYTES, 36> = Field::after(FREE_LIST_CHECKSUM_FIELD);
 /// xxh3 of every byte before it.
-const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
-pub const HEADER_BYTES: usize = CHECKSUM_FIELD.end();
+const CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(RESERVED_FIELD);
+pub const HEADER_BYTES: usize = 128;
 pub const HEADER_SIZE: u64 = HEADER_BYTES as u64;
-const _: () = assert!(HEADER_BYTES == 128, "docs/format.md specifies a 128-byte header");
+const _: () = assert!(CHECKSUM_FIELD.end() == HEADER_BYTES, "docs/format.md specifies a 128-byte header");
 
 /// How updates use the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +192,7 @@ impl Header {
             )));
         }
         let b = HeaderBytes::<HEADER_BYTES>::read(bytes, "hash database header")?;
-        if b.get(MAGIC_FIELD) != MAGIC {
+        if b.get(MAGIC_FIELD) != *MAGIC {
             return Err(Error::broken("bad magic: not a Kura hash database"));
         }
         if xxh3_64(b.before(CHECKSUM_FIELD)) != b.u64(CHECKSUM_FIELD) {
@@ -348,7 +348,7 @@ pub fn repair_one_byte(bytes: &[u8]) -> Option<(Header, usize)> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::encoding::{documented_codec_ids, documented_layout, layout_rows};
+    use crate::encoding::{documented_codec_ids, documented_layout};
 
     fn sample() -> Header {
         Header {
@@ -388,27 +388,27 @@ mod tests {
     fn the_layout_and_codec_ids_are_the_ones_docs_format_md_documents() {
         let docs = include_str!("../../../../docs/format.md");
         let fields = [
-            MAGIC_FIELD,
-            VERSION_FIELD,
-            CODEC_FIELD,
-            UPDATE_MODE_FIELD,
-            CLOSED_CLEANLY_FIELD,
-            BUCKET_WIDTH_FIELD,
-            PAD_FIELD,
-            NUM_BUCKETS_FIELD,
-            RECORD_COUNT_FIELD,
-            DATA_END_FIELD,
-            MAX_FILE_SIZE_FIELD,
-            DICTIONARY_LEN_FIELD,
-            PAD2_FIELD,
-            FREE_LIST_OFFSET_FIELD,
-            FREE_LIST_LEN_FIELD,
-            DICTIONARY_CHECKSUM_FIELD,
-            FREE_LIST_CHECKSUM_FIELD,
-            RESERVED_FIELD,
-            CHECKSUM_FIELD,
+            MAGIC_FIELD.row(),
+            VERSION_FIELD.row(),
+            CODEC_FIELD.row(),
+            UPDATE_MODE_FIELD.row(),
+            CLOSED_CLEANLY_FIELD.row(),
+            BUCKET_WIDTH_FIELD.row(),
+            PAD_FIELD.row(),
+            NUM_BUCKETS_FIELD.row(),
+            RECORD_COUNT_FIELD.row(),
+            DATA_END_FIELD.row(),
+            MAX_FILE_SIZE_FIELD.row(),
+            DICTIONARY_LEN_FIELD.row(),
+            PAD2_FIELD.row(),
+            FREE_LIST_OFFSET_FIELD.row(),
+            FREE_LIST_LEN_FIELD.row(),
+            DICTIONARY_CHECKSUM_FIELD.row(),
+            FREE_LIST_CHECKSUM_FIELD.row(),
+            RESERVED_FIELD.row(),
+            CHECKSUM_FIELD.row(),
         ];
-        assert_eq!(documented_layout(docs, "### Header (128 bytes)"), layout_rows(&fields));
+        assert_eq!(documented_layout(docs, "### Header (128 bytes)"), fields);
         let ids: Vec<(u8, String)> = crate::codec::CODECS.iter().map(|c| (c.id, c.name.to_string())).collect();
         assert_eq!(documented_codec_ids(docs, "| 10 | 1 | codec |"), ids);
         // The bytes the table describes: a sample header's fields at the documented offsets.

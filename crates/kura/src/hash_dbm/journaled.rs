@@ -164,10 +164,10 @@ impl HashDbm {
             let storage = self.storage_ref()?;
             let mut applying = || -> Result<bool> {
                 for plan in &planned {
-                    let guard =
-                        order.position(stripe_of(plan.bucket)).and_then(|at| guards.get(at)).ok_or_else(|| {
-                            Error::broken("write_batch: a key's stripe lock was not taken (a bug in Kura)")
-                        })?;
+                    let guard = order
+                        .position(stripe_of(plan.bucket))
+                        .and_then(|at| guards.get(at))
+                        .ok_or_else(|| Error::internal("write_batch takes the stripe lock of every key it writes"))?;
                     let chain = ChainMut::exclusive(guard, plan.bucket);
                     let key = plan.op.key();
                     let found = storage.find(chain.read(), key, plan.hash)?;
@@ -175,7 +175,7 @@ impl HashDbm {
                 }
                 Ok(true)
             };
-            let body = body.take().ok_or_else(|| Error::broken("write_batch: the batch ran twice (a bug in Kura)"))?;
+            let body = body.take().ok_or_else(|| Error::internal("write_batch applies its batch once"))?;
             return body(&mut applying);
         }
     }

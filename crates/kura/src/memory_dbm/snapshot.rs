@@ -29,12 +29,12 @@ pub const VERSION: u8 = 2;
 pub const VERSION_WITHOUT_PARAMS: u8 = 1;
 
 // The header's fields, each after the one before.
-const MAGIC_FIELD: Field = Field::first(MAGIC.len());
-const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 1);
-const CLASS_FIELD: Field = Field::after(VERSION_FIELD, 1);
-const RESERVED_FIELD: Field = Field::after(CLASS_FIELD, 6);
-pub const HEADER_LEN: usize = RESERVED_FIELD.end();
-const _: () = assert!(HEADER_LEN == 16, "docs/memory.md specifies a 16-byte header");
+const MAGIC_FIELD: Field<HEADER_LEN, { MAGIC.len() }> = Field::first();
+const VERSION_FIELD: Field<HEADER_LEN, 1> = Field::after(MAGIC_FIELD);
+const CLASS_FIELD: Field<HEADER_LEN, 1> = Field::after(VERSION_FIELD);
+const RESERVED_FIELD: Field<HEADER_LEN, 6> = Field::after(CLASS_FIELD);
+pub const HEADER_LEN: usize = 16;
+const _: () = assert!(RESERVED_FIELD.end() == HEADER_LEN, "docs/memory.md specifies a 16-byte header");
 
 /// The trailer: the record count, then the checksum of every byte before it.
 pub const TRAILER_LEN: usize = 2 * size_of::<u64>();
@@ -121,7 +121,7 @@ impl<'a> Snapshot<'a> {
             return Err(broken("the file is shorter than a header and a trailer"));
         }
         let header = HeaderBytes::<HEADER_LEN>::read(bytes, "memory snapshot")?;
-        if header.get(MAGIC_FIELD) != MAGIC {
+        if header.get(MAGIC_FIELD) != *MAGIC {
             return Err(broken("bad magic: not a Kura memory-engine snapshot"));
         }
         let (hashed, checksum) = bytes.split_at(bytes.len() - size_of::<u64>());

@@ -154,7 +154,10 @@ impl BTree {
 
     pub fn page(&self, id: u64) -> Result<PageRef<'_>> {
         if id & TEMP_BIT != 0 {
-            self.dirty.get(&id).map(PageRef::Borrowed).ok_or_else(|| Error::broken("dangling dirty page id"))
+            self.dirty
+                .get(&id)
+                .map(PageRef::Borrowed)
+                .ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))
         } else {
             match self.pager.pinned(id) {
                 Some(page) => Ok(PageRef::Borrowed(page)),
@@ -402,7 +405,10 @@ impl BTree {
     }
 
     pub(super) fn page_mut(&mut self, id: u64) -> Result<&mut Page> {
-        self.dirty.get_mut(&id).map(Arc::make_mut).ok_or_else(|| Error::broken("dangling dirty page id"))
+        self.dirty
+            .get_mut(&id)
+            .map(Arc::make_mut)
+            .ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))
     }
 
     pub(super) fn leaf_mut(&mut self, id: u64) -> Result<&mut Leaf> {
@@ -475,7 +481,8 @@ impl BTree {
         if depth >= MAX_HEIGHT {
             return Err(Error::broken("dirty tree deeper than the format allows"));
         }
-        let mut page = self.dirty.remove(&id).ok_or_else(|| Error::broken("dangling dirty page id"))?;
+        let mut page =
+            self.dirty.remove(&id).ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))?;
         if let Page::Branch(branch) = &*page {
             let dirty_children: Vec<(usize, u64)> =
                 branch.children.iter().copied().enumerate().filter(|(_, c)| c & TEMP_BIT != 0).collect();

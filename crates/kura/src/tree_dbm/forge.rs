@@ -48,15 +48,15 @@ pub fn children(path: &Path, offset: u64) -> Result<Vec<u64>> {
 }
 
 /// Serialized branch bytes with these children and separators, checked or not.
-pub fn branch_bytes(children: &[u64], keys: &[&[u8]]) -> Vec<u8> {
+pub fn branch_bytes(children: &[u64], keys: &[&[u8]]) -> Result<Vec<u8>> {
     let mut branch = Branch::new(children.first().copied().unwrap_or(0));
     for (index, (key, child)) in keys.iter().zip(children.iter().skip(1)).enumerate() {
         branch.keys.insert(index, key.to_vec());
         branch.children.push(*child);
     }
     let mut raw = Vec::new();
-    branch.encode(&mut raw);
-    raw
+    branch.encode(&mut raw)?;
+    Ok(raw)
 }
 
 /// Serialized leaf bytes holding `records` in the order given (sorted or not).

@@ -23,29 +23,29 @@ pub const MAGIC: &[u8; 8] = b"KuraTree";
 pub const FORMAT_VERSION: u32 = 1;
 
 // A file header copy's fields, each after the one before (the table at `FileHeader`).
-const MAGIC_FIELD: Field = Field::first(MAGIC.len());
-const VERSION_FIELD: Field = Field::after(MAGIC_FIELD, 4);
-const CODEC_FIELD: Field = Field::after(VERSION_FIELD, 1);
-const COMPARATOR_FIELD: Field = Field::after(CODEC_FIELD, 1);
-const CLOSED_CLEANLY_FIELD: Field = Field::after(COMPARATOR_FIELD, 1);
-const PAD_FIELD: Field = Field::after(CLOSED_CLEANLY_FIELD, 1);
-const MAX_PAGE_SIZE_FIELD: Field = Field::after(PAD_FIELD, 4);
-const HEIGHT_FIELD: Field = Field::after(MAX_PAGE_SIZE_FIELD, 4);
-const ROOT_FIELD: Field = Field::after(HEIGHT_FIELD, 8);
-const COUNT_FIELD: Field = Field::after(ROOT_FIELD, 8);
-const FREE_LIST_FIELD: Field = Field::after(COUNT_FIELD, 8);
-const END_FIELD: Field = Field::after(FREE_LIST_FIELD, 8);
-const DICTIONARY_FIELD: Field = Field::after(END_FIELD, 8);
-const SEQUENCE_FIELD: Field = Field::after(DICTIONARY_FIELD, 8);
-const BASE_FIELD: Field = Field::after(SEQUENCE_FIELD, 8);
-const DIGEST_FIELD: Field = Field::after(BASE_FIELD, 8);
-const NEW_PAGES_FIELD: Field = Field::after(DIGEST_FIELD, 8);
-const FLAGS_FIELD: Field = Field::after(NEW_PAGES_FIELD, 4);
-const RESERVED_FIELD: Field = Field::after(FLAGS_FIELD, 20);
+const MAGIC_FIELD: Field<HEADER_SIZE, { MAGIC.len() }> = Field::first();
+const VERSION_FIELD: Field<HEADER_SIZE, 4> = Field::after(MAGIC_FIELD);
+const CODEC_FIELD: Field<HEADER_SIZE, 1> = Field::after(VERSION_FIELD);
+const COMPARATOR_FIELD: Field<HEADER_SIZE, 1> = Field::after(CODEC_FIELD);
+const CLOSED_CLEANLY_FIELD: Field<HEADER_SIZE, 1> = Field::after(COMPARATOR_FIELD);
+const PAD_FIELD: Field<HEADER_SIZE, 1> = Field::after(CLOSED_CLEANLY_FIELD);
+const MAX_PAGE_SIZE_FIELD: Field<HEADER_SIZE, 4> = Field::after(PAD_FIELD);
+const HEIGHT_FIELD: Field<HEADER_SIZE, 4> = Field::after(MAX_PAGE_SIZE_FIELD);
+const ROOT_FIELD: Field<HEADER_SIZE, 8> = Field::after(HEIGHT_FIELD);
+const COUNT_FIELD: Field<HEADER_SIZE, 8> = Field::after(ROOT_FIELD);
+const FREE_LIST_FIELD: Field<HEADER_SIZE, 8> = Field::after(COUNT_FIELD);
+const END_FIELD: Field<HEADER_SIZE, 8> = Field::after(FREE_LIST_FIELD);
+const DICTIONARY_FIELD: Field<HEADER_SIZE, 8> = Field::after(END_FIELD);
+const SEQUENCE_FIELD: Field<HEADER_SIZE, 8> = Field::after(DICTIONARY_FIELD);
+const BASE_FIELD: Field<HEADER_SIZE, 8> = Field::after(SEQUENCE_FIELD);
+const DIGEST_FIELD: Field<HEADER_SIZE, 8> = Field::after(BASE_FIELD);
+const NEW_PAGES_FIELD: Field<HEADER_SIZE, 8> = Field::after(DIGEST_FIELD);
+const FLAGS_FIELD: Field<HEADER_SIZE, 4> = Field::after(NEW_PAGES_FIELD);
+const RESERVED_FIELD: Field<HEADER_SIZE, 20> = Field::after(FLAGS_FIELD);
 /// xxh3 of every byte before it.
-const CHECKSUM_FIELD: Field = Field::after(RESERVED_FIELD, 8);
-pub const HEADER_SIZE: usize = CHECKSUM_FIELD.end();
-const _: () = assert!(HEADER_SIZE == 128, "docs/tree.md specifies 128-byte header copies");
+const CHECKSUM_FIELD: Field<HEADER_SIZE, 8> = Field::after(RESERVED_FIELD);
+pub const HEADER_SIZE: usize = 128;
+const _: () = assert!(CHECKSUM_FIELD.end() == HEADER_SIZE, "docs/tree.md specifies 128-byte header copies");
 /// Both header copies; the first slot starts here.
 pub const DATA_START: u64 = 2 * HEADER_SIZE as u64;
 /// Slots start and end on this alignment.
@@ -55,13 +55,13 @@ pub const SLOT_ALIGN: u64 = 16;
 const FLAG_TRACKS_BASE: u32 = 1;
 
 // A slot header's fields (the table at `SlotHeader`).
-const SLOT_FLAGS_FIELD: Field = Field::first(1);
-const SLOT_ZERO_FIELD: Field = Field::after(SLOT_FLAGS_FIELD, 3);
-const SLOT_STORED_LEN_FIELD: Field = Field::after(SLOT_ZERO_FIELD, 4);
-const SLOT_LEN_FIELD: Field = Field::after(SLOT_STORED_LEN_FIELD, 8);
-const SLOT_CHECKSUM_FIELD: Field = Field::after(SLOT_LEN_FIELD, 8);
-pub const SLOT_HEADER_SIZE: usize = SLOT_CHECKSUM_FIELD.end();
-const _: () = assert!(SLOT_HEADER_SIZE == 24, "docs/tree.md specifies 24-byte slot headers");
+const SLOT_FLAGS_FIELD: Field<SLOT_HEADER_SIZE, 1> = Field::first();
+const SLOT_ZERO_FIELD: Field<SLOT_HEADER_SIZE, 3> = Field::after(SLOT_FLAGS_FIELD);
+const SLOT_STORED_LEN_FIELD: Field<SLOT_HEADER_SIZE, 4> = Field::after(SLOT_ZERO_FIELD);
+const SLOT_LEN_FIELD: Field<SLOT_HEADER_SIZE, 8> = Field::after(SLOT_STORED_LEN_FIELD);
+const SLOT_CHECKSUM_FIELD: Field<SLOT_HEADER_SIZE, 8> = Field::after(SLOT_LEN_FIELD);
+pub const SLOT_HEADER_SIZE: usize = 24;
+const _: () = assert!(SLOT_CHECKSUM_FIELD.end() == SLOT_HEADER_SIZE, "docs/tree.md specifies 24-byte slot headers");
 /// No tree is deeper than this: even with 2-child branches it would hold 2^40 leaves. A
 /// deeper header or path is corruption (for instance a page that points to itself).
 pub const MAX_HEIGHT: u32 = 40;
@@ -255,7 +255,7 @@ impl FileHeader {
 
     pub fn decode(bytes: &[u8]) -> Result<FileHeader> {
         let bytes = HeaderBytes::<HEADER_SIZE>::read(bytes, "tree file header")?;
-        if bytes.get(MAGIC_FIELD) != MAGIC {
+        if bytes.get(MAGIC_FIELD) != *MAGIC {
             return Err(Error::broken("not a Kura tree file (bad magic)"));
         }
         if bytes.u64(CHECKSUM_FIELD) != xxh3_64(bytes.before(CHECKSUM_FIELD)) {
@@ -327,7 +327,7 @@ impl FileHeader {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::encoding::{documented_codec_ids, documented_layout, layout_rows};
+    use crate::encoding::{documented_codec_ids, documented_layout};
 
     fn sample() -> FileHeader {
         FileHeader {
@@ -363,31 +363,37 @@ mod tests {
     fn the_layouts_and_codec_ids_are_the_ones_docs_tree_md_documents() {
         let docs = include_str!("../../../../docs/tree.md");
         let header = [
-            MAGIC_FIELD,
-            VERSION_FIELD,
-            CODEC_FIELD,
-            COMPARATOR_FIELD,
-            CLOSED_CLEANLY_FIELD,
-            PAD_FIELD,
-            MAX_PAGE_SIZE_FIELD,
-            HEIGHT_FIELD,
-            ROOT_FIELD,
-            COUNT_FIELD,
-            FREE_LIST_FIELD,
-            END_FIELD,
-            DICTIONARY_FIELD,
-            SEQUENCE_FIELD,
-            BASE_FIELD,
-            DIGEST_FIELD,
-            NEW_PAGES_FIELD,
-            FLAGS_FIELD,
-            RESERVED_FIELD,
-            CHECKSUM_FIELD,
+            MAGIC_FIELD.row(),
+            VERSION_FIELD.row(),
+            CODEC_FIELD.row(),
+            COMPARATOR_FIELD.row(),
+            CLOSED_CLEANLY_FIELD.row(),
+            PAD_FIELD.row(),
+            MAX_PAGE_SIZE_FIELD.row(),
+            HEIGHT_FIELD.row(),
+            ROOT_FIELD.row(),
+            COUNT_FIELD.row(),
+            FREE_LIST_FIELD.row(),
+            END_FIELD.row(),
+            DICTIONARY_FIELD.row(),
+            SEQUENCE_FIELD.row(),
+            BASE_FIELD.row(),
+            DIGEST_FIELD.row(),
+            NEW_PAGES_FIELD.row(),
+            FLAGS_FIELD.row(),
+            RESERVED_FIELD.row(),
+            CHECKSUM_FIELD.row(),
         ];
-        assert_eq!(documented_layout(docs, "### File header"), layout_rows(&header));
-        let slot = [SLOT_FLAGS_FIELD, SLOT_ZERO_FIELD, SLOT_STORED_LEN_FIELD, SLOT_LEN_FIELD, SLOT_CHECKSUM_FIELD];
+        assert_eq!(documented_layout(docs, "### File header"), header);
+        let slot = [
+            SLOT_FLAGS_FIELD.row(),
+            SLOT_ZERO_FIELD.row(),
+            SLOT_STORED_LEN_FIELD.row(),
+            SLOT_LEN_FIELD.row(),
+            SLOT_CHECKSUM_FIELD.row(),
+        ];
         // The slot table's last row is the stored bytes (size `n`), which is not a header field.
-        assert_eq!(documented_layout(docs, "### Slot"), layout_rows(&slot));
+        assert_eq!(documented_layout(docs, "### Slot"), slot);
         let ids: Vec<(u8, String)> = crate::codec::CODECS.iter().map(|c| (c.id, c.name.to_string())).collect();
         assert_eq!(documented_codec_ids(docs, "| 12 | 1 | codec id"), ids);
         let bytes = sample().encode();

@@ -597,11 +597,17 @@ impl Branch {
         self.refresh_prefixes();
     }
 
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// The branch's bytes into `out`. A branch without children exists only between the
+    /// removal of its last child and its own removal, and is never written: writing one is
+    /// a bug in Kura, reported rather than encoded as a branch pointing at offset 0.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<()> {
+        let Some(&first) = self.children.first() else {
+            return Err(Error::internal("a branch written to the file has a child"));
+        };
         out.clear();
         out.reserve(self.encoded_size());
         put_varint(out, self.children.len() as u64);
-        put_varint(out, self.children.first().copied().unwrap_or(0));
+        put_varint(out, first);
         let mut previous: &[u8] = &[];
         for (key, child) in self.keys.iter().zip(self.children.iter().skip(1)) {
             let shared = common_prefix(previous, key);
@@ -611,6 +617,7 @@ impl Branch {
             put_varint(out, *child);
             previous = key;
         }
+        Ok(())
     }
 
     pub fn decode(raw: &[u8], comparator: Comparator) -> Result<Branch> {
@@ -842,7 +849,7 @@ mod tests {
             branch.insert_after(i as usize - 1, format!("k{i:03}").into_bytes(), 4096 + i * 16);
         }
         let mut raw = Vec::new();
-        branch.encode(&mut raw);
+        branch.encode(&mut raw).unwrap();
         let decoded = Branch::decode(&raw, Comparator::Lexical).unwrap();
         assert_eq!(decoded.keys, branch.keys);
         assert_eq!(decoded.children, branch.children);
@@ -853,7 +860,7 @@ mod tests {
         assert_eq!(right.children.len() + 10, 20);
         let mut reordered = branch.clone();
         reordered.keys.swap(2, 3);
-        reordered.encode(&mut raw);
+        reordered.encode(&mut raw).unwrap();
         assert!(Branch::decode(&raw, Comparator::Lexical).is_err());
     }
 }

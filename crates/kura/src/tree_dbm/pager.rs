@@ -521,14 +521,11 @@ impl Pager {
         let kind = match &*page {
             Page::Leaf(leaf) => {
                 leaf.encode(&mut raw);
-                SlotKind::Leaf
+                Ok(SlotKind::Leaf)
             }
-            Page::Branch(branch) => {
-                branch.encode(&mut raw);
-                SlotKind::Branch
-            }
+            Page::Branch(branch) => branch.encode(&mut raw).map(|()| SlotKind::Branch),
         };
-        let written = self.write_slot(kind, &raw, true, false);
+        let written = kind.and_then(|kind| self.write_slot(kind, &raw, true, false));
         self.raw_buffer = raw;
         let (offset, checksum) = written?;
         self.durability.wrote(offset, checksum);

@@ -179,7 +179,11 @@ impl BTree {
     /// Moves everything of dirty page `right` into dirty page `left` if the result fits in a
     /// page; returns whether it did.
     fn merge_pair(&mut self, left: u64, right: u64, separator: Vec<u8>, max: usize) -> Result<bool> {
-        let right_page = self.dirty.get(&right).cloned().ok_or_else(|| Error::broken("dangling dirty page id"))?;
+        let right_page = self
+            .dirty
+            .get(&right)
+            .cloned()
+            .ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))?;
         match (self.page_mut(left)?, &*right_page) {
             (Page::Leaf(l), Page::Leaf(r)) => {
                 if l.encoded_size() + r.encoded_size() > max {

@@ -74,7 +74,8 @@ impl BulkLoader {
             self.levels.push(OpenBranch { branch: None, written: 0 });
         }
         let max = self.max_page_size;
-        let open = self.levels.get_mut(level).ok_or_else(|| Error::broken("bulk load level"))?;
+        let open =
+            self.levels.get_mut(level).ok_or_else(|| Error::internal("a bulk load writes only to levels it opened"))?;
         let full = match &open.branch {
             Some((_, branch)) => branch.len() >= 2 && branch.encoded_size() + first_key.len() + 8 > max,
             None => false,
@@ -86,7 +87,8 @@ impl BulkLoader {
                 self.push_child(level + 1, branch_key, written)?;
             }
         }
-        let open = self.levels.get_mut(level).ok_or_else(|| Error::broken("bulk load level"))?;
+        let open =
+            self.levels.get_mut(level).ok_or_else(|| Error::internal("a bulk load writes only to levels it opened"))?;
         match &mut open.branch {
             None => open.branch = Some((first_key, Branch::new(offset))),
             Some((_, branch)) => {
@@ -107,7 +109,10 @@ impl BulkLoader {
         let mut level = 0;
         while level < self.levels.len() {
             let top = level + 1 == self.levels.len();
-            let open = self.levels.get_mut(level).ok_or_else(|| Error::broken("bulk load level"))?;
+            let open = self
+                .levels
+                .get_mut(level)
+                .ok_or_else(|| Error::internal("a bulk load writes only to levels it opened"))?;
             let written = open.written;
             if let Some((first_key, branch)) = open.branch.take() {
                 if top && written == 0 {

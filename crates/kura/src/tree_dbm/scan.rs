@@ -58,7 +58,7 @@ impl TreeDbm {
         let mut visited = 0u64;
         while let Some(Position { leaf, index }) = position.take() {
             let Page::Leaf(records) = &*leaf else {
-                return Err(Error::broken("TreeDbm::scan: a seek stopped on a branch page (a bug in Kura)"));
+                return Err(Error::internal("TreeDbm::scan: a seek stops on a leaf page"));
             };
             for at in index..records.len() {
                 let Some((key, value)) = records.record(at) else { break };

@@ -375,16 +375,19 @@ impl Inner {
 
     /// Joins the underfull child at `index` with a sibling; if the two do not fit in one node,
     /// cuts the joined node in the middle again, which leaves both at least half full.
+    /// Both siblings are taken before anything moves, so no path drops a subtree.
     fn rebalance(&mut self, index: usize) {
         let left_index = index.saturating_sub(1);
-        if left_index + 1 >= self.children.len() {
+        let Some([left, right]) = self.children.get_mut(left_index..left_index + 2) else {
             return; // An only child: the parent's own rebalancing (or the root's collapse) acts.
-        }
-        self.prefixes.remove(left_index);
+        };
+        // The right sibling's place keeps an empty leaf until it is removed below.
+        let right = std::mem::replace(right, Node::Leaf(Leaf::with_capacity(0)));
         let separator = self.separators.remove(left_index);
-        let right = self.children.remove(left_index + 1);
-        let Some(left) = self.children.get_mut(left_index) else { return };
-        if let Some(split) = left.absorb(separator, right) {
+        let split = left.absorb(separator, right);
+        self.prefixes.remove(left_index);
+        self.children.remove(left_index + 1);
+        if let Some(split) = split {
             self.prefixes.insert(left_index, key_prefix(&split.separator));
             self.separators.insert(left_index, split.separator);
             self.children.insert(left_index + 1, split.right);
