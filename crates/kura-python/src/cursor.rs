@@ -10,8 +10,32 @@ use kura::tree_dbm::TreeRange;
 use kura::{Dbm, OrderedCursor, TreeDbm};
 use pyo3::prelude::*;
 
-use crate::database::Database;
+use crate::convert::Encoding;
 use crate::errors::{self, OrRaise};
+
+/// What a cursor needs of its database. `database.rs` implements it (and `Handle` for its
+/// Python object), so that this module never names the database type, which names the
+/// cursors it makes: the two modules do not import each other.
+pub trait Opened {
+    /// Ok while the database is open, else `kura.ClosedError`.
+    fn check_open(&self, py: Python<'_>) -> PyResult<()>;
+    /// How keys and values cross to Python.
+    fn encoding(&self) -> &Encoding;
+    /// Whether record calls release the GIL.
+    fn releases_gil(&self) -> bool;
+    /// The engine.
+    fn dbm(&self) -> &Arc<dyn Dbm>;
+    /// The engine when it is a TreeDbm, for ranges in the tree's own order.
+    fn tree(&self) -> Option<&Arc<TreeDbm>>;
+    /// Whether keys are in order.
+    fn ordered(&self) -> bool;
+}
+
+/// A strong reference to the database's Python object, which keeps it open (and alive)
+/// while a cursor lives, lent as what the cursor needs.
+pub trait Handle {
+    fn opened(&self) -> &dyn Opened;
+}
 
 /// An engine cursor of either kind.
 enum EngineCursor<'a> {
@@ -88,26 +112,23 @@ fn step<T: Send>(
 
 /// The database's state that a cursor needs on every step.
 struct Source {
-    db: Py<Database>,
+    db: Box<dyn Handle>,
     release_gil: bool,
 }
 
 impl Source {
-    fn new(db: &Bound<'_, Database>) -> Source {
-        Source { db: db.clone().unbind(), release_gil: db.get().releases_gil() }
+    fn new(db: Box<dyn Handle>) -> Source {
+        let release_gil = db.opened().releases_gil();
+        Source { db, release_gil }
     }
 
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
-        self.db.get().check_open(py)
+        self.db.opened().check_open(py)
     }
 
     fn output<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        self.db.get().encoding().output(py, data)
+        self.db.opened().encoding().output(py, data)
     }
-}
-
-fn engine_is_ordered(db: &Bound<'_, Database>) -> PyResult<bool> {
-    db.getattr("ordered")?.extract()
 }
 
 fn not_ordered(py: Python<'_>, what: &str) -> PyErr {
@@ -132,10 +153,10 @@ pub struct KeyIter {
 }
 
 impl KeyIter {
-    pub fn new(db: &Bound<'_, Database>, what: Yield) -> PyResult<KeyIter> {
-        let this = db.get();
-        this.check_open(db.py())?;
-        let owned = Owned::new(this.dbm(), false).or_raise(db.py())?;
+    pub fn new(py: Python<'_>, db: Box<dyn Handle>, what: Yield) -> PyResult<KeyIter> {
+        let this = db.opened();
+        this.check_open(py)?;
+        let owned = Owned::new(this.dbm(), false).or_raise(py)?;
         Ok(KeyIter { owned, source: Source::new(db), what, started: false, done: false })
     }
 }
@@ -203,10 +224,10 @@ pub struct RecordIter {
 }
 
 impl RecordIter {
-    pub fn new(db: &Bound<'_, Database>) -> PyResult<RecordIter> {
-        let this = db.get();
-        this.check_open(db.py())?;
-        let owned = Owned::new(this.dbm(), false).or_raise(db.py())?;
+    pub fn new(py: Python<'_>, db: Box<dyn Handle>) -> PyResult<RecordIter> {
+        let this = db.opened();
+        this.check_open(py)?;
+        let owned = Owned::new(this.dbm(), false).or_raise(py)?;
         Ok(RecordIter { owned, source: Source::new(db), started: false, done: false })
     }
 }
@@ -283,11 +304,10 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    pub fn new(db: &Bound<'_, Database>) -> PyResult<Cursor> {
-        let this = db.get();
-        this.check_open(db.py())?;
-        let ordered = engine_is_ordered(db)?;
-        let owned = Owned::new(this.dbm(), ordered).or_raise(db.py())?;
+    pub fn new(py: Python<'_>, db: Box<dyn Handle>) -> PyResult<Cursor> {
+        let this = db.opened();
+        this.check_open(py)?;
+        let owned = Owned::new(this.dbm(), this.ordered()).or_raise(py)?;
         Ok(Cursor { owned, source: Source::new(db), placed: false })
     }
 
@@ -329,21 +349,21 @@ impl Cursor {
     /// Moves to `key`: on ordered engines the first record whose key is not less than it,
     /// on hash engines exactly that key. False if there is no such record.
     fn jump(&mut self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let raw = self.source.db.get().encoding().input(key, "keys")?.into_owned();
+        let raw = self.source.db.opened().encoding().input(key, "keys")?.into_owned();
         self.moved(py, move |owned| on_cursor!(owned, c => c.jump(&raw)))
     }
 
     /// Moves to the last record whose key is less than `key` (or equal, with `inclusive`).
     #[pyo3(signature = (key, inclusive = false))]
     fn jump_lower(&mut self, py: Python<'_>, key: &Bound<'_, PyAny>, inclusive: bool) -> PyResult<bool> {
-        let raw = self.source.db.get().encoding().input(key, "keys")?.into_owned();
+        let raw = self.source.db.opened().encoding().input(key, "keys")?.into_owned();
         self.ordered_move(py, "Cursor.jump_lower", move |c| c.jump_lower(&raw, inclusive))
     }
 
     /// Moves to the first record whose key is greater than `key` (or equal, with `inclusive`).
     #[pyo3(signature = (key, inclusive = false))]
     fn jump_upper(&mut self, py: Python<'_>, key: &Bound<'_, PyAny>, inclusive: bool) -> PyResult<bool> {
-        let raw = self.source.db.get().encoding().input(key, "keys")?.into_owned();
+        let raw = self.source.db.opened().encoding().input(key, "keys")?.into_owned();
         self.ordered_move(py, "Cursor.jump_upper", move |c| c.jump_upper(&raw, inclusive))
     }
 
@@ -382,7 +402,7 @@ impl Cursor {
     /// Replaces the value of the record at the cursor.
     fn set_value(&mut self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.source.check_open(py)?;
-        let raw = self.source.db.get().encoding().input(value, "values")?.into_owned();
+        let raw = self.source.db.opened().encoding().input(value, "values")?.into_owned();
         step(py, self.source.release_gil, &mut self.owned, move |owned| on_cursor!(owned, c => c.set(&raw)))
     }
 
@@ -564,13 +584,18 @@ pub struct RangeIter {
 }
 
 impl RangeIter {
-    pub fn new(db: &Bound<'_, Database>, bounds: KeyBounds, reverse: bool, keys_only: bool) -> PyResult<RangeIter> {
-        let py = db.py();
-        let this = db.get();
+    pub fn new(
+        py: Python<'_>,
+        db: Box<dyn Handle>,
+        bounds: KeyBounds,
+        reverse: bool,
+        keys_only: bool,
+    ) -> PyResult<RangeIter> {
+        let this = db.opened();
         this.check_open(py)?;
         let walk = match this.tree() {
             Some(tree) => RangeWalk::Tree(OwnedTreeRange::new(tree, &bounds)),
-            None if engine_is_ordered(db)? => RangeWalk::Cursor(CursorRange {
+            None if this.ordered() => RangeWalk::Cursor(CursorRange {
                 owned: Owned::new(this.dbm(), true).or_raise(py)?,
                 bounds,
                 started: false,

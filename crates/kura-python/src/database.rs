@@ -22,7 +22,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::batch::Batch;
 use crate::convert::Encoding;
-use crate::cursor::{Cursor, KeyBounds, KeyIter, RangeIter, RecordIter, Yield};
+use crate::cursor::{Cursor, Handle, KeyBounds, KeyIter, Opened, RangeIter, RecordIter, Yield};
 use crate::errors::{self, OrRaise};
 use crate::gil;
 use crate::params;
@@ -143,31 +143,43 @@ impl Database {
         self.run(py, big, |dbm| dbm.compare_exchange_matched(key, expected, desired))
     }
 
-    pub fn tree(&self) -> Option<&Arc<TreeDbm>> {
-        self.engine.tree()
-    }
-
-    pub fn dbm(&self) -> &Arc<dyn Dbm> {
-        &self.dbm
-    }
-
-    pub fn encoding(&self) -> &Encoding {
-        &self.encoding
-    }
-
-    pub fn releases_gil(&self) -> bool {
-        self.release_gil
-    }
-
     /// Whether the engine orders keys bytewise: its `key_comparator` property, when it has
     /// one (TreeDbm), names the order; the other ordered engines have only bytewise.
     fn bytewise(&self, py: Python<'_>) -> PyResult<bool> {
         let properties = self.run(py, false, |dbm| dbm.inspect())?;
         Ok(properties.iter().all(|(name, value)| name != "key_comparator" || value == "lexical"))
     }
+}
 
-    pub fn check_open(&self, py: Python<'_>) -> PyResult<()> {
+impl Opened for Database {
+    fn check_open(&self, py: Python<'_>) -> PyResult<()> {
         self.live(py).map(|_| ())
+    }
+
+    fn encoding(&self) -> &Encoding {
+        &self.encoding
+    }
+
+    fn releases_gil(&self) -> bool {
+        self.release_gil
+    }
+
+    fn dbm(&self) -> &Arc<dyn Dbm> {
+        &self.dbm
+    }
+
+    fn tree(&self) -> Option<&Arc<TreeDbm>> {
+        self.engine.tree()
+    }
+
+    fn ordered(&self) -> bool {
+        self.ordered
+    }
+}
+
+impl Handle for Py<Database> {
+    fn opened(&self) -> &dyn Opened {
+        self.get()
     }
 }
 
@@ -251,17 +263,17 @@ impl Database {
 
     /// Iterates over the keys, in the engine's order (key order for ordered engines).
     fn __iter__(slf: Bound<'_, Self>) -> PyResult<KeyIter> {
-        KeyIter::new(&slf, Yield::Keys)
+        KeyIter::new(slf.py(), Box::new(slf.unbind()), Yield::Keys)
     }
 
     /// The records as `(key, value)` pairs, in the engine's order (backs `items()`).
     fn _iter_items(slf: Bound<'_, Self>) -> PyResult<RecordIter> {
-        RecordIter::new(&slf)
+        RecordIter::new(slf.py(), Box::new(slf.unbind()))
     }
 
     /// The values, in the engine's order (backs `values()`).
     fn _iter_values(slf: Bound<'_, Self>) -> PyResult<KeyIter> {
-        KeyIter::new(&slf, Yield::Values)
+        KeyIter::new(slf.py(), Box::new(slf.unbind()), Yield::Values)
     }
 
     /// The value of `key`, or `default` when there is none.
@@ -480,7 +492,7 @@ impl Database {
 
     /// A cursor over the records; on ordered engines it also moves backwards.
     fn cursor(slf: Bound<'_, Self>) -> PyResult<Cursor> {
-        Cursor::new(&slf)
+        Cursor::new(slf.py(), Box::new(slf.unbind()))
     }
 
     /// `(key, value)` pairs with `start <= key < stop` in key order (`stop` included with
@@ -516,7 +528,7 @@ impl Database {
             }
             bounds = bounds.within_prefix(&prefix);
         }
-        RangeIter::new(&slf, bounds, reverse, keys_only)
+        RangeIter::new(slf.py(), Box::new(slf.unbind()), bounds, reverse, keys_only)
     }
 
     /// A batch of sets and removes applied when its `with` block ends without an exception:

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::listener::UnixSocket;
 use crate::tls::TlsConfig;
+use crate::unix_socket::UnixSocket;
 
 /// memcached's default memory limit (`-m 64`).
 pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;

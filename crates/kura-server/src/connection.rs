@@ -19,7 +19,7 @@ use crate::item::Header;
 use crate::meta_command::{self, MetaReturn};
 use crate::protocol::reply;
 use crate::protocol::text::{self, Limits, Request, StoreRequest};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::{add, bump};
 use crate::store::{ArithmeticOutcome, Found, StoreOutcome};
 use crate::verbose::Log;

@@ -14,7 +14,7 @@ use kura::Params;
 
 use crate::config::Config;
 use crate::connection;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Small limits, so that short inputs reach them: the item size, the reply buffer that
 /// triggers a write, the request lines.

@@ -31,12 +31,15 @@ mod meta_command;
 mod monitoring;
 pub mod protocol;
 pub mod server;
+mod shared;
 pub mod stats;
 pub mod store;
 pub mod tls;
+pub mod unix_socket;
 mod verbose;
 
 pub use config::Config;
-pub use listener::{Address, UnixSocket};
+pub use listener::Address;
 pub use server::{run_until_signal, Server};
 pub use tls::TlsConfig;
+pub use unix_socket::UnixSocket;

@@ -22,34 +22,9 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::Config;
 use crate::connection;
 use crate::protocol::reply;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::tls;
-
-/// memcached's default mode of its unix socket (`-a 0700`).
-pub const DEFAULT_UNIX_MODE: u32 = 0o700;
-
-/// `-s PATH -a MODE`: serve on a unix socket instead of TCP.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnixSocket {
-    pub path: PathBuf,
-    /// Permission bits of the socket file (only the low 9 are used).
-    pub mode: u32,
-}
-
-impl UnixSocket {
-    /// A socket at `path` with memcached's default mode.
-    pub fn new(path: impl Into<PathBuf>) -> UnixSocket {
-        UnixSocket { path: path.into(), mode: DEFAULT_UNIX_MODE }
-    }
-}
-
-/// Parses `-a`'s mode as memcached does: octal digits (`700`, `0770`).
-pub fn parse_mode(text: &str) -> Result<u32> {
-    match u32::from_str_radix(text, 8) {
-        Ok(mode) if mode <= 0o777 => Ok(mode),
-        _ => Err(Error::invalid(format!("-a/--unix-mask {text:?}: an octal mode from 0 to 777 is expected"))),
-    }
-}
+use crate::unix_socket::UnixSocket;
 
 /// Where the server listens, as its start-up line shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,34 +184,11 @@ fn remove_stale_socket(path: &Path) -> Result<()> {
     }
 }
 
-/// The lines of `stats settings` about the unix socket, as memcached names them.
-pub(crate) fn settings(config: &Config, line: &mut dyn FnMut(&str, &dyn fmt::Display)) {
-    match &config.unix_socket {
-        Some(socket) => {
-            line("domain_socket", &socket.path.display());
-            line("umask", &format_args!("{:o}", socket.mode));
-        }
-        None => {
-            line("domain_socket", &"NULL");
-            line("umask", &format_args!("{DEFAULT_UNIX_MODE:o}"));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
     use super::*;
-
-    #[test]
-    fn modes_are_octal_as_memcached_s() {
-        assert_eq!(parse_mode("700").unwrap(), 0o700);
-        assert_eq!(parse_mode("0777").unwrap(), 0o777);
-        assert!(parse_mode("800").is_err());
-        assert!(parse_mode("1777").is_err());
-        assert!(parse_mode("").is_err());
-    }
 
     #[test]
     fn a_regular_file_is_never_removed_and_a_stale_socket_is() {

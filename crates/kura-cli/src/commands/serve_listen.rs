@@ -55,7 +55,7 @@ impl ListenArgs {
             return Err(kura::Error::invalid("TLS options were given without -Z/--tls, which turns TLS on"));
         }
         if let Some(path) = &self.unix_socket {
-            let mode = kura_server::listener::parse_mode(&self.unix_mask)?;
+            let mode = kura_server::unix_socket::parse_mode(&self.unix_mask)?;
             config.unix_socket = Some(UnixSocket { path: path.clone(), mode });
             if self.tls {
                 // As in memcached, -Z applies to TCP, which -s turns off.
