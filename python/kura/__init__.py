@@ -7,8 +7,9 @@
         for key, value in db.items():
             ...
 
-The engine follows the file's extension (``.kuh`` hash, ``.kut`` tree, ``.kumt`` tiny,
-``.kumb`` baby, ``.kumc`` cache; ``kura.engines()`` lists them all) or ``engine=``. Ordered engines (tree, baby) also have
+The engine follows the file's extension (``.kuh`` hash, ``.kut`` tree, ...: each engine's
+``extension`` in ``kura.engines()``, from the library's registry) or ``engine=``. Ordered
+engines (``ordered`` in ``kura.engines()``: tree, baby) also have
 ``db.range(start, stop, reverse=False, prefix=None, inclusive=False, keys_only=False)``
 (``stop`` excluded unless ``inclusive=True``) and cursors that move backwards; every engine has
 ``db.keys(prefix=...)`` and ``db.items(prefix=...)``; the tree has atomic

@@ -15,7 +15,8 @@ module Kura
   private_class_method :_sized_params, :_check
 
   # Opens (or creates) a database; the engine comes from the extension (.kuh hash, .kut
-  # tree, .kumt tiny, .kumb baby, .kumc cache) or from `engine:`. `mode` is "r" (read
+  # tree, ...: each engine's :extension in Kura.engines, from the library's registry) or
+  # from `engine:`. `mode` is "r" (read
   # only), "w" (read-write, must exist), "c" (create if missing, the default) or "n" (new,
   # empty). Other keywords: engine parameters (`record_comp: "zstd"`, `num_buckets: 1_000_000`,
   # ...), `encoding:` for the encoding of returned Strings (default binary, ASCII-8BIT) and

@@ -340,7 +340,7 @@ fn run(cli: Cli) -> kura::Result<()> {
     let global = cli.params.as_deref();
     match cli.command {
         Command::Create { path, layout, force } => {
-            let params = options::engine_params(global, &layout)?;
+            let params = options::engine_params(&path, global, &layout)?;
             commands::maintenance::create(&path, &params, force)
         }
         Command::Set { path, key, value, no_overwrite } => {
@@ -353,7 +353,7 @@ fn run(cli: Cli) -> kura::Result<()> {
             commands::records::list(&path, &options::plain_params(global)?, &listing)
         }
         Command::Import { path, file, layout, threads, shards, batch, format, escape, skip_bad } => {
-            let params = options::engine_params(global, &layout)?;
+            let params = options::engine_params(&path, global, &layout)?;
             let format = match (format.as_deref(), escape) {
                 (None | Some("tsv" | "tsv-escaped"), true) => Some(kura::import::Format::EscapedTsv),
                 (Some(other), true) => {
@@ -368,7 +368,7 @@ fn run(cli: Cli) -> kura::Result<()> {
             commands::transfer::export(&path, &options::plain_params(global)?, named_file(file.as_deref()), escape)
         }
         Command::Rebuild { path, layout } => {
-            let params = options::engine_params(global, &layout)?;
+            let params = options::engine_params(&path, global, &layout)?;
             commands::maintenance::rebuild(&path, &params)
         }
         Command::Restore { path, new_path } => {

@@ -161,6 +161,13 @@ fn create_refuses_to_replace_without_truncate() {
     let props = properties(&ok(&["inspect", &db]));
     assert_eq!(props["record_comp"], "zstd");
 
+    // --record-comp sets the engine's codec parameter, whatever the engine calls it (the
+    // registry says), and an engine that compresses nothing says so.
+    let compact = scratch.path("db.kumz");
+    ok(&["create", &compact, "--record-comp", "lz4"]);
+    assert_eq!(properties(&ok(&["inspect", &compact]))["bucket_comp"], "lz4");
+    fails(&["create", &scratch.path("db.kumt"), "--record-comp", "lz4"], USAGE, "takes no codec");
+
     // Any extension works with engine=.
     let plain = scratch.path("plain.db");
     ok(&["create", &plain, "--params", "engine=hash"]);
@@ -839,6 +846,13 @@ fn set_creates_a_missing_database_with_its_parameters() {
     assert_eq!(ok(&["get", &db, "apple"]), "red\n");
     let props = properties(&ok(&["inspect", &db]));
     assert_eq!(props["record_comp"], "zstd");
+
+    // --record-comp sets the engine's codec parameter, whatever the engine calls it (the
+    // registry says), and an engine that compresses nothing says so.
+    let compact = scratch.path("db.kumz");
+    ok(&["create", &compact, "--record-comp", "lz4"]);
+    assert_eq!(properties(&ok(&["inspect", &compact]))["bucket_comp"], "lz4");
+    fails(&["create", &scratch.path("db.kumt"), "--record-comp", "lz4"], USAGE, "takes no codec");
     let tree = scratch.path("new.kut");
     ok(&["set", &tree, "b", "2"]);
     ok(&["set", &tree, "a", "1"]);

@@ -673,7 +673,5 @@ impl Database {
 /// protocol fast. Calls that do I/O (open, sync, rebuild, clear, close, batches) and
 /// big values release it whatever this says.
 fn releases_by_default(dbm: &dyn Dbm) -> bool {
-    dbm.inspect()
-        .map(|props| props.iter().any(|(name, value)| name == "record_comp" && value != "none"))
-        .unwrap_or(false)
+    dbm.reads_decompress().unwrap_or(false)
 }

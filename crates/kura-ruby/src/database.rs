@@ -69,9 +69,7 @@ impl Drop for Busy<'_> {
 /// are compressed, since a read then decompresses for microseconds and two threads can
 /// read in parallel; not otherwise, where an engine call is about as short as the release.
 fn releases_by_default(dbm: &dyn Dbm) -> bool {
-    dbm.inspect()
-        .map(|props| props.iter().any(|(name, value)| name == "record_comp" && value != "none"))
-        .unwrap_or(false)
+    dbm.reads_decompress().unwrap_or(false)
 }
 
 /// Keys from which a batched lookup (`values_at` and its kin) runs as a long call, with the

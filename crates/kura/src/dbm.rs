@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::check::{CheckReport, Place};
+use crate::codec::CodecKind;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
@@ -275,6 +276,20 @@ pub trait Dbm: Send + Sync + std::any::Any {
 
     /// Bytes the database occupies in its file (or in memory, for memory engines).
     fn file_size(&self) -> Result<u64>;
+
+    /// The codec its values are stored with, or None for an engine that stores them as
+    /// given. Typed, for the code that acts on it: a binding releases its interpreter's lock
+    /// around reads that decompress (`CodecKind::decompresses`).
+    fn codec(&self) -> Result<Option<CodecKind>> {
+        Ok(None)
+    }
+
+    /// Whether reading a value decodes it (its codec compresses): such a read takes
+    /// microseconds, long enough that a binding lets other threads run meanwhile, which is
+    /// what Python's and Ruby's record calls decide by.
+    fn reads_decompress(&self) -> Result<bool> {
+        Ok(self.codec()?.is_some_and(CodecKind::decompresses))
+    }
 
     /// Properties for people and tools: at least `class`, `count`, `file_size`, `healthy`.
     /// `healthy` is cheap: the clean-close flag of a file's header, not a check of the data

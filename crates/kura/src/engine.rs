@@ -65,6 +65,9 @@ pub struct Engine {
     pub summary: &'static str,
     /// Every parameter `open` accepts (besides `engine`).
     pub params: &'static [&'static str],
+    /// The parameter that names its codec (`record_comp=zstd`), taking any name of the codec
+    /// registry; None for an engine without compression, or whose codec is its shards'.
+    pub codec_param: Option<&'static str>,
     /// Parameters a benchmark or demo of `records` records passes where the user gives none:
     /// an engine that cannot open without a parameter (CacheDbm's record cap) gets one sized
     /// for the run, so `kura bench --engine NAME` always runs.

@@ -57,6 +57,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: false,
         summary: "file hash database: buckets and chained records in one mapped file, per-record compression",
         params: HashDbm::PARAMS,
+        codec_param: Some("record_comp"),
         bench_params: no_params,
         import_params: hash_import_params,
         sized_by: &["num_buckets"],
@@ -72,6 +73,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: true,
         summary: "file B+ tree: ordered keys, ranges both ways, page compression, atomic batches",
         params: TreeDbm::PARAMS,
+        codec_param: Some("record_comp"),
         bench_params: no_params,
         import_params: no_params,
         sized_by: &[],
@@ -87,6 +89,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: false,
         summary: "in-memory hash table, optionally saved to a snapshot file",
         params: TinyDbm::PARAMS,
+        codec_param: None,
         bench_params: no_params,
         import_params: no_params,
         sized_by: &[],
@@ -102,6 +105,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: true,
         summary: "in-memory B+ tree: ordered keys and ranges, optionally saved to a snapshot file",
         params: BabyDbm::PARAMS,
+        codec_param: None,
         bench_params: no_params,
         import_params: no_params,
         sized_by: &[],
@@ -117,6 +121,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: false,
         summary: "in-memory LRU cache bounded by cap_rec_num and cap_mem_bytes",
         params: CacheDbm::PARAMS,
+        codec_param: None,
         bench_params: cache_capacity_params,
         import_params: cache_capacity_params,
         sized_by: &["cap_rec_num"],
@@ -134,6 +139,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: false,
         summary: "N databases of another engine split by key hash (BASE-00000-of-00004 ...), written in parallel",
         params: ShardDbm::PARAMS,
+        codec_param: None,
         bench_params: shard_bench_params,
         import_params: no_params,
         sized_by: &[],
@@ -149,6 +155,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: false,
         summary: "in-memory map of compressed buckets: many times denser than a hash table, snapshot file",
         params: CompactDbm::PARAMS,
+        codec_param: Some("bucket_comp"),
         bench_params: compact_sized_params,
         import_params: compact_sized_params,
         sized_by: &["num_buckets", "expected_records"],
@@ -199,6 +206,19 @@ pub fn resolve(path: &Path, params: &Params) -> Result<&'static Engine> {
             extensions.join(" ")
         ))
     })
+}
+
+/// The parameter that names the codec of the database at `path` opened with `params`
+/// (`record_comp`, `bucket_comp`): its engine's, or for a shard set its shards' engine's.
+/// InvalidArgument when that engine compresses nothing.
+pub fn codec_param(path: &Path, params: &Params) -> Result<&'static str> {
+    let mut engine = resolve(path, params)?;
+    if engine.shard_set {
+        engine = shard_dbm::inner_engine_of(ENGINES, path, params)?;
+    }
+    engine
+        .codec_param
+        .ok_or_else(|| Error::invalid(format!("{} stores values as given: it takes no codec", engine.class)))
 }
 
 /// Opens (or creates) a database, choosing the engine by `params["engine"]` or by extension.
@@ -262,6 +282,9 @@ mod tests {
             }
             for name in engine.sized_by {
                 assert!(engine.params.contains(name), "{}: {name}", engine.name);
+            }
+            if let Some(name) = engine.codec_param {
+                assert!(engine.params.contains(&name), "{}: {name}", engine.name);
             }
         }
     }

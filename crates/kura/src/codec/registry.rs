@@ -32,6 +32,10 @@ pub enum CodecKind {
     /// zstd with a dictionary trained on a sample of the database's own records and stored in
     /// the file. Until a dictionary exists (a database created empty), it behaves as zstd.
     ZstdDict,
+    /// A codec that only the library's own unit tests have (`dummy.rs`): it proves that a
+    /// codec is one file plus one registry entry, and that no engine needs a change for it.
+    #[cfg(test)]
+    Dummy,
 }
 
 /// One codec: its names and how to make it.
@@ -49,85 +53,106 @@ pub struct CodecSpec {
     make: fn(Vec<u8>, Residence) -> Result<Box<dyn Algorithm>>,
 }
 
+/// The codec table, with any entries given after the released ones.
+macro_rules! codec_table {
+    ($($test_only:expr),*) => {
+        &[
+            CodecSpec {
+                kind: CodecKind::None,
+                name: "none",
+                id: 0,
+                uses_dictionary: false,
+                summary: "no compression",
+                make: |_, _| Ok(Box::new(Identity)),
+            },
+            CodecSpec {
+                kind: CodecKind::Zlib,
+                name: "zlib",
+                id: 1,
+                uses_dictionary: false,
+                summary: "raw deflate, level 6",
+                make: |_, _| Ok(Box::<Zlib>::default()),
+            },
+            CodecSpec {
+                kind: CodecKind::Zstd,
+                name: "zstd",
+                id: 2,
+                uses_dictionary: false,
+                summary: "one zstd frame per value, level 3",
+                make: |_, residence| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), residence)?)),
+            },
+            CodecSpec {
+                kind: CodecKind::Lz4,
+                name: "lz4",
+                id: 3,
+                uses_dictionary: false,
+                summary: "one LZ4 block per value",
+                make: |_, _| Ok(Box::new(Lz4)),
+            },
+            CodecSpec {
+                kind: CodecKind::Lzma,
+                name: "lzma",
+                id: 4,
+                uses_dictionary: false,
+                summary: "raw LZMA2, preset 6, 1 MiB window",
+                make: |_, _| Ok(Box::new(Lzma)),
+            },
+            CodecSpec {
+                kind: CodecKind::Snappy,
+                name: "snappy",
+                id: 5,
+                uses_dictionary: false,
+                summary: "snappy raw format",
+                make: |_, _| Ok(Box::<Snappy>::default()),
+            },
+            CodecSpec {
+                kind: CodecKind::ZstdDict,
+                name: "zstd-dict",
+                id: 6,
+                uses_dictionary: true,
+                summary:
+                    "zstd with a dictionary trained on the database's records: level 12 for bulk writes (16 in memory), 3 for single ones",
+                make: |dictionary, residence| {
+                    let levels = match residence {
+                        Residence::File => ZSTD_DICT_LEVELS,
+                        Residence::Memory => ZSTD_DICT_MEMORY_LEVELS,
+                    };
+                    Ok(Box::new(Zstd::new(CodecKind::ZstdDict, levels, dictionary, residence)?))
+                },
+            },
+            $($test_only),*
+        ]
+    };
+}
+
 /// Every codec, in id order: entry `i` is the codec of id `i` and `CodecKind` discriminant `i`
 /// (checked when the crate compiles, below).
-pub const CODECS: &[CodecSpec] = &[
-    CodecSpec {
-        kind: CodecKind::None,
-        name: "none",
-        id: 0,
-        uses_dictionary: false,
-        summary: "no compression",
-        make: |_, _| Ok(Box::new(Identity)),
-    },
-    CodecSpec {
-        kind: CodecKind::Zlib,
-        name: "zlib",
-        id: 1,
-        uses_dictionary: false,
-        summary: "raw deflate, level 6",
-        make: |_, _| Ok(Box::<Zlib>::default()),
-    },
-    CodecSpec {
-        kind: CodecKind::Zstd,
-        name: "zstd",
-        id: 2,
-        uses_dictionary: false,
-        summary: "one zstd frame per value, level 3",
-        make: |_, residence| Ok(Box::new(Zstd::new(CodecKind::Zstd, ZSTD_LEVELS, Vec::new(), residence)?)),
-    },
-    CodecSpec {
-        kind: CodecKind::Lz4,
-        name: "lz4",
-        id: 3,
-        uses_dictionary: false,
-        summary: "one LZ4 block per value",
-        make: |_, _| Ok(Box::new(Lz4)),
-    },
-    CodecSpec {
-        kind: CodecKind::Lzma,
-        name: "lzma",
-        id: 4,
-        uses_dictionary: false,
-        summary: "raw LZMA2, preset 6, 1 MiB window",
-        make: |_, _| Ok(Box::new(Lzma)),
-    },
-    CodecSpec {
-        kind: CodecKind::Snappy,
-        name: "snappy",
-        id: 5,
-        uses_dictionary: false,
-        summary: "snappy raw format",
-        make: |_, _| Ok(Box::<Snappy>::default()),
-    },
-    CodecSpec {
-        kind: CodecKind::ZstdDict,
-        name: "zstd-dict",
-        id: 6,
-        uses_dictionary: true,
-        summary:
-            "zstd with a dictionary trained on the database's records: level 12 for bulk writes (16 in memory), 3 for single ones",
-        make: |dictionary, residence| {
-            let levels = match residence {
-                Residence::File => ZSTD_DICT_LEVELS,
-                Residence::Memory => ZSTD_DICT_MEMORY_LEVELS,
-            };
-            Ok(Box::new(Zstd::new(CodecKind::ZstdDict, levels, dictionary, residence)?))
-        },
-    },
-];
+#[cfg(not(test))]
+pub const CODECS: &[CodecSpec] = codec_table!();
+
+/// Every codec, and in the library's unit tests one more, the dummy (`dummy.rs`).
+#[cfg(test)]
+pub const CODECS: &[CodecSpec] = codec_table!(CodecSpec {
+    kind: CodecKind::Dummy,
+    name: "dummy",
+    id: 7,
+    uses_dictionary: false,
+    summary: "test only: run-length pairs",
+    make: |_, _| Ok(Box::new(super::dummy::Dummy)),
+});
 
 impl CodecKind {
     /// Every codec kind, in id order.
-    pub const ALL: [CodecKind; 7] = [
-        CodecKind::None,
-        CodecKind::Zlib,
-        CodecKind::Zstd,
-        CodecKind::Lz4,
-        CodecKind::Lzma,
-        CodecKind::Snappy,
-        CodecKind::ZstdDict,
-    ];
+    #[expect(clippy::indexing_slicing, reason = "evaluated at compile time: i stays below CODECS.len()")]
+    pub const ALL: [CodecKind; CODECS.len()] = {
+        let mut all = [CodecKind::None; CODECS.len()];
+        let mut i = 0;
+        while i < CODECS.len() {
+            all[i] = CODECS[i].kind;
+            i += 1;
+        }
+        all
+    };
 
     /// This codec's registry entry.
     #[expect(clippy::indexing_slicing, reason = "TABLE_IS_IN_KIND_ORDER proves every kind indexes its own entry")]
@@ -143,6 +168,18 @@ impl CodecKind {
     /// The byte stored in file headers.
     pub fn id(self) -> u8 {
         self.spec().id
+    }
+
+    /// Whether the codec is made with a dictionary trained on the database's own records and
+    /// stored with them: what an engine asks before it trains one (never its name).
+    pub fn uses_dictionary(self) -> bool {
+        self.spec().uses_dictionary
+    }
+
+    /// Whether values stored with it are decoded on the way out: a read then costs more
+    /// than a copy (a binding releases its interpreter's lock around such reads).
+    pub fn decompresses(self) -> bool {
+        self != CodecKind::None
     }
 
     /// The codec called `name` (case and `_`/`-` do not matter); InvalidArgument listing the known names otherwise.
@@ -187,6 +224,16 @@ impl CodecSpec {
 /// The codec names, in id order: for help texts and error messages.
 pub fn names() -> impl Iterator<Item = &'static str> {
     CODECS.iter().map(|spec| spec.name)
+}
+
+/// The codecs a release build has, for comparing with the documentation: every entry but
+/// the unit tests' dummy.
+pub fn shipped() -> impl Iterator<Item = &'static CodecSpec> {
+    #[cfg(test)]
+    let shipped = |spec: &&CodecSpec| spec.kind != CodecKind::Dummy;
+    #[cfg(not(test))]
+    let shipped = |_: &&CodecSpec| true;
+    CODECS.iter().filter(shipped)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::group::{bucket_in_group, with_scratch, Group, GroupCell, Scratch};
 use super::options::{self, Options, DEFAULT_BUCKET_RECORDS, NUM_GROUPS};
 use super::CompactDbm;
 use crate::batch::{BatchOp, WriteBatch};
-use crate::codec::{Codec, CodecKind, DictionaryTraining, Effort};
+use crate::codec::{Codec, DictionaryTraining, Effort};
 use crate::error::Result;
 use crate::memory_dbm::key_hash::hash_key;
 use crate::memory_dbm::slotted::Padded;
@@ -33,7 +33,7 @@ pub struct Layout {
 }
 
 fn needs_dictionary(codec: &Codec) -> bool {
-    codec.kind() == CodecKind::ZstdDict && codec.dictionary().is_empty()
+    codec.awaits_dictionary()
 }
 
 /// One record as a dictionary sample: in the bucket format, as the codec will see it.
@@ -65,7 +65,7 @@ pub fn train_on_batch(dbm: &CompactDbm, batch: &WriteBatch) -> Result<()> {
     if dictionary.is_empty() {
         return Ok(());
     }
-    layout.codec = Arc::new(block::codec(CodecKind::ZstdDict, dictionary)?);
+    layout.codec = Arc::new(block::codec(layout.codec.kind(), dictionary)?);
     move_groups(&dbm.groups, &layout)
 }
 
@@ -88,7 +88,7 @@ pub fn rebuild(dbm: &CompactDbm, options: &Options) -> Result<()> {
     }
     let kind = options.codec.unwrap_or(layout.codec.kind());
     let dictionary =
-        if kind == CodecKind::ZstdDict { train_on_records(&dbm.groups, layout.dictionary_size)? } else { Vec::new() };
+        if kind.uses_dictionary() { train_on_records(&dbm.groups, layout.dictionary_size)? } else { Vec::new() };
     layout.codec = Arc::new(block::codec(kind, dictionary)?);
     move_groups(&dbm.groups, &layout)?;
     // Every bucket was encoded just now: the contexts that did it are not needed until the

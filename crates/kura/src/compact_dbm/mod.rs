@@ -28,7 +28,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
-use crate::codec::Effort;
+use crate::codec::{CodecKind, Effort};
 use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
 use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
@@ -256,6 +256,11 @@ impl Dbm for CompactDbm {
     fn file_size(&self) -> Result<u64> {
         self.backing.check_open()?;
         Ok(self.memory_bytes())
+    }
+
+    fn codec(&self) -> Result<Option<CodecKind>> {
+        self.backing.check_open()?;
+        Ok(Some(self.layout.lock().codec.kind()))
     }
 
     fn inspect(&self) -> Result<Properties> {

@@ -510,7 +510,7 @@ impl HashDbm {
     fn build_copy(&self, old: &Storage, whole_old: &WholeFile<'_>, options: &HashOptions) -> Result<Storage> {
         let mut layout = Self::layout_for_new(options, Some(old));
         let mut value = Vec::new();
-        if layout.codec == CodecKind::ZstdDict {
+        if layout.codec.uses_dictionary() {
             let mut training = DictionaryTraining::new(options.dict_size.unwrap_or(self.dict_size));
             for bucket in 0..old.header.num_buckets {
                 let chain = whole_old.chain(bucket);
@@ -704,7 +704,7 @@ impl Dbm for HashDbm {
             let data = s.space.end().saturating_sub(s.header.data_start());
             let overloaded = count > s.header.num_buckets.saturating_mul(2);
             let fragmented = s.space.free_bytes() > data / 2 && data > (1 << 20);
-            let untrained = s.header.codec == CodecKind::ZstdDict && s.codec.dictionary().is_empty() && count >= 64;
+            let untrained = s.codec.awaits_dictionary() && count >= 64;
             Ok(overloaded || fragmented || untrained)
         })
     }
@@ -716,6 +716,10 @@ impl Dbm for HashDbm {
     /// Walks every chain (check.rs): more than the cursor, which stops at a broken chain.
     fn check(&self) -> Result<crate::check::CheckReport> {
         self.check_chains()
+    }
+
+    fn codec(&self) -> Result<Option<CodecKind>> {
+        self.with_any(|s| Ok(Some(s.header.codec)))
     }
 
     fn inspect(&self) -> Result<Properties> {

@@ -22,6 +22,7 @@ pub mod route;
 use std::path::{Path, PathBuf};
 
 use crate::batch::WriteBatch;
+use crate::codec::CodecKind;
 use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
 use crate::engine::{Engine, RestoreReport};
 use crate::error::{Error, Result};
@@ -394,6 +395,11 @@ impl Dbm for ShardDbm {
         Ok(report)
     }
 
+    /// Every shard's: the shards share their settings.
+    fn codec(&self) -> Result<Option<CodecKind>> {
+        self.shards.first().map_or(Ok(None), |shard| shard.codec())
+    }
+
     fn inspect(&self) -> Result<Properties> {
         let per_shard = self.shards.iter().map(|s| s.inspect()).collect::<Result<Vec<_>>>()?;
         let property = |properties: &Properties, name: &str| -> Option<String> {
@@ -403,9 +409,9 @@ impl Dbm for ShardDbm {
         let mut file_size = 0u64;
         let mut healthy = true;
         let mut shards = Vec::new();
-        for (index, properties) in per_shard.iter().enumerate() {
-            let shard_count = property(properties, "count").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-            let shard_size = property(properties, "file_size").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        for (index, (shard, properties)) in self.shards.iter().zip(&per_shard).enumerate() {
+            let shard_count = shard.count()?;
+            let shard_size = shard.file_size()?;
             let shard_healthy = property(properties, "healthy").is_none_or(|v| v == "true");
             count = count.saturating_add(shard_count);
             file_size = file_size.saturating_add(shard_size);

@@ -394,7 +394,7 @@ mod tests {
         ];
         // The slot table's last row is the stored bytes (size `n`), which is not a header field.
         assert_eq!(documented_layout(docs, "### Slot"), slot);
-        let ids: Vec<(u8, String)> = crate::codec::CODECS.iter().map(|c| (c.id, c.name.to_string())).collect();
+        let ids: Vec<(u8, String)> = crate::codec::shipped().map(|c| (c.id, c.name.to_string())).collect();
         assert_eq!(documented_codec_ids(docs, "| 12 | 1 | codec id"), ids);
         let bytes = sample().encode();
         assert_eq!(&bytes[..8], b"KuraTree");

@@ -55,6 +55,7 @@ pub use cursor::TreeCursor;
 pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_PAGE_SIZE};
 pub use range::{KeyRange, TreeRange};
 
+use crate::codec::CodecKind;
 use crate::dbm::OpenMode;
 use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
 use crate::error::{Error, Result};
@@ -397,6 +398,10 @@ impl Dbm for TreeDbm {
     /// Reads every page from the file (check.rs): checksums, levels, key order, the count.
     fn check(&self) -> Result<crate::check::CheckReport> {
         self.check_pages()
+    }
+
+    fn codec(&self) -> Result<Option<CodecKind>> {
+        Ok(Some(self.read_store()?.tree.pager.codec().kind()))
     }
 
     fn inspect(&self) -> Result<Properties> {

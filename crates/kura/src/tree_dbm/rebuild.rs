@@ -14,7 +14,6 @@ use super::options::TreeOptions;
 use super::page::{Branch, Leaf, Page};
 use super::pager::Pager;
 use super::seek::Seek;
-use crate::codec::CodecKind;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, replace_file, sibling_path};
 
@@ -179,7 +178,7 @@ pub fn rebuild(tree: &mut BTree, path: &Path, options: &TreeOptions, dictionary_
     }
     pager_options.cache_bytes =
         if !options.cache_bytes_given { options::cache_budget_of(tree) } else { options.clean_cache_bytes() };
-    if pager_options.codec == CodecKind::ZstdDict {
+    if pager_options.codec.uses_dictionary() {
         let size = if options.dictionary_size == crate::codec::DEFAULT_DICTIONARY_SIZE {
             dictionary_size
         } else {
