@@ -136,7 +136,7 @@ def rust_example(blocks):
 // Generated and laid out as the README has it, so rustfmt leaves it alone; the README's
 // fragments leave names unused, and its calls return errors of their own types (hence `Ok(..?)`).
 #[rustfmt::skip]
-#[allow(unused, clippy::all)]
+#[allow(unused, clippy::all, reason = "the README's fragments: names left unused, and written for readers, not lints")]
 mod blocks {
 '''
     footer = '''

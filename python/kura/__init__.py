@@ -53,8 +53,9 @@ EXTENSIONS = dict(_kura.EXTENSIONS)
 def engines():
     """The engines, from the library's registry: one dict each, with ``name``, ``class``,
     ``extension``, ``storage`` (``file`` or ``memory``), ``ordered``, ``params`` (the
-    parameters ``open`` takes), ``restore`` (whether a damaged file can be salvaged) and
-    ``summary``."""
+    parameters ``open`` takes), ``codec_param`` (the parameter naming its codec, or None),
+    ``restore`` (whether a damaged file can be salvaged) and ``summary``: the description
+    ``kura engines --json`` and Ruby's ``Kura.engines`` show too."""
     return [dict(engine, params=list(engine["params"])) for engine in _kura.ENGINES]
 __version__ = _kura.__version__
 

@@ -149,13 +149,22 @@ def test_many_readers_retake_the_gil(tmp_path):
         assert not failures, failures
 
 
-@pytest.mark.parametrize("name,codec_param", [("hash", "record_comp"), ("tree", "record_comp"), ("compact", "bucket_comp")])
-def test_reads_that_decompress_release_the_gil_whatever_the_engine_calls_its_codec(tmp_path, name, codec_param):
+CODEC_ENGINES = [e for e in kura.engines() if e["codec_param"] is not None]
+
+
+def test_the_registry_names_each_engine_s_codec_parameter():
+    params = {e["name"]: e["codec_param"] for e in CODEC_ENGINES}
+    assert params.get("compact") == "bucket_comp" and params.get("hash") == "record_comp", params
+    assert all(e["codec_param"] in e["params"] for e in CODEC_ENGINES)
+
+
+@pytest.mark.parametrize("engine", CODEC_ENGINES, ids=lambda e: e["name"])
+def test_reads_that_decompress_release_the_gil_whatever_the_engine_calls_its_codec(tmp_path, engine):
     """The decision comes from the engine's typed codec, not from a property's name: a zstd
     CompactDbm (`bucket_comp`) releases the GIL around reads as a zstd HashDbm does, an
     uncompressed one keeps it; two threads reading it see every value. The speed-up is
     measured by the benchmarks, not asserted here."""
-    extension = next(e["extension"] for e in kura.engines() if e["name"] == name)
+    extension, codec_param = engine["extension"], engine["codec_param"]
     with kura.open(tmp_path / f"plain.{extension}", "n", **{codec_param: "none"}) as db:
         assert not db.release_gil
     keys = [b"%08d" % i for i in range(2000)]

@@ -120,7 +120,6 @@ pub fn che_hit_ratio(probabilities: &[f64], capacity: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

@@ -3,7 +3,11 @@
 //! restore it; every other command that meets damage names the file and hints at `kura
 //! check` and `kura restore`; `inspect`'s help says its `healthy` is only the clean-close flag.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 mod support;
 

@@ -1,6 +1,10 @@
 //! End-to-end tests of the `kura` binary: every subcommand, its output and its exit status.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 mod support;
 
@@ -459,6 +463,7 @@ fn bench_runs_every_engine_without_parameters_and_prints_the_ones_it_chose() {
         assert_eq!(listed["name"], engine.name);
         assert_eq!(listed["extension"], engine.extension);
         assert_eq!(listed["ordered"], engine.ordered);
+        assert_eq!(listed["codec_param"].as_str(), engine.codec_param, "{}", engine.name);
         let human = ok(&["bench", "--engine", engine.name, "--iter", "300"]);
         assert!(human.contains("Setting done:"), "{}: {human}", engine.name);
         let chosen = human.lines().find(|l| l.starts_with("Parameters: ")).unwrap();

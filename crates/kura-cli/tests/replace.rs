@@ -4,7 +4,7 @@
 //! (the documented "already exists") and leaves every record; `--force` replaces. The list
 //! of such paths, with these tests, is in docs/durability.md ("What replaces a database").
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
 mod support;
 

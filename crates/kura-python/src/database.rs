@@ -6,15 +6,19 @@
 //! Threads: the handle is shared by every Python thread that holds it. Engine calls run
 //! with the GIL released (`Python::detach`, or `gil::detach` for record calls) when they may
 //! block or take long: always for I/O (open, sync, rebuild, close, clear, inspect) and for
-//! storing big values, and for record calls on databases whose records are compressed or that
-//! were opened with `release_gil=True`. Python code is never called while an engine lock is held: `process(key, fn)` runs `fn` outside the engine
-//! and stores its result with a compare-and-exchange, retrying when the record changed.
+//! storing big values, and for record calls on databases whose reads decompress, that were
+//! opened with `release_gil=True`, or while another thread is in one of the long calls above
+//! (whose engine lock a record call may wait for): `kura::binding::LockRelease`, shared with
+//! the Ruby binding. Python code is never called while an engine lock is held: `process(key,
+//! fn)` runs `fn` outside the engine and stores its result with a compare-and-exchange,
+//! retrying when the record changed.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use kura::binding::LockRelease;
 use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TreeDbm, TypedDbm};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
@@ -45,7 +49,8 @@ pub struct Database {
     path: PathBuf,
     flag: String,
     encoding: Encoding,
-    release_gil: bool,
+    /// When engine calls release the GIL (record calls, and long calls, counted).
+    release: LockRelease,
     closed: AtomicBool,
 }
 
@@ -81,15 +86,24 @@ impl Database {
         Ok(&self.engine)
     }
 
-    /// Runs an engine call, with the GIL released if this database does so (or `force`).
+    /// Runs an engine call: a long one (`long`: I/O, many records, a big value) with the GIL
+    /// released and counted as long, a record call as `LockRelease::record_call_releases`
+    /// says (released on this database, or while another thread is in a long call).
     fn run<T: Send>(
         &self,
         py: Python<'_>,
-        force: bool,
+        long: bool,
         call: impl FnOnce(&dyn Dbm) -> kura::Result<T> + Send,
     ) -> PyResult<T> {
         let dbm = self.live(py)?;
-        let outcome = if self.release_gil || force { gil::detach(py, || call(dbm)) } else { call(dbm) };
+        let outcome = if long {
+            let _long = self.release.long_call();
+            gil::detach(py, || call(dbm))
+        } else if self.release.record_call_releases() {
+            gil::detach(py, || call(dbm))
+        } else {
+            call(dbm)
+        };
         outcome.or_raise(py)
     }
 
@@ -106,7 +120,8 @@ impl Database {
     #[inline]
     fn fetch(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
         let engine = self.typed(py)?;
-        let outcome = if self.release_gil { gil::detach(py, || engine.get(key)) } else { engine.get(key) };
+        let outcome =
+            if self.release.record_call_releases() { gil::detach(py, || engine.get(key)) } else { engine.get(key) };
         outcome.or_raise(py)
     }
 
@@ -117,7 +132,7 @@ impl Database {
     /// back into this database under the engine's lock) the value is copied out first.
     #[inline]
     fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if self.release_gil || !self.encoding.runs_no_python() {
+        if self.release.record_call_releases() || !self.encoding.runs_no_python() {
             return self.fetch(py, key)?.map(|value| self.encoding.output(py, &value)).transpose();
         }
         let mut found = None;
@@ -130,7 +145,10 @@ impl Database {
     #[inline]
     fn store(&self, py: Python<'_>, key: &[u8], value: &[u8], overwrite: bool) -> PyResult<kura::Result<()>> {
         let engine = self.typed(py)?;
-        if self.release_gil || value.len() >= BIG_VALUE {
+        if value.len() >= BIG_VALUE {
+            let _long = self.release.long_call();
+            Ok(gil::detach(py, || engine.set(key, value, overwrite)))
+        } else if self.release.record_call_releases() {
             Ok(gil::detach(py, || engine.set(key, value, overwrite)))
         } else {
             Ok(engine.set(key, value, overwrite))
@@ -161,7 +179,7 @@ impl Opened for Database {
     }
 
     fn releases_gil(&self) -> bool {
-        self.release_gil
+        self.release.releases_records()
     }
 
     fn dbm(&self) -> &Arc<dyn Dbm> {
@@ -200,10 +218,7 @@ impl Database {
             .map(|dbm| TypedDbm::new(Arc::from(dbm)))
             .or_raise(py)?;
         let dbm = engine.shared();
-        let release_gil = match release_gil {
-            Some(choice) => choice,
-            None => releases_by_default(&*dbm),
-        };
+        let release = LockRelease::new(&*dbm, release_gil);
         let ordered = engine.is_ordered();
         Ok(Database {
             engine,
@@ -213,7 +228,7 @@ impl Database {
             path,
             flag: mode.to_string(),
             encoding,
-            release_gil,
+            release,
             closed: AtomicBool::new(false),
         })
     }
@@ -248,7 +263,7 @@ impl Database {
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         // A read (`process` would lock the record for writing on a writable handle).
         let raw = self.key(key)?;
-        if self.release_gil {
+        if self.release.record_call_releases() {
             return Ok(self.fetch(py, &raw)?.is_some());
         }
         let mut found = false;
@@ -306,8 +321,11 @@ impl Database {
         let engine = self.typed(py)?;
         // The keys were converted with the GIL held (a bad one is a TypeError before anything
         // is looked up); the values come back in one buffer, made into objects once it is back.
-        let fetched = gil::detach(py, || PackedBytes::collect(refs.len(), |visit| engine.get_many_with(&refs, visit)))
-            .or_raise(py)?;
+        let fetched = {
+            let _long = self.release.long_call();
+            gil::detach(py, || PackedBytes::collect(refs.len(), |visit| engine.get_many_with(&refs, visit)))
+        }
+        .or_raise(py)?;
         if as_dict {
             let found = PyDict::new(py);
             for (key, value) in objects.iter().zip(fetched.iter()) {
@@ -501,7 +519,6 @@ impl Database {
     /// `stop` when given too), on bytewise-ordered engines. Ordered engines only (tree,
     /// baby); others raise `kura.NotOrderedError`.
     #[pyo3(signature = (start = None, stop = None, reverse = false, *, prefix = None, inclusive = false, keys_only = false))]
-    #[allow(clippy::too_many_arguments)]
     fn range(
         slf: Bound<'_, Self>,
         start: Option<&Bound<'_, PyAny>>,
@@ -628,7 +645,7 @@ impl Database {
     /// Whether record calls release the GIL (see `kura.open(release_gil=...)`).
     #[getter]
     fn release_gil(&self) -> bool {
-        self.release_gil
+        self.release.releases_records()
     }
 
     /// Flushes and closes the database; later calls raise `kura.ClosedError`. Closing twice is
@@ -664,14 +681,4 @@ impl Database {
             state
         ))
     }
-}
-
-/// Whether record calls release the GIL when `release_gil` was not given: yes where a read
-/// decompresses (long enough that other threads should run meanwhile, and the reason to
-/// read from several threads); no for uncompressed records, where the engine call is about
-/// as short as releasing and taking back the GIL (~0.1 µs) and holding it keeps the dict
-/// protocol fast. Calls that do I/O (open, sync, rebuild, clear, close, batches) and
-/// big values release it whatever this says.
-fn releases_by_default(dbm: &dyn Dbm) -> bool {
-    dbm.reads_decompress().unwrap_or(false)
 }

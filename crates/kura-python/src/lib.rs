@@ -25,6 +25,7 @@ mod import;
 mod params;
 mod routing;
 
+use kura::registry::Fact;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -55,14 +56,14 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let engines = pyo3::types::PyList::empty(py);
     for engine in kura::engines() {
         let entry = PyDict::new(py);
-        entry.set_item("name", engine.name)?;
-        entry.set_item("class", engine.class)?;
-        entry.set_item("extension", engine.extension)?;
-        entry.set_item("storage", engine.storage.name())?;
-        entry.set_item("ordered", engine.ordered)?;
-        entry.set_item("params", engine.params.to_vec())?;
-        entry.set_item("restore", matches!(engine.restore, kura::registry::Restore::Salvage(_)))?;
-        entry.set_item("summary", engine.summary)?;
+        for (name, fact) in engine.description() {
+            match fact {
+                Fact::Text(text) => entry.set_item(name, text)?,
+                Fact::Flag(flag) => entry.set_item(name, flag)?,
+                Fact::Names(names) => entry.set_item(name, names.to_vec())?,
+                Fact::Nothing => entry.set_item(name, py.None())?,
+            }
+        }
         engines.append(entry)?;
     }
     m.add("ENGINES", engines)?;

@@ -17,9 +17,10 @@
 
 use std::ops::Bound;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use kura::binding::LockRelease;
 use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TypedDbm};
 use magnus::encoding::{Index, RbEncoding};
 use magnus::{Error, IntoValue, RArray, RHash, RString, Ruby, Value};
@@ -43,33 +44,10 @@ pub struct Database {
     path: PathBuf,
     mode: String,
     output: Output,
-    release_gvl: bool,
-    /// Threads now in a long call with the GVL released (see the file header).
-    busy: AtomicUsize,
+    /// When engine calls release the GVL: record calls, and long calls (counted, see the
+    /// file header).
+    release: LockRelease,
     closed: AtomicBool,
-}
-
-/// Counts a thread into `Database::busy` for as long as it lives.
-struct Busy<'a>(&'a AtomicUsize);
-
-impl<'a> Busy<'a> {
-    fn enter(counter: &'a AtomicUsize) -> Busy<'a> {
-        counter.fetch_add(1, Ordering::AcqRel);
-        Busy(counter)
-    }
-}
-
-impl Drop for Busy<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Whether record calls release the GVL when `release_gvl:` was not given: where records
-/// are compressed, since a read then decompresses for microseconds and two threads can
-/// read in parallel; not otherwise, where an engine call is about as short as the release.
-fn releases_by_default(dbm: &dyn Dbm) -> bool {
-    dbm.reads_decompress().unwrap_or(false)
 }
 
 /// Keys from which a batched lookup (`values_at` and its kin) runs as a long call, with the
@@ -100,7 +78,7 @@ impl Database {
         let kind = kura::registry::resolve(&path, &params).or_raise(ruby)?;
         let engine_params = params.without("engine");
         let dbm: Arc<dyn Dbm> = Arc::from(without_gvl(|| kind.open(&path, open_mode, &engine_params)).or_raise(ruby)?);
-        let release_gvl = release_gvl.unwrap_or_else(|| without_gvl(|| releases_by_default(&*dbm)));
+        let release = without_gvl(|| LockRelease::new(&*dbm, release_gvl));
         let engine = TypedDbm::new(dbm.clone());
         Ok(Database {
             ordered: engine.is_ordered(),
@@ -110,8 +88,7 @@ impl Database {
             path,
             mode,
             output: Output::new(encoding.map(Index::from)),
-            release_gvl,
-            busy: AtomicUsize::new(0),
+            release,
             closed: AtomicBool::new(false),
         })
     }
@@ -129,7 +106,7 @@ impl Database {
     /// another thread is in a long call (whose lock the record call may wait for).
     #[inline]
     fn record_call_releases(&self) -> bool {
-        self.release_gvl || self.busy.load(Ordering::Acquire) > 0
+        self.release.record_call_releases()
     }
 
     /// Runs a long call (`long`: I/O, many records) with the GVL released, counted in
@@ -138,7 +115,7 @@ impl Database {
         self.live(ruby)?;
         let dbm = &*self.dbm;
         let outcome = if long {
-            let _busy = Busy::enter(&self.busy);
+            let _long = self.release.long_call();
             without_gvl(|| call(dbm))
         } else if self.record_call_releases() {
             without_gvl(|| call(dbm))
@@ -277,7 +254,7 @@ impl Database {
         loop {
             rb_self.live(ruby)?;
             let chunk = {
-                let _busy = Busy::enter(&rb_self.busy);
+                let _long = rb_self.release.long_call();
                 without_gvl(|| walk.next_chunk(what))
             }
             .or_raise(ruby)?;
@@ -367,7 +344,7 @@ impl Database {
             return Ok(());
         }
         let dbm = &*rb_self.dbm;
-        let _busy = Busy::enter(&rb_self.busy);
+        let _long = rb_self.release.long_call();
         without_gvl(|| dbm.close()).or_raise(ruby)
     }
 
@@ -403,7 +380,7 @@ impl Database {
     }
 
     pub fn releases_gvl(&self) -> bool {
-        self.release_gvl
+        self.release.releases_records()
     }
 }
 

@@ -12,61 +12,20 @@
 //! does; when an interrupt is already pending it does not call the function at all, and then
 //! the work runs here with the GVL held (Ruby handles the interrupt at its next check).
 //!
-//! Taking the GVL back: if another thread holds it at that moment, Ruby puts this thread to
-//! sleep on a condition variable and the holder wakes it through the kernel when it lets go;
-//! on a virtual machine that sleep and wake-up costs more than a decompressed read, and two
-//! reading threads end up slower than one. So, as the Python binding does for the GIL
-//! (crates/kura-python/src/gil.rs), a thread finishing its work first waits in user space,
-//! briefly, while another thread that came back through here still holds the GVL, and only
-//! then returns to Ruby, which then finds the GVL free. `HOLDER` marks the thread that took
-//! the GVL back here last and has not released it here since; a stale mark (that thread
-//! released the GVL elsewhere) costs one bounded spin (`MAX_SPIN`). The GVL itself is
-//! always taken by Ruby, so the spin can delay a thread but never deadlock it.
+//! Taking the GVL back without a kernel sleep: a thread whose work is done waits in user
+//! space, briefly, while another thread that came back through here holds the GVL, and only
+//! then returns to Ruby (`kura::binding::Handover`, shared with the Python binding, says why
+//! and how).
 
 use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
-/// How long a thread waits in user space for the holder to let go of the GVL: several times
-/// the Ruby half of a `db[k]` loop iteration, well below a sleep and wake-up.
-const MAX_SPIN: Duration = Duration::from_micros(20);
+use kura::binding::Handover;
 
-/// The thread that took the GVL back through `without_gvl` and has not released it through
-/// `without_gvl` since (as far as this binding knows); 0 when none.
-static HOLDER: AtomicU64 = AtomicU64::new(0);
+/// The GVL's handover among the threads of this binding.
+static HANDOVER: Handover = Handover::new();
 
-std::thread_local! {
-    /// This thread's `HOLDER` mark: the address of a thread-local, unique among live threads.
-    static MARK: u8 = const { 0 };
-}
-
-fn this_thread() -> u64 {
-    MARK.with(|mark| std::ptr::from_ref(mark) as usize as u64)
-}
-
-/// Spins while another marked thread still holds the GVL, for at most `MAX_SPIN`.
-fn wait_for_release(me: u64) {
-    let holder = HOLDER.load(Ordering::Acquire);
-    if holder == 0 || holder == me {
-        return;
-    }
-    let start = Instant::now();
-    loop {
-        for _ in 0..32 {
-            std::hint::spin_loop();
-            if HOLDER.load(Ordering::Acquire) != holder {
-                return;
-            }
-        }
-        if start.elapsed() >= MAX_SPIN {
-            return;
-        }
-    }
-}
-
-/// The work and its outcome, shared with the trampoline through a raw pointer.
 struct Call<F, R> {
     work: Option<F>,
     outcome: Option<Result<R, Box<dyn Any + Send>>>,
@@ -86,16 +45,9 @@ unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut 
 
 /// Runs `work` with the GVL released (see the file header for what `work` may touch).
 pub fn without_gvl<R>(work: impl FnOnce() -> R) -> R {
-    let me = this_thread();
-    let outcome = run(|| {
-        // The GVL is released now: this thread no longer holds it.
-        let _ = HOLDER.compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed);
-        let outcome = work();
-        wait_for_release(me);
-        outcome
-    });
+    let outcome = run(|| HANDOVER.run_released(work));
     // The GVL is held again, by this thread.
-    HOLDER.store(me, Ordering::Release);
+    HANDOVER.retaken();
     outcome
 }
 

@@ -17,6 +17,7 @@ mod errors;
 mod gvl;
 mod walk;
 
+use kura::registry::Fact;
 use magnus::{function, method, prelude::*, Error, RHash, Ruby};
 
 use crate::batch::Batch;
@@ -82,12 +83,15 @@ fn engines(ruby: &Ruby) -> Result<magnus::RArray, Error> {
     let list = ruby.ary_new();
     for engine in kura::engines() {
         let entry: RHash = ruby.hash_new();
-        entry.aset(ruby.to_symbol("name"), engine.name)?;
-        entry.aset(ruby.to_symbol("class"), engine.class)?;
-        entry.aset(ruby.to_symbol("extension"), engine.extension)?;
-        entry.aset(ruby.to_symbol("storage"), engine.storage.name())?;
-        entry.aset(ruby.to_symbol("ordered"), engine.ordered)?;
-        entry.aset(ruby.to_symbol("params"), ruby.ary_from_iter(engine.params.iter().copied()))?;
+        for (name, fact) in engine.description() {
+            let key = ruby.to_symbol(name);
+            match fact {
+                Fact::Text(text) => entry.aset(key, text)?,
+                Fact::Flag(flag) => entry.aset(key, flag)?,
+                Fact::Names(names) => entry.aset(key, ruby.ary_from_iter(names.iter().copied()))?,
+                Fact::Nothing => entry.aset(key, ruby.qnil())?,
+            }
+        }
         entry.freeze();
         list.push(entry)?;
     }

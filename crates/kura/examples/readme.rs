@@ -7,7 +7,7 @@
 // Generated and laid out as the README has it, so rustfmt leaves it alone; the README's
 // fragments leave names unused, and its calls return errors of their own types (hence `Ok(..?)`).
 #[rustfmt::skip]
-#[allow(unused, clippy::all)]
+#[allow(unused, clippy::all, reason = "the README's fragments: names left unused, and written for readers, not lints")]
 mod blocks {
 /// The README's Rust block 1.
 pub mod block_1 {

@@ -284,6 +284,12 @@ pub trait Dbm: Send + Sync + std::any::Any {
         Ok(None)
     }
 
+    /// Whether its cursor visits keys in order and `ordered_cursor` works (TreeDbm, BabyDbm,
+    /// and a shard set of either): typed, so that nobody probes by opening a cursor.
+    fn is_ordered(&self) -> bool {
+        false
+    }
+
     /// Whether reading a value decodes it (its codec compresses): such a read takes
     /// microseconds, long enough that a binding lets other threads run meanwhile, which is
     /// what Python's and Ruby's record calls decide by.

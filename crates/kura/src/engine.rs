@@ -49,6 +49,20 @@ pub enum Restore {
     Unsupported(&'static str),
 }
 
+/// One fact of an engine's description (`Engine::description`), typed so that each reader
+/// translates it into its own types: a Python dict, a Ruby Hash, a JSON object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fact {
+    /// A name or a sentence.
+    Text(&'static str),
+    /// Yes or no.
+    Flag(bool),
+    /// A list of names.
+    Names(&'static [&'static str]),
+    /// Nothing (None, nil, null): an engine without this property.
+    Nothing,
+}
+
 /// One engine: its names, its nature, its parameters and how to open and restore it.
 pub struct Engine {
     /// The `engine=` name: `hash`, `tree`, ...
@@ -106,6 +120,22 @@ impl Engine {
     /// Damage found while opening names the file (`Error::in_file`), whatever the engine.
     pub fn open(&self, path: &Path, mode: OpenMode, params: &Params) -> Result<Box<dyn Dbm>> {
         (self.open)(path, mode, params).map_err(|e| e.in_file(path))
+    }
+
+    /// What the engine is, as `kura engines --json`, Python's `kura.engines()` and Ruby's
+    /// `Kura.engines` show it: the one list of its facts all three translate.
+    pub fn description(&self) -> [(&'static str, Fact); 9] {
+        [
+            ("name", Fact::Text(self.name)),
+            ("class", Fact::Text(self.class)),
+            ("extension", Fact::Text(self.extension)),
+            ("storage", Fact::Text(self.storage.name())),
+            ("ordered", Fact::Flag(self.ordered)),
+            ("params", Fact::Names(self.params)),
+            ("codec_param", self.codec_param.map_or(Fact::Nothing, Fact::Text)),
+            ("restore", Fact::Flag(matches!(self.restore, Restore::Salvage(_)))),
+            ("summary", Fact::Text(self.summary)),
+        ]
     }
 
     /// Whether the engine keeps its records in memory (a file is only its snapshot).

@@ -621,7 +621,11 @@ fn new_salt(previous: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
     use crate::encoding::documented_layout;
 

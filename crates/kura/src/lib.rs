@@ -23,6 +23,8 @@
 #![deny(missing_docs)]
 
 pub mod batch;
+#[cfg(any(test, feature = "binding"))]
+pub mod binding;
 pub mod check;
 pub mod codec;
 pub mod compact_dbm;

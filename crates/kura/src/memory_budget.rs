@@ -67,7 +67,6 @@ fn cgroup_limit(proc_cgroup: &str, root: &Path, read: impl Fn(&Path) -> Option<S
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::collections::HashMap;
 

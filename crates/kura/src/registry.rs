@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::compact_dbm::CompactDbm;
-pub use crate::engine::{Engine, Restore, RestoreReport, Storage};
+pub use crate::engine::{Engine, Fact, Restore, RestoreReport, Storage};
 
 use crate::check::{CheckReport, Place};
 use crate::dbm::{Dbm, OpenMode, Params};
@@ -300,6 +300,7 @@ mod tests {
             let class = properties.iter().find(|(n, _)| n == "class").map(|(_, v)| v.as_str());
             assert_eq!(class, Some(engine.class), "{}", engine.name);
             assert_eq!(db.ordered_cursor().is_ok(), engine.ordered, "{}", engine.name);
+            assert_eq!(db.is_ordered(), engine.ordered, "{}", engine.name);
             db.close().unwrap();
         }
     }

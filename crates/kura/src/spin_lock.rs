@@ -141,7 +141,7 @@ fn wait_while(taken: impl Fn() -> bool) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
     use std::sync::Arc;
 

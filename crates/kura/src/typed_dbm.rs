@@ -63,13 +63,13 @@ impl TypedDbm {
     }
 
     /// Whether the engine keeps its keys in order, so that ranges and backward cursors work:
-    /// TreeDbm, BabyDbm, and a shard set of either (whose registry entry describes the
-    /// default hash shards, so the bindings cannot read this off the registry).
+    /// TreeDbm, BabyDbm, and a shard set of either (`Dbm::is_ordered`, which says so without
+    /// opening a cursor).
     pub fn is_ordered(&self) -> bool {
         match self {
             TypedDbm::Hash(_) => false,
             TypedDbm::Tree(_) => true,
-            TypedDbm::Other(dbm) => dbm.ordered_cursor().is_ok(),
+            TypedDbm::Other(dbm) => dbm.is_ordered(),
         }
     }
 

@@ -2,7 +2,11 @@
 //! the header and in records, wrong magic, lengths pointing past the end, directories and
 //! empty files, a second writer, corrupted compressed frames, unknown names, huge keys.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

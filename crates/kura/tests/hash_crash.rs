@@ -4,7 +4,11 @@
 //! completed synchronize is there with its value, and that the round in flight left only
 //! whole operations behind. `KURA_CRASH_TRIALS` sets the number of trials (default 50).
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 #[path = "support/killed_child.rs"]
 #[allow(dead_code, reason = "each kill test uses part of the shared child machinery")]

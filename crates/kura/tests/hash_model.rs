@@ -2,7 +2,11 @@
 //! changes and close/reopen, checked step by step against a BTreeMap, for every codec and
 //! both update modes.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,11 @@
 //! and records what it did last, so the final state is checked key by key; readers check
 //! that every value they see is one some writer wrote for that key.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

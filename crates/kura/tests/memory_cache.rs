@@ -1,7 +1,11 @@
 //! CacheDbm against a reference LRU: with one slot it must evict exactly as a plain LRU with
 //! the same caps and the same per-record accounting; with many slots, both caps must hold
 //! after every operation.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::HashMap;
 

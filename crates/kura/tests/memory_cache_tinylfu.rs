@@ -3,7 +3,11 @@
 //! decline a new key, never change a value or keep a removed one); on a Zipf trace it hits
 //! more often than `policy=lru`; memory-cap evictions across both segments; concurrent
 //! requests; parameters, `inspect` and the snapshot file.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::HashMap;
 

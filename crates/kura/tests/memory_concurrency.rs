@@ -1,7 +1,11 @@
 //! Concurrency stress of the memory engines: threads doing mixed operations on overlapping
 //! keys, with values that name their writer and version, checked at the end against what
 //! some serial order of the operations allows.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -1,6 +1,10 @@
 //! The memory engines' backing file: saved on close and synchronize, reopened identical, and
 //! a truncated or corrupted file refused with BrokenData (never a panic).
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 #[path = "support/compact_snapshot.rs"]
 mod compact_snapshot;

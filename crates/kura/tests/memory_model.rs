@@ -1,7 +1,11 @@
 //! Model-based tests of TinyDbm and BabyDbm: random operation sequences, including cursor
 //! edits and close/reopen through the snapshot file, checked against a BTreeMap; BabyDbm's
 //! ordered cursor is also checked move by move against BTreeMap ranges.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

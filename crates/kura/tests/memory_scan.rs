@@ -3,7 +3,11 @@
 //! comes twice. The writer forces what used to break position-walking cursors: TinyDbm slot
 //! tables rebuilt by inserts (growth, and same-size rebuilds that drop tombstones), and
 //! CacheDbm slab entries freed and reused by other keys.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

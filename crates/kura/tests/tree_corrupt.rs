@@ -1,7 +1,11 @@
 //! Damaged tree files: structural corruption (cycles, wrong heights, unordered keys),
 //! truncation, bad compressed pages and random byte flips give typed errors, never a panic,
 //! a hang or a huge allocation; `restore_file` salvages what is readable.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,11 @@
 //! Crash tests: a child process (this test binary, re-run in a child mode) writes batches or
 //! rebuilds and is killed with SIGKILL at a random moment; the parent then opens the file,
 //! which must hold every batch wholly or not at all, in order, and nothing torn.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 #[path = "support/killed_child.rs"]
 #[allow(dead_code, reason = "each kill test uses part of the shared child machinery")]

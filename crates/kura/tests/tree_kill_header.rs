@@ -8,7 +8,7 @@
 //! runs 300 kills; before the header was written with `pwrite`, a copy tore about once in
 //! 500 to 1,500 kills (release build), so `KURA_TREE_KILL_HEADER_TRIALS` sets more for a
 //! real check.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
 #[path = "support/killed_child.rs"]
 #[allow(dead_code, reason = "each kill test uses part of the shared child machinery")]

@@ -1,7 +1,11 @@
 //! Model-based tests of TreeDbm: random operation sequences checked against a BTreeMap,
 //! including ranges in both directions, cursors across removals, batches, rebuilds,
 //! close/reopen, and every codec.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! mixed with single updates, batches, commits and reopens, on small pages so that leaves and
 //! branches split and merge all the time. Reads after commits also go through the branch
 //! pages pinned for readers (tree/pins.rs), whose slots get reused by later commits.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,11 @@
 //! `Dbm::write_batch` on every engine: random batches of sets and removes (with repeated
 //! keys, so that a later operation on a key must win) checked against a BTreeMap, through the
 //! polymorphic `open`, with a close and reopen in the middle for the file engines.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! `tkrzw_dbm_perf sequence` (set, get, remove of `%08d` keys with 8-byte values):
 //! `cargo run --release -p kura-bench --bin memory_perf -- tiny|baby|cache [records] [threads] [random|seq]
 //! [cap_mem_bytes] [value_size]` (the cache's record cap is the number of records).
-#![allow(clippy::unwrap_used)]
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
 use std::time::Instant;
 

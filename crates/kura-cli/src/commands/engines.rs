@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use kura::registry::Fact;
 use serde_json::json;
 
 use super::write_error;
@@ -18,17 +19,16 @@ pub fn list(as_json: bool) -> kura::Result<()> {
     let extension_width = kura::engines().iter().map(|e| e.extension.len()).max().unwrap_or(0);
     for engine in kura::engines() {
         let line = if as_json {
-            json!({
-                "name": engine.name,
-                "class": engine.class,
-                "extension": engine.extension,
-                "storage": engine.storage.name(),
-                "ordered": engine.ordered,
-                "params": engine.params,
-                "restore": matches!(engine.restore, kura::registry::Restore::Salvage(_)),
-                "summary": engine.summary,
-            })
-            .to_string()
+            let facts = engine.description().map(|(name, fact)| {
+                let value = match fact {
+                    Fact::Text(text) => json!(text),
+                    Fact::Flag(flag) => json!(flag),
+                    Fact::Names(names) => json!(names),
+                    Fact::Nothing => serde_json::Value::Null,
+                };
+                (name.to_string(), value)
+            });
+            serde_json::Value::Object(facts.into_iter().collect()).to_string()
         } else {
             format!(
                 "{:<name_width$} .{:<extension_width$} {:<6} {:<9} {}",

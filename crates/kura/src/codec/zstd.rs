@@ -186,8 +186,8 @@ impl Algorithm for Zstd {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
-    #![allow(clippy::indexing_slicing, reason = "tests fail loudly")]
+    #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+    #![expect(clippy::indexing_slicing, reason = "tests fail loudly")]
     use super::*;
     use crate::codec::dictionary::train_dictionary;
 

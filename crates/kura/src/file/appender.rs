@@ -134,7 +134,11 @@ impl MappedAppender {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
 
     /// A write past the end is a bug in its caller: an Internal error in release builds, a

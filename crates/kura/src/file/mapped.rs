@@ -415,7 +415,7 @@ fn population_due(needed: u64, len: u64, populated: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
+    #![expect(
         clippy::unwrap_used,
         clippy::indexing_slicing,
         reason = "a test fails loudly on an error or a wrong index"

@@ -159,7 +159,6 @@ fn settle_threshold(area: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn block(offset: u64, len: u64) -> FreedBlock {

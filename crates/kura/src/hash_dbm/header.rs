@@ -346,7 +346,11 @@ pub fn repair_one_byte(bytes: &[u8]) -> Option<(Header, usize)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
     use crate::encoding::{documented_codec_ids, documented_layout};
 

@@ -396,7 +396,7 @@ fn rebuild(file: File, lock: FileLock, path: &Path, head: &[u8], file_len: u64, 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
     use crate::hash_dbm::storage::bucket_of;
 

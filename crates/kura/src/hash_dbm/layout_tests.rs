@@ -2,7 +2,11 @@
 //! describe the blocks the chains and the free pool use, since a restore after a crash
 //! walks the area by those tags.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeSet;
 

@@ -330,7 +330,7 @@ fn short_varint(bytes: &[u8], max_width: usize) -> Option<(u64, usize)> {
 /// Encodes a record's (or tombstone's) header without a wide check into `out` and returns
 /// its length: the bytes that go before the key and the stored value, unless the record,
 /// once placed, is to have a wide check (`append_wide_check`).
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments, reason = "each is one field of the header, passed by value on the hot path")]
 #[inline]
 pub fn encode_record_header(
     out: &mut [u8; MAX_HEADER_SIZE],
@@ -386,7 +386,7 @@ pub fn append_wide_check(out: &mut [u8; MAX_HEADER_SIZE], narrow_len: usize, che
 /// Appends a full record (or tombstone) to `out`, as placed at offset `out.len()` of a file
 /// of `layout`.
 #[cfg(test)]
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments, reason = "encode_record_header's fields plus the key and value")]
 pub fn encode_record(
     out: &mut Vec<u8>,
     layout: CheckLayout,
@@ -456,7 +456,11 @@ pub fn parse_block(bytes: &[u8], offset: u64, layout: CheckLayout) -> Result<Blo
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
     use proptest::prelude::*;
 

@@ -2,7 +2,11 @@
 //! scan must not take for the shadow of a dead one: each builds a file, damages its image
 //! the way a power loss or a wrong pointer would, and restores it.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use super::chain_lock::WholeFile;
 use super::header::{Header, BUCKET_WIDTH};

@@ -2,7 +2,11 @@
 //! is held until the next hard synchronization (freed.rs): overwriting the same keys again
 //! and again must not grow the file without bound, with or without synchronizations.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use super::HashDbm;
 use crate::dbm::{Dbm, Params};

@@ -12,7 +12,11 @@
 //! salvage-soak`, `KURA_SALVAGE_ALL=1`, release build) flips one bit of every byte of a
 //! 2,000-record file of each configuration and prints the figures docs/durability.md quotes.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

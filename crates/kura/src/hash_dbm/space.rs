@@ -319,7 +319,7 @@ impl Space {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
     use crate::hash_dbm::record::CheckLayout;
 

@@ -295,7 +295,7 @@ pub fn import_reader(
 
 /// The import itself; `countable` is the input's path when it can be read twice (a regular
 /// file), to count its lines and size a new database for them.
-#[allow(clippy::too_many_arguments, reason = "the two public entry points' arguments, passed on as they are")]
+#[expect(clippy::too_many_arguments, reason = "the two public entry points' arguments, passed on as they are")]
 fn import_from(
     path: &Path,
     input: impl Read,

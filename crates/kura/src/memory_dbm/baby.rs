@@ -139,6 +139,10 @@ impl Dbm for BabyDbm {
         Ok(Box::new(BabyCursor { dbm: self, position: None }))
     }
 
+    fn is_ordered(&self) -> bool {
+        true
+    }
+
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
         self.backing.check_open()?;
         Ok(Box::new(BabyCursor { dbm: self, position: None }))

@@ -312,7 +312,11 @@ impl SlotRecords for SlotTable {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
     use crate::memory_dbm::key_hash::hash_key;
     use std::collections::HashMap;

@@ -118,7 +118,6 @@ impl LruList {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use std::collections::VecDeque;
 

@@ -98,7 +98,7 @@ fn too_large() -> Error {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
     use proptest::prelude::*;
 

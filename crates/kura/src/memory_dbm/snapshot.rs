@@ -172,7 +172,11 @@ impl<'a> Snapshot<'a> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
     use super::*;
 
     fn write(records: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {

@@ -231,10 +231,6 @@ impl ShardDbm {
             None => unreachable_shard(),
         })
     }
-
-    fn is_ordered(&self) -> bool {
-        self.inner.ordered
-    }
 }
 
 /// `shard_of` returns an index below the shard count, and the set never has zero shards.
@@ -450,6 +446,11 @@ impl Dbm for ShardDbm {
     fn close(&self) -> Result<()> {
         let closed = self.each_shard(|shard| Ok(shard.close()))?;
         closed.into_iter().collect()
+    }
+
+    /// Its shards' engine's.
+    fn is_ordered(&self) -> bool {
+        self.inner.ordered
     }
 
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {

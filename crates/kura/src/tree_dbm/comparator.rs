@@ -131,7 +131,6 @@ fn compare_decimal(a: &[u8], b: &[u8]) -> Ordering {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use proptest::prelude::*;
 

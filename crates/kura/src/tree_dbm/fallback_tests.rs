@@ -4,7 +4,11 @@
 //! the file's bytes after a durable commit and after a later commit without fsync, damages
 //! the later image as a power loss would, opens it and compares every record with a model.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -340,6 +340,10 @@ impl Dbm for TreeDbm {
         Ok(Box::new(TreeCursor::new(self)))
     }
 
+    fn is_ordered(&self) -> bool {
+        true
+    }
+
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
         let _open = self.read()?;
         Ok(Box::new(TreeCursor::new(self)))

@@ -400,7 +400,7 @@ impl<T: Copy> PrefixIndex<T> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![expect(clippy::indexing_slicing, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
     use proptest::prelude::*;
 

@@ -9,7 +9,11 @@
 //! slots) by a flipped bit, a zeroed run or a cut, and restored. A record's own bytes are
 //! its leaf's slot.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -81,7 +81,7 @@ impl TreeDbm {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use std::collections::BTreeMap;
 
     use super::*;

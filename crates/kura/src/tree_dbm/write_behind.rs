@@ -92,7 +92,7 @@ impl WriteBehind {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
     use super::*;
 
     #[test]

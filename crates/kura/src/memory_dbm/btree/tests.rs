@@ -2,7 +2,11 @@
 //! merges and refills happen over several levels), checking the node invariants after every
 //! operation.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on the first broken expectation"
+)]
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
