@@ -181,6 +181,18 @@ pub fn engine(name: &str) -> Result<&'static Engine> {
     crate::engine::named(ENGINES, name)
 }
 
+/// The engine `kura serve` serves when it is given no path: memcached's kind of store, an
+/// in-memory cache that evicts.
+pub fn served_by_default() -> Result<&'static Engine> {
+    engine("cache")
+}
+
+/// The engine `kura bench` measures when it is given no `--engine`, as `tkrzw_dbm_perf`
+/// measures its hash database.
+pub fn benchmarked_by_default() -> Result<&'static Engine> {
+    engine("hash")
+}
+
 /// The engine whose extension `path` has, if any.
 pub fn engine_of_path(path: &Path) -> Option<&'static Engine> {
     crate::engine::of_path(ENGINES, path)
@@ -269,6 +281,8 @@ mod tests {
             assert!(!engine.params.contains(&"engine"), "{}: engine= only chooses", engine.name);
         }
         assert!(super::engine("nope").is_err());
+        assert!(served_by_default().unwrap().is_in_memory());
+        assert_eq!(benchmarked_by_default().unwrap().storage, Storage::File);
         assert!(resolve(Path::new("x.txt"), &Params::new()).is_err());
     }
 

@@ -23,8 +23,13 @@ use std::thread::ScopedJoinHandle;
 use clap::Args;
 use kura::{Error, Params};
 
-/// The engine measured when `--engine` is not given, as `tkrzw_dbm_perf` defaults to its hash.
-pub const DEFAULT_ENGINE: &str = "hash";
+/// The engine measured: `--engine`'s, else the registry's default for benchmarks.
+pub fn engine_of(args: &BenchArgs) -> kura::Result<&'static kura::Engine> {
+    match args.engine.as_deref() {
+        Some(name) => kura::registry::engine(name),
+        None => kura::registry::benchmarked_by_default(),
+    }
+}
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {

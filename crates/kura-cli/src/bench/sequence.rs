@@ -21,7 +21,7 @@ use super::batched;
 use super::report::{title, Phase};
 use super::scan;
 use super::workload::{format_key, KeyOrder, SplitMix64, Values};
-use super::{BenchArgs, DEFAULT_ENGINE};
+use super::{engine_of, BenchArgs};
 use crate::commands::print_line;
 use crate::progress;
 
@@ -32,7 +32,7 @@ const PROGRESS_STEP: u64 = 4096;
 const RANGE_SEED: u64 = 0x7261_6e67; // "rang"
 
 pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
-    let engine = kura::registry::engine(args.engine.as_deref().unwrap_or(DEFAULT_ENGINE))?;
+    let engine = engine_of(args)?;
     if (args.scan || args.range_scan.is_some()) && !engine.ordered {
         let ordered: Vec<&str> = kura::engines().iter().filter(|e| e.ordered).map(|e| e.name).collect();
         return Err(Error::invalid(format!(
@@ -268,7 +268,7 @@ fn announce(args: &BenchArgs, phase: &str) -> kura::Result<()> {
         print_line(format_args!(
             "{}: impl={} num_iterations={} value_size={} num_threads={}",
             title(phase),
-            args.engine.as_deref().unwrap_or(DEFAULT_ENGINE),
+            engine_of(args)?.name,
             args.iter,
             args.size,
             args.threads

@@ -19,9 +19,6 @@ use kura_server::Config;
 use super::print_line;
 use super::serve_options::{apply_extended, check_sizes, parse_size};
 
-/// The engine served when no path is given.
-const DEFAULT_ENGINE: &str = "cache";
-
 /// Bytes per record assumed when sizing a record cap from a memory limit: memcached's
 /// smallest slab chunk (96 bytes) bounds its item count the same way. CacheDbm's bucket
 /// arrays grow with the records (up to one bucket per record of the cap), so the cap costs
@@ -240,7 +237,10 @@ fn raise_descriptor_limit(max_connections: usize) {
 fn engine_of(path: Option<&PathBuf>, params: &Params) -> kura::Result<&'static kura::Engine> {
     match path {
         Some(path) => kura::registry::resolve(path, params),
-        None => kura::registry::engine(params.get("engine").unwrap_or(DEFAULT_ENGINE)),
+        None => match params.get("engine") {
+            Some(name) => kura::registry::engine(name),
+            None => kura::registry::served_by_default(),
+        },
     }
 }
 
