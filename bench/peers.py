@@ -355,7 +355,10 @@ def markdown(report, chart):
              "",
              f"{settings['records']:,} records of a 24-byte key and a 150-byte value (random bytes, fixed seed), "
              f"the phases of redb's `lmdb_benchmark`; each store in its own process, "
-             f"{settings['rounds']} round(s) in alternating store order, the best (least) time of each phase kept. "
+             f"{report.get('rounds_done', settings['rounds'])} round(s) in alternating store order"
+             + (f" (of {settings['rounds']} planned; the run was stopped after these)"
+                if report.get('rounds_done', settings['rounds']) < settings['rounds'] else "")
+             + ", the best (least) time of each phase kept. "
              f"Caches: {settings['cache_bytes'] / 2**30:g} GiB (RocksDB block cache, fjall and redb caches, "
              f"TreeDbm `cache_bytes`; LMDB and HashDbm use the page cache); HashDbm `num_buckets` = 2 x records. "
              + (f"Each store in a cgroup v1 memory group of {memory // 2**20} MiB (page cache included), the page "
@@ -486,6 +489,7 @@ def main():
     os.makedirs(settings["dir"], exist_ok=True)
     results, errors = [], []
     began = time.monotonic()
+    stem = f"peers-{options.memory_limit}" if memory else "peers"
     try:
         for number in range(rounds):
             order = stores if number % 2 == 0 else list(reversed(stores))
@@ -498,28 +502,35 @@ def main():
                     result[store]["error"] = error
                     errors.append(f"{store}, round {number + 1}: {error}")
             results.append(result)
+            # Written after every round, so that a run stopped midway (a long one under a
+            # memory limit) keeps the rounds it finished; the last round's report is the run's.
+            report = write_report(stem, settings, results, errors, build_seconds)
     finally:
         if group:
             group.remove()
     harness.log(f"peers: measured in {(time.monotonic() - began) / 60:.1f} min")
+    for problem in report["checksum_mismatches"]:
+        harness.log(f"peers: {problem}")
+    if errors or report["checksum_mismatches"]:
+        sys.exit(1)
 
+
+def write_report(stem, settings, results, errors, build_seconds):
+    """bench/results/STEM.{json,md,png} from the rounds measured so far; returns the report."""
     best = best_of(results)
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "machine": machine(),
               "versions": versions(), "settings": {k: v for k, v in settings.items() if k != "dir"},
-              "build_seconds": round(build_seconds, 1), "best": best, "rounds": results, "errors": errors,
-              "checksum_mismatches": checksum_mismatches(best)}
-    stem = f"peers-{options.memory_limit}" if memory else "peers"
+              "rounds_done": len(results), "build_seconds": round(build_seconds, 1), "best": best,
+              "rounds": results, "errors": errors, "checksum_mismatches": checksum_mismatches(best)}
     os.makedirs(harness.RESULTS, exist_ok=True)
     with open(os.path.join(harness.RESULTS, f"{stem}.json"), "w") as out:
         json.dump(report, out, indent=1)
     chart = f"{stem}.png" if draw(report, os.path.join(harness.RESULTS, f"{stem}.png")) else None
     with open(os.path.join(harness.RESULTS, f"{stem}.md"), "w") as out:
         out.write(markdown(report, chart))
-    harness.log(f"peers: wrote bench/results/{stem}.json, {stem}.md" + (f", {chart}" if chart else ""))
-    for problem in report["checksum_mismatches"]:
-        harness.log(f"peers: {problem}")
-    if errors or report["checksum_mismatches"]:
-        sys.exit(1)
+    harness.log(f"peers: wrote bench/results/{stem}.json, {stem}.md" + (f", {chart}" if chart else "")
+                + f" ({len(results)} of {settings['rounds']} rounds)")
+    return report
 
 
 if __name__ == "__main__":
