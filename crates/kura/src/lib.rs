@@ -66,7 +66,7 @@ pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;
 pub use journal::journal_path;
-pub use memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
+pub use memory_dbm::{BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 pub use packed_bytes::PackedBytes;
 pub use registry::{engines, open, Engine, Storage};
 pub use shard_dbm::ShardDbm;

@@ -14,7 +14,7 @@ use crate::check::{CheckReport, Place};
 use crate::dbm::{Dbm, OpenMode, Params};
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash_dbm::HashDbm;
-use crate::memory_dbm::{BabyDbm, CacheDbm, TinyDbm};
+use crate::memory_dbm::{BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 use crate::shard_dbm::{self, ShardDbm};
 use crate::tree_dbm::TreeDbm;
 
@@ -160,6 +160,21 @@ pub static ENGINES: &[Engine] = &[
         import_params: compact_sized_params,
         sized_by: &["num_buckets", "expected_records"],
         open: |path, mode, params| Ok(Box::new(CompactDbm::open(path, mode, params)?)),
+        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        shard_set: false,
+    },
+    Engine {
+        name: "segcache",
+        class: "SegCacheDbm",
+        extension: "kums",
+        storage: Storage::Memory,
+        ordered: false,
+        summary: "in-memory cache of records packed into segments, evicted a segment at a time; cap_rec_num and cap_mem_bytes",
+        params: SegCacheDbm::PARAMS,
+        bench_params: cache_capacity_params,
+        import_params: cache_capacity_params,
+        sized_by: &["cap_rec_num"],
+        open: |path, mode, params| Ok(Box::new(SegCacheDbm::open(path, mode, params)?)),
         restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
         shard_set: false,
     },

@@ -49,6 +49,8 @@ const FIXTURES: &[(&str, &str)] = &[
     ("baby-v2.kumb", ""),
     ("cache-v2.kumc", "cap_rec_num=10000,policy=tinylfu"),
     ("compact-v2-zstd.kumz", "num_buckets=256,bucket_comp=zstd"),
+    // SegCacheDbm writes memory snapshot version 2 with class 's'.
+    ("segcache.kums", "cap_rec_num=10000,cap_mem_bytes=1000000,num_slots=4"),
 ];
 
 /// The records every fixture holds: 400 keys with values of varied length and

@@ -278,6 +278,8 @@ impl SlotTable {
 }
 
 impl SlotRecords for SlotTable {
+    type Record<'a> = &'a RecordBytes;
+
     fn len(&self) -> usize {
         self.len
     }

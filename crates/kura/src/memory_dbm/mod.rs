@@ -2,6 +2,9 @@
 //! - `tiny.rs`: TinyDbm (`.kumt`), a sharded open-addressing hash table;
 //! - `cache.rs`: CacheDbm (`.kumc`), a sharded chained hash table with per-slot LRU eviction
 //!   under a record cap and a memory cap;
+//! - `segcache.rs`: SegCacheDbm (`.kums`), the same caps as CacheDbm with records packed into
+//!   segments (`segments.rs`) behind an index of 8 bytes a record (`segment_index.rs`), evicted
+//!   a segment at a time;
 //! - `baby.rs`: BabyDbm (`.kumb`), an ordered B+ tree (`btree/`) with a bidirectional cursor.
 //!
 //! Their parts: `record.rs` (a record in 24 bytes, inline when small), `key_hash.rs` (the key
@@ -23,6 +26,9 @@ pub(crate) mod key_hash;
 mod lru;
 mod open_table;
 mod record;
+mod segcache;
+mod segment_index;
+mod segments;
 mod sketch;
 mod slot_group;
 pub(crate) mod slotted;
@@ -31,4 +37,5 @@ mod tiny;
 
 pub use baby::{BabyCursor, BabyDbm};
 pub use cache::CacheDbm;
+pub use segcache::SegCacheDbm;
 pub use tiny::TinyDbm;

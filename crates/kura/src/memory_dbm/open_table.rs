@@ -223,6 +223,8 @@ impl OpenTable {
 }
 
 impl SlotRecords for OpenTable {
+    type Record<'a> = &'a RecordBytes;
+
     fn len(&self) -> usize {
         self.live
     }

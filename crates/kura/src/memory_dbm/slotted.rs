@@ -79,21 +79,44 @@ impl KeySnapshot {
     }
 }
 
-/// The reads of one slot's table (TinyDbm's `OpenTable`, CacheDbm's `SlotTable`): records
-/// at `u32` indices (cells, slab entries) where they stay while they live, except that an
-/// `OpenTable` rebuild moves them.
+/// A record as a slot's table lends it: a `RecordBytes` of TinyDbm and CacheDbm, a record
+/// in a segment of SegCacheDbm.
+pub trait RecordView {
+    fn key(&self) -> &[u8];
+    fn value(&self) -> &[u8];
+}
+
+impl RecordView for &RecordBytes {
+    fn key(&self) -> &[u8] {
+        RecordBytes::key(self)
+    }
+
+    fn value(&self) -> &[u8] {
+        RecordBytes::value(self)
+    }
+}
+
+/// The reads of one slot's table (TinyDbm's `OpenTable`, CacheDbm's `SlotTable`,
+/// SegCacheDbm's slot): records at `u32` indices (cells, slab entries, segment locations)
+/// where they stay while they live, except that an `OpenTable` rebuild and a segment's
+/// compaction move them.
 pub trait SlotRecords {
+    /// What `get` lends.
+    type Record<'a>: RecordView
+    where
+        Self: 'a;
+
     /// The number of live records.
     fn len(&self) -> usize;
     /// The index of `key`'s record; `hash` is `hash_key(key)`.
     fn find(&self, key: &[u8], hash: u64) -> Option<u32>;
     /// The record at `index`, if one lives there.
-    fn get(&self, index: u32) -> Option<&RecordBytes>;
+    fn get(&self, index: u32) -> Option<Self::Record<'_>>;
     /// One past the last index a record can be at (the cell count, the slab length).
     fn index_end(&self) -> u32;
 
     /// The live records and their indices in storage order, from index `from` on.
-    fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, &RecordBytes)> {
+    fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, Self::Record<'_>)> {
         (from..self.index_end()).filter_map(move |index| self.get(index).map(|record| (index, record)))
     }
 }

@@ -1,0 +1,349 @@
+//! SegCacheDbm's record storage of one slot: records appended end to end into large segments
+//! (one allocation per segment, none per record), kept in the order they filled up so that
+//! eviction can take the oldest segment first.
+//!
+//! A record in a segment is `key_len:varint value_len:varint key value`. A segment's `used`
+//! bytes are records, some of them dead (overwritten or removed: the index no longer points
+//! at them); `live` counts the bytes of the live ones, and a segment other than the active
+//! one whose live bytes fall to zero is freed at once. Compaction rewrites one segment in
+//! place, keeping the records its caller keeps, moved towards the start (offsets only
+//! decrease, so the move never overwrites a record not yet read).
+//!
+//! Standard segments are `segment_bytes` long; a record longer than that gets a segment of
+//! its own, exactly its size, so every segment is at least `segment_bytes` long and a slot
+//! of `cap` bytes has at most `cap / segment_bytes` of them.
+
+use std::collections::VecDeque;
+
+use super::segment_index::{Location, MAX_SEGMENTS};
+use crate::encoding::{decode_varint, encode_varint, varint_len, MAX_VARINT_LEN};
+use crate::error::{Error, ErrorKind};
+
+/// The bytes a record of these lengths takes in a segment.
+pub fn record_len(key_len: usize, value_len: usize) -> usize {
+    varint_len(key_len as u64) + varint_len(value_len as u64) + key_len + value_len
+}
+
+/// Invariants: `used <= bytes.len()`; `bytes[..used]` is a sequence of whole records; `live
+/// <= used` is the length of those the index points at.
+struct Segment {
+    bytes: Box<[u8]>,
+    used: usize,
+    live: usize,
+}
+
+/// A record read from a segment.
+pub struct StoredRecord<'a> {
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+    /// Its length in the segment (`record_len`).
+    pub len: usize,
+}
+
+/// Parses the record at the start of `bytes` (the used part of a segment from an offset on).
+fn parse(bytes: &[u8]) -> Option<StoredRecord<'_>> {
+    let (key_len, first) = decode_varint(bytes)?;
+    let (value_len, second) = decode_varint(bytes.get(first..)?)?;
+    let key_start = first + second;
+    let key_end = key_start.checked_add(usize::try_from(key_len).ok()?)?;
+    let end = key_end.checked_add(usize::try_from(value_len).ok()?)?;
+    Some(StoredRecord { key: bytes.get(key_start..key_end)?, value: bytes.get(key_end..end)?, len: end })
+}
+
+/// Invariants: every segment id is in exactly one of: `active`, `filled`, `free_ids`, or
+/// `segments[id]` is None and the id is in `free_ids`; `bytes` is the sum of the segments'
+/// buffer lengths.
+pub struct Segments {
+    /// By id; None: a free id.
+    segments: Vec<Option<Segment>>,
+    free_ids: Vec<u16>,
+    /// Segments no longer written, oldest first.
+    filled: VecDeque<u16>,
+    /// The segment new records go to.
+    active: Option<u16>,
+    segment_bytes: usize,
+    bytes: usize,
+}
+
+impl Segments {
+    /// Storage of standard segments of `segment_bytes` (at most 1 MiB), with room reserved for
+    /// the bookkeeping of `max_segments` of them.
+    pub fn new(segment_bytes: usize, max_segments: usize) -> Segments {
+        let max_segments = max_segments.min(MAX_SEGMENTS);
+        Segments {
+            segments: Vec::with_capacity(max_segments),
+            free_ids: Vec::with_capacity(max_segments),
+            filled: VecDeque::with_capacity(max_segments),
+            active: None,
+            segment_bytes,
+            bytes: 0,
+        }
+    }
+
+    pub fn segment_bytes(&self) -> usize {
+        self.segment_bytes
+    }
+
+    /// Bytes of the segments' buffers.
+    pub fn buffer_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Bytes of the bookkeeping: the id table, the free list and the fill order, as allocated.
+    pub fn bookkeeping_bytes(&self) -> usize {
+        self.segments.capacity() * size_of::<Option<Segment>>()
+            + (self.free_ids.capacity() + self.filled.capacity()) * size_of::<u16>()
+    }
+
+    /// The number of segments holding a buffer.
+    pub fn count(&self) -> usize {
+        self.segments.len() - self.free_ids.len()
+    }
+
+    /// The record at `location`, if the location lies on a record.
+    #[inline]
+    pub fn read(&self, location: Location) -> Option<StoredRecord<'_>> {
+        let segment = self.segments.get(location.segment())?.as_ref()?;
+        parse(segment.bytes.get(location.offset()..segment.used)?)
+    }
+
+    /// Appends a record to the active segment; None if there is no active segment or no
+    /// room left in it.
+    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Option<Location> {
+        let id = self.active?;
+        let segment = self.segments.get_mut(usize::from(id))?.as_mut()?;
+        let location = Location::new(usize::from(id), segment.used)?;
+        let written = write_record(segment.bytes.get_mut(segment.used..)?, key, value)?;
+        segment.used += written;
+        segment.live += written;
+        Some(location)
+    }
+
+    /// Whether a new standard segment can get an id.
+    pub fn has_free_id(&self) -> bool {
+        !self.free_ids.is_empty() || self.segments.len() < MAX_SEGMENTS
+    }
+
+    fn new_id(&mut self, segment: Segment) -> Option<u16> {
+        self.bytes += segment.bytes.len();
+        if let Some(id) = self.free_ids.pop() {
+            if let Some(free) = self.segments.get_mut(usize::from(id)) {
+                *free = Some(segment);
+            }
+            return Some(id);
+        }
+        if self.segments.len() >= MAX_SEGMENTS {
+            self.bytes -= segment.bytes.len();
+            return None;
+        }
+        self.segments.push(Some(segment));
+        u16::try_from(self.segments.len() - 1).ok()
+    }
+
+    fn fresh(len: usize) -> Segment {
+        Segment { bytes: vec![0; len].into_boxed_slice(), used: 0, live: 0 }
+    }
+
+    /// Allocates a new standard segment and makes it the active one (the former active one
+    /// becomes the newest filled segment); false if no id is free.
+    pub fn start_segment(&mut self) -> bool {
+        let Some(id) = self.new_id(Self::fresh(self.segment_bytes)) else { return false };
+        self.retire_active();
+        self.active = Some(id);
+        true
+    }
+
+    /// Moves the active segment to the filled ones (freeing it if it holds nothing live).
+    fn retire_active(&mut self) {
+        if let Some(old) = self.active.take() {
+            self.filled.push_back(old);
+            self.free_if_dead(old);
+        }
+    }
+
+    /// Stores a record longer than a standard segment in a segment of its own (the newest
+    /// filled one); None if no id is free.
+    pub fn store_oversized(&mut self, key: &[u8], value: &[u8]) -> Option<Location> {
+        let len = record_len(key.len(), value.len());
+        let mut segment = Self::fresh(len);
+        let written = write_record(&mut segment.bytes, key, value)?;
+        segment.used = written;
+        segment.live = written;
+        let id = self.new_id(segment)?;
+        self.filled.push_back(id);
+        Location::new(usize::from(id), 0)
+    }
+
+    /// Accounts the record of `len` bytes at `location` as dead; frees its segment if that
+    /// left nothing live in a segment other than the active one.
+    pub fn mark_dead(&mut self, location: Location, len: usize) {
+        let Ok(id) = u16::try_from(location.segment()) else { return };
+        if let Some(Some(segment)) = self.segments.get_mut(location.segment()) {
+            segment.live = segment.live.saturating_sub(len);
+        }
+        self.free_if_dead(id);
+    }
+
+    fn free_if_dead(&mut self, id: u16) {
+        if self.active == Some(id) {
+            return;
+        }
+        let Some(entry) = self.segments.get_mut(usize::from(id)) else { return };
+        if entry.as_ref().is_some_and(|segment| segment.live == 0) {
+            if let Some(segment) = entry.take() {
+                self.bytes -= segment.bytes.len();
+            }
+            self.free_ids.push(id);
+            self.filled.retain(|&filled| filled != id);
+        }
+    }
+
+    /// The oldest filled segment, taken out of the fill order for compaction; the active
+    /// segment if none is filled.
+    pub fn take_oldest(&mut self) -> Option<u16> {
+        match self.filled.pop_front() {
+            Some(id) => Some(id),
+            None => self.active.take(),
+        }
+    }
+
+    /// Rewrites segment `id` (taken by `take_oldest`) in place: `keep` is called on each
+    /// record with its location and the location it gets if kept, and says whether it stays;
+    /// kept records move towards the start. Then the segment becomes the active one if it is
+    /// a standard segment with room for `room` more bytes (the former active one is retired);
+    /// else it is freed if empty, or goes back as the newest filled segment.
+    pub fn compact(&mut self, id: u16, room: Option<usize>, mut keep: impl FnMut(Location, &[u8], Location) -> bool) {
+        let Some(Some(segment)) = self.segments.get_mut(usize::from(id)) else { return };
+        let (mut read, mut write) = (0, 0);
+        while read < segment.used {
+            let Some(record) = segment.bytes.get(read..segment.used).and_then(parse) else {
+                // Unreachable by the invariant: appends write whole records.
+                debug_assert!(false, "a segment holds a partial record");
+                break;
+            };
+            let len = record.len;
+            let (Some(old), Some(new)) = (Location::new(usize::from(id), read), Location::new(usize::from(id), write))
+            else {
+                break;
+            };
+            if keep(old, record.key, new) {
+                segment.bytes.copy_within(read..read + len, write);
+                write += len;
+            }
+            read += len;
+        }
+        segment.used = write;
+        segment.live = write;
+        let standard = segment.bytes.len() == self.segment_bytes;
+        if standard && room.is_some_and(|room| segment.bytes.len() - write >= room) {
+            self.retire_active();
+            self.active = Some(id);
+        } else {
+            self.filled.push_back(id);
+            self.free_if_dead(id);
+        }
+    }
+
+    /// The records of every segment in id order, each with its location (dead ones too).
+    pub fn records(&self) -> impl Iterator<Item = (Location, StoredRecord<'_>)> {
+        (0..self.segments.len()).filter_map(|id| u16::try_from(id).ok()).flat_map(|id| self.segment_records(id))
+    }
+
+    /// The ids in the order eviction takes them: filled oldest first, then the active one.
+    pub fn eviction_order(&self) -> impl Iterator<Item = u16> + '_ {
+        self.filled.iter().copied().chain(self.active)
+    }
+
+    /// The records of segment `id` (dead ones too), in offset order.
+    pub fn segment_records(&self, id: u16) -> impl Iterator<Item = (Location, StoredRecord<'_>)> {
+        let segment = self.segments.get(usize::from(id)).and_then(Option::as_ref);
+        let used = segment.map_or(&[][..], |s| s.bytes.get(..s.used).unwrap_or_default());
+        let mut offset = 0;
+        std::iter::from_fn(move || {
+            let record = parse(used.get(offset..)?)?;
+            let location = Location::new(usize::from(id), offset)?;
+            offset += record.len;
+            Some((location, record))
+        })
+    }
+
+    /// Frees every segment.
+    pub fn clear(&mut self) {
+        self.segments.clear();
+        self.free_ids.clear();
+        self.filled.clear();
+        self.active = None;
+        self.bytes = 0;
+    }
+}
+
+/// Writes a record at the start of `out`; its length, or None if it does not fit.
+fn write_record(out: &mut [u8], key: &[u8], value: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    for len in [key.len(), value.len()] {
+        let mut buffer = [0u8; MAX_VARINT_LEN];
+        let used = encode_varint(len as u64, &mut buffer);
+        out.get_mut(at..at + used)?.copy_from_slice(buffer.get(..used)?);
+        at += used;
+    }
+    for part in [key, value] {
+        out.get_mut(at..at + part.len())?.copy_from_slice(part);
+        at += part.len();
+    }
+    Some(at)
+}
+
+/// The Limit error of a record that cannot fit in a slot at all.
+pub fn too_large(len: usize, cap_bytes: usize) -> Error {
+    Error::new(
+        ErrorKind::Limit,
+        format!("a record of {len} bytes does not fit in the slot's memory share ({cap_bytes} bytes)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn records_read_back_and_compaction_keeps_what_it_is_told() {
+        let mut segments = Segments::new(256, 16);
+        assert!(segments.append(b"k", b"v").is_none(), "no active segment yet");
+        assert!(segments.start_segment());
+        let mut written = Vec::new();
+        for i in 0..40u8 {
+            let (key, value) = (vec![i; 3], vec![i; usize::from(i % 9)]);
+            let location = match segments.append(&key, &value) {
+                Some(location) => location,
+                None => {
+                    assert!(segments.start_segment());
+                    segments.append(&key, &value).unwrap()
+                }
+            };
+            written.push((location, key, value));
+        }
+        for (location, key, value) in &written {
+            let record = segments.read(*location).unwrap();
+            assert_eq!((record.key, record.value), (&key[..], &value[..]));
+        }
+        let oldest = segments.take_oldest().unwrap();
+        let mut moved = Vec::new();
+        segments.compact(oldest, None, |old, key, new| {
+            let kept = key[0] % 2 == 0;
+            if kept {
+                moved.push((old, new, key.to_vec()));
+            }
+            kept
+        });
+        for (_, new, key) in moved {
+            assert_eq!(segments.read(new).unwrap().key, &key[..]);
+        }
+        let big = vec![7u8; 1000];
+        let location = segments.store_oversized(b"big", &big).unwrap();
+        assert_eq!(segments.read(location).unwrap().value, &big[..]);
+        let before = segments.buffer_bytes();
+        segments.mark_dead(location, record_len(3, 1000));
+        assert_eq!(segments.buffer_bytes(), before - record_len(3, 1000), "a dead oversized segment is freed");
+    }
+}
