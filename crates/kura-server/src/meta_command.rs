@@ -356,7 +356,7 @@ pub fn debug(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
                 " exp={} la=0 cas={} fetch=no cls=1 size={}\r\n",
                 ttl_left(found.header.expiry),
                 found.header.cas,
-                key.len() + crate::item::HEADER_LEN + found.data.len()
+                key.len() + found.header.encoded_len() + found.data.len()
             )
         });
     });

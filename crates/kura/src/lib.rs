@@ -62,6 +62,9 @@ pub use check::CheckReport;
 pub use codec::{Codec, CodecKind};
 pub use compact_dbm::CompactDbm;
 pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};
+/// LEB128 varints as Kura's formats write them, for a layer that keeps its own metadata in
+/// values (kura-server's item header).
+pub use encoding::{decode_varint, put_varint, varint_len};
 pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use hash_dbm::HashDbm;

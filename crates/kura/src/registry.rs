@@ -197,9 +197,10 @@ pub fn engine(name: &str) -> Result<&'static Engine> {
 }
 
 /// The engine `kura serve` serves when it is given no path: memcached's kind of store, an
-/// in-memory cache that evicts.
+/// in-memory cache that evicts; SegCacheDbm, whose records packed into segments take 127
+/// bytes of RSS per 100-byte served item where CacheDbm takes 172 (docs/server.md).
 pub fn served_by_default() -> Result<&'static Engine> {
-    engine("cache")
+    engine("segcache")
 }
 
 /// The engine `kura bench` measures when it is given no `--engine`, as `tkrzw_dbm_perf`

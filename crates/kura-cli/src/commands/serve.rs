@@ -1,7 +1,7 @@
 //! `kura serve`: a memcached-protocol server over a database (crate `kura-server`).
 //!
 //! With a path, the engine comes from its extension or `engine=` as everywhere else; with
-//! none, an in-memory engine (CacheDbm unless `engine=` says otherwise) bounded by
+//! none, an in-memory engine (SegCacheDbm unless `engine=` says otherwise) bounded by
 //! `--memory-limit`. An engine that takes `cap_mem_bytes` gets the memory limit, and a
 //! record cap sized from it, unless `--params` gives them; an in-memory engine that has no
 //! such cap (TinyDbm, CompactDbm) is not bounded, and the server says so when it starts.
@@ -20,10 +20,9 @@ use super::print_line;
 use super::serve_options::{apply_extended, check_sizes, parse_size};
 
 /// Bytes per record assumed when sizing a record cap from a memory limit: memcached's
-/// smallest slab chunk (96 bytes) bounds its item count the same way. CacheDbm's bucket
-/// arrays grow with the records (up to one bucket per record of the cap), so the cap costs
-/// no memory up front (at their largest, 4 bytes per record of the cap, they must fit in the
-/// limit, which opening checks: see docs/memory.md).
+/// smallest slab chunk (96 bytes) bounds its item count the same way. The caches' indexes
+/// (SegCacheDbm's, CacheDbm's bucket arrays) grow with the records, so the cap costs no
+/// memory up front.
 const BYTES_PER_RECORD_CAP: u64 = 96;
 
 /// The flags are memcached's where memcached has one (`-p -l -U -s -a -m -c -t -I -M -C -v

@@ -30,11 +30,11 @@ impl Drop for Running {
     }
 }
 
-/// A small in-memory cache, as `kura serve` serves by default.
+/// A small in-memory cache of the engine `kura serve` serves by default (SegCacheDbm).
 pub fn cache() -> Arc<dyn Dbm> {
     let params = Params::new().with("cap_rec_num", 100_000).with("cap_mem_bytes", 64 << 20);
     Arc::from(
-        kura::registry::engine("cache")
+        kura::registry::engine("segcache")
             .unwrap()
             .open(std::path::Path::new(""), kura::OpenMode::Create, &params)
             .unwrap(),
