@@ -186,25 +186,33 @@ def memcaslap(port, extra, seconds):
     return {"ops_per_second": served / elapsed, "claimed_tps": int(claimed.group(3)), **counted}
 
 
-def rss_after_loading(port, pid):
+def load_items(port, count):
+    """Sets `key:0` .. `key:count-1` to 100 random bytes each, over one connection, noreply."""
     # Random values, the same on every side: no side (CompactDbm's lz4 buckets) may gain from
     # values that compress.
     values = random.Random(ITEMS)
     with socket.create_connection(("127.0.0.1", port)) as s:
         batch = 1000
-        for start in range(0, ITEMS, batch):
+        for start in range(0, count, batch):
             s.sendall(b"".join(b"set key:%d 0 0 %d noreply\r\n%s\r\n" % (i, VALUE_BYTES, values.randbytes(VALUE_BYTES))
-                               for i in range(start, min(start + batch, ITEMS))))
+                               for i in range(start, min(start + batch, count))))
         s.sendall(b"version\r\n")
         reply = b""
         while not reply.endswith(b"\r\n"):
             reply += s.recv(100)
+
+
+def rss_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) * 1024
+
+
+def rss_after_loading(port, pid):
+    load_items(port, ITEMS)
     items = stat(port, "curr_items")
     if items != ITEMS:
         raise RuntimeError(f"the server holds {items} items of the {ITEMS} stored: RSS would not compare")
-    with open(f"/proc/{pid}/status") as f:
-        kilobytes = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-    return kilobytes * 1024
+    return rss_of(pid)
 
 
 def take_turns(kura, work, rounds=REPEAT, sides=("memcached", "kura"), tls=None):
@@ -344,6 +352,77 @@ def report():
     figure.savefig(os.path.join(RESULTS, "server.png"), dpi=100)
 
 
+# The memory rows (issue 42), `bench/server.py memory`: each server's RSS when started
+# (baseline) and after MEMORY_ITEMS sets with a limit that holds them all (memcached -m 1024,
+# kura --memory-limit 1G; curr_items checked), then under a limit smaller than the data
+# (64 MiB, LIMITED_ITEMS sets): RSS and the items each holds. Sides: memcached, kura's default
+# (SegCacheDbm), kura over CacheDbm (the former default) and, without a limit, CompactDbm.
+MEMORY_JSON = os.path.join(RESULTS, "server_memory.json")
+MEMORY_ITEMS = int(os.environ.get("BENCH_SERVER_MEMORY_ITEMS", "1000000"))
+LIMITED_ITEMS = int(os.environ.get("BENCH_SERVER_LIMITED_ITEMS", "2000000"))
+MEMORY_SIDES = {
+    "memcached": lambda port, megabytes: ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                                          "-m", str(megabytes), "-t", "2", "-u", "root"],
+    "kura": lambda port, megabytes: ["serve", "--port", str(port), "--memory-limit", f"{megabytes}M",
+                                     "--threads", "2"],
+    "kura_cache": lambda port, megabytes: ["serve", "--port", str(port), "--memory-limit", f"{megabytes}M",
+                                           "--threads", "2", "--params", "engine=cache"],
+}
+
+
+def measure_memory(kura):
+    rows = {}
+    for limit, count in ((1024, MEMORY_ITEMS), (64, LIMITED_ITEMS)):
+        for side, arguments in MEMORY_SIDES.items():
+            port = free_port()
+            command = arguments(port, limit)
+            command = command if side == "memcached" else [kura] + command
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_port(port)
+                baseline = rss_of(process.pid)
+                load_items(port, count)
+                items = stat(port, "curr_items")
+                rss = rss_of(process.pid)
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+            if limit == 1024 and items != count:
+                raise RuntimeError(f"{side} holds {items} items of the {count} stored under 1 GiB")
+            rows.setdefault(f"limit_{limit}M_{count}_sets", {})[side] = {
+                "baseline_rss": baseline, "rss": rss, "items": items}
+            print(f"limit {limit} MiB, {count} sets, {side}: items {items}, RSS {rss:,} (baseline {baseline:,})",
+                  flush=True)
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(MEMORY_JSON, "w") as f:
+        json.dump({"value_bytes": VALUE_BYTES, "rows": rows}, f, indent=2)
+
+
+def report_memory():
+    with open(MEMORY_JSON) as f:
+        rows = json.load(f)["rows"]
+    lines = [
+        "# `kura serve`'s memory next to memcached",
+        "",
+        "Each server started alone with 2 worker threads, then sets of `key:N` (10-byte keys) and 100 "
+        "random bytes over one connection (noreply). `kura`: the default engine (SegCacheDbm); "
+        "`kura_cache`: `--params engine=cache` (CacheDbm, the former default). RSS from /proc; "
+        "`baseline`: the RSS right after start. Ratios are against memcached's row in the same run.",
+        "",
+        "| run | side | items held | RSS | baseline RSS | RSS / memcached's | items / memcached's | RSS - baseline per item |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run, sides in rows.items():
+        reference = sides["memcached"]
+        for side, row in sides.items():
+            per_item = (row["rss"] - row["baseline_rss"]) / max(row["items"], 1)
+            lines.append(f"| {run} | {side} | {row['items']:,} | {row['rss']:,} | {row['baseline_rss']:,} | "
+                         f"{row['rss'] / reference['rss']:.2f} | {row['items'] / reference['items']:.2f} | "
+                         f"{per_item:.1f} |")
+    with open(os.path.join(RESULTS, "server_memory.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     step = sys.argv[1] if len(sys.argv) > 1 else "all"
     kura = os.environ.get("KURA_BIN", os.path.join(ROOT, "target", "release", "kura"))
@@ -352,6 +431,9 @@ def main():
         measure(kura, client)
     if step in ("report", "all"):
         report()
+    if step in ("memory", "all"):
+        measure_memory(kura)
+        report_memory()
 
 
 if __name__ == "__main__":
