@@ -2,19 +2,25 @@
 //! (the cache-aside pattern of a memcached client). All hold 8-byte values and are sized to
 //! the same number of entries.
 
-use kura::{CacheDbm, Dbm};
+use kura::{CacheDbm, Dbm, SegCacheDbm};
 
 /// A cache shared by the replaying threads.
 pub trait Contender: Sync {
     fn name(&self) -> &'static str;
     /// Requests `key`; true on a hit. A miss stores a value for it.
     fn access(&self, key: u64) -> bool;
+    /// The records held now, where the cache tells (None for the peers).
+    fn held(&self) -> Option<u64> {
+        None
+    }
 }
 
-/// Kura's CacheDbm: per-slot LRU lists under a record cap, keys as 8 big-endian bytes;
-/// `policy=lru` (the default) or `policy=tinylfu` (frequency-sketch admission).
+/// Kura's caches, keys as 8 big-endian bytes: CacheDbm (per-slot LRU lists under a record
+/// cap) with `policy=lru` (the default) or `policy=tinylfu` (frequency-sketch admission), and
+/// SegCacheDbm (records packed into segments, CLOCK over segments) at the same record count
+/// or at the same memory.
 pub struct Kura {
-    dbm: CacheDbm,
+    dbm: Box<dyn Dbm>,
     name: &'static str,
 }
 
@@ -31,13 +37,40 @@ impl Kura {
 
     fn with_policy(capacity: u64, policy: &str, name: &'static str) -> kura::Result<Kura> {
         let params = kura::Params::new().with("cap_rec_num", capacity).with("policy", policy);
-        Ok(Kura { dbm: CacheDbm::new(&params)?, name })
+        Ok(Kura { dbm: Box::new(CacheDbm::new(&params)?), name })
     }
+
+    /// SegCacheDbm bounded by the record count alone, as the others.
+    pub fn segcache_records(capacity: u64) -> kura::Result<Kura> {
+        let params = kura::Params::new().with("cap_rec_num", capacity);
+        Ok(Kura { dbm: Box::new(SegCacheDbm::new(&params)?), name: "kura SegCacheDbm (same records)" })
+    }
+
+    /// SegCacheDbm bounded by `bytes` of memory only (with a record cap it never reaches).
+    pub fn segcache_memory(bytes: u64) -> kura::Result<Kura> {
+        let params = kura::Params::new().with("cap_rec_num", u64::from(u32::MAX)).with("cap_mem_bytes", bytes);
+        Ok(Kura { dbm: Box::new(SegCacheDbm::new(&params)?), name: "kura SegCacheDbm (same memory)" })
+    }
+
+    /// The accounted memory of CacheDbm (`policy=lru`) holding `capacity` records of the
+    /// bench's size (8-byte keys and values): what "the same memory" is.
+    pub fn lru_memory(capacity: u64) -> kura::Result<u64> {
+        let dbm = CacheDbm::new(&kura::Params::new().with("cap_rec_num", capacity))?;
+        for key in 0..capacity {
+            dbm.set(&key.to_be_bytes(), &key.to_be_bytes(), true)?;
+        }
+        Ok(dbm.mem_usage())
+    }
+
 }
 
 impl Contender for Kura {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn held(&self) -> Option<u64> {
+        self.dbm.count().ok()
     }
 
     fn access(&self, key: u64) -> bool {

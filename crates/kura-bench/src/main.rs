@@ -1,6 +1,8 @@
 //! `kura-cache-bench`: CacheDbm's hit ratio and throughput under a Zipf-distributed key
 //! workload, with its default LRU policy and with TinyLFU admission (`policy=tinylfu`), beside moka and quick_cache at the same capacity and beside plain LRU (an exact
-//! simulation and Che's approximation), for `make bench` (bench/run.py) and issue 4.
+//! simulation and Che's approximation), for `make bench` (bench/run.py) and issue 4; and
+//! SegCacheDbm at the same record count and at the memory CacheDbm takes for that count
+//! (issue 42: `held` says how many records each holds at the end).
 //!
 //! Each cache replays the same trace (`zipf.rs`) with the cache-aside pattern
 //! (`contenders.rs`): get, and set on a miss. The first `--warmup` share of the trace fills
@@ -86,10 +88,13 @@ fn run(args: &Args) -> kura::Result<()> {
         let mut line = describe("plain LRU (Che approximation)", 1);
         extend(&mut line, json!({"hit_ratio": lru::che_hit_ratio(&probabilities, capacity)}));
         println!("{line}");
+        let lru_memory = Kura::lru_memory(args.capacity)?;
         for &threads in &args.threads {
             let contenders: Vec<Box<dyn Contender>> = vec![
                 Box::new(Kura::lru(args.capacity)?),
                 Box::new(Kura::tinylfu(args.capacity)?),
+                Box::new(Kura::segcache_records(args.capacity)?),
+                Box::new(Kura::segcache_memory(lru_memory)?),
                 Box::new(Moka::new(args.capacity)),
                 Box::new(QuickCache::new(args.capacity)),
             ];
@@ -99,7 +104,7 @@ fn run(args: &Args) -> kura::Result<()> {
                 });
                 let (hit_ratio, qps) = replay(cache.as_ref(), measured, threads);
                 let mut line = describe(cache.name(), threads);
-                extend(&mut line, json!({"hit_ratio": hit_ratio, "qps": qps}));
+                extend(&mut line, json!({"hit_ratio": hit_ratio, "qps": qps, "held": cache.held(), "lru_memory": lru_memory}));
                 println!("{line}");
             }
         }
