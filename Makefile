@@ -221,11 +221,11 @@ fuzz-smoke:
 		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5; \
 	else echo "fuzz-smoke: skipped (no nightly toolchain or no cargo-fuzz)"; fi
 
-## loom: SpinRwLock's waiting path and CacheDbm's slots model-checked with loom (--cfg loom,
+## loom: SpinRwLock's waiting path and CacheDbm's and SegCacheDbm's slots model-checked with loom (--cfg loom,
 ## in a target directory of its own so that it does not invalidate the normal build)
 loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --profile loom -p kura --lib loom_tests
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --profile loom -p kura --test loom_cache
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --profile loom -p kura --test loom_cache --test loom_segcache
 
 ## soak: the kill -9 soak, SOAK_TRIALS trials over the file engines (CI runs 200 in test-only)
 SOAK_TRIALS ?= 10000
