@@ -61,7 +61,6 @@ impl Kura {
         }
         Ok(dbm.mem_usage())
     }
-
 }
 
 impl Contender for Kura {

@@ -104,7 +104,10 @@ fn run(args: &Args) -> kura::Result<()> {
                 });
                 let (hit_ratio, qps) = replay(cache.as_ref(), measured, threads);
                 let mut line = describe(cache.name(), threads);
-                extend(&mut line, json!({"hit_ratio": hit_ratio, "qps": qps, "held": cache.held(), "lru_memory": lru_memory}));
+                extend(
+                    &mut line,
+                    json!({"hit_ratio": hit_ratio, "qps": qps, "held": cache.held(), "lru_memory": lru_memory}),
+                );
                 println!("{line}");
             }
         }
