@@ -12,9 +12,7 @@
 //! a slot needs room and may not allocate, it compacts its oldest segment in place, keeping
 //! the records requested since they were written or last kept (their reference bit, in the
 //! index entry) with the bit cleared, and evicting the others; dead records (overwritten,
-//! removed) simply vanish. The compacted segment then takes new records. When only the
-//! record cap or the index needs room, compaction evicts as few records as that takes and
-//! the segment stays the oldest, so the next one goes on from there (CLOCK's hand). After every segment
+//! removed) simply vanish. The compacted segment then takes new records. After every segment
 //! has been compacted once in a row without making room, the next compaction evicts
 //! regardless of reference bits, so a write always finishes.
 //!
@@ -100,40 +98,31 @@ impl Slot {
 
     /// Compacts the oldest segment (the active one if it is the only one): records not
     /// referenced (all of them if `force`) are evicted, the others kept with their reference
-    /// bit cleared, until `budget` records (if given) are evicted: from there on records stay
-    /// as they are, and the segment stays the oldest, so that the next compaction goes on
-    /// where this one stopped (CLOCK's hand). Under `policy=noevict` only dead records go.
-    /// `room`: see `Segments::place`. The records evicted; None if there was no segment.
-    fn reclaim(&mut self, room: Option<usize>, force: bool, budget: Option<u64>) -> Option<u64> {
-        let id = self.segments.take_oldest()?;
-        let (index, no_evict) = (&mut self.index, self.no_evict);
-        let (mut evicted, mut stopped) = (0u64, false);
-        self.segments.compact(id, |old, key, new| {
+    /// bit cleared. Under `policy=noevict` only dead records go. `room`: see
+    /// `Segments::compact`. False if there was no segment.
+    fn reclaim(&mut self, room: Option<usize>, force: bool) -> bool {
+        let Some(id) = self.segments.take_oldest() else { return false };
+        let (index, evictions, no_evict) = (&mut self.index, &mut self.evictions, self.no_evict);
+        self.segments.compact(id, room, |old, key, new| {
             let Some(position) = index.find_location(tag_of(hash_key(key)), old) else { return false };
             let referenced = index.is_referenced(position);
-            if budget.is_some_and(|budget| evicted >= budget) {
-                stopped = true;
-                index.relocate(position, new, referenced);
-                true
-            } else if no_evict || (referenced && !force) {
+            if no_evict || (referenced && !force) {
                 index.relocate(position, new, referenced && no_evict);
                 true
             } else {
                 index.remove(position);
-                evicted += 1;
+                *evictions += 1;
                 false
             }
         });
-        self.segments.place(id, room, stopped);
-        self.evictions += evicted;
-        Some(evicted)
+        true
     }
 
     /// Makes room in the index for one more record: grows it if the memory share allows,
-    /// else evicts (as few records as that takes) until the record cap and the index's load
-    /// allow one more.
+    /// else evicts until the record cap and the index's load allow one more.
     fn make_index_room(&mut self) -> Result<()> {
-        let mut fruitless = 0;
+        let rounds = self.segments.count();
+        let mut attempts = 0;
         while self.index.len() >= self.cap_records || !self.index.has_room() {
             if self.index.len() < self.cap_records && !self.index.has_room() {
                 let grown = self.index.bytes_for_one_more();
@@ -147,17 +136,10 @@ impl Slot {
             if self.no_evict {
                 return Err(full_no_evict());
             }
-            let over_cap = (self.index.len() + 1).saturating_sub(self.cap_records) as u64;
-            let rounds = self.segments.count();
-            match self.reclaim(None, fruitless >= rounds, Some(over_cap.max(1))) {
-                Some(0) if fruitless <= 2 * rounds + 2 => fruitless += 1,
-                Some(0) | None => {
-                    return Err(Error::infeasible(
-                        "SegCacheDbm found no record to evict for a full index (a bug in Kura)",
-                    ))
-                }
-                Some(_) => fruitless = 0,
+            if attempts > 2 * rounds + 2 || !self.reclaim(None, attempts >= rounds) {
+                return Err(Error::infeasible("SegCacheDbm found no record to evict for a full index (a bug in Kura)"));
             }
+            attempts += 1;
         }
         Ok(())
     }
@@ -181,7 +163,7 @@ impl Slot {
                 }
             }
             let room = (len <= segment_bytes).then_some(len);
-            if attempts > 2 * rounds + 2 || self.reclaim(room, attempts >= rounds, None).is_none() {
+            if attempts > 2 * rounds + 2 || !self.reclaim(room, attempts >= rounds) {
                 return Err(if self.no_evict { full_no_evict() } else { too_large(len, self.cap_bytes) });
             }
             attempts += 1;

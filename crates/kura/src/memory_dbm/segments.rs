@@ -209,8 +209,10 @@ impl Segments {
 
     /// Rewrites segment `id` (taken by `take_oldest`) in place: `keep` is called on each
     /// record with its location and the location it gets if kept, and says whether it stays;
-    /// kept records move towards the start. `place` must follow.
-    pub fn compact(&mut self, id: u16, mut keep: impl FnMut(Location, &[u8], Location) -> bool) {
+    /// kept records move towards the start. Then the segment becomes the active one if it is
+    /// a standard segment with room for `room` more bytes (the former active one is retired);
+    /// else it is freed if empty, or goes back as the newest filled segment.
+    pub fn compact(&mut self, id: u16, room: Option<usize>, mut keep: impl FnMut(Location, &[u8], Location) -> bool) {
         let Some(Some(segment)) = self.segments.get_mut(usize::from(id)) else { return };
         let (mut read, mut write) = (0, 0);
         while read < segment.used {
@@ -232,26 +234,14 @@ impl Segments {
         }
         segment.used = write;
         segment.live = write;
-    }
-
-    /// Puts segment `id`, just compacted, back: as the active one if it is a standard
-    /// segment with room for `room` more bytes (the former active one is retired); else freed
-    /// if empty; else as the oldest filled segment again if `oldest` (its compaction stopped
-    /// before its end), or as the newest.
-    pub fn place(&mut self, id: u16, room: Option<usize>, oldest: bool) {
-        let Some(Some(segment)) = self.segments.get(usize::from(id)) else { return };
         let standard = segment.bytes.len() == self.segment_bytes;
-        if standard && room.is_some_and(|room| segment.bytes.len() - segment.used >= room) {
+        if standard && room.is_some_and(|room| segment.bytes.len() - write >= room) {
             self.retire_active();
             self.active = Some(id);
-            return;
-        }
-        if oldest {
-            self.filled.push_front(id);
         } else {
             self.filled.push_back(id);
+            self.free_if_dead(id);
         }
-        self.free_if_dead(id);
     }
 
     /// The records of every segment in id order, each with its location (dead ones too).
@@ -339,14 +329,13 @@ mod tests {
         }
         let oldest = segments.take_oldest().unwrap();
         let mut moved = Vec::new();
-        segments.compact(oldest, |old, key, new| {
+        segments.compact(oldest, None, |old, key, new| {
             let kept = key[0] % 2 == 0;
             if kept {
                 moved.push((old, new, key.to_vec()));
             }
             kept
         });
-        segments.place(oldest, None, false);
         for (_, new, key) in moved {
             assert_eq!(segments.read(new).unwrap().key, &key[..]);
         }
