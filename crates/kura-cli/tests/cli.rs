@@ -133,7 +133,7 @@ fn missing_files_and_bad_arguments() {
     assert!(!Path::new(&scratch.path("a.kuh")).exists());
 
     // A directory is not a database: the same usage error from every command and engine.
-    for extension in ["kuh", "kut", "kumt", "kumb", "kumc", "kumz"] {
+    for extension in ["kuh", "kut", "kumt", "kumb", "kumc", "kumz", "kums"] {
         let directory = scratch.path(&format!("dir.{extension}"));
         std::fs::create_dir(&directory).unwrap();
         for args in [
