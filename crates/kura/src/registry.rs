@@ -171,6 +171,7 @@ pub static ENGINES: &[Engine] = &[
         ordered: false,
         summary: "in-memory cache of records packed into segments, evicted a segment at a time; cap_rec_num and cap_mem_bytes",
         params: SegCacheDbm::PARAMS,
+        codec_param: None,
         bench_params: cache_capacity_params,
         import_params: cache_capacity_params,
         sized_by: &["cap_rec_num"],

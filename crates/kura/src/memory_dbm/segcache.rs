@@ -137,7 +137,7 @@ impl Slot {
                 return Err(full_no_evict());
             }
             if attempts > 2 * rounds + 2 || !self.reclaim(None, attempts >= rounds) {
-                return Err(Error::infeasible("SegCacheDbm found no record to evict for a full index (a bug in Kura)"));
+                return Err(Error::internal("SegCacheDbm found a record to evict whenever its index was full"));
             }
             attempts += 1;
         }
