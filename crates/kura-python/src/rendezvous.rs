@@ -154,7 +154,7 @@ impl RendezvousHash {
                 self.choose(&text.to_cow()?).ok_or_else(|| PyValueError::new_err("no nodes to send keys to"))?;
             let group = groups
                 .get(index)
-                .ok_or_else(|| errors::general(py, "bug in Kura: a node chosen outside the node list".to_string()))?;
+                .ok_or_else(|| errors::to_py(py, kura::Error::internal("a node chosen outside the node list")))?;
             group.set_item(key, value)?;
         }
         let result = PyDict::new(py);
