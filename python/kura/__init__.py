@@ -46,6 +46,9 @@ shard_path = _kura.shard_path
 shard_files = _kura.shard_files
 split_rows = _kura.split_rows
 unpack_rows = _kura.unpack_rows
+split_arrow = _kura.split_arrow
+# pymemcache's node choice in Rust: HashClient(servers, hasher=kura.RendezvousHash).
+RendezvousHash = _kura.RendezvousHash
 ShardWriter = _kura.ShardWriter
 EXTENSIONS = dict(_kura.EXTENSIONS)
 

@@ -94,13 +94,58 @@ def _columns(part, number, key, value):
     return keys, values
 
 
+def _arrow_buffers(series):
+    """A pyarrow-backed string or binary column (``string[pyarrow]``, what
+    ``dd.read_csv(engine="pyarrow")`` makes) as the buffers :func:`kura.split_arrow` reads,
+    or None for any other column (which goes through Python objects)."""
+    if not hasattr(series.array, "__arrow_array__"):
+        return None
+    import pyarrow
+
+    array = pyarrow.array(series.array)
+    if isinstance(array, pyarrow.ChunkedArray):
+        array = array.combine_chunks()
+    kind = array.type
+    if pyarrow.types.is_string(kind) or pyarrow.types.is_binary(kind):
+        wide = False
+    elif pyarrow.types.is_large_string(kind) or pyarrow.types.is_large_binary(kind):
+        wide = True
+    else:
+        return None
+    validity, offsets, data = array.buffers()
+    # A column of empty strings may have no data buffer.
+    data = data.to_pybytes() if data is not None else b""
+    return (len(array), array.offset, validity.to_pybytes() if validity is not None else None, offsets.to_pybytes(), data, wide)
+
+
+def _arrow_columns(part, key, value):
+    """``(keys, values)`` buffers of a dataframe partition whose key (unless ``key`` is None)
+    and value columns are Arrow strings or binaries, or None."""
+    if not hasattr(part, "columns") or value not in part.columns or (key is not None and key not in part.columns):
+        return None
+    values = _arrow_buffers(part[value])
+    if values is None:
+        return None
+    if key is None:
+        return None, values
+    keys = _arrow_buffers(part[key])
+    return None if keys is None else (keys, values)
+
+
 def split_partition(part, number, num_shards, key="key", value="value", seed=0):
     """Input partition ``number`` routed to ``num_shards`` shards: one ``(packed bytes,
     record count)`` per shard (:func:`kura.split_rows`), what :func:`to_kura`'s split tasks
-    return and its writer tasks write with ``ShardWriter.write_packed``."""
-    keys, values = _columns(part, number, key, value)
+    return and its writer tasks write with ``ShardWriter.write_packed``. Arrow string columns
+    go to :func:`kura.split_arrow` as their buffers, without a Python object a row."""
+    prefix = _keyless_prefix(seed, number)
     try:
-        return tuple(kura.split_rows(keys, values, num_shards, _keyless_prefix(seed, number), _encode_value))
+        arrow = _arrow_columns(part, key, value)
+        if arrow is not None:
+            return tuple(kura.split_arrow(arrow[0], arrow[1], num_shards, prefix))
+        keys, values = _columns(part, number, key, value)
+        return tuple(kura.split_rows(keys, values, num_shards, prefix, _encode_value))
+    except BadRowError:
+        raise
     except kura.InvalidArgumentError as e:
         raise BadRowError(f"partition {number} {e}") from None
 
@@ -246,9 +291,12 @@ class LoadError(kura.Error):
 def server_client(servers, **options):
     """pymemcache's ``HashClient`` over ``servers`` (``(host, port)`` pairs or ``"host:port"``)
     with ``options``: :func:`load_servers` loads through it, and reads made through one built
-    alike find every key on the server it was stored on."""
+    alike, or through a plain ``HashClient``, find every key on the server it was stored on.
+    Its hasher is :class:`kura.RendezvousHash` (pymemcache's own choice of server, in Rust)
+    unless ``options`` name another."""
     from pymemcache.client.hash import HashClient
 
+    options.setdefault("hasher", kura.RendezvousHash)
     return HashClient([_server(server) for server in servers], **options)
 
 
@@ -259,18 +307,32 @@ def _server(server):
     return tuple(server)
 
 
+def _by_server(hasher, records):
+    """``{node: {key: value}}`` of ``records`` as ``hasher`` routes their keys."""
+    if isinstance(hasher, kura.RendezvousHash):
+        return hasher.split_many(records)
+    groups = {}
+    for key, value in records:
+        groups.setdefault(hasher.get_node(key), {})[key] = value
+    return groups
+
+
 def _load_partition(part, number, servers, batch, key, value, seed, options):
     ((packed, _),) = split_partition(part, number, 1, key, value, seed)
     records = kura.unpack_rows(packed)
     client = server_client(servers, **options)
+    # Each batch split among the servers in one call (the client's hasher routes as
+    # HashClient does) and each server's part pipelined to it by its own client.
     try:
         for start in range(0, len(records), batch):
-            chunk = dict(records[start : start + batch])
-            failed = client.set_many(chunk, noreply=False)
-            if failed:
-                raise LoadError(
-                    f"partition {number}: {len(failed)} of {len(chunk)} keys were not stored (first: {failed[0]!r:.80})"
-                )
+            chunk = records[start : start + batch]
+            for node, values in _by_server(client.hasher, chunk).items():
+                failed = client.clients[node].set_many(values, noreply=False)
+                if failed:
+                    raise LoadError(
+                        f"partition {number}: {len(failed)} of {len(values)} keys were not stored by {node} "
+                        f"(first: {failed[0]!r:.80})"
+                    )
     finally:
         client.close()
     return len(records)

@@ -188,18 +188,119 @@ def test_load_servers_then_every_key_reads_back_through_hash_client(client, serv
     counts = kd.load_servers(bag, servers, batch=16)
     assert len(counts) == 4
     assert sum(counts) == len(rows)
-    reader = kd.server_client(servers)
-    got = {}
+    # A plain HashClient (pymemcache's own hashing) and kura's reader both find every key.
+    from pymemcache.client.hash import HashClient
+    from pymemcache.client.rendezvous import RendezvousHash
+
     keys = list(model)
-    for start in range(0, len(keys), 100):
-        got.update(reader.get_many(keys[start : start + 100]))
-    assert got == model
+    for reader in (HashClient(servers), kd.server_client(servers)):
+        got = {}
+        for start in range(0, len(keys), 100):
+            got.update(reader.get_many(keys[start : start + 100]))
+        reader.close()
+        assert got == model
     # Each server holds a share: the keys were spread, not all sent to one.
     from pymemcache.client.base import Client
 
+    # Each key is on the server pymemcache's RendezvousHash names for it.
+    names = RendezvousHash(["%s:%s" % server for server in servers])
     shares = []
     for server in servers:
         direct = Client(server)
-        shares.append(sum(1 for start in range(0, len(keys), 100) for _ in direct.get_many(keys[start : start + 100])))
+        held = set()
+        for start in range(0, len(keys), 100):
+            held.update(direct.get_many(keys[start : start + 100]))
         direct.close()
+        assert held == {key for key in keys if names.get_node(key) == "%s:%s" % server}
+        shares.append(len(held))
     assert sum(shares) == len(model) and min(shares) > len(model) // 6
+
+
+def random_text(rng, alphabet):
+    return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24)))
+
+
+def test_rendezvous_hash_chooses_the_node_pymemcache_chooses():
+    """kura.RendezvousHash against pymemcache's own on random node sets and keys of every
+    kind HashClient is given: ASCII and non-ASCII text (code points past 255 too), bytes
+    (their str() is hashed), integers."""
+    rendezvous = pytest.importorskip("pymemcache.client.rendezvous")
+    rng = random.Random(46)
+    alphabet = "abcxyz019:-._ éü€中\n'"
+    for round_ in range(60):
+        nodes = list({f"{random_text(rng, alphabet)}:{rng.randrange(65536)}" for _ in range(rng.randrange(1, 9))})
+        seed = rng.choice([0, 0, rng.randrange(2**32)])
+        theirs, ours = rendezvous.RendezvousHash(list(nodes), seed=seed), kura.RendezvousHash(nodes, seed=seed)
+        keys = []
+        for _ in range(60):
+            kind = rng.randrange(3)
+            text = random_text(rng, alphabet)
+            keys.append(text if kind == 0 else text.encode() + bytes([rng.randrange(256)]) if kind == 1 else rng.randrange(-(10**12), 10**12))
+        expected = [theirs.get_node(key) for key in keys]
+        assert [ours.get_node(key) for key in keys] == expected
+        groups = {}
+        for key, node in zip(keys, expected):
+            groups.setdefault(node, {})[key] = f"v{key!r}"
+        assert ours.split_many([(key, f"v{key!r}") for key in keys]) == groups
+        # Removing and re-adding a node changes the choice as pymemcache's does.
+        gone = nodes[0]
+        theirs.remove_node(gone)
+        ours.remove_node(gone)
+        assert ours.nodes == theirs.nodes
+        assert [ours.get_node(key) for key in keys] == [theirs.get_node(key) for key in keys]
+        ours.add_node(gone)
+        ours.add_node(gone)
+        assert sorted(ours.nodes) == sorted(nodes)
+    with pytest.raises(ValueError, match="No such node"):
+        kura.RendezvousHash(["a:1"]).remove_node("b:2")
+    assert kura.RendezvousHash().get_node("k") is None
+
+
+def test_split_arrow_routes_as_split_rows():
+    """The Arrow path of to_kura against the object path on random string and binary
+    columns with null keys, sliced arrays and 64-bit offsets; damaged buffers are an error."""
+    pa = pytest.importorskip("pyarrow")
+    rng = random.Random(7)
+    keys = [None if rng.random() < 0.1 else f"k{rng.randrange(500)}é" for _ in range(2000)]
+    values = [random_text(rng, "ab中 ") for _ in range(2000)]
+    prefix = b"0000000000000000-000003-"
+    for kind in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        encode = (lambda t: t.encode()) if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) else (lambda t: t)
+        key_array = pa.array([None if k is None else encode(k) for k in keys], type=kind)
+        value_array = pa.array([encode(v) for v in values], type=kind)
+        for start, stop in ((0, 2000), (13, 1500)):
+            frame = pandas.DataFrame(
+                {"key": pandas.Series(key_array[start:stop], dtype=pandas.ArrowDtype(kind)),
+                 "value": pandas.Series(value_array[start:stop], dtype=pandas.ArrowDtype(kind))}
+            )
+            arrow = kd._arrow_columns(frame, "key", "value")
+            assert arrow is not None, kind
+            got = kura.split_arrow(arrow[0], arrow[1], 3, prefix)
+            assert got == kura.split_rows(keys[start:stop], values[start:stop], 3, prefix, kd._encode_value)
+            assert kd.split_partition(frame, 3, 3) == tuple(got)
+            keyless = kura.split_arrow(None, arrow[1], 2, prefix)
+            assert keyless == kura.split_rows([None] * (stop - start), values[start:stop], 2, prefix, kd._encode_value)
+    length, offset, validity, offsets, data, wide = kd._arrow_buffers(pandas.Series(["abc", "de"], dtype="string[pyarrow]"))
+    with pytest.raises(kura.InvalidArgumentError, match="row 1: offsets 3..5 outside the data"):
+        kura.split_arrow(None, (length, offset, validity, offsets, data[:4], wide), 2, prefix)
+    with pytest.raises(kura.InvalidArgumentError, match="row 2 is past|offsets buffer is too short"):
+        kura.split_arrow(None, (length + 1, offset, validity, offsets, data, wide), 2, prefix)
+    with pytest.raises(kura.InvalidArgumentError, match="1 keys but 2 values"):
+        kura.split_arrow((1, 0, None, offsets, data, wide), (length, offset, validity, offsets, data, wide), 2, prefix)
+    nulls = pandas.DataFrame({"key": ["a", "b"], "value": ["x", None]}, dtype="string[pyarrow]")
+    with pytest.raises(kd.BadRowError, match="partition 5 row 1: the value is missing"):
+        kd.split_partition(nulls, 5, 2)
+
+
+def test_to_kura_of_an_arrow_dataframe_matches_the_model(client, tmp_path):
+    rng = random.Random(5)
+    keys = [None if i % 7 == 0 else f"k{rng.randrange(ROWS)}" for i in range(ROWS)]
+    values = [f"value {i}" for i in range(ROWS)]
+    frame = pandas.DataFrame({"key": keys, "value": values}, dtype="string[pyarrow]")
+    base = tmp_path / "arrow.kuh"
+    written = kd.to_kura(dask.dataframe.from_pandas(frame, npartitions=3, sort=False), base, 2)
+    stored = read_set(base)
+    model = {k.encode(): v.encode() for k, v in zip(keys, values) if k is not None}
+    assert {k: stored[k] for k in model} == model
+    assert len(stored) == len(model) + keys.count(None) == sum(w["count"] for w in written)
+    assert sorted(v for k, v in stored.items() if k not in model) == sorted(v.encode() for k, v in zip(keys, values) if k is None)

@@ -9,11 +9,13 @@
 //! - `errors.rs`: Kura errors as the exceptions of `kura.errors`;
 //! - `import.rs`: `kura.import_file`, the parallel bulk loader;
 //! - `routing.rs`: `kura.shard_of`, `kura.ShardWriter` and their helpers, for loaders that
-//!   route rows to shards themselves (`kura.dask`).
+//!   route rows to shards themselves (`kura.dask`), `arrow.rs` the Arrow columns they take;
+//! - `rendezvous.rs`: `kura.RendezvousHash`, pymemcache's node choice for `kura.dask`.
 //!
 //! The Python half (python/kura/) derives `kura.Database` from this `Database` to add what
 //! `collections.abc.MutableMapping` provides, and defines the exception classes.
 
+mod arrow;
 mod batch;
 mod check;
 mod convert;
@@ -23,6 +25,7 @@ mod errors;
 mod gil;
 mod import;
 mod params;
+mod rendezvous;
 mod routing;
 
 use kura::registry::Fact;
@@ -46,6 +49,8 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(routing::shard_files, m)?)?;
     m.add_function(wrap_pyfunction!(routing::split_rows, m)?)?;
     m.add_function(wrap_pyfunction!(routing::unpack_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(routing::split_arrow, m)?)?;
+    m.add_class::<rendezvous::RendezvousHash>()?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
     for engine in kura::engines() {

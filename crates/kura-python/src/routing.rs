@@ -1,5 +1,5 @@
 //! Shard routing for distributed loaders (`kura.dask`, or Spark's and Ray's `mapPartitions`):
-//! `kura.shard_of`, `kura.shard_path`, `kura.shard_files`, `kura.split_rows`,
+//! `kura.shard_of`, `kura.shard_path`, `kura.shard_files`, `kura.split_rows`, `kura.split_arrow`,
 //! `kura.unpack_rows` and `kura.ShardWriter`, thin wrappers over `kura::shard_dbm` and
 //! `kura::import` (`ShardWriter`, `packed_rows`), where the logic lives.
 
@@ -12,6 +12,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyTuple};
 
+use crate::arrow::{ArrowArg, ArrowStrings};
 use crate::convert::Encoding;
 use crate::errors::{self, OrRaise};
 use crate::params;
@@ -97,6 +98,47 @@ pub fn split_rows<'py>(
         return Err(to_invalid(py, "values outnumber keys".to_string()));
     }
     Ok(sharded.into_parts().into_iter().map(|(packed, count)| (PyBytes::new(py, &packed), count)).collect())
+}
+
+/// Routes the rows of Arrow string or binary columns to shards, as `split_rows` routes
+/// Python objects: `keys` and `values` are `crate::arrow::ArrowArg`s (the buffers of a
+/// pyarrow array, see `kura.dask`); a null key, or `keys=None`, makes a keyless row named by
+/// `keyless_prefix` and its row number; a null value raises `kura.InvalidArgumentError`
+/// naming the row (as a missing value does in `split_rows`).
+#[pyfunction]
+pub fn split_arrow<'py>(
+    py: Python<'py>,
+    keys: Option<ArrowArg<'py>>,
+    values: ArrowArg<'py>,
+    num_shards: usize,
+    keyless_prefix: &[u8],
+) -> PyResult<Vec<(Bound<'py, PyBytes>, u64)>> {
+    let values = ArrowStrings::new(&values);
+    let keys = keys.as_ref().map(ArrowStrings::new);
+    let parts = py
+        .detach(|| -> Result<Vec<(Vec<u8>, u64)>, String> {
+            let mut sharded = ShardedRows::new(num_shards).map_err(|e| e.to_string())?;
+            if let Some(keys) = &keys {
+                if keys.len() != values.len() {
+                    return Err(format!("{} keys but {} values", keys.len(), values.len()));
+                }
+            }
+            let mut generated = Vec::new();
+            for row in 0..values.len() {
+                let value = values.get(row)?.ok_or_else(|| format!("row {row}: the value is missing (null)"))?;
+                let key = match keys.as_ref().map(|keys| keys.get(row)).transpose()?.flatten() {
+                    Some(key) => key,
+                    None => {
+                        keyless_key(&mut generated, keyless_prefix, row as u64);
+                        generated.as_slice()
+                    }
+                };
+                sharded.push(key, value);
+            }
+            Ok(sharded.into_parts())
+        })
+        .map_err(|message| to_invalid(py, message))?;
+    Ok(parts.into_iter().map(|(packed, count)| (PyBytes::new(py, &packed), count)).collect())
 }
 
 /// The `(key, value)` records of a packed byte string, as a list of tuples of bytes.
