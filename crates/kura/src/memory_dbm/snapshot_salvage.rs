@@ -97,7 +97,7 @@ impl<'a> Salvage<'a> {
             damaged_bytes += next - at;
             at = next;
         }
-        let mut report = RestoreReport { records, dropped_records: 0, dropped: self.notes.clone() };
+        let mut report = RestoreReport { records, dropped: self.notes.clone(), ..RestoreReport::default() };
         match &self.trailer {
             Some(trailer) => {
                 report.dropped_records = trailer.records.saturating_sub(records);
