@@ -1,4 +1,4 @@
-//! `kura restore` of the memory engines' snapshots (TinyDbm, BabyDbm, CacheDbm, CompactDbm):
+//! `kura restore` of the memory engines' snapshots (TinyDbm, BabyDbm, CacheDbm, CompactDbm, SegCacheDbm):
 //! every record of every intact block comes back, and nothing else (docs/memory.md,
 //! "Salvage").
 //!
@@ -29,6 +29,7 @@ const ENGINES: &[(&str, &str, &str)] = &[
     ("baby", "kumb", ""),
     ("cache", "kumc", "cap_rec_num=100000"),
     ("compact", "kumz", "bucket_comp=none,num_buckets=512"),
+    ("segcache", "kums", "cap_rec_num=100000"),
 ];
 
 const HEADER_LEN: usize = 16;
