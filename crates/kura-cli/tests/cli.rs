@@ -366,7 +366,7 @@ fn restore_copies_the_records_into_a_new_file() {
 }
 
 #[test]
-fn restore_salvages_a_damaged_tree_file_and_refuses_memory_engines_with_a_reason() {
+fn restore_salvages_a_damaged_tree_file_and_a_damaged_memory_snapshot() {
     let scratch = Scratch::new();
     let records = sample_records(3000);
     let tsv = scratch.path("in.tsv");
@@ -394,11 +394,23 @@ fn restore_salvages_a_damaged_tree_file_and_refuses_memory_engines_with_a_reason
     // Restoring into another engine's extension is refused before anything is written.
     fails(&["restore", &db, &scratch.path("other.kuh")], USAGE, "same engine");
     assert!(!Path::new(&scratch.path("other.kuh")).exists());
-    // A memory engine's snapshot has no restore, and the message says why.
+    // A memory engine's snapshot: a damaged byte costs its block's records only, and the
+    // report says how many were dropped.
     let memory = scratch.path("db.kumt");
-    ok(&["create", &memory]);
-    ok(&["set", &memory, "k", "v"]);
-    fails(&["restore", &memory, &scratch.path("new.kumt")], OTHER, "renamed into place");
+    ok(&["import", &memory, &tsv]);
+    let mut bytes = std::fs::read(&memory).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x08;
+    std::fs::write(&memory, &bytes).unwrap();
+    let restored = scratch.path("restored.kumt");
+    let summary = ok(&["restore", &memory, &restored]);
+    let salvaged = parse_tsv(&ok(&["export", &restored]));
+    assert!(summary.contains(&format!("records={} ", salvaged.len())), "{summary}");
+    assert!(salvaged.len() > records.len() * 9 / 10 && salvaged.len() < records.len(), "{summary}");
+    assert!(summary.contains("dropped: 1 of ") && summary.contains("blocks damaged"), "{summary}");
+    for (key, value) in &salvaged {
+        assert_eq!(records.get(key), Some(value), "a salvaged record is one that was written");
+    }
 }
 
 #[test]

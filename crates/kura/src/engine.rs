@@ -37,6 +37,9 @@ pub struct RestoreReport {
     pub dropped_records: u64,
     /// One sentence per kind of damage met; empty when the source was intact.
     pub dropped: Vec<String>,
+    /// A shard set's reports, one per shard in shard order (the fields above sum them up);
+    /// empty for a single database.
+    pub shards: Vec<RestoreReport>,
 }
 
 /// What `kura restore` can do for an engine's files.

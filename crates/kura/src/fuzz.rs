@@ -31,7 +31,7 @@ use crate::tree_dbm::format::{
 /// Selector bit of `open_file`: open for writing (a writer restores a crashed file).
 const OPEN_WRITABLE: u8 = 0x10;
 /// Selector bit of `open_file`: make the checksums right that a file's writer would have
-/// written (a memory snapshot's trailer; a HashDbm header, its dictionary, free list and
+/// written (a memory snapshot's header, blocks and trailer; a HashDbm header, its dictionary, free list and
 /// records; both TreeDbm header copies and the tree's page slots), so that the code behind
 /// them sees the mutated bytes rather than stopping at a checksum (see `fix_checksums`).
 const FIX_CHECKSUMS: u8 = 0x20;
@@ -46,7 +46,7 @@ const DECODE_WITH_DICTIONARY: u8 = 0x10;
 /// `codec/residence.rs`), which decodes magicless zstd frames besides standard ones.
 const DECODE_IN_MEMORY: u8 = 0x20;
 /// The whole-file and header checksums `fix_checksums` rewrites are each an xxh3-64 in the
-/// last 8 bytes of what they cover: a memory snapshot's trailer (docs/memory.md), the HashDbm
+/// last 8 bytes of what they cover: a memory snapshot of version 1 or 2 (docs/memory.md), the HashDbm
 /// header's bytes 120..128 (docs/format.md) and each TreeDbm header copy's (docs/tree.md).
 const CHECKSUM_LEN: usize = 8;
 
@@ -293,7 +293,7 @@ fn small_params(engine: &Engine) -> Params {
 }
 
 /// Rewrites the checksums the file's magic announces, as its writer would have: a snapshot's
-/// last 8 bytes; a HashDbm header's bytes 120..128 and what `fix_hash_checksums` adds; each
+/// (`snapshot::fix_checksums`); a HashDbm header's bytes 120..128 and what `fix_hash_checksums` adds; each
 /// TreeDbm header copy's bytes 120..128 and the checksum of each of the tree's page slots.
 fn fix_checksums(bytes: &mut [u8]) {
     if bytes.starts_with(HASH_MAGIC) {
@@ -306,7 +306,7 @@ fn fix_checksums(bytes: &mut [u8]) {
         return;
     }
     if bytes.starts_with(SNAPSHOT_MAGIC) {
-        fix_trailing_checksum(bytes);
+        crate::memory_dbm::snapshot::fix_checksums(bytes);
     }
 }
 

@@ -18,10 +18,6 @@ use crate::memory_dbm::{BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 use crate::shard_dbm::{self, ShardDbm};
 use crate::tree_dbm::TreeDbm;
 
-/// Why the memory engines have no `restore`.
-const SNAPSHOT_NEEDS_NO_RESTORE: &str = "its snapshot is written whole beside the old one and renamed into place, \
-     so a crash never leaves it half-written, and a damaged snapshot is refused when opened";
-
 /// No parameters: the engine's defaults fit any size.
 fn no_params(_records: u64) -> Params {
     Params::new()
@@ -94,7 +90,7 @@ pub static ENGINES: &[Engine] = &[
         import_params: no_params,
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TinyDbm::open(path, mode, params)?)),
-        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        restore: Restore::Salvage(TinyDbm::salvage_file),
         shard_set: false,
     },
     Engine {
@@ -110,7 +106,7 @@ pub static ENGINES: &[Engine] = &[
         import_params: no_params,
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(BabyDbm::open(path, mode, params)?)),
-        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        restore: Restore::Salvage(BabyDbm::salvage_file),
         shard_set: false,
     },
     Engine {
@@ -126,7 +122,7 @@ pub static ENGINES: &[Engine] = &[
         import_params: cache_capacity_params,
         sized_by: &["cap_rec_num"],
         open: |path, mode, params| Ok(Box::new(CacheDbm::open(path, mode, params)?)),
-        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        restore: Restore::Salvage(CacheDbm::salvage_file),
         shard_set: false,
     },
     Engine {
@@ -160,7 +156,7 @@ pub static ENGINES: &[Engine] = &[
         import_params: compact_sized_params,
         sized_by: &["num_buckets", "expected_records"],
         open: |path, mode, params| Ok(Box::new(CompactDbm::open(path, mode, params)?)),
-        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        restore: Restore::Salvage(CompactDbm::salvage_file),
         shard_set: false,
     },
     Engine {
@@ -176,7 +172,7 @@ pub static ENGINES: &[Engine] = &[
         import_params: cache_capacity_params,
         sized_by: &["cap_rec_num"],
         open: |path, mode, params| Ok(Box::new(SegCacheDbm::open(path, mode, params)?)),
-        restore: Restore::Unsupported(SNAPSHOT_NEEDS_NO_RESTORE),
+        restore: Restore::Salvage(SegCacheDbm::salvage_file),
         shard_set: false,
     },
 ];

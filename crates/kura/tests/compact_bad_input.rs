@@ -1,6 +1,6 @@
 //! CompactDbm on bad input: a corrupted snapshot (flipped bytes, truncation, a bucket whose
 //! lengths point past its end, a bucket that decodes to more or less than it states, a key in
-//! the wrong bucket, a wrong record count) is refused with BrokenData, never a panic and
+//! the wrong bucket, a wrong record count, a layout copy that differs) is refused with BrokenData, never a panic and
 //! never served; an oversized key or value is a clear Limit error.
 //!
 //! The forged snapshots are built here from the format in docs/compact.md (the memory
@@ -132,7 +132,17 @@ fn a_bucket_that_decodes_to_more_or_less_than_it_states_is_broken_data() {
 fn a_key_in_the_wrong_bucket_a_wrong_count_or_a_bad_layout_is_broken_data() {
     let dir = tempfile::tempdir().unwrap();
     let (path, bytes) = snapshot(dir.path(), "lz4", 300);
-    let (header, records) = split(&bytes);
+    let (header, mut records) = split(&bytes);
+    // The layout's copy, last (for a restore): a copy that differs or is not last is refused;
+    // the forgeries below leave it out, as a version 2 file has none.
+    let copy = records.pop().unwrap();
+    assert_eq!(copy, records[0], "the last record is the layout's copy");
+    let mut differing = records.clone();
+    differing.push((Vec::new(), [&copy.1[..10], &[copy.1[10] ^ 1], &copy.1[11..]].concat()));
+    assert_eq!(open_error(&path, &assemble(&header, &differing)), ErrorKind::BrokenData);
+    let mut after_copy = records.clone();
+    after_copy.insert(records.len() - 1, copy.clone());
+    assert_eq!(open_error(&path, &assemble(&header, &after_copy)), ErrorKind::BrokenData);
     // Bucket 1's block under the id of a bucket its keys do not hash to.
     let id_of = |record: &(Vec<u8>, Vec<u8>)| u32::from_le_bytes(record.0[..4].try_into().unwrap());
     let ids: Vec<u32> = records[1..].iter().map(id_of).collect();

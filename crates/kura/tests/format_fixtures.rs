@@ -49,8 +49,13 @@ const FIXTURES: &[(&str, &str)] = &[
     ("baby-v2.kumb", ""),
     ("cache-v2.kumc", "cap_rec_num=10000,policy=tinylfu"),
     ("compact-v2-zstd.kumz", "num_buckets=256,bucket_comp=zstd"),
-    // SegCacheDbm writes memory snapshot version 2 with class 's'.
+    // SegCacheDbm's first snapshots: memory snapshot version 2 with class 's'.
     ("segcache.kums", "cap_rec_num=10000,cap_mem_bytes=1000000,num_slots=4"),
+    // Memory snapshot version 3 (the records in blocks, each with its checksum).
+    ("tiny-v3.kumt", ""),
+    ("baby-v3.kumb", ""),
+    ("cache-v3.kumc", "cap_rec_num=10000,policy=tinylfu"),
+    ("compact-v3-zstd.kumz", "num_buckets=256,bucket_comp=zstd"),
 ];
 
 /// The records every fixture holds: 400 keys with values of varied length and

@@ -1,7 +1,9 @@
 //! ShardDbm refuses damaged or mismatched sets with typed errors: a missing shard file,
 //! shards of different engines or codecs, files of two set sizes under one base, a
-//! `num_shards` that contradicts the files, and no set at all.
+//! `num_shards` that contradicts the files, and no set at all; its restore salvages each shard
+//! and reports shard by shard.
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+#![expect(clippy::indexing_slicing, reason = "indexes into a report of three shards and a found marker")]
 
 use std::path::Path;
 
@@ -113,4 +115,48 @@ fn restore_salvages_every_shard_into_a_new_set() {
     let db = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
     assert_eq!(db.count().unwrap(), 100);
     assert_eq!(db.get(b"k42").unwrap(), b"v");
+}
+
+#[test]
+fn restore_reports_shard_by_shard_and_keeps_the_shards_a_missing_one_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kuh");
+    let db = kura::open(&base, OpenMode::Create, &Params::new().with("num_shards", 3)).unwrap();
+    let model: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = (0..300)
+        .map(|i| (format!("k{i:04}").into_bytes(), format!("VALUE-{i:04}-{}", "x".repeat(i % 40)).into_bytes()))
+        .collect();
+    for (key, value) in &model {
+        db.set(key, value, true).unwrap();
+    }
+    db.close().unwrap();
+    let count_of = |index| {
+        HashDbm::open(shard_path(&base, index, 3), OpenMode::ReadOnly, &Params::new()).unwrap().count().unwrap()
+    };
+    let (in_0, in_1) = (count_of(0), count_of(1));
+    // One value byte of shard 1 damaged, shard 2's file gone.
+    let shard_1 = shard_path(&base, 1, 3);
+    let mut bytes = std::fs::read(&shard_1).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"VALUE-").unwrap();
+    bytes[at + 7] ^= 0x01;
+    std::fs::write(&shard_1, &bytes).unwrap();
+    std::fs::remove_file(shard_path(&base, 2, 3)).unwrap();
+
+    let dest = dir.path().join("new.kuh");
+    let report = ShardDbm::restore_set(&base, &dest, kura::registry::ENGINES).unwrap();
+    let per_shard: Vec<(u64, u64)> = report.shards.iter().map(|s| (s.records, s.dropped_records)).collect();
+    assert_eq!(per_shard, [(in_0, 0), (in_1 - 1, 1), (0, 0)], "{report:?}");
+    assert!(report.shards[0].dropped.is_empty(), "{report:?}");
+    assert!(report.shards[2].dropped[0].contains("nothing restored"), "{report:?}");
+    assert!(report.dropped.iter().any(|why| why.starts_with("shard 2: nothing restored")), "{report:?}");
+    assert_eq!(report.records, in_0 + in_1 - 1);
+    // The new set opens, with the intact records of shards 0 and 1, each as written.
+    let restored = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert_eq!(restored.count().unwrap(), report.records);
+    let mut seen = 0;
+    for record in kura::DbmExt::records(restored.as_ref()).unwrap() {
+        let (key, value) = record.unwrap();
+        assert_eq!(model.get(&key), Some(&value), "a restored record is one that was written");
+        seen += 1;
+    }
+    assert_eq!(seen, report.records);
 }

@@ -73,6 +73,9 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
     }
     let report = engine.restore(path, new_path)?;
     print_line(format_args!("restored records={} path={}", report.records, new_path.display()))?;
+    for (index, shard) in report.shards.iter().enumerate() {
+        print_line(format_args!("shard {index}: records={} dropped_records={}", shard.records, shard.dropped_records))?;
+    }
     for damage in &report.dropped {
         print_line(format_args!("dropped: {damage}"))?;
     }

@@ -7,14 +7,17 @@
 //! record 0      key: empty           value: format:u8=1 codec:u8 buckets_per_group:u32 LE
 //!                                           num_groups:u32 LE record_count:u64 LE dictionary
 //! record 1..n   key: bucket:u32 LE   value: checksum:u64 LE (xxh3-64 of the block) block
+//! record n+1    key: empty           value: the layout record again (snapshot version 3 on)
 //! ```
 //!
 //! Only non-empty buckets are written, in increasing bucket order (`bucket = group *
 //! buckets_per_group + bucket within the group`). Loading checks, besides the file's own
 //! checksum: each block's checksum before it is decoded; that it decodes to exactly its
 //! stated length; every record length within the bucket; keys sorted; each key in the bucket
-//! its hash chooses; and the record count. Any failure is BrokenData.
+//! its hash chooses; and the record count. Any failure is BrokenData. `salvage_file` (`kura
+//! restore`) keeps every bucket of the intact blocks that passes the same checks.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -24,10 +27,13 @@ use super::bucket;
 use super::group::{bucket_in_group, Group};
 use super::options::{MAX_BUCKETS, NUM_GROUPS};
 use crate::codec::{Codec, CodecKind};
+use crate::dbm::OpenMode;
+use crate::engine::RestoreReport;
 use crate::error::{Error, Result};
 use crate::memory_dbm::backing;
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::snapshot::SnapshotWriter;
+use crate::memory_dbm::snapshot_salvage::Salvage;
 
 pub const CLASS: u8 = b'z';
 const FORMAT: u8 = 1;
@@ -106,6 +112,40 @@ struct CheckedBucket {
     block: Box<[u8]>,
 }
 
+/// Checks one bucket record against the layout: its id in range, its checksum before its
+/// block is decoded, the decoding, every record length, the keys' order and home, and at
+/// least one record.
+fn check_bucket(layout: &Meta, key: &[u8], value: &[u8], scratch: &mut Vec<u8>) -> Result<CheckedBucket> {
+    let id: [u8; 4] = key.try_into().map_err(|_| broken("a bucket id is not 4 bytes"))?;
+    let stored_id = u32::from_le_bytes(id);
+    let id = u64::from(stored_id);
+    let per_group = layout.buckets_per_group as u64;
+    if id >= per_group * NUM_GROUPS as u64 {
+        return Err(broken(format!("bucket {id} is out of range")));
+    }
+    let (group, bucket) = ((id / per_group) as usize, (id % per_group) as usize);
+    let (checksum, stored) = value.split_at_checked(8).ok_or_else(|| broken("short bucket record"))?;
+    let checksum = u64::from_le_bytes(checksum.try_into().map_err(|_| broken("short bucket record"))?);
+    if stored.is_empty() || xxh3_64(stored) != checksum {
+        return Err(broken(format!("bucket {id}: checksum mismatch")));
+    }
+    let raw = block::decode(&layout.codec, stored, scratch)?;
+    let records = bucket::validate(raw, |key| {
+        let hash = hash_key(key);
+        let home = slot_of(hash, NUM_GROUPS) == group && bucket_in_group(hash, layout.buckets_per_group) == bucket;
+        if home {
+            Ok(())
+        } else {
+            Err(broken(format!("bucket {id} holds a key of another bucket")))
+        }
+    })?;
+    if records == 0 {
+        return Err(broken(format!("bucket {id} is empty")));
+    }
+    let records = u32::try_from(records).map_err(|_| broken(format!("bucket {id} holds too many records")))?;
+    Ok(CheckedBucket { id: stored_id, records, block: Box::from(stored) })
+}
+
 /// Reads and checks a whole snapshot. The bucket tables are allocated only once every record
 /// has passed its checks: a snapshot of a few bytes may declare up to `MAX_BUCKETS` buckets,
 /// and a broken one must cost no more to reject than it took to read.
@@ -114,43 +154,34 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
     let mut checked: Vec<CheckedBucket> = Vec::new();
     let mut next_bucket = 0u64;
     let mut scratch = Vec::new();
+    // The layout's bytes, which its copy after the buckets must repeat; then the copy's.
+    let (mut layout_bytes, mut copied) = (Vec::new(), false);
     backing::load(bytes, |key, value| {
         let Some(layout) = &meta else {
             if !key.is_empty() {
                 return Err(broken("the layout record is not first"));
             }
             meta = Some(parse_meta(value)?);
+            layout_bytes = value.to_vec();
             return Ok(());
         };
-        let id: [u8; 4] = key.try_into().map_err(|_| broken("a bucket id is not 4 bytes"))?;
-        let stored_id = u32::from_le_bytes(id);
-        let id = u64::from(stored_id);
-        let per_group = layout.buckets_per_group as u64;
-        if id < next_bucket || id >= per_group * NUM_GROUPS as u64 {
-            return Err(broken(format!("bucket {id} is out of order or out of range")));
+        if copied {
+            return Err(broken("a record after the layout's copy"));
         }
-        next_bucket = id + 1;
-        let (group, bucket) = ((id / per_group) as usize, (id % per_group) as usize);
-        let (checksum, stored) = value.split_at_checked(8).ok_or_else(|| broken("short bucket record"))?;
-        let checksum = u64::from_le_bytes(checksum.try_into().map_err(|_| broken("short bucket record"))?);
-        if stored.is_empty() || xxh3_64(stored) != checksum {
-            return Err(broken(format!("bucket {id}: checksum mismatch")));
-        }
-        let raw = block::decode(&layout.codec, stored, &mut scratch)?;
-        let records = bucket::validate(raw, |key| {
-            let hash = hash_key(key);
-            let home = slot_of(hash, NUM_GROUPS) == group && bucket_in_group(hash, layout.buckets_per_group) == bucket;
-            if home {
+        if key.is_empty() {
+            copied = true;
+            return if value == layout_bytes {
                 Ok(())
             } else {
-                Err(broken(format!("bucket {id} holds a key of another bucket")))
-            }
-        })?;
-        if records == 0 {
-            return Err(broken(format!("bucket {id} is empty")));
+                Err(broken("the layout's copy differs from the layout"))
+            };
         }
-        let records = u32::try_from(records).map_err(|_| broken(format!("bucket {id} holds too many records")))?;
-        checked.push(CheckedBucket { id: stored_id, records, block: Box::from(stored) });
+        let bucket = check_bucket(layout, key, value, &mut scratch)?;
+        if u64::from(bucket.id) < next_bucket {
+            return Err(broken(format!("bucket {} is out of order", bucket.id)));
+        }
+        next_bucket = u64::from(bucket.id) + 1;
+        checked.push(bucket);
         Ok(())
     })?;
     let meta = meta.ok_or_else(|| broken("no layout record"))?;
@@ -171,4 +202,54 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
         }
     }
     Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups })
+}
+
+/// `kura restore` of a CompactDbm snapshot: every bucket of every intact block of `source`
+/// that passes its own checks is written into a new snapshot at `dest`, behind the layout
+/// record (one of its two copies must be intact: it holds the codec and the dictionary the
+/// buckets need),
+/// with the count of the records kept.
+pub fn salvage_file(source: &Path, dest: &Path) -> Result<RestoreReport> {
+    let bytes = std::fs::read(source).map_err(|e| Error::io(format!("read {}", source.display()), e))?;
+    let salvage = Salvage::read(&bytes).map_err(|e| e.in_file(source))?;
+    // The buckets are checked once the walk is over, against the first intact layout (the
+    // first record, or its copy, the last).
+    let mut meta: Option<Meta> = None;
+    let mut buckets: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut report = salvage.records(|key, value| {
+        match (&meta, key.is_empty()) {
+            (None, true) => meta = Some(parse_meta(value)?),
+            (Some(_), true) => {}
+            (_, false) => buckets.push((key.to_vec(), value.to_vec())),
+        }
+        Ok(())
+    })?;
+    let meta = meta.ok_or_else(|| {
+        broken("both copies of the layout record (codec, dictionary, bucket count) are damaged, so no bucket can be decoded")
+            .in_file(source)
+    })?;
+    let (mut kept, mut refused, mut next_bucket) = (Vec::<CheckedBucket>::new(), 0u64, 0u64);
+    let mut scratch = Vec::new();
+    for (key, value) in &buckets {
+        match check_bucket(&meta, key, value, &mut scratch) {
+            Ok(bucket) if u64::from(bucket.id) >= next_bucket => {
+                next_bucket = u64::from(bucket.id) + 1;
+                kept.push(bucket);
+            }
+            _ => refused += 1,
+        }
+    }
+    let records: u64 = kept.iter().map(|b| u64::from(b.records)).sum();
+    if refused > 0 {
+        report.dropped.push(format!("{refused} buckets in intact blocks failed their own checks: dropped"));
+    }
+    report.records = records;
+    report.dropped_records = meta.record_count.saturating_sub(records);
+    let target = backing::Backing::open(dest, OpenMode::Truncate, CLASS)?.backing;
+    target.save(salvage.params().unwrap_or_default(), |writer| {
+        write_meta(writer, &meta.codec, meta.buckets_per_group, records)?;
+        kept.iter().try_for_each(|bucket| write_bucket(writer, u64::from(bucket.id), &bucket.block))?;
+        write_meta(writer, &meta.codec, meta.buckets_per_group, records)
+    })?;
+    Ok(report)
 }

@@ -60,6 +60,12 @@ impl CompactDbm {
         Self::open(Path::new(""), OpenMode::Create, params)
     }
 
+    /// `kura restore`: copies every intact bucket of the snapshot `source` into a new
+    /// snapshot `dest` (docs/compact.md, "The snapshot file").
+    pub fn salvage_file(source: &Path, dest: &Path) -> Result<crate::engine::RestoreReport> {
+        image::salvage_file(source, dest)
+    }
+
     /// Opens `path` (empty: no file), loading its snapshot as `mode` says. The codec and the
     /// bucket count given apply to a new database; an existing snapshot keeps its own (change
     /// them with `rebuild`). `cache_bytes` and `dict_size` always apply.
@@ -112,7 +118,9 @@ impl CompactDbm {
                     id += 1;
                 }
             }
-            Ok(())
+            // The layout again, last: a copy for `kura restore` when the first one's block is
+            // damaged.
+            image::write_meta(writer, &layout.codec, layout.buckets_per_group, count)
         })
     }
 

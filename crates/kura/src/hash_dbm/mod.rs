@@ -285,7 +285,12 @@ impl HashDbm {
                 salvage.shadowed
             ));
         }
-        Ok(RestoreReport { records, dropped_records: salvage.dropped + salvage.shadowed, dropped })
+        Ok(RestoreReport {
+            records,
+            dropped_records: salvage.dropped + salvage.shadowed,
+            dropped,
+            ..Default::default()
+        })
     }
 
     /// The path the database was opened with.

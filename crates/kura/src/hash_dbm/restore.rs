@@ -78,6 +78,12 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
     let mut unreadable: HashSet<Vec<u8>> = HashSet::new();
     let in_place = from.header.update_mode == UpdateMode::InPlace;
     let shadowing = !in_place && damaged;
+    // In place, in a file closed cleanly and damaged since: the buckets whose chain met a
+    // record failing its check. The scan takes none of their records: that record was the
+    // key's current version (its key bytes may be the damaged ones), and the older versions
+    // a synchronization freed stay intact inside the free spans over them, which a scan
+    // resynchronizing byte by byte after the damage can step into.
+    let mut refuse_scanned = HashSet::new();
     // An error of the sink (a full disk) ends the salvage; it must not pass for a broken
     // chain of the source, which the walk's error would otherwise be taken for.
     let mut sink_error = None;
@@ -132,6 +138,19 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
             if header.kind() != KIND_RECORD {
                 // In place, no tombstone is ever written: one here is bytes read as one.
                 suspect |= in_place;
+                if shadowing {
+                    // Appending mode: an intact tombstone removed its key, which the scan must
+                    // not bring back from an older record; a tombstone failing its check, or a
+                    // dead record (never written in this mode: a tag a flip made dead), may
+                    // have been the newest version of any key behind it.
+                    let intact = header.kind() == KIND_TOMBSTONE
+                        && from.checksum_matches(whole, offset, header, hash, header.is_compressed());
+                    if intact {
+                        damage.tombstoned.insert(key.to_vec());
+                    } else {
+                        damaged_at = Some(offset);
+                    }
+                }
                 return Ok(true);
             }
             // A record failing its checksum is skipped, not fatal: the rest of the chain may
@@ -147,6 +166,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
                 suspect = true;
                 if shadowing {
                     damaged_at = Some(offset);
+                }
+                if in_place && damaged && from.header.closed_cleanly {
+                    refuse_scanned.insert(bucket);
                 }
             }
             Ok(true)
@@ -186,7 +208,7 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
         report.short_of_count = from.header.record_count - found;
     }
     if report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0 || !in_place {
-        scan(&source, &sink, &mut report, &mut unreadable, &mut damage)?;
+        scan(&source, &sink, &mut report, &mut unreadable, &mut damage, &refuse_scanned)?;
     }
     for key in &unreadable {
         if !has(&sink, key, hash_key(key))? {
@@ -219,6 +241,8 @@ struct Shadows {
     regions: Vec<(u64, u64)>,
     /// Whether failed records count as damage at all (see `salvage`).
     active: bool,
+    /// Keys an intact tombstone removed, met by a chain walk before any damage.
+    tombstoned: HashSet<Vec<u8>>,
 }
 
 impl Shadows {
@@ -227,7 +251,12 @@ impl Shadows {
         if !self.active {
             return HashMap::new();
         }
-        let in_region = |at: u64| self.regions.iter().any(|&(start, end)| (start..end).contains(&at));
+        // A pointer to a record whose tag a flip turned into a filler byte leads to that byte,
+        // which the scan steps over as a filler: its damaged stretch starts one byte after
+        // the pointer's target. No writer points at a filler, so that pointer counts too.
+        let in_region = |at: u64| {
+            self.regions.iter().any(|&(start, end)| (start..end).contains(&at) || start == at.saturating_add(1))
+        };
         let mut newest: HashMap<u64, u64> = HashMap::new();
         let attributed = self.broken.iter().filter(|&&(_, at)| in_region(at));
         for &(bucket, at) in self.failed.iter().chain(attributed) {
@@ -383,6 +412,7 @@ fn scan(
     report: &mut Salvage,
     unreadable: &mut HashSet<Vec<u8>>,
     damage: &mut Shadows,
+    refuse_scanned: &HashSet<u64>,
 ) -> Result<()> {
     let appending = source.header.update_mode == UpdateMode::Appending;
     // Appending mode: each key's last intact version in file order, and where it lies.
@@ -451,6 +481,12 @@ fn scan(
                     let intact = [false, true]
                         .into_iter()
                         .any(|compressed| source.checksum_matches(whole, offset, &header, hash, compressed));
+                    if intact && appending {
+                        // Appending mode never writes a dead record: this is a record or a
+                        // tombstone whose tag a flip made dead (its checksum bits are kept),
+                        // and it may have been the newest version of its key.
+                        damage.failed.push((bucket_of(hash, source.header.num_buckets), offset));
+                    }
                     if intact {
                         whole_block
                     } else {
@@ -460,7 +496,10 @@ fn scan(
                     let key = key.to_vec();
                     if appending {
                         latest.insert(key, (offset, (kind == KIND_RECORD).then(|| value.clone())));
-                    } else if kind == KIND_RECORD && !has(sink, &key, hash)? {
+                    } else if kind == KIND_RECORD
+                        && !refuse_scanned.contains(&bucket_of(hash, source.header.num_buckets))
+                        && !has(sink, &key, hash)?
+                    {
                         insert(sink, &key, hash, &value)?;
                         report.from_scan += 1;
                     }
@@ -495,6 +534,9 @@ fn scan(
     let thresholds = damage.thresholds();
     let buckets = source.header.num_buckets;
     for (key, (at, value)) in latest {
+        if damage.tombstoned.contains(&key) {
+            continue;
+        }
         let hash = hash_key(&key);
         if thresholds.get(&bucket_of(hash, buckets)).is_some_and(|&damaged| at < damaged) {
             if !has(sink, &key, hash)? {

@@ -197,7 +197,12 @@ fn trial(dir: &Path, subject: &Subject, damage: Damage, tally: &mut Tally) {
 fn positions((start, end): (u64, u64), per_region: Option<u64>) -> Vec<u64> {
     let len = end.saturating_sub(start);
     match per_region {
-        None => (start..end).collect(),
+        // `KURA_SALVAGE_STEP=k`: every k-th byte, starting at a random offset below k.
+        None => {
+            let step = std::env::var("KURA_SALVAGE_STEP").ok().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
+            let first = start + crate::split_mix::SplitMix64::new(start ^ end).next_u64() % step;
+            (first..end).step_by(step as usize).collect()
+        }
         Some(n) => (0..n.min(len)).map(|i| start + i * len / n.min(len).max(1)).collect(),
     }
 }
@@ -250,6 +255,9 @@ fn check(tallies: &[(&str, Tally)]) {
         );
     }
     let wrong: Vec<&String> = tallies.iter().flat_map(|(_, t)| &t.wrong).collect();
+    for line in &wrong {
+        eprintln!("wrong: {line}");
+    }
     assert!(
         wrong.is_empty(),
         "{} wrong values, the first: {:?}",
@@ -302,7 +310,9 @@ fn every_flipped_byte_salvage_soak() {
         .or_else(|_| tempfile::tempdir())
         .unwrap();
     let mut tallies = Vec::new();
-    for (name, params) in CONFIGS {
+    // `KURA_SALVAGE_CONFIG=NAME`: that configuration only.
+    let only = std::env::var("KURA_SALVAGE_CONFIG").ok();
+    for (name, params) in CONFIGS.into_iter().filter(|(name, _)| only.as_deref().is_none_or(|only| only == *name)) {
         let subject = subject(dir.path(), name, params, records);
         eprintln!("{name}: {} bytes", subject.image.len());
         tallies.push((name, run(dir.path(), &subject, None)));

@@ -1,6 +1,7 @@
 //! What the memory engines share about their life: the optional backing file (loaded at
 //! open, written back atomically on synchronize and close), the writable flag and the
-//! closed state, and the properties `inspect` reports about them.
+//! closed state, the properties `inspect` reports about them, and the salvage of a damaged
+//! snapshot into a new one.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,8 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use super::snapshot::{Snapshot, SnapshotWriter};
+use super::snapshot_salvage::Salvage;
 use crate::dbm::OpenMode;
 use crate::dbm::Properties;
+use crate::engine::RestoreReport;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, replace_file, sibling_path};
 
@@ -189,4 +192,19 @@ pub fn read_only() -> Error {
 /// Loads a snapshot's records through `insert`, for an engine that stores no parameters.
 pub fn load(bytes: &[u8], insert: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {
     Snapshot::read(bytes)?.records(insert)
+}
+
+/// `kura restore` of a TinyDbm, BabyDbm or CacheDbm snapshot (engine class `class`): writes
+/// every record of every intact block of `source` and its parameters (when a copy is intact)
+/// into a new snapshot at `dest`, atomically, and reports what it kept and dropped.
+pub fn salvage_file(source: &Path, dest: &Path, class: u8) -> Result<RestoreReport> {
+    let bytes = std::fs::read(source).map_err(|e| Error::io(format!("read {}", source.display()), e))?;
+    let salvage = Salvage::read(&bytes).map_err(|e| e.in_file(source))?;
+    let mut report = None;
+    let target = Backing::open(dest, OpenMode::Truncate, class)?.backing;
+    target.save(salvage.params().unwrap_or_default(), |writer| {
+        report = Some(salvage.records(|key, value| writer.record(key, value))?);
+        Ok(())
+    })?;
+    report.ok_or_else(|| Error::broken("a bug in Kura: the snapshot salvage wrote no report"))
 }

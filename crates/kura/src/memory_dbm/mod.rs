@@ -33,6 +33,7 @@ mod sketch;
 mod slot_group;
 pub(crate) mod slotted;
 pub(crate) mod snapshot;
+pub(crate) mod snapshot_salvage;
 mod tiny;
 
 pub use baby::{BabyCursor, BabyDbm};

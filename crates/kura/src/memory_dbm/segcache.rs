@@ -282,6 +282,12 @@ fn share(total: u64, parts: usize, index: usize) -> usize {
 }
 
 impl SegCacheDbm {
+    /// `kura restore`: copies every record of every intact block of the snapshot `source`
+    /// into a new snapshot `dest` (docs/memory.md, "Salvage").
+    pub fn salvage_file(source: &Path, dest: &Path) -> Result<crate::engine::RestoreReport> {
+        super::backing::salvage_file(source, dest, CLASS)
+    }
+
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = PARAMS;
 

@@ -44,6 +44,24 @@ pub fn inner_engine(
     }
 }
 
+/// The engine of an existing set of `count` shards for a restore, where shards may be damaged
+/// or missing: the base path's extension, else the first shard file an engine opens.
+pub fn engine_for_restore(engines: &'static [Engine], base: &Path, count: usize) -> Result<&'static Engine> {
+    if let Some(engine) = engine::of_path(engines, base).filter(|e| e.name != SHARD_ENGINE) {
+        return Ok(engine);
+    }
+    let mut first_error = None;
+    for index in 0..count {
+        match probe(engines, &shard_path(base, index, count)) {
+            Ok(engine) => return Ok(engine),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| Error::broken(format!("{}: a set of no shards", base.display()))))
+}
+
 /// The file engine that opens `path` read-only (each checks its own header magic).
 fn probe(engines: &'static [Engine], path: &Path) -> Result<&'static Engine> {
     for engine in engines.iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {

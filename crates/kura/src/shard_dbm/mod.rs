@@ -17,6 +17,7 @@ mod inner;
 mod merge;
 pub mod naming;
 mod parallel;
+mod restore;
 pub mod route;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::batch::WriteBatch;
 use crate::codec::CodecKind;
 use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
-use crate::engine::{Engine, RestoreReport};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::tree_dbm::Comparator;
 
@@ -465,34 +466,5 @@ impl ShardDbm {
     fn merge_cursor(&self) -> Result<merge::MergeCursor<'_>> {
         let cursors = self.shards.iter().map(|s| s.ordered_cursor()).collect::<Result<Vec<_>>>()?;
         Ok(merge::MergeCursor::new(cursors, self.comparator))
-    }
-}
-
-impl ShardDbm {
-    /// Salvages every shard of the set under `source` with its engine's restore into a new
-    /// set of as many shards under `dest`; reports the records copied and, shard by shard,
-    /// what was dropped.
-    pub fn restore_set(source: &Path, dest: &Path, engines: &'static [Engine]) -> Result<RestoreReport> {
-        let Some(count) = naming::find_set(source)? else {
-            return Err(Error::not_found(format!("{}: no shard files", source.display())));
-        };
-        // Any shard file there, even of a damaged or mixed set, is a database not to overwrite.
-        if naming::has_shards(dest) || dest.exists() {
-            return Err(Error::new(
-                crate::ErrorKind::Duplicate,
-                format!("{}: a database already exists there", dest.display()),
-            ));
-        }
-        let inner = inner::inner_engine(engines, source, &Params::new(), Some(count))?;
-        let mut report = RestoreReport::default();
-        for index in 0..count {
-            let from = naming::shard_path(source, index, count);
-            let to = naming::shard_path(dest, index, count);
-            let shard = inner.restore(&from, &to)?;
-            report.records = report.records.saturating_add(shard.records);
-            report.dropped_records = report.dropped_records.saturating_add(shard.dropped_records);
-            report.dropped.extend(shard.dropped.into_iter().map(|why| format!("shard {index}: {why}")));
-        }
-        Ok(report)
     }
 }

@@ -207,7 +207,7 @@ impl TreeDbm {
                 ));
             }
         }
-        Ok(crate::engine::RestoreReport { records, dropped_records: 0, dropped })
+        Ok(crate::engine::RestoreReport { records, dropped, ..Default::default() })
     }
 
     /// The path the database was opened with.
