@@ -40,6 +40,7 @@ Batch = _kura.Batch
 Cursor = _kura.Cursor
 import_file = _kura.import_file
 check = _kura.check
+engine_of_file = _kura.engine_of_file
 # Routing for loaders that split rows among shards themselves (kura.dask, docs/distributed.md).
 shard_of = _kura.shard_of
 shard_path = _kura.shard_path
@@ -152,7 +153,7 @@ def open(path, mode="r", **params):
     return Database(path, mode, **params)
 
 
-__all__ = ["open", "engines", "import_file", "check", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
+__all__ = ["open", "engines", "import_file", "check", "engine_of_file", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
 
 # `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
 from . import dbm  # noqa: E402  (imported last: it uses the names above)

@@ -15,16 +15,11 @@ created here (less the umask). Keyword parameters go to the engine as in :func:`
 
 import glob as _glob
 import os as _os
-from builtins import open as _builtin_open
 
 import kura as _kura
 
 error = (_kura.Error, OSError)
 """The exceptions ``dbm`` code catches: ``except kura.dbm.error:``."""
-
-# The first bytes of each kind of Kura file: hash, tree, memory engine snapshot (docs/format.md,
-# docs/tree.md, docs/memory.md).
-_MAGICS = (b"KuraHash", b"KuraTree", b"KURAMEM\0")
 
 _FLAGS = "rwcn"
 _MODIFIERS = "fsu"
@@ -148,19 +143,15 @@ def _shard_files(path):
 
 
 def whichdb(filename):
-    """``"kura.dbm"`` when ``filename`` is a Kura database (a hash or tree file, a memory
-    engine's snapshot, or the base name of a shard set, told by the first bytes of the file
-    or of the set's first shard), ``""`` when it is some other file, None when it cannot be
-    read, as ``dbm.whichdb`` answers."""
-    path = _os.fspath(filename)
-    shards = _shard_files(path)
-    path = shards[0] if shards else path
+    """``"kura.dbm"`` when ``filename`` is a Kura database (a file of any engine, or the base
+    name of a shard set, told by the first bytes of the file or of the set's first shard:
+    the library's registry knows each engine's magic), ``""`` when it is some other file,
+    None when it cannot be read, as ``dbm.whichdb`` answers."""
     try:
-        with _builtin_open(path, "rb") as file:
-            head = file.read(len(_MAGICS[0]))
+        engine = _kura.engine_of_file(_os.fspath(filename))
     except OSError:
         return None
-    return "kura.dbm" if head in _MAGICS else ""
+    return "" if engine is None else "kura.dbm"
 
 
 def open(file, flag="r", mode=0o666, **params):

@@ -193,20 +193,30 @@ def test_walk_that_deletes_as_it_goes(tmp_path, extension):
 
 
 def test_whichdb_tells_kura_files(tmp_path):
-    for extension in ("kuh", "kut", "kumt", "kumb", "kumc", "kumz"):
-        path = tmp_path / f"which.{extension}"
-        params = {"cap_rec_num": 100} if extension == "kumc" else {}
+    for engine in kura.engines():
+        if engine["name"] == "shard":
+            continue
+        path = tmp_path / f"which.{engine['extension']}"
+        params = {"cap_rec_num": 100} if "cap_rec_num" in engine["params"] else {}
         with kura.open(path, "c", **params) as db:
             db[b"k"] = b"v"
-        assert kura.dbm.whichdb(path) == "kura.dbm", extension
+        assert kura.dbm.whichdb(path) == "kura.dbm", engine["name"]
+        # Told by the first bytes, not the name.
+        renamed = tmp_path / f"renamed-{engine['name']}"
+        path.rename(renamed)
+        assert kura.engine_of_file(renamed) == engine["name"]
+        assert kura.dbm.whichdb(renamed) == "kura.dbm", engine["name"]
     with kura.open(tmp_path / "set.kut", "c", num_shards=3) as db:
         db[b"k"] = b"v"
     assert kura.dbm.whichdb(tmp_path / "set.kut") == "kura.dbm"
+    assert kura.engine_of_file(tmp_path / "set.kut") == "shard"
     (tmp_path / "other").write_bytes(b"GDBM and friends start otherwise")
     assert kura.dbm.whichdb(tmp_path / "other") == ""
     (tmp_path / "empty").write_bytes(b"")
     assert kura.dbm.whichdb(tmp_path / "empty") == ""
+    assert kura.engine_of_file(tmp_path / "empty") is None
     assert kura.dbm.whichdb(tmp_path / "missing") is None
+    assert kura.dbm.whichdb(tmp_path) is None
 
 
 def test_setdefault_without_a_default_follows_the_encoding(tmp_path):

@@ -56,7 +56,7 @@ fn codec_help() -> String {
 enum Command {
     /// Creates an empty database.
     Create {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         #[command(flatten)]
@@ -69,7 +69,7 @@ enum Command {
     /// Stores a record, creating the database if it is missing (as `import` and `serve` do;
     /// the commands that only read or remove need it to exist).
     Set {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         /// The record's key.
@@ -84,7 +84,7 @@ enum Command {
     /// given (an empty line for a key with no record), looked up as one batch; every missing
     /// key is named on stderr, and the exit status is 1 when any key was missing.
     Get {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         /// The keys to look up; line i of the output is the value of the i-th.
@@ -93,7 +93,7 @@ enum Command {
     },
     /// Removes a record; exit 1 when missing.
     Remove {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         /// The key whose record is removed.
@@ -103,7 +103,7 @@ enum Command {
     /// --from (included) to --to (excluded, as in Python's and Rust's ranges; --inclusive
     /// includes it).
     List {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         /// Print keys only.
@@ -163,7 +163,7 @@ enum Command {
     /// Writes every record as TSV to FILE, or to stdout when FILE is `-` or absent. A record plain TSV cannot hold (a key
     /// with a tab or a line break, a value with a line break) stops it unless --escape is given.
     Export {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         /// The output file (replaced if it exists, unless it is a database); `-` or none:
@@ -175,7 +175,7 @@ enum Command {
     },
     /// Rewrites the database compactly, optionally with another codec or bucket count.
     Rebuild {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
         #[command(flatten)]
@@ -192,7 +192,7 @@ enum Command {
     /// header only, so `healthy` is the clean-close flag (false after a crash, until a writer
     /// restores the file), not a verdict on the data; `kura check` reads every record.
     Inspect {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
     },
@@ -201,7 +201,7 @@ enum Command {
     /// `checked records=N problems=M` and the first problems; exit 0 only when clean, else 3
     /// with a hint: `kura restore PATH NEW_PATH` copies every intact record into a new file.
     Check {
-        /// The database file (engine by extension: .kuh .kut .kumt .kumb .kumc .kumz, or
+        /// The database file (engine by extension, each engine's as `kura engines` lists it, or
         /// --params engine=NAME); a shard set by its base name.
         path: PathBuf,
     },

@@ -1,5 +1,5 @@
 //! `kura.check(path, **params)`: `kura check` from Python, with the GIL released while every
-//! record is read.
+//! record is read; and `engine_of_file(path)`, which tells a Kura file by its first bytes.
 
 use std::path::PathBuf;
 
@@ -27,4 +27,13 @@ pub fn check<'py>(py: Python<'py>, path: PathBuf, kwargs: Option<&Bound<'py, PyD
     let problems: Vec<String> = report.first_problems.iter().map(ToString::to_string).collect();
     result.set_item("first_problems", PyList::new(py, problems)?)?;
     Ok(result)
+}
+
+/// The name of the engine whose file `path` is, told by its first bytes (the registry's
+/// magics), not its name; for the base path of a shard set, `"shard"` when its first shard is a
+/// Kura file. None for any other file; a file that cannot be read raises (`kura.FileError`).
+#[pyfunction]
+pub fn engine_of_file(py: Python<'_>, path: PathBuf) -> PyResult<Option<&'static str>> {
+    let engine = py.detach(|| kura::registry::engine_of_file(&path)).or_raise(py)?;
+    Ok(engine.map(|engine| engine.name))
 }

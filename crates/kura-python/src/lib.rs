@@ -43,6 +43,7 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::Batch>()?;
     m.add_function(wrap_pyfunction!(import::import_file, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
+    m.add_function(wrap_pyfunction!(check::engine_of_file, m)?)?;
     m.add_class::<routing::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(routing::shard_of, m)?)?;
     m.add_function(wrap_pyfunction!(routing::shard_path, m)?)?;

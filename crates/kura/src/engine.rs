@@ -52,6 +52,34 @@ pub enum Restore {
     Unsupported(&'static str),
 }
 
+/// Bytes at a fixed offset of every file an engine writes. An engine's marks together tell
+/// its files from any other file, whatever their names (docs/format.md, docs/tree.md,
+/// docs/memory.md give the headers they come from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    /// Where the bytes start in the file.
+    pub offset: usize,
+    /// The bytes.
+    pub bytes: &'static [u8],
+}
+
+impl Mark {
+    /// The mark of `bytes` at `offset`.
+    pub const fn new(offset: usize, bytes: &'static [u8]) -> Mark {
+        Mark { offset, bytes }
+    }
+
+    /// Where the mark ends: how many first bytes of a file it needs.
+    pub const fn end(&self) -> usize {
+        self.offset + self.bytes.len()
+    }
+
+    /// Whether `head`, a file's first bytes, carries the mark.
+    pub fn is_in(&self, head: &[u8]) -> bool {
+        head.get(self.offset..self.end()) == Some(self.bytes)
+    }
+}
+
 /// One fact of an engine's description (`Engine::description`), typed so that each reader
 /// translates it into its own types: a Python dict, a Ruby Hash, a JSON object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +127,9 @@ pub struct Engine {
     pub(crate) open: fn(&Path, OpenMode, &Params) -> Result<Box<dyn Dbm>>,
     /// What `kura restore` does for this engine.
     pub restore: Restore,
+    /// The marks every file of this engine starts with (its magic, and for a memory engine
+    /// its snapshot's class byte); empty for a shard set, whose files are its shards'.
+    pub magic: &'static [Mark],
     /// A set of shard files of another engine (`BASE-00000-of-00004` ...), not one file: its
     /// base path carries the shards' extension, and importers write its shards in parallel.
     pub shard_set: bool,
@@ -139,6 +170,11 @@ impl Engine {
             ("restore", Fact::Flag(matches!(self.restore, Restore::Salvage(_)))),
             ("summary", Fact::Text(self.summary)),
         ]
+    }
+
+    /// Whether `head`, the first bytes of a file, are those of a file of this engine.
+    pub fn marks(&self, head: &[u8]) -> bool {
+        !self.magic.is_empty() && self.magic.iter().all(|mark| mark.is_in(head))
     }
 
     /// Whether the engine keeps its records in memory (a file is only its snapshot).

@@ -59,6 +59,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["num_buckets"],
         open: |path, mode, params| Ok(Box::new(HashDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(|source, dest| HashDbm::salvage_file(source, dest)),
+        magic: HashDbm::MAGIC,
         shard_set: false,
     },
     Engine {
@@ -75,6 +76,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TreeDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(|source, dest| TreeDbm::salvage_file(source, dest)),
+        magic: TreeDbm::MAGIC,
         shard_set: false,
     },
     Engine {
@@ -91,6 +93,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(TinyDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(TinyDbm::salvage_file),
+        magic: TinyDbm::MAGIC,
         shard_set: false,
     },
     Engine {
@@ -107,6 +110,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(BabyDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(BabyDbm::salvage_file),
+        magic: BabyDbm::MAGIC,
         shard_set: false,
     },
     Engine {
@@ -123,6 +127,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["cap_rec_num"],
         open: |path, mode, params| Ok(Box::new(CacheDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(CacheDbm::salvage_file),
+        magic: CacheDbm::MAGIC,
         shard_set: false,
     },
     Engine {
@@ -141,6 +146,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &[],
         open: |path, mode, params| Ok(Box::new(ShardDbm::open(path, mode, params, ENGINES)?)),
         restore: Restore::Salvage(|source, dest| ShardDbm::restore_set(source, dest, ENGINES)),
+        magic: &[],
         shard_set: true,
     },
     Engine {
@@ -157,6 +163,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["num_buckets", "expected_records"],
         open: |path, mode, params| Ok(Box::new(CompactDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(CompactDbm::salvage_file),
+        magic: CompactDbm::MAGIC,
         shard_set: false,
     },
     Engine {
@@ -173,6 +180,7 @@ pub static ENGINES: &[Engine] = &[
         sized_by: &["cap_rec_num"],
         open: |path, mode, params| Ok(Box::new(SegCacheDbm::open(path, mode, params)?)),
         restore: Restore::Salvage(SegCacheDbm::salvage_file),
+        magic: SegCacheDbm::MAGIC,
         shard_set: false,
     },
 ];
@@ -209,6 +217,32 @@ pub fn benchmarked_by_default() -> Result<&'static Engine> {
 /// The engine whose extension `path` has, if any.
 pub fn engine_of_path(path: &Path) -> Option<&'static Engine> {
     crate::engine::of_path(ENGINES, path)
+}
+
+/// The engine whose file `path` is, told by the file's first bytes (`Engine::magic`), not by
+/// its name: ShardDbm for the base path of a shard set whose first shard is a Kura file, None
+/// for any other file. A file that cannot be read is an Io (or NotFound) error.
+pub fn engine_of_file(path: &Path) -> Result<Option<&'static Engine>> {
+    if !path.exists() {
+        if let Some((_, _, first)) = shard_dbm::naming::existing_shards(path)?.first() {
+            return match engine_of_head(first)? {
+                Some(_) => engine("shard").map(Some),
+                None => Ok(None),
+            };
+        }
+    }
+    engine_of_head(path)
+}
+
+/// The engine whose marks the file at `path` starts with, if any.
+fn engine_of_head(path: &Path) -> Result<Option<&'static Engine>> {
+    use std::io::Read;
+    let head_len = ENGINES.iter().flat_map(|e| e.magic).map(|mark| mark.end()).max().unwrap_or(0);
+    let context = || format!("read {}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| Error::io(context(), e))?;
+    let mut head = Vec::with_capacity(head_len);
+    file.take(head_len as u64).read_to_end(&mut head).map_err(|e| Error::io(context(), e))?;
+    Ok(ENGINES.iter().find(|engine| engine.marks(&head)))
 }
 
 /// The engine named by `params` (`engine=hash`), else ShardDbm when a shard parameter is
@@ -329,6 +363,31 @@ mod tests {
             assert_eq!(db.ordered_cursor().is_ok(), engine.ordered, "{}", engine.name);
             assert_eq!(db.is_ordered(), engine.ordered, "{}", engine.name);
             db.close().unwrap();
+            // Told by its first bytes, under any name.
+            assert_eq!(engine_of_file(&path).unwrap(), Some(engine), "{}", engine.name);
+            if !engine.shard_set {
+                let renamed = dir.path().join(format!("renamed-{}", engine.name));
+                std::fs::rename(&path, &renamed).unwrap();
+                assert_eq!(engine_of_file(&renamed).unwrap(), Some(engine), "{}", engine.name);
+            }
+        }
+    }
+
+    /// Other files are no engine's, however much of a magic they start with; a file that
+    /// cannot be read is an error, not a "no".
+    #[test]
+    fn a_file_without_an_engines_marks_is_no_engines() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other.kuh");
+        for head in [&b""[..], b"Kura", b"KuraHas", b"KURAMEM\0\x02", b"KURAMEM\0\x02?", b"plain text, long enough"] {
+            std::fs::write(&other, head).unwrap();
+            assert_eq!(engine_of_file(&other).unwrap(), None, "{head:?}");
+        }
+        let missing = engine_of_file(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        assert!(engine_of_file(dir.path()).is_err(), "a directory is no file to read");
+        for engine in ENGINES {
+            assert_eq!(engine.magic.is_empty(), engine.shard_set, "{}: a file engine has marks", engine.name);
         }
     }
 }

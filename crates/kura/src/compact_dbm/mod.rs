@@ -30,10 +30,12 @@ use parking_lot::Mutex;
 use crate::batch::WriteBatch;
 use crate::codec::{CodecKind, Effort};
 use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
+use crate::engine::Mark;
 use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
+use crate::memory_dbm::snapshot;
 use group::{with_scratch, Group, GroupCell, Scratch};
 use layout::Layout;
 use options::{Options, NUM_GROUPS};
@@ -53,6 +55,9 @@ pub struct CompactDbm {
 impl CompactDbm {
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &snapshot::magic(&image::CLASS);
 
     /// A database with no file. Parameters: `bucket_comp` (none, lz4, zstd, zstd-dict, ...),
     /// `num_buckets` or `expected_records` and `bucket_records`, `cache_bytes`, `dict_size`.

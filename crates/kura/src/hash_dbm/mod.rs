@@ -48,7 +48,7 @@ use crate::batch::WriteBatch;
 use crate::codec::{CodecKind, DictionaryTraining};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
-use crate::engine::RestoreReport;
+use crate::engine::{Mark, RestoreReport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
 use chain_lock::{Chain, ChainLock, ChainMut, WholeFile};
@@ -114,6 +114,9 @@ fn check_key(key: &[u8]) -> Result<()> {
 impl HashDbm {
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &[Mark::new(0, header::MAGIC)];
 
     /// Opens or creates a hash database. `params`: `record_comp`, `num_buckets`,
     /// `update_mode`, `max_file_size` and `dict_size` apply when the file is created (and at

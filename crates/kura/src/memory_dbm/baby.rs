@@ -10,8 +10,10 @@ use std::path::Path;
 use super::backing::{self, Backing};
 use super::btree::{OrderedTree, Put};
 use super::record::RecordBytes;
+use super::snapshot;
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
+use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi_get::SEGMENT;
 use crate::spin_lock::SpinRwLock;
@@ -33,6 +35,9 @@ impl BabyDbm {
 
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = &[];
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &snapshot::magic(&CLASS);
 
     /// A database with no file (no parameters).
     pub fn new(params: &Params) -> Result<BabyDbm> {

@@ -32,9 +32,10 @@ use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
 use super::slot_group::SlotGroup;
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
-use super::snapshot::Snapshot;
+use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi_get::{groups, MAX_LOCKS};
 
@@ -370,6 +371,9 @@ impl CacheDbm {
 
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = PARAMS;
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &snapshot::magic(&CLASS);
 
     /// A cache with no file. Parameters: `cap_rec_num` (required), `cap_mem_bytes`,
     /// `num_slots` (default 16), `policy` (default `lru`).

@@ -31,9 +31,10 @@ use super::key_hash::{hash_key, slot_of};
 use super::segment_index::{tag_of, Location, Position, SegmentIndex, MAX_SEGMENTS};
 use super::segments::{record_len, too_large, Segments, StoredRecord};
 use super::slotted::{Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
-use super::snapshot::Snapshot;
+use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi_get::MAX_LOCKS;
 
@@ -290,6 +291,9 @@ impl SegCacheDbm {
 
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = PARAMS;
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &snapshot::magic(&CLASS);
 
     /// A cache with no file. Parameters: `cap_rec_num` (required), `cap_mem_bytes`,
     /// `num_slots` (default 16), `policy` (`clock`, the default: segment-at-a-time eviction

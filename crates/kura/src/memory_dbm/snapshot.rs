@@ -29,6 +29,7 @@ use std::path::Path;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, Xxh3};
 
 use crate::encoding::{encode_varint, ByteReader, Field, HeaderBytes, MAX_VARINT_LEN};
+use crate::engine::Mark;
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KURAMEM\0";
@@ -46,6 +47,12 @@ const CLASS_FIELD: Field<HEADER_LEN, 1> = Field::after(VERSION_FIELD);
 const RESERVED_FIELD: Field<HEADER_LEN, 6> = Field::after(CLASS_FIELD);
 pub const HEADER_LEN: usize = 16;
 const _: () = assert!(RESERVED_FIELD.end() == HEADER_LEN, "docs/memory.md specifies a 16-byte header");
+
+/// The marks of a snapshot of the engine whose class byte is `class`: the magic, and the
+/// class after the version.
+pub const fn magic(class: &'static u8) -> [Mark; 2] {
+    [Mark::new(0, MAGIC), Mark::new(CLASS_FIELD.offset(), std::slice::from_ref(class))]
+}
 
 /// A version 1 or 2 file's trailer: the record count, then the checksum of every byte before it.
 pub const TRAILER_LEN: usize = 2 * size_of::<u64>();

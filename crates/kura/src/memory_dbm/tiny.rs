@@ -14,8 +14,10 @@ use super::open_table::OpenTable;
 use super::record::RecordBytes;
 use super::slot_group::{SlotGroup, SlotLookup};
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
+use super::snapshot;
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::engine::Mark;
 use crate::error::{Error, Result};
 use crate::multi_get::{groups, try_each_in_turn, GROUP};
 
@@ -47,6 +49,9 @@ impl TinyDbm {
 
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = PARAMS;
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &snapshot::magic(&CLASS);
 
     /// A database with no file. Parameters: `num_buckets` (initial cell count, over all slots).
     pub fn new(params: &Params) -> Result<TinyDbm> {

@@ -58,6 +58,7 @@ pub use range::{KeyRange, TreeRange};
 use crate::codec::CodecKind;
 use crate::dbm::OpenMode;
 use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
+use crate::engine::Mark;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, sibling_path};
 use crate::journal::{self, SyncState};
@@ -93,6 +94,9 @@ impl std::fmt::Debug for TreeDbm {
 impl TreeDbm {
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
+    /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
+    pub const MAGIC: &'static [Mark] = &[Mark::new(0, format::MAGIC)];
 
     /// Opens or creates a tree database. Parameters: `record_comp` (codec, alias
     /// `page_comp`), `key_comparator` (lexical, numeric), `max_page_size` (these three apply
