@@ -23,8 +23,8 @@ pub trait Opened {
     fn encoding(&self) -> &Encoding;
     /// Whether record calls release the GIL.
     fn releases_gil(&self) -> bool;
-    /// The engine.
-    fn dbm(&self) -> &Arc<dyn Dbm>;
+    /// The engine, shared with what outlives the call.
+    fn dbm(&self) -> Arc<dyn Dbm>;
     /// The engine when it is a TreeDbm, for ranges in the tree's own order.
     fn tree(&self) -> Option<&Arc<TreeDbm>>;
     /// Whether keys are in order.
@@ -52,8 +52,7 @@ struct Owned {
 }
 
 impl Owned {
-    fn new(db: &Arc<dyn Dbm>, ordered: bool) -> kura::Result<Owned> {
-        let db = db.clone();
+    fn new(db: Arc<dyn Dbm>, ordered: bool) -> kura::Result<Owned> {
         let cursor =
             if ordered { EngineCursor::Ordered(db.ordered_cursor()?) } else { EngineCursor::Plain(db.cursor()?) };
         // SAFETY: the cursor borrows `*db`, which lives in the Arc's heap allocation: moving

@@ -15,11 +15,10 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kura::binding::LockRelease;
-use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TreeDbm, TypedDbm};
+use kura::binding::DbHandle;
+use kura::{Action, Dbm, PackedBytes, Params, TreeDbm, TypedDbm};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
@@ -38,20 +37,10 @@ const BIG_VALUE: usize = 64 * 1024;
 /// An open database. Closed by `close()`, by leaving a `with` block, or when collected.
 #[pyclass(module = "kura._kura", name = "Database", subclass, frozen)]
 pub struct Database {
-    /// The engine, typed for the hot path (`db[k]`, `db[k] = v`) and for what only TreeDbm
-    /// has (atomic batches, ranges in the tree's own key order).
-    engine: TypedDbm,
-    /// The same engine as a trait object, for everything else.
-    dbm: Arc<dyn Dbm>,
-    kind: &'static kura::Engine,
-    /// Whether keys are in order: the engine's, or a shard set's whose shards are ordered.
-    ordered: bool,
-    path: PathBuf,
-    flag: String,
+    /// The open database: its engine, what it is, how it was opened, when its calls release
+    /// the GIL, whether it is closed (`kura::binding::DbHandle`, shared with Ruby's `Kura::DB`).
+    handle: DbHandle,
     encoding: Encoding,
-    /// When engine calls release the GIL (record calls, and long calls, counted).
-    release: LockRelease,
-    closed: AtomicBool,
 }
 
 /// Whether `release_gil` was given, and as what: `None` lets the binding decide.
@@ -74,16 +63,13 @@ fn encoding_option(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Encoding> {
 impl Database {
     /// The engine, or ClosedError.
     fn live(&self, py: Python<'_>) -> PyResult<&dyn Dbm> {
-        self.typed(py).map(|_| &*self.dbm)
+        self.typed(py).map(TypedDbm::dbm)
     }
 
     /// The typed engine of the hot paths, or ClosedError.
     #[inline]
     fn typed(&self, py: Python<'_>) -> PyResult<&TypedDbm> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(errors::closed(py));
-        }
-        Ok(&self.engine)
+        self.handle.live().ok_or_else(|| errors::closed(py))
     }
 
     /// Runs an engine call: a long one (`long`: I/O, many records, a big value) with the GIL
@@ -97,9 +83,9 @@ impl Database {
     ) -> PyResult<T> {
         let dbm = self.live(py)?;
         let outcome = if long {
-            let _long = self.release.long_call();
+            let _long = self.handle.release().long_call();
             gil::detach(py, || call(dbm))
-        } else if self.release.record_call_releases() {
+        } else if self.handle.release().record_call_releases() {
             gil::detach(py, || call(dbm))
         } else {
             call(dbm)
@@ -120,8 +106,11 @@ impl Database {
     #[inline]
     fn fetch(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
         let engine = self.typed(py)?;
-        let outcome =
-            if self.release.record_call_releases() { gil::detach(py, || engine.get(key)) } else { engine.get(key) };
+        let outcome = if self.handle.release().record_call_releases() {
+            gil::detach(py, || engine.get(key))
+        } else {
+            engine.get(key)
+        };
         outcome.or_raise(py)
     }
 
@@ -132,7 +121,7 @@ impl Database {
     /// back into this database under the engine's lock) the value is copied out first.
     #[inline]
     fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if self.release.record_call_releases() || !self.encoding.runs_no_python() {
+        if self.handle.release().record_call_releases() || !self.encoding.runs_no_python() {
             return self.fetch(py, key)?.map(|value| self.encoding.output(py, &value)).transpose();
         }
         let mut found = None;
@@ -146,9 +135,9 @@ impl Database {
     fn store(&self, py: Python<'_>, key: &[u8], value: &[u8], overwrite: bool) -> PyResult<kura::Result<()>> {
         let engine = self.typed(py)?;
         if value.len() >= BIG_VALUE {
-            let _long = self.release.long_call();
+            let _long = self.handle.release().long_call();
             Ok(gil::detach(py, || engine.set(key, value, overwrite)))
-        } else if self.release.record_call_releases() {
+        } else if self.handle.release().record_call_releases() {
             Ok(gil::detach(py, || engine.set(key, value, overwrite)))
         } else {
             Ok(engine.set(key, value, overwrite))
@@ -179,19 +168,19 @@ impl Opened for Database {
     }
 
     fn releases_gil(&self) -> bool {
-        self.release.releases_records()
+        self.handle.release().releases_records()
     }
 
-    fn dbm(&self) -> &Arc<dyn Dbm> {
-        &self.dbm
+    fn dbm(&self) -> Arc<dyn Dbm> {
+        self.handle.shared()
     }
 
     fn tree(&self) -> Option<&Arc<TreeDbm>> {
-        self.engine.tree()
+        self.handle.live().and_then(TypedDbm::tree)
     }
 
     fn ordered(&self) -> bool {
-        self.ordered
+        self.handle.is_ordered()
     }
 }
 
@@ -208,29 +197,11 @@ impl Database {
     #[new]
     #[pyo3(signature = (path, mode = "r", **kwargs))]
     fn new(py: Python<'_>, path: PathBuf, mode: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Database> {
-        let open_mode = OpenMode::from_flag(mode).or_raise(py)?;
         let encoding = encoding_option(kwargs)?;
         let release_gil = release_gil_option(kwargs)?;
         let params: Params = params::from_kwargs(kwargs)?;
-        let kind = kura::registry::resolve(&path, &params).or_raise(py)?;
-        let engine = py
-            .detach(|| kind.open(&path, open_mode, &params.without("engine")))
-            .map(|dbm| TypedDbm::new(Arc::from(dbm)))
-            .or_raise(py)?;
-        let dbm = engine.shared();
-        let release = LockRelease::new(&*dbm, release_gil);
-        let ordered = engine.is_ordered();
-        Ok(Database {
-            engine,
-            dbm,
-            kind,
-            ordered,
-            path,
-            flag: mode.to_string(),
-            encoding,
-            release,
-            closed: AtomicBool::new(false),
-        })
+        let handle = py.detach(|| DbHandle::open(path, mode, &params, release_gil)).or_raise(py)?;
+        Ok(Database { handle, encoding })
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -263,7 +234,7 @@ impl Database {
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         // A read (`process` would lock the record for writing on a writable handle).
         let raw = self.key(key)?;
-        if self.release.record_call_releases() {
+        if self.handle.release().record_call_releases() {
             return Ok(self.fetch(py, &raw)?.is_some());
         }
         let mut found = false;
@@ -322,7 +293,7 @@ impl Database {
         // The keys were converted with the GIL held (a bad one is a TypeError before anything
         // is looked up); the values come back in one buffer, made into objects once it is back.
         let fetched = {
-            let _long = self.release.long_call();
+            let _long = self.handle.release().long_call();
             gil::detach(py, || PackedBytes::collect(refs.len(), |visit| engine.get_many_with(&refs, visit)))
         }
         .or_raise(py)?;
@@ -553,7 +524,7 @@ impl Database {
     fn batch(slf: Bound<'_, Self>) -> PyResult<Batch> {
         let this = slf.get();
         this.check_open(slf.py())?;
-        Ok(Batch::new(this.dbm.clone(), this.encoding.clone()))
+        Ok(Batch::new(this.handle.shared(), this.encoding.clone()))
     }
 
     /// Writes buffered changes to the file; with `hard=True` also to the device (fsync).
@@ -605,25 +576,25 @@ impl Database {
 
     #[getter]
     fn path(&self) -> PathBuf {
-        self.path.clone()
+        self.handle.path().to_path_buf()
     }
 
     /// The engine's name: hash, tree, tiny, baby, cache.
     #[getter]
     fn engine(&self) -> &'static str {
-        self.kind.name
+        self.handle.kind().name
     }
 
     /// Whether the engine keeps keys in order (`range` and backward cursors work).
     #[getter]
     fn ordered(&self) -> bool {
-        self.ordered
+        self.handle.is_ordered()
     }
 
     /// The open flag: r, w, c or n.
     #[getter]
     fn mode(&self) -> &str {
-        &self.flag
+        self.handle.flag()
     }
 
     /// The text encoding results are decoded with, or None for bytes.
@@ -634,28 +605,25 @@ impl Database {
 
     #[getter]
     fn writable(&self) -> bool {
-        self.dbm.is_writable()
+        self.handle.is_writable()
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.handle.is_closed()
     }
 
     /// Whether record calls release the GIL (see `kura.open(release_gil=...)`).
     #[getter]
     fn release_gil(&self) -> bool {
-        self.release.releases_records()
+        self.handle.release().releases_records()
     }
 
     /// Flushes and closes the database; later calls raise `kura.ClosedError`. Closing twice is
     /// harmless.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let dbm = &*self.dbm;
-        py.detach(|| dbm.close()).or_raise(py)
+        let handle = &self.handle;
+        py.detach(|| handle.close()).or_raise(py)
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
@@ -675,9 +643,9 @@ impl Database {
         Ok(format!(
             "<{} {:?} engine={} mode={:?}{}>",
             slf.get_type().qualname()?,
-            this.path.display().to_string(),
-            this.kind.name,
-            this.flag,
+            this.handle.path().display().to_string(),
+            this.handle.kind().name,
+            this.handle.flag(),
             state
         ))
     }

@@ -2,12 +2,12 @@
 //!
 //! The exception classes live in the pure-Python module `kura.errors` (so that some can derive
 //! from two builtins, e.g. `FileError(Error, OSError)`); this file looks them up once and maps
-//! each `ErrorKind` to its class. Errors caused by the operating system carry their errno, as
+//! each binding error class (`kura::binding::ErrorClass`, the table from `ErrorKind` both
+//! bindings share) to its own. Errors caused by the operating system carry their errno, as
 //! `OSError` does.
 
-use std::error::Error as _;
-
-use kura::{Error, ErrorKind};
+use kura::binding::{os_error, ErrorClass};
+use kura::Error;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -53,48 +53,56 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
     })
 }
 
+impl Classes {
+    /// The class of `kura.errors` for a binding error class (`kura::binding::ErrorClass`, the
+    /// table both bindings share).
+    fn of(&self, class: ErrorClass) -> &Py<PyType> {
+        match class {
+            ErrorClass::NotFound => &self.not_found,
+            ErrorClass::FileMissing => &self.file_not_found,
+            ErrorClass::Duplicate => &self.duplicate,
+            ErrorClass::InvalidArgument => &self.invalid,
+            ErrorClass::BrokenData => &self.broken,
+            ErrorClass::Locked => &self.locked,
+            ErrorClass::File => &self.file,
+            ErrorClass::Infeasible => &self.infeasible,
+            ErrorClass::Closed => &self.closed,
+            ErrorClass::NotOrdered => &self.not_ordered,
+            ErrorClass::Limit => &self.limit,
+            ErrorClass::Internal => &self.internal,
+        }
+    }
+}
+
+/// An exception of `class` with `message`.
+fn raise(py: Python<'_>, class: ErrorClass, message: String) -> PyErr {
+    match classes(py) {
+        Ok(classes) => PyErr::from_type(classes.of(class).bind(py).clone(), (message,)),
+        Err(import_failure) => import_failure,
+    }
+}
+
 /// The Python exception for a Kura error.
 pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
-    let classes = match classes(py) {
-        Ok(classes) => classes,
-        Err(import_failure) => return import_failure,
-    };
-    let message = err.message().to_string();
-    let os_errno =
-        err.source().and_then(|source| source.downcast_ref::<std::io::Error>()).and_then(std::io::Error::raw_os_error);
-    if let (Some(errno), ErrorKind::Io | ErrorKind::NotFound) = (os_errno, err.kind()) {
+    let class = ErrorClass::of(&err);
+    let errno = os_error(&err).and_then(std::io::Error::raw_os_error);
+    match (class, errno, classes(py)) {
         // OSError(errno, strerror) sets `.errno` and `.strerror` like the builtin errors.
-        let class = if err.kind() == ErrorKind::NotFound { &classes.file_not_found } else { &classes.file };
-        return PyErr::from_type(class.bind(py).clone(), (errno, message));
+        (ErrorClass::File | ErrorClass::FileMissing, Some(errno), Ok(classes)) => {
+            PyErr::from_type(classes.of(class).bind(py).clone(), (errno, err.message().to_string()))
+        }
+        _ => raise(py, class, err.message().to_string()),
     }
-    let class = match err.kind() {
-        ErrorKind::NotFound => &classes.not_found,
-        ErrorKind::Duplicate => &classes.duplicate,
-        ErrorKind::InvalidArgument => &classes.invalid,
-        ErrorKind::BrokenData => &classes.broken,
-        ErrorKind::Locked => &classes.locked,
-        ErrorKind::Io => &classes.file,
-        ErrorKind::Infeasible => &classes.infeasible,
-        ErrorKind::Limit => &classes.limit,
-        ErrorKind::Internal => &classes.internal,
-    };
-    PyErr::from_type(class.bind(py).clone(), (message,))
 }
 
 /// `kura.ClosedError`: the database was used after `close()`.
 pub fn closed(py: Python<'_>) -> PyErr {
-    match classes(py) {
-        Ok(classes) => PyErr::from_type(classes.closed.bind(py).clone(), ("the database is closed",)),
-        Err(import_failure) => import_failure,
-    }
+    raise(py, ErrorClass::Closed, "the database is closed".to_string())
 }
 
 /// `kura.NotOrderedError`: a key-order operation on a hash or cache engine.
 pub fn not_ordered(py: Python<'_>, message: String) -> PyErr {
-    match classes(py) {
-        Ok(classes) => PyErr::from_type(classes.not_ordered.bind(py).clone(), (message,)),
-        Err(import_failure) => import_failure,
-    }
+    raise(py, ErrorClass::NotOrdered, message)
 }
 
 /// `kura.Error` with a message, for failures found by the binding itself.

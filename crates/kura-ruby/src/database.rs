@@ -15,15 +15,12 @@
 //! while an engine lock is held:
 //! values are copied out of the engine before Ruby strings are made of them.
 
-use std::ops::Bound;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-use kura::binding::LockRelease;
-use kura::{Action, Dbm, OpenMode, PackedBytes, Params, TypedDbm};
+use kura::binding::DbHandle;
+use kura::{Action, Dbm, PackedBytes, Params, TypedDbm};
 use magnus::encoding::{Index, RbEncoding};
 use magnus::{Error, IntoValue, RArray, RHash, RString, Ruby, Value};
+use std::ops::Bound;
+use std::path::PathBuf;
 
 use crate::batch::Batch;
 use crate::convert::{Input, Output};
@@ -33,21 +30,11 @@ use crate::walk::{Kind, Walk, Yield};
 
 #[magnus::wrap(class = "Kura::DB", free_immediately, size)]
 pub struct Database {
-    /// Typed for the hot path (`[]`, `[]=`) and for TreeDbm's ranges.
-    engine: TypedDbm,
-    /// The same engine as a trait object, for everything else.
-    dbm: Arc<dyn Dbm>,
-    kind: &'static kura::Engine,
-    /// Whether the engine keeps keys in order (a shard set of trees does, though its
-    /// registry entry, which describes the default hash shards, says not).
-    ordered: bool,
-    path: PathBuf,
-    mode: String,
+    /// The open database: its engine, what it is, how it was opened, when its calls release
+    /// the GVL (record calls, and long calls, counted: see the file header), whether it is
+    /// closed (`kura::binding::DbHandle`, shared with Python's `kura.Database`).
+    handle: DbHandle,
     output: Output,
-    /// When engine calls release the GVL: record calls, and long calls (counted, see the
-    /// file header).
-    release: LockRelease,
-    closed: AtomicBool,
 }
 
 /// Keys from which a batched lookup (`values_at` and its kin) runs as a long call, with the
@@ -72,50 +59,30 @@ impl Database {
         encoding: Option<RbEncoding>,
         release_gvl: Option<bool>,
     ) -> Result<Database, Error> {
-        let open_mode = OpenMode::from_flag(&mode).or_raise(ruby)?;
         let params = params_of(params);
-        let path = PathBuf::from(path);
-        let kind = kura::registry::resolve(&path, &params).or_raise(ruby)?;
-        let engine_params = params.without("engine");
-        let dbm: Arc<dyn Dbm> = Arc::from(without_gvl(|| kind.open(&path, open_mode, &engine_params)).or_raise(ruby)?);
-        let release = without_gvl(|| LockRelease::new(&*dbm, release_gvl));
-        let engine = TypedDbm::new(dbm.clone());
-        Ok(Database {
-            ordered: engine.is_ordered(),
-            engine,
-            dbm,
-            kind,
-            path,
-            mode,
-            output: Output::new(encoding.map(Index::from)),
-            release,
-            closed: AtomicBool::new(false),
-        })
+        let handle = without_gvl(|| DbHandle::open(PathBuf::from(path), &mode, &params, release_gvl)).or_raise(ruby)?;
+        Ok(Database { handle, output: Output::new(encoding.map(Index::from)) })
     }
 
     /// The engine, or ClosedError.
     #[inline]
     fn live(&self, ruby: &Ruby) -> Result<&TypedDbm, Error> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(errors::closed(ruby));
-        }
-        Ok(&self.engine)
+        self.handle.live().ok_or_else(|| errors::closed(ruby))
     }
 
     /// Whether a record call releases the GVL: always on a database that says so, else while
     /// another thread is in a long call (whose lock the record call may wait for).
     #[inline]
     fn record_call_releases(&self) -> bool {
-        self.release.record_call_releases()
+        self.handle.release().record_call_releases()
     }
 
     /// Runs a long call (`long`: I/O, many records) with the GVL released, counted in
     /// `busy`, or a record call as `record_call_releases` says.
     fn run<T>(&self, ruby: &Ruby, long: bool, call: impl FnOnce(&dyn Dbm) -> kura::Result<T>) -> Result<T, Error> {
-        self.live(ruby)?;
-        let dbm = &*self.dbm;
+        let dbm = self.live(ruby)?.dbm();
         let outcome = if long {
-            let _long = self.release.long_call();
+            let _long = self.handle.release().long_call();
             without_gvl(|| call(dbm))
         } else if self.record_call_releases() {
             without_gvl(|| call(dbm))
@@ -237,24 +204,24 @@ impl Database {
         let in_key_order = lower.is_some() || upper.is_some() || reversed;
         let lower = bound(ruby, lower, lower_inclusive)?;
         let upper = bound(ruby, upper, upper_inclusive)?;
-        let dbm = rb_self.dbm.clone();
-        let tree = rb_self.engine.tree().cloned();
+        let dbm = rb_self.handle.shared();
+        let tree = rb_self.live(ruby)?.tree().cloned();
         let mut walk = match &tree {
             Some(tree) => Walk::new(Kind::Tree { range: tree.range((lower, upper)), reversed }),
-            None if rb_self.ordered => Walk::new(Kind::Ordered {
+            None if rb_self.handle.is_ordered() => Walk::new(Kind::Ordered {
                 cursor: dbm.ordered_cursor().or_raise(ruby)?,
                 lower,
                 upper,
                 reversed,
                 started: false,
             }),
-            None if in_key_order => return Err(errors::not_ordered(ruby, rb_self.kind.name)),
+            None if in_key_order => return Err(errors::not_ordered(ruby, rb_self.handle.kind().name)),
             None => Walk::new(Kind::Plain { cursor: dbm.cursor().or_raise(ruby)?, started: false }),
         };
         loop {
             rb_self.live(ruby)?;
             let chunk = {
-                let _long = rb_self.release.long_call();
+                let _long = rb_self.handle.release().long_call();
                 without_gvl(|| walk.next_chunk(what))
             }
             .or_raise(ruby)?;
@@ -340,38 +307,34 @@ impl Database {
 
     /// Flushes and releases the database; closing twice is harmless.
     pub fn close(ruby: &Ruby, rb_self: &Database) -> Result<(), Error> {
-        if rb_self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let dbm = &*rb_self.dbm;
-        let _long = rb_self.release.long_call();
-        without_gvl(|| dbm.close()).or_raise(ruby)
+        let handle = &rb_self.handle;
+        without_gvl(|| handle.close()).or_raise(ruby)
     }
 
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.handle.is_closed()
     }
 
     pub fn path(&self) -> String {
-        self.path.display().to_string()
+        self.handle.path().display().to_string()
     }
 
     /// The engine's registry name: hash, tree, ...
     pub fn engine(&self) -> &'static str {
-        self.kind.name
+        self.handle.kind().name
     }
 
     /// Whether the engine keeps keys in order (from:, to:, reversed:, range).
     pub fn is_ordered(&self) -> bool {
-        self.ordered
+        self.handle.is_ordered()
     }
 
     pub fn is_writable(&self) -> bool {
-        self.dbm.is_writable()
+        self.handle.is_writable()
     }
 
     pub fn mode(&self) -> String {
-        self.mode.clone()
+        self.handle.flag().to_string()
     }
 
     /// The encoding results are tagged with; nil for binary (ASCII-8BIT).
@@ -380,7 +343,7 @@ impl Database {
     }
 
     pub fn releases_gvl(&self) -> bool {
-        self.release.releases_records()
+        self.handle.release().releases_records()
     }
 }
 

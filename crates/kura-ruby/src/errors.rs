@@ -1,4 +1,5 @@
-//! Kura errors as Ruby exceptions: the `Kura::Error` hierarchy, one class per `ErrorKind`.
+//! Kura errors as Ruby exceptions: the `Kura::Error` hierarchy, one class per binding error
+//! class (`kura::binding::ErrorClass`, the table from `ErrorKind` both bindings share).
 //!
 //! ```text
 //! StandardError
@@ -19,10 +20,9 @@
 //! The classes are defined here, once, when the extension loads; `KeyError` and `TypeError`
 //! are Ruby's own, raised where a `Hash` would raise them.
 
-use std::error::Error as _;
 use std::sync::OnceLock;
 
-use kura::ErrorKind;
+use kura::binding::ErrorClass;
 use magnus::value::Opaque;
 use magnus::{gc, Error, ExceptionClass, Module, RModule, Ruby};
 
@@ -75,45 +75,49 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-fn raise(ruby: &Ruby, pick: impl FnOnce(&Classes) -> Opaque<ExceptionClass>, message: String) -> Error {
+fn raise(ruby: &Ruby, class: ErrorClass, message: String) -> Error {
     match CLASSES.get() {
-        Some(classes) => Error::new(ruby.get_inner(pick(classes)), message),
+        Some(classes) => Error::new(ruby.get_inner(classes.of(class)), message),
         None => Error::new(ruby.exception_runtime_error(), format!("kura: extension not initialised: {message}")),
+    }
+}
+
+impl Classes {
+    /// The Ruby class of a binding error class (`kura::binding::ErrorClass`, the table both
+    /// bindings share).
+    fn of(&self, class: ErrorClass) -> Opaque<ExceptionClass> {
+        match class {
+            ErrorClass::NotFound => self.not_found,
+            ErrorClass::FileMissing => self.file_missing,
+            ErrorClass::Duplicate => self.duplicate,
+            ErrorClass::InvalidArgument => self.invalid,
+            ErrorClass::BrokenData => self.broken,
+            ErrorClass::Locked => self.locked,
+            ErrorClass::File => self.file,
+            ErrorClass::Infeasible => self.infeasible,
+            ErrorClass::Closed => self.closed,
+            ErrorClass::NotOrdered => self.not_ordered,
+            ErrorClass::Limit => self.limit,
+            ErrorClass::Internal => self.internal,
+        }
     }
 }
 
 /// The Ruby exception for a Kura error.
 pub fn to_ruby(ruby: &Ruby, err: kura::Error) -> Error {
-    let from_os = err.source().is_some_and(|source| source.is::<std::io::Error>());
-    let message = err.message().to_string();
-    raise(
-        ruby,
-        |c| match err.kind() {
-            ErrorKind::NotFound if from_os => c.file_missing,
-            ErrorKind::NotFound => c.not_found,
-            ErrorKind::Duplicate => c.duplicate,
-            ErrorKind::InvalidArgument => c.invalid,
-            ErrorKind::BrokenData => c.broken,
-            ErrorKind::Locked => c.locked,
-            ErrorKind::Io => c.file,
-            ErrorKind::Infeasible => c.infeasible,
-            ErrorKind::Limit => c.limit,
-            ErrorKind::Internal => c.internal,
-        },
-        message,
-    )
+    raise(ruby, ErrorClass::of(&err), err.message().to_string())
 }
 
 /// `Kura::ClosedError`: the database was used after `close`.
 pub fn closed(ruby: &Ruby) -> Error {
-    raise(ruby, |c| c.closed, "the database is closed".to_string())
+    raise(ruby, ErrorClass::Closed, "the database is closed".to_string())
 }
 
 /// `Kura::NotOrderedError`: a key-order operation on an engine without key order.
 pub fn not_ordered(ruby: &Ruby, engine: &str) -> Error {
     raise(
         ruby,
-        |c| c.not_ordered,
+        ErrorClass::NotOrdered,
         format!("key order (from:, to:, reversed:, range) needs an ordered engine; this database is {engine}"),
     )
 }

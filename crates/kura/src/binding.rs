@@ -1,5 +1,7 @@
-//! What the Python and Ruby bindings share about their interpreter's lock (CPython's GIL,
-//! Ruby's GVL), so that each keeps only its own types and idioms (feature `binding`):
+//! What the Python and Ruby bindings share, so that each keeps only its own types and
+//! idioms (feature `binding`): `DbHandle` (`handle.rs`), one open database; `ErrorClass`
+//! (`error_class.rs`), the one table from a Kura error to an exception class; and, here,
+//! what they share about their interpreter's lock (CPython's GIL, Ruby's GVL):
 //!
 //! - `LockRelease`: whether an engine call runs with the lock released. Long calls (I/O,
 //!   many records) always do, counted while they run (`busy`); record calls do on a
@@ -17,6 +19,12 @@
 //!   between its re-acquire here and its next release here: a holder that let go of the lock
 //!   elsewhere leaves a stale mark that costs one bounded spin (`MAX_SPIN`). The lock itself
 //!   is always taken by the interpreter, so the spin can delay a thread but never deadlock.
+
+mod error_class;
+mod handle;
+
+pub use error_class::{os_error, ErrorClass};
+pub use handle::DbHandle;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

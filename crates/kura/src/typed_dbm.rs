@@ -54,6 +54,14 @@ impl TypedDbm {
         dispatch!(self, dbm => dbm.clone())
     }
 
+    /// The engine as a trait object, borrowed: the same object as `shared`.
+    pub fn dbm(&self) -> &dyn Dbm {
+        dispatch!(self, dbm => {
+            let dbm: &dyn Dbm = &**dbm;
+            dbm
+        })
+    }
+
     /// The tree engine, for what only TreeDbm has (atomic batches, ranges in its own order).
     pub fn tree(&self) -> Option<&Arc<TreeDbm>> {
         match self {
