@@ -31,7 +31,7 @@ use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
 use super::slot_group::SlotGroup;
-use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
+use super::slotted::{share, Padded, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
@@ -355,13 +355,6 @@ pub struct CacheDbm {
     backing: Backing,
 }
 
-/// Splits `total` into `parts` shares adding up to it.
-fn share(total: u64, parts: usize, index: usize) -> usize {
-    let parts = parts as u64;
-    let extra = u64::from((index as u64) < total % parts);
-    usize::try_from(total / parts + extra).unwrap_or(usize::MAX)
-}
-
 impl CacheDbm {
     /// `kura restore`: copies every record of every intact block of the snapshot `source`
     /// into a new snapshot `dest` (docs/memory.md, "Salvage").
@@ -404,9 +397,7 @@ impl CacheDbm {
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
         let snapshot = opened.snapshot.as_deref().map(Snapshot::read).transpose()?;
         let params = match &snapshot {
-            Some(snapshot) => params.or_defaults(&Params::parse(snapshot.params()).map_err(|e| {
-                Error::broken(format!("memory snapshot: the saved parameters do not parse: {}", e.message()))
-            })?),
+            Some(snapshot) => snapshot.params_under(params)?,
             None => params.clone(),
         };
         let dbm = Self::with_backing(&params, opened.backing)?;

@@ -30,7 +30,7 @@ use super::backing::{self, Backing};
 use super::key_hash::{hash_key, slot_of};
 use super::segment_index::{tag_of, Location, Position, SegmentIndex, MAX_SEGMENTS};
 use super::segments::{record_len, too_large, Segments, StoredRecord};
-use super::slotted::{Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
+use super::slotted::{share, Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
@@ -275,13 +275,6 @@ pub struct SegCacheDbm {
     backing: Backing,
 }
 
-/// Splits `total` into `parts` shares adding up to it.
-fn share(total: u64, parts: usize, index: usize) -> usize {
-    let parts = parts as u64;
-    let extra = u64::from((index as u64) < total % parts);
-    usize::try_from(total / parts + extra).unwrap_or(usize::MAX)
-}
-
 impl SegCacheDbm {
     /// `kura restore`: copies every record of every intact block of the snapshot `source`
     /// into a new snapshot `dest` (docs/memory.md, "Salvage").
@@ -310,9 +303,7 @@ impl SegCacheDbm {
         let opened = Backing::open(path.as_ref(), mode, CLASS)?;
         let snapshot = opened.snapshot.as_deref().map(Snapshot::read).transpose()?;
         let params = match &snapshot {
-            Some(snapshot) => params.or_defaults(&Params::parse(snapshot.params()).map_err(|e| {
-                Error::broken(format!("memory snapshot: the saved parameters do not parse: {}", e.message()))
-            })?),
+            Some(snapshot) => snapshot.params_under(params)?,
             None => params.clone(),
         };
         let dbm = Self::with_backing(&params, opened.backing)?;

@@ -1,6 +1,6 @@
-//! What TinyDbm and CacheDbm share as sharded hash engines: the cache-line padding of their
-//! slot locks, the reads of a slot's table (`SlotRecords`), and their one cursor, which walks
-//! slot by slot over snapshots of keys.
+//! What the sharded hash engines (TinyDbm, CacheDbm, SegCacheDbm) share: the cache-line
+//! padding of their slot locks, each slot's share of a cap, the reads of a slot's table
+//! (`SlotRecords`), and their one cursor, which walks slot by slot over snapshots of keys.
 //!
 //! Why keys and not positions: a record's cell moves when an insert rebuilds a TinyDbm slot's
 //! table, and a CacheDbm slab index is reused by the next insert after a removal, so a cursor
@@ -271,4 +271,12 @@ impl<S: Slotted> Cursor for SlottedCursor<'_, S> {
         self.settle(index);
         Ok(())
     }
+}
+
+/// Slot `index`'s share of a cap of `total` split over `parts` slots, the shares adding up to
+/// it (the first `total % parts` slots take one more).
+pub fn share(total: u64, parts: usize, index: usize) -> usize {
+    let parts = parts as u64;
+    let extra = u64::from((index as u64) < total % parts);
+    usize::try_from(total / parts + extra).unwrap_or(usize::MAX)
 }

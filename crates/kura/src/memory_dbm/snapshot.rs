@@ -28,6 +28,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, Xxh3};
 
+use crate::dbm::Params;
 use crate::encoding::{encode_varint, ByteReader, Field, HeaderBytes, MAX_VARINT_LEN};
 use crate::engine::Mark;
 use crate::error::{Error, Result};
@@ -375,6 +376,15 @@ impl<'a> Snapshot<'a> {
     /// The parameters the writer stored (empty in a version 1 file).
     pub fn params(&self) -> &'a str {
         self.params
+    }
+
+    /// `given` with the parameters this snapshot was saved with as defaults: a reopen needs
+    /// none, and any given replace the saved ones.
+    pub fn params_under(&self, given: &Params) -> Result<Params> {
+        let saved = Params::parse(self.params()).map_err(|e| {
+            Error::broken(format!("memory snapshot: the saved parameters do not parse: {}", e.message()))
+        })?;
+        Ok(given.or_defaults(&saved))
     }
 
     /// Calls `visit` on each record, in file order, and returns their number (which must be
