@@ -11,6 +11,7 @@ use crate::batch::{BatchOp, WriteBatch};
 use crate::check::{CheckReport, Place};
 use crate::codec::CodecKind;
 use crate::error::{Error, ErrorKind, Result};
+use crate::expiry::Expiry;
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,10 @@ pub enum Action<'v> {
 /// It runs under the record's lock, so it must not call back into the same database.
 pub type Processor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> Action<'v>;
 
+/// A `Processor` that also says when the value it sets expires (None: never); the expiry of
+/// any other action is ignored. See `Dbm::process_expiring`.
+pub type ExpiringProcessor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> (Action<'v>, Option<Expiry>);
+
 /// Name and value pairs describing a database, as printed by `kura inspect`.
 pub type Properties = Vec<(String, String)>;
 
@@ -68,6 +73,14 @@ pub type Properties = Vec<(String, String)>;
 pub trait Dbm: Send + Sync + std::any::Any {
     /// Runs `processor` on the record of `key` atomically and applies its decision.
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()>;
+
+    /// `process`, where a value set carries the instant it expires at. An engine that knows
+    /// expiry (SegCacheDbm) never returns the record from then on and reclaims its memory
+    /// first; the others store the value alone and forever (the default), so a caller that
+    /// needs expiry on every engine keeps it in the value too, as kura-server does.
+    fn process_expiring(&self, key: &[u8], processor: ExpiringProcessor<'_, '_>) -> Result<()> {
+        self.process(key, &mut |old| processor(old).0)
+    }
 
     /// Returns the value of `key`, or a NotFound error.
     fn get(&self, key: &[u8]) -> Result<Vec<u8>> {

@@ -3,6 +3,7 @@
 //! Every engine implements [`Dbm`]; [`open`] picks one by path extension or parameters, from
 //! the one list of engines in [`registry`]. The folders mirror the architecture:
 //! - `dbm.rs`, `batch.rs`, `error.rs`, `check.rs`: the interface every engine implements;
+//! - `expiry.rs`: the instant a record expires at and the clock it is read against;
 //! - `engine.rs`, `registry.rs`: what an engine is, and the list of them with opening by
 //!   extension or `engine=`;
 //! - `encoding/`: varints, a bounds-checked reader and header layouts, for every format;
@@ -35,6 +36,7 @@ pub mod encoding;
 mod encoding;
 mod engine;
 pub mod error;
+pub mod expiry;
 mod file;
 #[cfg(feature = "internals")]
 pub mod fuzz;
@@ -61,12 +63,15 @@ pub use batch::{BatchOp, WriteBatch};
 pub use check::CheckReport;
 pub use codec::{Codec, CodecKind};
 pub use compact_dbm::CompactDbm;
-pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};
+pub use dbm::{
+    Action, Cursor, Dbm, DbmExt, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor, Properties, Records,
+};
 /// LEB128 varints as Kura's formats write them, for a layer that keeps its own metadata in
 /// values (kura-server's item header).
 pub use encoding::{decode_varint, put_varint, varint_len};
 pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
+pub use expiry::{Clock, Expiry, ManualClock};
 pub use hash_dbm::HashDbm;
 pub use journal::journal_path;
 pub use memory_dbm::{BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};

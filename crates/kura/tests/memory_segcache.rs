@@ -3,12 +3,15 @@
 //! operation both caps hold (globally and per slot), every value read is the last one written
 //! for its key (an evicted key reads as absent, never as an older value), and a write that
 //! returned Ok is readable at once. Then: the snapshot round trip and a damaged snapshot
-//! refused, and writers on several threads evicting each other's records.
+//! refused, and writers on several threads evicting each other's records. With expiry (a
+//! hand-moved clock): an expired record is never read, and a record that has not expired is
+//! evicted only when its slot has no segment whose records have all expired.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use kura::{Dbm, DbmExt, ErrorKind, OpenMode, Params, SegCacheDbm};
+use kura::{Action, Clock, Dbm, DbmExt, ErrorKind, Expiry, ManualClock, OpenMode, Params, SegCacheDbm};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -155,6 +158,170 @@ proptest! {
             prop_assert_eq!(&db.get(k).unwrap(), v);
         }
     }
+}
+
+#[derive(Debug, Clone)]
+enum TtlOp {
+    /// Key, value length, seconds to live (None: never expires).
+    Set(u16, usize, Option<u64>),
+    Get(u16),
+    Remove(u16),
+    /// Seconds the clock moves.
+    Advance(u64),
+}
+
+fn ttl_op(keys: u16) -> impl Strategy<Value = TtlOp> {
+    prop_oneof![
+        8 => (0..keys, prop_oneof![8 => 0usize..120, 1 => 200usize..1500],
+              prop_oneof![1 => Just(None), 3 => (0u64..30).prop_map(Some)])
+            .prop_map(|(k, n, ttl)| TtlOp::Set(k, n, ttl)),
+        5 => (0..keys).prop_map(TtlOp::Get),
+        1 => (0..keys).prop_map(TtlOp::Remove),
+        2 => (0u64..8).prop_map(TtlOp::Advance),
+    ]
+}
+
+/// Sets `key` to `value` expiring at `expiry` through `process_expiring`.
+fn set_expiring(db: &SegCacheDbm, key: &[u8], value: &[u8], expiry: Option<Expiry>) -> kura::Result<()> {
+    db.process_expiring(key, &mut |_| (Action::Set(Cow::Borrowed(value)), expiry))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random sets with random sizes and time to live, gets, removes and clock moves, under
+    /// caps that force evictions: the caps hold after every operation; a read returns the
+    /// last value written for its key and only before its expiry (gets, `get_many`, the
+    /// cursor, `process`); and a slot's live evictions grow during an operation only if it
+    /// is left with no segment whose records have all expired (the clock stands still during
+    /// an operation, so such a segment was there all along and eviction passed it over).
+    #[test]
+    fn expired_records_are_never_read_and_go_before_live_ones(
+        cap_records in 20u64..400,
+        cap_bytes in 6_000u64..40_000,
+        num_slots in 1u64..4,
+        keys in 8u16..300,
+        ops in proptest::collection::vec(ttl_op(300), 1..400),
+    ) {
+        let params = Params::new()
+            .with("cap_rec_num", cap_records)
+            .with("num_slots", num_slots)
+            .with("cap_mem_bytes", cap_bytes);
+        let clock = ManualClock::new(1_700_000_000);
+        let db = SegCacheDbm::new(&params).unwrap().with_clock(Clock::Manual(clock.clone()));
+        // What each key last held and when it expires (None: never).
+        let mut model: HashMap<Vec<u8>, (Vec<u8>, Option<u64>)> = HashMap::new();
+        let readable = |model: &HashMap<Vec<u8>, (Vec<u8>, Option<u64>)>, k: &[u8], now: u64| {
+            model.get(k).filter(|(_, expiry)| expiry.is_none_or(|expiry| expiry > now)).map(|(v, _)| v.clone())
+        };
+        for (serial, op) in (0u32..).zip(&ops) {
+            let now = clock.now();
+            let before: Vec<_> = (0..db.num_slots()).map(|slot| db.slot_expiry_state(slot).unwrap()).collect();
+            match op {
+                TtlOp::Set(k, n, ttl) => {
+                    let (k, v) = (key(k % keys), value(*n, serial));
+                    let expiry = ttl.map(|ttl| now + ttl);
+                    match set_expiring(&db, &k, &v, expiry.and_then(Expiry::at_unix_seconds)) {
+                        Ok(()) => {
+                            let expected = expiry.is_none_or(|expiry| expiry > now).then(|| v.clone());
+                            prop_assert_eq!(db.get(&k).ok(), expected, "a write is readable at once, until it expires");
+                            model.insert(k, (v, expiry));
+                        }
+                        Err(e) => {
+                            prop_assert_eq!(e.kind(), ErrorKind::Limit, "{}", e.message());
+                            model.remove(&k);
+                        }
+                    }
+                }
+                TtlOp::Get(k) => {
+                    let k = key(k % keys);
+                    let mut seen = None;
+                    db.process(&k, &mut |old| {
+                        seen = old.map(<[u8]>::to_vec);
+                        Action::Keep
+                    }).unwrap();
+                    prop_assert_eq!(&db.get(&k).ok(), &seen);
+                    if seen.is_some() {
+                        prop_assert_eq!(&seen, &readable(&model, &k, now), "an expired or never written value");
+                    }
+                }
+                TtlOp::Remove(k) => {
+                    let k = key(k % keys);
+                    let _ = db.remove(&k);
+                    model.remove(&k);
+                    prop_assert!(db.get(&k).unwrap_err().is_not_found());
+                }
+                TtlOp::Advance(seconds) => clock.advance(*seconds),
+            }
+            check_caps(&db, cap_records, Some(cap_bytes))?;
+            for (slot, (evictions_before, _)) in before.into_iter().enumerate() {
+                let (evictions, expired_segments) = db.slot_expiry_state(slot).unwrap();
+                prop_assert!(evictions == evictions_before || expired_segments == 0,
+                    "slot {slot} evicted live records while a segment of expired records was left");
+            }
+        }
+        let now = clock.now();
+        let all: Vec<Vec<u8>> = (0..keys).map(key).collect();
+        let refs: Vec<&[u8]> = all.iter().map(Vec::as_slice).collect();
+        let many = db.get_many(&refs).unwrap();
+        let mut readable_present = 0u64;
+        for (k, got) in all.iter().zip(&many) {
+            prop_assert_eq!(got, &db.get(k).ok());
+            if got.is_some() {
+                prop_assert_eq!(got, &readable(&model, k, now));
+                readable_present += 1;
+            } else if readable(&model, k, now).is_some() {
+                prop_assert!(db.evictions() > 0, "a live record is missing though nothing was evicted");
+            }
+        }
+        let mut scanned = 0u64;
+        for record in db.records().unwrap() {
+            let (k, v) = record.unwrap();
+            prop_assert_eq!(Some(v), readable(&model, &k, now), "the cursor shows an expired record");
+            scanned += 1;
+        }
+        prop_assert_eq!(scanned, readable_present);
+    }
+}
+
+/// Records that never expire, then short-lived records that fill the cache, and expire; then
+/// more records that never expire, the two sets together well within what the cache holds:
+/// all of them stay. The expired records' segments make the room, where CLOCK alone would
+/// compact the oldest segment first, which holds the first records, never read.
+#[test]
+fn expired_segments_make_room_before_live_records_go() {
+    let cap_bytes = 64u64 << 10;
+    let params = Params::new().with("cap_rec_num", 1_000_000).with("num_slots", 2).with("cap_mem_bytes", cap_bytes);
+    let clock = ManualClock::new(1_700_000_000);
+    let db = SegCacheDbm::new(&params).unwrap().with_clock(Clock::Manual(clock.clone()));
+    let first: Vec<Vec<u8>> = (0..60).map(|i| format!("first{i}").into_bytes()).collect();
+    for k in &first {
+        db.set(k, &[1; 100], true).unwrap();
+    }
+    let short = Expiry::at_unix_seconds(clock.now() + 10);
+    let mut written = 0;
+    while db.mem_usage() + 2_000 < cap_bytes {
+        set_expiring(&db, format!("short{written}").as_bytes(), &[2; 100], short).unwrap();
+        written += 1;
+    }
+    assert_eq!(db.evictions(), 0);
+    assert!(written > 300, "{written} short-lived records fill the cache");
+    clock.advance(10);
+    assert!(db.get(b"short0").unwrap_err().is_not_found(), "expired at its second");
+    let later: Vec<Vec<u8>> = (0..200).map(|i| format!("later{i}").into_bytes()).collect();
+    for k in &later {
+        db.set(k, &[3; 100], true).unwrap();
+    }
+    assert_eq!(db.evictions(), 0, "a live record was evicted while expired ones were left");
+    for k in &first {
+        assert_eq!(db.get(k).unwrap(), [1; 100]);
+    }
+    for k in &later {
+        assert_eq!(db.get(k).unwrap(), [3; 100]);
+    }
+    assert!(db.expired() > 0);
+    assert!(db.mem_usage() <= cap_bytes);
+    assert_eq!(db.records().unwrap().count(), first.len() + later.len(), "only the live records are scanned");
 }
 
 /// Records read often survive the eviction of their segment; records never read go first.

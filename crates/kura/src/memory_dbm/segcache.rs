@@ -16,6 +16,19 @@
 //! has been compacted once in a row without making room, the next compaction evicts
 //! regardless of reference bits, so a write always finishes.
 //!
+//! Expiry: a record set through `Dbm::process_expiring` carries the Unix second it expires at
+//! (4 bytes in its segment; none for a record without one), and each segment the second by
+//! which all the records written to it since its last compaction have expired. From its
+//! expiry on, a record is never returned (gets, `get_many`, cursors, `process`, snapshots),
+//! though it stays in the index, and in `count`, until its segment is compacted. The rule
+//! eviction keeps: whenever a slot needs room (its active segment is full, or its index is at
+//! the record cap or its load), it first compacts a segment whose records have all expired,
+//! oldest first, before it allocates memory and before it evicts any record that has not
+//! expired; a compaction for any reason drops the expired records it meets (counted as
+//! `expired`, not as evictions). So a live record is evicted only when no segment of its slot
+//! holds expired records alone. Records are not grouped by TTL: a segment mixing long and
+//! short expiries frees its short-lived records only when CLOCK reaches it (docs/memory.md).
+//!
 //! The trade against CacheDbm's exact LRU: a hit only sets a bit, and only if it was clear
 //! (no list to relink, nothing written for a record already referenced), so a get is one
 //! index probe and one record read; but the victim is a record of the oldest segment not
@@ -32,10 +45,12 @@ use super::segment_index::{tag_of, Location, Position, SegmentIndex, MAX_SEGMENT
 use super::segments::{record_len, too_large, Segments, StoredRecord};
 use super::slotted::{share, Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
+use crate::dbm::ExpiringProcessor;
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
 use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
+use crate::expiry::{Clock, Expiry};
 use crate::multi_get::MAX_LOCKS;
 
 /// Default slot count, as CacheDbm's.
@@ -66,7 +81,12 @@ pub struct Slot {
     cap_bytes: usize,
     /// `policy=noevict`: a write that would need an eviction is refused instead.
     no_evict: bool,
+    /// Records that had not expired, evicted to make room.
     evictions: u64,
+    /// Expired records dropped by a compaction.
+    expired: u64,
+    /// What records' expiry is compared with.
+    clock: Clock,
 }
 
 impl Slot {
@@ -80,9 +100,22 @@ impl Slot {
         self.index.find(tag_of(hash), |location| segments.read(location).is_some_and(|record| record.key == key))
     }
 
+    /// The record at `position`, expired or not.
     #[inline]
     fn record(&self, position: Position) -> Option<StoredRecord<'_>> {
         self.segments.read(self.index.location(position))
+    }
+
+    /// The record at `position`, unless it has expired.
+    #[inline]
+    fn live_record(&self, position: Position) -> Option<StoredRecord<'_>> {
+        self.record(position).filter(|record| self.unexpired(record))
+    }
+
+    /// Whether `record` has not expired now (the clock is read only for a record that expires).
+    #[inline]
+    fn unexpired(&self, record: &StoredRecord<'_>) -> bool {
+        !record.expiry.is_some_and(|expiry| expiry.has_passed(self.clock.now()))
     }
 
     /// A Limit error unless a record of `len` bytes can be stored once everything else is
@@ -97,17 +130,39 @@ impl Slot {
         Ok(())
     }
 
-    /// Compacts the oldest segment (the active one if it is the only one): records not
-    /// referenced (all of them if `force`) are evicted, the others kept with their reference
-    /// bit cleared. Under `policy=noevict` only dead records go. `room`: see
-    /// `Segments::compact`. False if there was no segment.
+    /// Compacts a segment whose records have all expired, if there is one (oldest first), or
+    /// else the oldest segment (the active one if it is the only one): expired records are
+    /// dropped, records not referenced (all of them if `force`) are evicted, the others kept
+    /// with their reference bit cleared. Under `policy=noevict` only dead and expired records
+    /// go. `room`: see `Segments::compact`. False if there was no segment.
     fn reclaim(&mut self, room: Option<usize>, force: bool) -> bool {
-        let Some(id) = self.segments.take_oldest() else { return false };
-        let (index, evictions, no_evict) = (&mut self.index, &mut self.evictions, self.no_evict);
-        self.segments.compact(id, room, |old, key, new| {
-            let Some(position) = index.find_location(tag_of(hash_key(key)), old) else { return false };
+        let now = self.clock.now();
+        let Some(id) = self.segments.take_expired(now).or_else(|| self.segments.take_oldest()) else { return false };
+        self.compact(id, room, force, now);
+        true
+    }
+
+    /// Compacts a segment whose records have all expired, if there is one: what a slot does
+    /// before it allocates memory. False if there was none.
+    fn reclaim_expired(&mut self, room: Option<usize>) -> bool {
+        let now = self.clock.now();
+        let Some(id) = self.segments.take_expired(now) else { return false };
+        self.compact(id, room, false, now);
+        true
+    }
+
+    /// Compacts segment `id`, taken out of the fill order (see `reclaim`).
+    fn compact(&mut self, id: u16, room: Option<usize>, force: bool, now: u64) {
+        let (index, no_evict) = (&mut self.index, self.no_evict);
+        let (evictions, expired) = (&mut self.evictions, &mut self.expired);
+        self.segments.compact(id, room, |old, record, new| {
+            let Some(position) = index.find_location(tag_of(hash_key(record.key)), old) else { return false };
             let referenced = index.is_referenced(position);
-            if no_evict || (referenced && !force) {
+            if record.has_expired(now) {
+                index.remove(position);
+                *expired += 1;
+                false
+            } else if no_evict || (referenced && !force) {
                 index.relocate(position, new, referenced && no_evict);
                 true
             } else {
@@ -116,7 +171,6 @@ impl Slot {
                 false
             }
         });
-        true
     }
 
     /// Makes room in the index for one more record: grows it if the memory share allows,
@@ -125,6 +179,10 @@ impl Slot {
         let rounds = self.segments.count();
         let mut attempts = 0;
         while self.index.len() >= self.cap_records || !self.index.has_room() {
+            // Expired records' segments go first, before the index grows or anything is evicted.
+            if self.reclaim_expired(None) {
+                continue;
+            }
             if self.index.len() < self.cap_records && !self.index.has_room() {
                 let grown = self.index.bytes_for_one_more();
                 let usage_after = self.mem_usage() - self.index.bytes() + grown;
@@ -145,25 +203,33 @@ impl Slot {
         Ok(())
     }
 
-    /// Stores the record of `len` bytes in a segment, evicting to make room.
-    fn store_in_segment(&mut self, key: &[u8], value: &[u8], len: usize) -> Result<Location> {
+    /// Stores the record of `len` bytes in a segment: in the active one if it has room; else
+    /// in a segment whose records have all expired, compacted; else in new memory if the cap
+    /// allows; else evicting to make room.
+    fn store_in_segment(&mut self, key: &[u8], value: &[u8], expiry: Option<Expiry>, len: usize) -> Result<Location> {
         let segment_bytes = self.segments.segment_bytes();
         let rounds = self.segments.count();
+        let room = (len <= segment_bytes).then_some(len);
         let mut attempts = 0;
         loop {
-            if len > segment_bytes {
-                if self.mem_usage() + len <= self.cap_bytes && self.segments.has_free_id() {
-                    return self.segments.store_oversized(key, value).ok_or_else(|| too_large(len, self.cap_bytes));
-                }
-            } else {
-                if let Some(location) = self.segments.append(key, value) {
+            if len <= segment_bytes {
+                if let Some(location) = self.segments.append(key, value, expiry) {
                     return Ok(location);
                 }
-                if self.mem_usage() + segment_bytes <= self.cap_bytes && self.segments.start_segment() {
-                    continue;
-                }
             }
-            let room = (len <= segment_bytes).then_some(len);
+            if self.reclaim_expired(room) {
+                continue;
+            }
+            if len > segment_bytes {
+                if self.mem_usage() + len <= self.cap_bytes && self.segments.has_free_id() {
+                    return self
+                        .segments
+                        .store_oversized(key, value, expiry)
+                        .ok_or_else(|| too_large(len, self.cap_bytes));
+                }
+            } else if self.mem_usage() + segment_bytes <= self.cap_bytes && self.segments.start_segment() {
+                continue;
+            }
             if attempts > 2 * rounds + 2 || !self.reclaim(room, attempts >= rounds) {
                 return Err(if self.no_evict { full_no_evict() } else { too_large(len, self.cap_bytes) });
             }
@@ -171,15 +237,29 @@ impl Slot {
         }
     }
 
-    /// Sets `key` to `value`: appends the record, then points the index at it (the former
-    /// record, if any, becomes dead). `found`: the key's entry before the call.
-    fn write(&mut self, key: &[u8], value: &[u8], hash: u64, found: Option<Position>) -> Result<()> {
-        let len = record_len(key.len(), value.len());
+    /// Sets `key` to `value`, expiring at `expiry`: appends the record, then points the index
+    /// at it (the former record, if any, becomes dead). `found`: the key's entry before the
+    /// call, expired or not. A value that has already expired removes the record instead.
+    fn write(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        expiry: Option<Expiry>,
+        hash: u64,
+        found: Option<Position>,
+    ) -> Result<()> {
+        if expiry.is_some_and(|expiry| expiry.has_passed(self.clock.now())) {
+            if let Some(position) = found {
+                self.remove(position);
+            }
+            return Ok(());
+        }
+        let len = record_len(key.len(), value.len(), expiry.is_some());
         self.check_fits(len)?;
         if found.is_none() {
             self.make_index_room()?;
         }
-        let location = self.store_in_segment(key, value, len)?;
+        let location = self.store_in_segment(key, value, expiry, len)?;
         // Making room may have moved or evicted the key's former record: look it up again.
         match self.find(key, hash) {
             Some(position) => {
@@ -214,15 +294,23 @@ impl Slot {
 
     /// The live records in eviction order: the oldest segment first.
     fn live_in_eviction_order(&self) -> impl Iterator<Item = StoredRecord<'_>> {
+        let now = self.clock.now();
         self.segments
             .eviction_order()
             .flat_map(|id| self.segments.segment_records(id))
-            .filter(|(location, record)| self.is_live(*location, record.key))
+            .filter(move |(location, record)| self.is_live(*location, record, now))
             .map(|(_, record)| record)
     }
 
-    fn is_live(&self, location: Location, key: &[u8]) -> bool {
-        self.index.find_location(tag_of(hash_key(key)), location).is_some()
+    /// Whether the record at `location` is the one the index holds for its key, and has not
+    /// expired at `now`.
+    fn is_live(&self, location: Location, record: &StoredRecord<'_>, now: u64) -> bool {
+        !record.has_expired(now) && self.index.find_location(tag_of(hash_key(record.key)), location).is_some()
+    }
+
+    /// The segments whose records have all expired now.
+    fn expired_segments(&self) -> usize {
+        self.segments.expired_count(self.clock.now())
     }
 }
 
@@ -244,12 +332,16 @@ impl SlotRecords for Slot {
     }
 
     fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
-        self.find(key, hash).map(|position| self.index.location(position).raw())
+        let position = self.find(key, hash)?;
+        self.live_record(position).map(|_| self.index.location(position).raw())
     }
 
     fn get(&self, index: u32) -> Option<StoredRecord<'_>> {
         let location = Location::from_raw(index)?;
-        self.segments.read(location).filter(|record| self.is_live(location, record.key))
+        let record = self.segments.read(location)?;
+        let live =
+            self.unexpired(&record) && self.index.find_location(tag_of(hash_key(record.key)), location).is_some();
+        live.then_some(record)
     }
 
     fn index_end(&self) -> u32 {
@@ -258,9 +350,10 @@ impl SlotRecords for Slot {
 
     /// The live records in location order (segment id, then offset), from `from` on.
     fn records_from(&self, from: u32) -> impl Iterator<Item = (u32, StoredRecord<'_>)> {
+        let now = self.clock.now();
         self.segments
             .records()
-            .filter(move |(location, record)| location.raw() >= from && self.is_live(*location, record.key))
+            .filter(move |(location, record)| location.raw() >= from && self.is_live(*location, record, now))
             .map(|(location, record)| (location.raw(), record))
     }
 }
@@ -312,7 +405,7 @@ impl SegCacheDbm {
                 let hash = hash_key(key);
                 let mut slot = dbm.slot(hash).lock();
                 let found = slot.find(key, hash);
-                match slot.write(key, value, hash, found) {
+                match slot.write(key, value, None, hash, found) {
                     // A record too large for a smaller cap than it was saved with is dropped,
                     // as are the records a noevict cache has no room for.
                     Err(e) if e.kind() == ErrorKind::Limit => Ok(()),
@@ -373,6 +466,8 @@ impl SegCacheDbm {
                 cap_bytes,
                 no_evict,
                 evictions: 0,
+                expired: 0,
+                clock: Clock::System,
             };
             let fixed = slot.mem_usage() + segment_bytes;
             if fixed > cap_bytes {
@@ -426,9 +521,30 @@ impl SegCacheDbm {
         self.slots.iter().map(|s| s.lock().mem_usage() as u64).sum()
     }
 
-    /// Records evicted so far.
+    /// The cache reading `clock` for its records' expiry instead of the system's wall clock
+    /// (tests move a `ManualClock`).
+    pub fn with_clock(self, clock: Clock) -> SegCacheDbm {
+        for slot in self.slots.iter() {
+            slot.lock().clock = clock.clone();
+        }
+        self
+    }
+
+    /// Records that had not expired, evicted so far.
     pub fn evictions(&self) -> u64 {
         self.slots.iter().map(|s| s.lock().evictions).sum()
+    }
+
+    /// Expired records dropped so far by the compaction of their segment.
+    pub fn expired(&self) -> u64 {
+        self.slots.iter().map(|s| s.lock().expired).sum()
+    }
+
+    /// Slot `slot`'s live evictions so far and its segments whose records have all expired
+    /// now (for tests: a slot's evictions grow only while it has no such segment).
+    pub fn slot_expiry_state(&self, slot: usize) -> Option<(u64, usize)> {
+        let slot = self.slots.get(slot)?.lock();
+        Some((slot.evictions, slot.expired_segments()))
     }
 
     /// The `policy` parameter in effect: `clock` or `noevict`.
@@ -445,9 +561,10 @@ impl SegCacheDbm {
         self.slots.len()
     }
 
-    /// The bytes a record of these lengths takes in a segment (its index entry aside).
+    /// The bytes a record of these lengths, with no expiry, takes in a segment (its index
+    /// entry aside).
     pub fn record_len(key_len: usize, value_len: usize) -> usize {
-        record_len(key_len, value_len)
+        record_len(key_len, value_len, false)
     }
 
     /// The record cap and memory cap of slot `slot` (for tests).
@@ -472,11 +589,19 @@ impl SegCacheDbm {
 
 impl Dbm for SegCacheDbm {
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        self.process_expiring(key, &mut |old| (processor(old), None))
+    }
+
+    /// An expired record shows as absent to `processor`; a value set expires at the expiry
+    /// returned with it (see the file's header).
+    fn process_expiring(&self, key: &[u8], processor: ExpiringProcessor<'_, '_>) -> Result<()> {
         self.backing.check_open()?;
         let hash = hash_key(key);
         let mut slot = self.slot(hash).lock();
+        // The key's entry even if its record expired: a write replaces it, never adds a second.
         let found = slot.find(key, hash);
-        let action = processor(found.and_then(|position| slot.record(position)).map(|record| record.value));
+        let (action, expiry) =
+            processor(found.and_then(|position| slot.live_record(position)).map(|record| record.value));
         match (action, found) {
             (Action::Keep, Some(position)) => {
                 slot.index.reference(position);
@@ -484,7 +609,7 @@ impl Dbm for SegCacheDbm {
             }
             (Action::Keep, None) | (Action::Remove, None) => Ok(()),
             (_, _) if !self.backing.is_writable() => Err(backing::read_only()),
-            (Action::Set(value), found) => slot.write(key, &value, hash, found),
+            (Action::Set(value), found) => slot.write(key, &value, expiry, hash, found),
             (Action::Remove, Some(position)) => {
                 slot.remove(position);
                 Ok(())
@@ -492,12 +617,13 @@ impl Dbm for SegCacheDbm {
         }
     }
 
-    /// A hit sets the record's reference bit if it is clear, and writes nothing else.
+    /// A hit sets the record's reference bit if it is clear, and writes nothing else; an
+    /// expired record is a miss.
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         self.backing.check_open()?;
         let hash = hash_key(key);
         let mut slot = self.slot(hash).lock();
-        let found = slot.find(key, hash);
+        let found = slot.find(key, hash).filter(|&position| slot.live_record(position).is_some());
         if let Some(position) = found {
             slot.index.reference(position);
         }
@@ -511,10 +637,12 @@ impl Dbm for SegCacheDbm {
         let mut slot = self.slot(hash).lock();
         let found = slot.find(key, hash);
         if let (Some(position), false) = (found, overwrite) {
-            slot.index.reference(position);
-            return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+            if slot.live_record(position).is_some() {
+                slot.index.reference(position);
+                return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+            }
         }
-        slot.write(key, value, hash, found)
+        slot.write(key, value, None, hash, found)
     }
 
     fn count(&self) -> Result<u64> {
@@ -562,6 +690,7 @@ impl Dbm for SegCacheDbm {
         let own = [
             ("mem_usage", mem_usage.to_string()),
             ("evictions", self.evictions().to_string()),
+            ("expired", self.expired().to_string()),
             ("cap_rec_num", self.cap_rec_num.to_string()),
             ("cap_mem_bytes", self.cap_mem_bytes.map_or("unlimited".to_string(), |c| c.to_string())),
             ("num_slots", self.slots.len().to_string()),

@@ -2,10 +2,16 @@
 //! (one allocation per segment, none per record), kept in the order they filled up so that
 //! eviction can take the oldest segment first.
 //!
-//! A record in a segment is `key_len:varint value_len:varint key value`. A segment's `used`
+//! A record in a segment is `head:varint value_len:varint [expiry:u32le] key value`, where
+//! `head` is the key length shifted left by one, its low bit set when the record carries the
+//! Unix second it expires at (`Dbm::process_expiring`): a record without expiry costs nothing
+//! more than before for keys under 64 bytes, one with it 4 bytes. A segment's `used`
 //! bytes are records, some of them dead (overwritten or removed: the index no longer points
 //! at them); `live` counts the bytes of the live ones, and a segment other than the active
-//! one whose live bytes fall to zero is freed at once. Compaction rewrites one segment in
+//! one whose live bytes fall to zero is freed at once. A segment also keeps the second by
+//! which every record written to it since its last compaction has expired (`expired_by`),
+//! so that a segment holding only expired records is found without reading them, and
+//! reclaimed before any segment holding a live one (`take_expired`). Compaction rewrites one segment in
 //! place, keeping the records its caller keeps, moved towards the start (offsets only
 //! decrease, so the move never overwrites a record not yet read).
 //!
@@ -18,36 +24,74 @@ use std::collections::VecDeque;
 use super::segment_index::{Location, MAX_SEGMENTS};
 use crate::encoding::{decode_varint, encode_varint, varint_len, MAX_VARINT_LEN};
 use crate::error::{Error, ErrorKind};
+use crate::expiry::Expiry;
 
-/// The bytes a record of these lengths takes in a segment.
-pub fn record_len(key_len: usize, value_len: usize) -> usize {
-    varint_len(key_len as u64) + varint_len(value_len as u64) + key_len + value_len
+/// The bytes of a record's expiry, when it has one.
+const EXPIRY_BYTES: usize = size_of::<u32>();
+
+/// The bytes a record of these lengths takes in a segment, with or without an expiry.
+pub fn record_len(key_len: usize, value_len: usize, expiring: bool) -> usize {
+    let head = (key_len as u64) << 1;
+    varint_len(head) + varint_len(value_len as u64) + if expiring { EXPIRY_BYTES } else { 0 } + key_len + value_len
+}
+
+/// `Segment::expired_by` of a segment holding a record that never expires.
+const NEVER: u64 = u64::MAX;
+
+/// The second by which a record with this expiry has expired (`NEVER` without one).
+fn expired_by(expiry: Option<Expiry>) -> u64 {
+    expiry.map_or(NEVER, |expiry| u64::from(expiry.unix_seconds()))
 }
 
 /// Invariants: `used <= bytes.len()`; `bytes[..used]` is a sequence of whole records; `live
-/// <= used` is the length of those the index points at.
+/// <= used` is the length of those the index points at; every record in `bytes[..used]` has
+/// expired by the second `expired_by` (0 when there is none).
 struct Segment {
     bytes: Box<[u8]>,
     used: usize,
     live: usize,
+    expired_by: u64,
+}
+
+impl Segment {
+    /// Whether it holds records and all of them have expired at `now`.
+    fn all_expired(&self, now: u64) -> bool {
+        self.used > 0 && self.expired_by != NEVER && self.expired_by <= now
+    }
 }
 
 /// A record read from a segment.
 pub struct StoredRecord<'a> {
     pub key: &'a [u8],
     pub value: &'a [u8],
+    /// The second it expires at, if it does.
+    pub expiry: Option<Expiry>,
     /// Its length in the segment (`record_len`).
     pub len: usize,
 }
 
+impl StoredRecord<'_> {
+    /// Whether the record has expired at `now` (Unix seconds).
+    pub fn has_expired(&self, now: u64) -> bool {
+        self.expiry.is_some_and(|expiry| expiry.has_passed(now))
+    }
+}
+
 /// Parses the record at the start of `bytes` (the used part of a segment from an offset on).
 fn parse(bytes: &[u8]) -> Option<StoredRecord<'_>> {
-    let (key_len, first) = decode_varint(bytes)?;
+    let (head, first) = decode_varint(bytes)?;
     let (value_len, second) = decode_varint(bytes.get(first..)?)?;
-    let key_start = first + second;
-    let key_end = key_start.checked_add(usize::try_from(key_len).ok()?)?;
+    let mut key_start = first + second;
+    let mut expiry = None;
+    if head & 1 != 0 {
+        let seconds = bytes.get(key_start..key_start + EXPIRY_BYTES)?.try_into().ok().map(u32::from_le_bytes)?;
+        // Appends write no expiry of 0 (`Expiry` cannot be 0): a zero is no record of ours.
+        expiry = Some(Expiry::at_unix_seconds(u64::from(seconds))?);
+        key_start += EXPIRY_BYTES;
+    }
+    let key_end = key_start.checked_add(usize::try_from(head >> 1).ok()?)?;
     let end = key_end.checked_add(usize::try_from(value_len).ok()?)?;
-    Some(StoredRecord { key: bytes.get(key_start..key_end)?, value: bytes.get(key_end..end)?, len: end })
+    Some(StoredRecord { key: bytes.get(key_start..key_end)?, value: bytes.get(key_end..end)?, expiry, len: end })
 }
 
 /// Invariants: every segment id is in exactly one of: `active`, `filled`, `free_ids`, or
@@ -109,13 +153,14 @@ impl Segments {
 
     /// Appends a record to the active segment; None if there is no active segment or no
     /// room left in it.
-    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Option<Location> {
+    pub fn append(&mut self, key: &[u8], value: &[u8], expiry: Option<Expiry>) -> Option<Location> {
         let id = self.active?;
         let segment = self.segments.get_mut(usize::from(id))?.as_mut()?;
         let location = Location::new(usize::from(id), segment.used)?;
-        let written = write_record(segment.bytes.get_mut(segment.used..)?, key, value)?;
+        let written = write_record(segment.bytes.get_mut(segment.used..)?, key, value, expiry)?;
         segment.used += written;
         segment.live += written;
+        segment.expired_by = segment.expired_by.max(expired_by(expiry));
         Some(location)
     }
 
@@ -141,7 +186,7 @@ impl Segments {
     }
 
     fn fresh(len: usize) -> Segment {
-        Segment { bytes: vec![0; len].into_boxed_slice(), used: 0, live: 0 }
+        Segment { bytes: vec![0; len].into_boxed_slice(), used: 0, live: 0, expired_by: 0 }
     }
 
     /// Allocates a new standard segment and makes it the active one (the former active one
@@ -163,12 +208,13 @@ impl Segments {
 
     /// Stores a record longer than a standard segment in a segment of its own (the newest
     /// filled one); None if no id is free.
-    pub fn store_oversized(&mut self, key: &[u8], value: &[u8]) -> Option<Location> {
-        let len = record_len(key.len(), value.len());
+    pub fn store_oversized(&mut self, key: &[u8], value: &[u8], expiry: Option<Expiry>) -> Option<Location> {
+        let len = record_len(key.len(), value.len(), expiry.is_some());
         let mut segment = Self::fresh(len);
-        let written = write_record(&mut segment.bytes, key, value)?;
+        let written = write_record(&mut segment.bytes, key, value, expiry)?;
         segment.used = written;
         segment.live = written;
+        segment.expired_by = expired_by(expiry);
         let id = self.new_id(segment)?;
         self.filled.push_back(id);
         Location::new(usize::from(id), 0)
@@ -207,14 +253,41 @@ impl Segments {
         }
     }
 
-    /// Rewrites segment `id` (taken by `take_oldest`) in place: `keep` is called on each
-    /// record with its location and the location it gets if kept, and says whether it stays;
-    /// kept records move towards the start. Then the segment becomes the active one if it is
+    /// The segment whose records have all expired at `now` (by `expired_by`), oldest first,
+    /// taken out of the fill order for compaction as `take_oldest` does; None if no segment
+    /// holding records is such.
+    pub fn take_expired(&mut self, now: u64) -> Option<u16> {
+        let expired = |segments: &[Option<Segment>], id: u16| {
+            segments.get(usize::from(id)).and_then(Option::as_ref).is_some_and(|segment| segment.all_expired(now))
+        };
+        if let Some(at) = self.filled.iter().position(|&id| expired(&self.segments, id)) {
+            return self.filled.remove(at);
+        }
+        self.active.filter(|&id| expired(&self.segments, id)).and_then(|_| self.active.take())
+    }
+
+    /// The segments whose records have all expired at `now` (what `take_expired` would take
+    /// one of).
+    pub fn expired_count(&self, now: u64) -> usize {
+        self.eviction_order()
+            .filter_map(|id| self.segments.get(usize::from(id)).and_then(Option::as_ref))
+            .filter(|segment| segment.all_expired(now))
+            .count()
+    }
+
+    /// Rewrites segment `id` (taken by `take_oldest` or `take_expired`) in place: `keep` is
+    /// called on each record with its location and the location it gets if kept, and says
+    /// whether it stays; kept records move towards the start. Then the segment becomes the active one if it is
     /// a standard segment with room for `room` more bytes (the former active one is retired);
     /// else it is freed if empty, or goes back as the newest filled segment.
-    pub fn compact(&mut self, id: u16, room: Option<usize>, mut keep: impl FnMut(Location, &[u8], Location) -> bool) {
+    pub fn compact(
+        &mut self,
+        id: u16,
+        room: Option<usize>,
+        mut keep: impl FnMut(Location, &StoredRecord<'_>, Location) -> bool,
+    ) {
         let Some(Some(segment)) = self.segments.get_mut(usize::from(id)) else { return };
-        let (mut read, mut write) = (0, 0);
+        let (mut read, mut write, mut kept_expired_by) = (0, 0, 0);
         while read < segment.used {
             let Some(record) = segment.bytes.get(read..segment.used).and_then(parse) else {
                 // Unreachable by the invariant: appends write whole records.
@@ -226,7 +299,8 @@ impl Segments {
             else {
                 break;
             };
-            if keep(old, record.key, new) {
+            if keep(old, &record, new) {
+                kept_expired_by = kept_expired_by.max(expired_by(record.expiry));
                 segment.bytes.copy_within(read..read + len, write);
                 write += len;
             }
@@ -234,6 +308,7 @@ impl Segments {
         }
         segment.used = write;
         segment.live = write;
+        segment.expired_by = kept_expired_by;
         let standard = segment.bytes.len() == self.segment_bytes;
         if standard && room.is_some_and(|room| segment.bytes.len() - write >= room) {
             self.retire_active();
@@ -278,13 +353,18 @@ impl Segments {
 }
 
 /// Writes a record at the start of `out`; its length, or None if it does not fit.
-fn write_record(out: &mut [u8], key: &[u8], value: &[u8]) -> Option<usize> {
+fn write_record(out: &mut [u8], key: &[u8], value: &[u8], expiry: Option<Expiry>) -> Option<usize> {
     let mut at = 0;
-    for len in [key.len(), value.len()] {
+    let head = ((key.len() as u64) << 1) | u64::from(expiry.is_some());
+    for len in [head, value.len() as u64] {
         let mut buffer = [0u8; MAX_VARINT_LEN];
-        let used = encode_varint(len as u64, &mut buffer);
+        let used = encode_varint(len, &mut buffer);
         out.get_mut(at..at + used)?.copy_from_slice(buffer.get(..used)?);
         at += used;
+    }
+    if let Some(expiry) = expiry {
+        out.get_mut(at..at + EXPIRY_BYTES)?.copy_from_slice(&expiry.unix_seconds().to_le_bytes());
+        at += EXPIRY_BYTES;
     }
     for part in [key, value] {
         out.get_mut(at..at + part.len())?.copy_from_slice(part);
@@ -309,30 +389,34 @@ mod tests {
     #[test]
     fn records_read_back_and_compaction_keeps_what_it_is_told() {
         let mut segments = Segments::new(256, 16);
-        assert!(segments.append(b"k", b"v").is_none(), "no active segment yet");
+        assert!(segments.append(b"k", b"v", None).is_none(), "no active segment yet");
         assert!(segments.start_segment());
         let mut written = Vec::new();
         for i in 0..40u8 {
             let (key, value) = (vec![i; 3], vec![i; usize::from(i % 9)]);
-            let location = match segments.append(&key, &value) {
+            // Every third record expires, at a second of its own.
+            let expiry = (i % 3 == 0).then(|| Expiry::at_unix_seconds(1_000 + u64::from(i)).unwrap());
+            let location = match segments.append(&key, &value, expiry) {
                 Some(location) => location,
                 None => {
                     assert!(segments.start_segment());
-                    segments.append(&key, &value).unwrap()
+                    segments.append(&key, &value, expiry).unwrap()
                 }
             };
-            written.push((location, key, value));
+            written.push((location, key, value, expiry));
         }
-        for (location, key, value) in &written {
+        for (location, key, value, expiry) in &written {
             let record = segments.read(*location).unwrap();
-            assert_eq!((record.key, record.value), (&key[..], &value[..]));
+            assert_eq!((record.key, record.value, record.expiry), (&key[..], &value[..], *expiry));
+            assert_eq!(record.len, record_len(key.len(), value.len(), expiry.is_some()));
         }
+        assert_eq!(segments.take_expired(u64::MAX), None, "every segment holds a record that never expires");
         let oldest = segments.take_oldest().unwrap();
         let mut moved = Vec::new();
-        segments.compact(oldest, None, |old, key, new| {
-            let kept = key[0] % 2 == 0;
+        segments.compact(oldest, None, |old, record, new| {
+            let kept = record.key[0] % 2 == 0;
             if kept {
-                moved.push((old, new, key.to_vec()));
+                moved.push((old, new, record.key.to_vec()));
             }
             kept
         });
@@ -340,10 +424,41 @@ mod tests {
             assert_eq!(segments.read(new).unwrap().key, &key[..]);
         }
         let big = vec![7u8; 1000];
-        let location = segments.store_oversized(b"big", &big).unwrap();
+        let location = segments.store_oversized(b"big", &big, None).unwrap();
         assert_eq!(segments.read(location).unwrap().value, &big[..]);
         let before = segments.buffer_bytes();
-        segments.mark_dead(location, record_len(3, 1000));
-        assert_eq!(segments.buffer_bytes(), before - record_len(3, 1000), "a dead oversized segment is freed");
+        segments.mark_dead(location, record_len(3, 1000, false));
+        assert_eq!(segments.buffer_bytes(), before - record_len(3, 1000, false), "a dead oversized segment is freed");
+    }
+
+    /// A segment is taken as expired once the latest expiry of its records has passed, and
+    /// not before; one holding a record without expiry never is.
+    #[test]
+    fn a_segment_expires_with_its_latest_record() {
+        let at = |seconds| Expiry::at_unix_seconds(seconds);
+        let mut segments = Segments::new(256, 16);
+        assert!(segments.start_segment());
+        for (i, seconds) in [10u64, 30, 20].into_iter().enumerate() {
+            segments.append(&[i as u8], b"short", at(seconds)).unwrap();
+        }
+        assert!(segments.start_segment());
+        segments.append(b"k", b"forever", None).unwrap();
+        segments.append(b"j", b"soon", at(5)).unwrap();
+        assert!(segments.start_segment());
+        assert_eq!(segments.expired_count(29), 0);
+        assert_eq!(segments.take_expired(29), None, "one record of the first segment lives until 30");
+        assert_eq!(segments.expired_count(30), 1);
+        let first = segments.take_expired(30).unwrap();
+        assert_eq!(segments.segment_records(first).count(), 3);
+        let mut expired = 0;
+        segments.compact(first, Some(10), |_, record, _| {
+            expired += usize::from(record.has_expired(30));
+            !record.has_expired(30)
+        });
+        assert_eq!(expired, 3);
+        assert_eq!(segments.take_expired(u64::from(u32::MAX)), None, "the second segment holds a record forever");
+        let oversized = segments.store_oversized(b"big", &[1; 300], at(50)).unwrap();
+        assert_eq!(segments.take_expired(49), None);
+        assert_eq!(segments.take_expired(50), Some(u16::try_from(oversized.segment()).unwrap()));
     }
 }
