@@ -26,6 +26,8 @@ struct Class {
     bytes: u64,
     /// Records the engine evicted (CacheDbm), else 0.
     evictions: u64,
+    /// Expired records whose memory the engine took back (SegCacheDbm's `expired`), else 0.
+    reclaimed: u64,
     /// Further records of the current average size that fit under the engine's caps; 0 for
     /// an engine without caps (nothing to count up to).
     free: u64,
@@ -46,7 +48,13 @@ impl Class {
             (Some(one), None) | (None, Some(one)) => one,
             (None, None) => 0,
         };
-        Class { items, bytes, evictions: number("evictions").unwrap_or(0), free }
+        Class {
+            items,
+            bytes,
+            evictions: number("evictions").unwrap_or(0),
+            reclaimed: number("expired").unwrap_or(0),
+            free,
+        }
     }
 
     /// The average bytes a record takes, listed as the class's chunk size.
@@ -77,7 +85,7 @@ pub(crate) fn items(db: &dyn Dbm, counters: &Counters, text: &mut String) {
         ("evicted_time", 0),
         ("outofmemory", 0),
         ("tailrepairs", 0),
-        ("reclaimed", 0),
+        ("reclaimed", class.reclaimed),
         ("expired_unfetched", 0),
         ("evicted_unfetched", 0),
         ("evicted_active", 0),

@@ -1,14 +1,16 @@
 //! memcached's commands carried out on a Kura database: each is one atomic `process` (or
 //! `get_with`) on the record of its key, deciding from the decoded item (`item.rs`).
 //!
-//! An expired item is treated as absent everywhere, and removed when a write meets it.
+//! An expired item is treated as absent everywhere, and removed when a write meets it. Every
+//! write hands the item's expiry to the engine too (`Store::update`), so that an engine that
+//! knows expiry (SegCacheDbm) hides the item from then on and reclaims its memory first.
 //! A stored value this server did not write (wrong format) is also treated as absent.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use kura::{Action, Dbm, Result};
+use kura::{Action, Dbm, Expiry, Result};
 
 use crate::clock;
 use crate::item::{self, Header};
@@ -106,7 +108,28 @@ fn clean(old: Option<&[u8]>) -> Action<'static> {
     }
 }
 
+/// The expiry an engine that knows expiry is given for an item's stored `expiry` (0: never).
+fn engine_expiry(expiry: u32) -> Option<Expiry> {
+    Expiry::at_unix_seconds(u64::from(expiry))
+}
+
 impl Store {
+    /// Runs `decide` on `key`'s stored item (one atomic `process`); a value it sets carries
+    /// the expiry of its own header, so that an engine that knows expiry (SegCacheDbm, `kura
+    /// serve`'s default) never returns the item after it and reclaims its segment before it
+    /// evicts live items. The header keeps the expiry too: every engine serves it, and a
+    /// snapshot keeps it across restarts.
+    fn update(&self, key: &[u8], decide: &mut dyn FnMut(Option<&[u8]>) -> Action<'static>) -> Result<()> {
+        self.db.process_expiring(key, &mut |old| {
+            let action = decide(old);
+            let expiry = match &action {
+                Action::Set(stored) => item::decode(stored).ok().and_then(|(header, _)| engine_expiry(header.expiry)),
+                Action::Keep | Action::Remove => None,
+            };
+            (action, expiry)
+        })
+    }
+
     /// `first_cas` is the first CAS unique handed out: 1 for a new store, above any value a
     /// served file may already hold otherwise (see `Store::first_cas_for`).
     pub fn new(db: Arc<dyn Dbm>, max_item_size: usize, first_cas: u64) -> Store {
@@ -174,7 +197,7 @@ impl Store {
         // Under -C the request's CAS counts as none, as memcached -C reads it.
         let request_cas = if self.cas_enabled { request.cas } else { 0 };
         let mut outcome = StoreOutcome::NotStored;
-        self.db.process(&request.key, &mut |old| {
+        self.update(&request.key, &mut |old| {
             let found = live(old, now);
             let stored = || (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(fresh, &[data]))));
             let (result, action) = match (request.mode, found) {
@@ -273,7 +296,7 @@ impl Store {
     pub fn touch(&self, key: &[u8], exptime: i64, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
         let now = clock::now();
         let expiry = clock::expiry_of(exptime, now);
-        self.db.process(key, &mut |old| match live(old, now) {
+        self.update(key, &mut |old| match live(old, now) {
             Some(found) => {
                 let header = Header { expiry, ..found.header };
                 visit(Some(Found { header, data: found.data }));
@@ -294,7 +317,7 @@ impl Store {
     pub fn meta_get(&self, key: &[u8], change: MetaGetChange, visit: &mut dyn FnMut(MetaFound<'_>)) -> Result<()> {
         let now = clock::now();
         let mut vivified = false;
-        self.db.process(key, &mut |old| {
+        self.update(key, &mut |old| {
             let Some(found) = live(old, now) else {
                 let Some(exptime) = change.vivify else {
                     visit(None);
@@ -343,7 +366,7 @@ impl Store {
         let now = clock::now();
         let fresh_cas = self.take_cas();
         let mut outcome = StoreOutcome::NotFound;
-        self.db.process(key, &mut |old| match live(old, now) {
+        self.update(key, &mut |old| match live(old, now) {
             Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
                 outcome = StoreOutcome::Exists;
                 Action::Keep
@@ -367,7 +390,7 @@ impl Store {
     pub fn delete_if(&self, key: &[u8], cas: Option<u64>) -> Result<StoreOutcome> {
         let now = clock::now();
         let mut outcome = StoreOutcome::NotFound;
-        self.db.process(key, &mut |old| match live(old, now) {
+        self.update(key, &mut |old| match live(old, now) {
             Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
                 outcome = StoreOutcome::Exists;
                 Action::Keep
@@ -385,7 +408,7 @@ impl Store {
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let now = clock::now();
         let mut deleted = false;
-        self.db.process(key, &mut |old| {
+        self.update(key, &mut |old| {
             deleted = live(old, now).is_some();
             clean(old)
         })?;
@@ -410,7 +433,7 @@ impl Store {
         let now = clock::now();
         let cas = self.take_cas();
         let mut outcome = ArithmeticOutcome::NotFound;
-        self.db.process(key, &mut |old| {
+        self.update(key, &mut |old| {
             let Some(found) = live(old, now) else {
                 if let Some((exptime, initial)) = extras.create {
                     let header = Header { expiry: clock::expiry_of(exptime, now), cas, ..Header::default() };

@@ -627,3 +627,49 @@ fn a_multi_get_heavier_than_the_reply_buffer_answers_every_key_in_order() {
         client.roundtrip(format!("get {}\r\n", keys.join(" ")).as_bytes(), &expected);
     }
 }
+
+/// Items that never expire, then items with a one-second time to live that fill a small
+/// cache and expire, then more items that never expire, the two sets together well within
+/// what the cache holds: every one of them stays. The default engine (SegCacheDbm) knows each
+/// item's expiry and reclaims the expired items' segments before it evicts a live item, where
+/// CLOCK alone would compact the oldest segment, the first items', never read.
+#[test]
+fn expired_items_make_room_before_live_ones_are_evicted() {
+    let cap = 128u64 << 10;
+    let params = kura::Params::new().with("cap_rec_num", 100_000).with("cap_mem_bytes", cap).with("num_slots", 2);
+    let engine = kura::registry::engine("segcache").unwrap();
+    let db: std::sync::Arc<dyn kura::Dbm> =
+        std::sync::Arc::from(engine.open(std::path::Path::new(""), kura::OpenMode::Create, &params).unwrap());
+    let server = support::start(kura_server::Config::default(), db.clone());
+    let mut client = Client::connect(server.address);
+    let value = "v".repeat(100);
+    let mut set = |key: &str, exptime: u32| {
+        client.roundtrip(format!("set {key} 0 {exptime} 100\r\n{value}\r\n").as_bytes(), b"STORED\r\n");
+    };
+    let first: Vec<String> = (0..60).map(|i| format!("first{i}")).collect();
+    let later: Vec<String> = (0..200).map(|i| format!("later{i}")).collect();
+    first.iter().for_each(|key| set(key, 0));
+    let mut short = 0;
+    while db.file_size().unwrap() + 4_096 < cap {
+        set(&format!("short{short}"), 1);
+        short += 1;
+    }
+    assert!(short > 500, "{short} short-lived items fill the cache");
+    // Every short-lived item expires at most one second after the last was written.
+    let unix_now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let written = unix_now();
+    while unix_now() <= written + 1 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    later.iter().for_each(|key| set(key, 0));
+    let properties: std::collections::HashMap<String, String> = db.inspect().unwrap().into_iter().collect();
+    assert_eq!(properties["evictions"], "0", "a live item was evicted while expired ones were left");
+    assert!(properties["expired"].parse::<u64>().unwrap() > 0);
+    for key in first.iter().chain(&later) {
+        client.roundtrip(
+            format!("get {key}\r\n").as_bytes(),
+            format!("VALUE {key} 0 100\r\n{value}\r\nEND\r\n").as_bytes(),
+        );
+    }
+    client.roundtrip(b"get short0\r\n", b"END\r\n");
+}
