@@ -136,7 +136,7 @@ impl Slot {
     /// with their reference bit cleared. Under `policy=noevict` only dead and expired records
     /// go. `room`: see `Segments::compact`. False if there was no segment.
     fn reclaim(&mut self, room: Option<usize>, force: bool) -> bool {
-        let now = self.clock.now();
+        let now = self.now_if_expiring();
         let Some(id) = self.segments.take_expired(now).or_else(|| self.segments.take_oldest()) else { return false };
         self.compact(id, room, force, now);
         true
@@ -145,10 +145,23 @@ impl Slot {
     /// Compacts a segment whose records have all expired, if there is one: what a slot does
     /// before it allocates memory. False if there was none.
     fn reclaim_expired(&mut self, room: Option<usize>) -> bool {
+        if !self.segments.any_expiring() {
+            return false;
+        }
         let now = self.clock.now();
         let Some(id) = self.segments.take_expired(now) else { return false };
         self.compact(id, room, false, now);
         true
+    }
+
+    /// The clock's second, or 0 (before every expiry) when no segment holds a record that
+    /// expires: a cache that never sees an expiry never reads the clock.
+    fn now_if_expiring(&self) -> u64 {
+        if self.segments.any_expiring() {
+            self.clock.now()
+        } else {
+            0
+        }
     }
 
     /// Compacts segment `id`, taken out of the fill order (see `reclaim`).

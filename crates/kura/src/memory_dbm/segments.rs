@@ -266,6 +266,14 @@ impl Segments {
         self.active.filter(|&id| expired(&self.segments, id)).and_then(|_| self.active.take())
     }
 
+    /// Whether a segment holds a record that expires (else no clock need be read: nothing
+    /// can have expired).
+    pub fn any_expiring(&self) -> bool {
+        self.eviction_order()
+            .filter_map(|id| self.segments.get(usize::from(id)).and_then(Option::as_ref))
+            .any(|segment| segment.used > 0 && segment.expired_by != NEVER)
+    }
+
     /// The segments whose records have all expired at `now` (what `take_expired` would take
     /// one of).
     pub fn expired_count(&self, now: u64) -> usize {
@@ -438,9 +446,13 @@ mod tests {
         let at = |seconds| Expiry::at_unix_seconds(seconds);
         let mut segments = Segments::new(256, 16);
         assert!(segments.start_segment());
+        segments.append(b"k", b"forever", None).unwrap();
+        assert!(!segments.any_expiring(), "no record expires: no clock to read");
+        assert!(segments.start_segment());
         for (i, seconds) in [10u64, 30, 20].into_iter().enumerate() {
             segments.append(&[i as u8], b"short", at(seconds)).unwrap();
         }
+        assert!(segments.any_expiring());
         assert!(segments.start_segment());
         segments.append(b"k", b"forever", None).unwrap();
         segments.append(b"j", b"soon", at(5)).unwrap();
