@@ -2,7 +2,10 @@
 //! (the cache-aside pattern of a memcached client). All hold 8-byte values and are sized to
 //! the same number of entries.
 
-use kura::{CacheDbm, Dbm, SegCacheDbm};
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kura::{Action, CacheDbm, Clock, Dbm, Expiry, ManualClock, SegCacheDbm};
 
 /// A cache shared by the replaying threads.
 pub trait Contender: Sync {
@@ -80,6 +83,69 @@ impl Contender for Kura {
         let hit = self.dbm.get(&key).is_ok();
         if !hit {
             let _ = self.dbm.set(&key, &key, true);
+        }
+        hit
+    }
+}
+
+/// Requests per second of the trace's virtual clock (`SegCacheExpiry`).
+pub const REQUESTS_PER_SECOND: u64 = 10_000;
+
+/// SegCacheDbm at a given memory, under expiry (issue 42): a quarter of the keys (those
+/// divisible by 4) expire `ttl` seconds after they are stored, the others never, on a virtual
+/// clock that moves a second every `REQUESTS_PER_SECOND` requests. The value is the item's
+/// expiry (8 bytes, 0: never), as kura-server keeps it in its item header, and a read of an
+/// expired one is a miss (then stored anew); `aware` also hands the expiry to the engine
+/// (`Dbm::process_expiring`), as `kura serve` does since issue 42, so that the engine
+/// reclaims expired records first. The two differ in nothing else.
+pub struct SegCacheExpiry {
+    dbm: SegCacheDbm,
+    clock: ManualClock,
+    requests: AtomicU64,
+    ttl: u64,
+    aware: bool,
+}
+
+impl SegCacheExpiry {
+    pub fn new(bytes: u64, ttl: u64, aware: bool) -> kura::Result<SegCacheExpiry> {
+        let params = kura::Params::new().with("cap_rec_num", u64::from(u32::MAX)).with("cap_mem_bytes", bytes);
+        let clock = ManualClock::new(1_000_000_000);
+        let dbm = SegCacheDbm::new(&params)?.with_clock(Clock::Manual(clock.clone()));
+        Ok(SegCacheExpiry { dbm, clock, requests: AtomicU64::new(0), ttl, aware })
+    }
+}
+
+impl Contender for SegCacheExpiry {
+    fn name(&self) -> &'static str {
+        if self.aware {
+            "kura SegCacheDbm (same memory, expiry given to the engine)"
+        } else {
+            "kura SegCacheDbm (same memory, expiry in the value only)"
+        }
+    }
+
+    fn held(&self) -> Option<u64> {
+        self.dbm.count().ok()
+    }
+
+    fn access(&self, key: u64) -> bool {
+        if (self.requests.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(REQUESTS_PER_SECOND) {
+            self.clock.advance(1);
+        }
+        let now = self.clock.now();
+        let stored_key = key.to_be_bytes();
+        let mut hit = false;
+        // As `Kura::access`: an error would only show as a lower hit ratio.
+        let _ = self.dbm.get_with(&stored_key, &mut |value| {
+            let expiry = value.and_then(|value| <[u8; 8]>::try_from(value).ok()).map(u64::from_be_bytes);
+            hit = expiry.is_some_and(|expiry| expiry == 0 || expiry > now);
+        });
+        if !hit {
+            let expiry = if key.is_multiple_of(4) { now + self.ttl } else { 0 };
+            let value = expiry.to_be_bytes();
+            let engine_expiry = if self.aware { Expiry::at_unix_seconds(expiry) } else { None };
+            let _ =
+                self.dbm.process_expiring(&stored_key, &mut |_| (Action::Set(Cow::Borrowed(&value)), engine_expiry));
         }
         hit
     }

@@ -2,7 +2,9 @@
 //! workload, with its default LRU policy and with TinyLFU admission (`policy=tinylfu`), beside moka and quick_cache at the same capacity and beside plain LRU (an exact
 //! simulation and Che's approximation), for `make bench` (bench/run.py) and issue 4; and
 //! SegCacheDbm at the same record count and at the memory CacheDbm takes for that count
-//! (issue 42: `held` says how many records each holds at the end).
+//! (issue 42: `held` says how many records each holds at the end). With `--expiry`, also
+//! SegCacheDbm at that memory with a quarter of the keys expiring, the expiry kept in the
+//! value only or also given to the engine.
 //!
 //! Each cache replays the same trace (`zipf.rs`) with the cache-aside pattern
 //! (`contenders.rs`): get, and set on a miss. The first `--warmup` share of the trace fills
@@ -22,7 +24,7 @@ use std::time::Instant;
 use clap::Parser;
 use serde_json::json;
 
-use contenders::{Contender, Kura, Moka, QuickCache};
+use contenders::{Contender, Kura, Moka, QuickCache, SegCacheExpiry};
 
 /// Hit ratio and QPS of CacheDbm, moka and quick_cache under Zipf keys.
 #[derive(Parser, Debug)]
@@ -49,6 +51,11 @@ struct Args {
     /// Seed of the trace.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Adds two rows of SegCacheDbm at CacheDbm's memory where a quarter of the keys expire
+    /// this many virtual seconds (10,000 requests each) after they are stored: with the
+    /// expiry in the value only, and also given to the engine (issue 42).
+    #[arg(long)]
+    expiry: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -90,7 +97,7 @@ fn run(args: &Args) -> kura::Result<()> {
         println!("{line}");
         let lru_memory = Kura::lru_memory(args.capacity)?;
         for &threads in &args.threads {
-            let contenders: Vec<Box<dyn Contender>> = vec![
+            let mut contenders: Vec<Box<dyn Contender>> = vec![
                 Box::new(Kura::lru(args.capacity)?),
                 Box::new(Kura::tinylfu(args.capacity)?),
                 Box::new(Kura::segcache_records(args.capacity)?),
@@ -98,6 +105,10 @@ fn run(args: &Args) -> kura::Result<()> {
                 Box::new(Moka::new(args.capacity)),
                 Box::new(QuickCache::new(args.capacity)),
             ];
+            if let Some(ttl) = args.expiry {
+                contenders.push(Box::new(SegCacheExpiry::new(lru_memory, ttl, false)?));
+                contenders.push(Box::new(SegCacheExpiry::new(lru_memory, ttl, true)?));
+            }
             for cache in contenders {
                 warmup.iter().for_each(|&key| {
                     cache.access(key);
