@@ -26,8 +26,10 @@
 //! oldest first, before it allocates memory and before it evicts any record that has not
 //! expired; a compaction for any reason drops the expired records it meets (counted as
 //! `expired`, not as evictions). So a live record is evicted only when no segment of its slot
-//! holds expired records alone. Records are not grouped by TTL: a segment mixing long and
-//! short expiries frees its short-lived records only when CLOCK reaches it (docs/memory.md).
+//! holds expired records alone. Records that expire are appended to an active segment of
+//! their own, apart from those that never expire, so that their segments expire as a whole;
+//! among them, a segment mixing long and short expiries frees its short-lived records only
+//! when CLOCK reaches it (docs/memory.md).
 //!
 //! The trade against CacheDbm's exact LRU: a hit only sets a bit, and only if it was clear
 //! (no list to relink, nothing written for a record already referenced), so a get is one
@@ -42,7 +44,7 @@ use crate::sync::Mutex;
 use super::backing::{self, Backing};
 use super::key_hash::{hash_key, slot_of};
 use super::segment_index::{tag_of, Location, Position, SegmentIndex, MAX_SEGMENTS};
-use super::segments::{record_len, too_large, Segments, StoredRecord};
+use super::segments::{record_len, too_large, Room, Segments, StoredRecord};
 use super::slotted::{share, Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::ExpiringProcessor;
@@ -135,7 +137,7 @@ impl Slot {
     /// dropped, records not referenced (all of them if `force`) are evicted, the others kept
     /// with their reference bit cleared. Under `policy=noevict` only dead and expired records
     /// go. `room`: see `Segments::compact`. False if there was no segment.
-    fn reclaim(&mut self, room: Option<usize>, force: bool) -> bool {
+    fn reclaim(&mut self, room: Option<Room>, force: bool) -> bool {
         let now = self.now_if_expiring();
         let Some(id) = self.segments.take_expired(now).or_else(|| self.segments.take_oldest()) else { return false };
         self.compact(id, room, force, now);
@@ -144,7 +146,7 @@ impl Slot {
 
     /// Compacts a segment whose records have all expired, if there is one: what a slot does
     /// before it allocates memory. False if there was none.
-    fn reclaim_expired(&mut self, room: Option<usize>) -> bool {
+    fn reclaim_expired(&mut self, room: Option<Room>) -> bool {
         if !self.segments.any_expiring() {
             return false;
         }
@@ -165,7 +167,7 @@ impl Slot {
     }
 
     /// Compacts segment `id`, taken out of the fill order (see `reclaim`).
-    fn compact(&mut self, id: u16, room: Option<usize>, force: bool, now: u64) {
+    fn compact(&mut self, id: u16, room: Option<Room>, force: bool, now: u64) {
         let (index, no_evict) = (&mut self.index, self.no_evict);
         let (evictions, expired) = (&mut self.evictions, &mut self.expired);
         self.segments.compact(id, room, |old, record, new| {
@@ -222,7 +224,8 @@ impl Slot {
     fn store_in_segment(&mut self, key: &[u8], value: &[u8], expiry: Option<Expiry>, len: usize) -> Result<Location> {
         let segment_bytes = self.segments.segment_bytes();
         let rounds = self.segments.count();
-        let room = (len <= segment_bytes).then_some(len);
+        let expiring = expiry.is_some();
+        let room = (len <= segment_bytes).then_some(Room { bytes: len, expiring });
         let mut attempts = 0;
         loop {
             if len <= segment_bytes {
@@ -240,7 +243,7 @@ impl Slot {
                         .store_oversized(key, value, expiry)
                         .ok_or_else(|| too_large(len, self.cap_bytes));
                 }
-            } else if self.mem_usage() + segment_bytes <= self.cap_bytes && self.segments.start_segment() {
+            } else if self.mem_usage() + segment_bytes <= self.cap_bytes && self.segments.start_segment(expiring) {
                 continue;
             }
             if attempts > 2 * rounds + 2 || !self.reclaim(room, attempts >= rounds) {

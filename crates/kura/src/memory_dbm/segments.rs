@@ -7,12 +7,14 @@
 //! Unix second it expires at (`Dbm::process_expiring`): a record without expiry costs nothing
 //! more than before for keys under 64 bytes, one with it 4 bytes. A segment's `used`
 //! bytes are records, some of them dead (overwritten or removed: the index no longer points
-//! at them); `live` counts the bytes of the live ones, and a segment other than the active
+//! at them); `live` counts the bytes of the live ones, and a segment other than an active
 //! one whose live bytes fall to zero is freed at once. A segment also keeps the second by
 //! which every record written to it since its last compaction has expired (`expired_by`),
 //! so that a segment holding only expired records is found without reading them, and
-//! reclaimed before any segment holding a live one (`take_expired`). Compaction rewrites one segment in
-//! place, keeping the records its caller keeps, moved towards the start (offsets only
+//! reclaimed before any segment holding a live one (`take_expired`). There are two active
+//! segments, one for records that never expire and one for records that do, so that the
+//! latter fill segments of their own that expire as a whole (a coarse form of Segcache's
+//! segments grouped by TTL). Compaction rewrites one segment in place, keeping the records its caller keeps, moved towards the start (offsets only
 //! decrease, so the move never overwrites a record not yet read).
 //!
 //! Standard segments are `segment_bytes` long; a record longer than that gets a segment of
@@ -94,6 +96,13 @@ fn parse(bytes: &[u8]) -> Option<StoredRecord<'_>> {
     Some(StoredRecord { key: bytes.get(key_start..key_end)?, value: bytes.get(key_end..end)?, expiry, len: end })
 }
 
+/// Room a write needs in a segment: `bytes` in the active segment of its class (`expiring`).
+#[derive(Clone, Copy, Debug)]
+pub struct Room {
+    pub bytes: usize,
+    pub expiring: bool,
+}
+
 /// Invariants: every segment id is in exactly one of: `active`, `filled`, `free_ids`, or
 /// `segments[id]` is None and the id is in `free_ids`; `bytes` is the sum of the segments'
 /// buffer lengths.
@@ -103,8 +112,9 @@ pub struct Segments {
     free_ids: Vec<u16>,
     /// Segments no longer written, oldest first.
     filled: VecDeque<u16>,
-    /// The segment new records go to.
-    active: Option<u16>,
+    /// The segments new records go to: records that never expire to the first, records that
+    /// expire to the second, so that a segment of the second kind can expire as a whole.
+    active: [Option<u16>; 2],
     segment_bytes: usize,
     bytes: usize,
 }
@@ -118,7 +128,7 @@ impl Segments {
             segments: Vec::with_capacity(max_segments),
             free_ids: Vec::with_capacity(max_segments),
             filled: VecDeque::with_capacity(max_segments),
-            active: None,
+            active: [None; 2],
             segment_bytes,
             bytes: 0,
         }
@@ -154,7 +164,7 @@ impl Segments {
     /// Appends a record to the active segment; None if there is no active segment or no
     /// room left in it.
     pub fn append(&mut self, key: &[u8], value: &[u8], expiry: Option<Expiry>) -> Option<Location> {
-        let id = self.active?;
+        let id = (*self.active.get(usize::from(expiry.is_some()))?)?;
         let segment = self.segments.get_mut(usize::from(id))?.as_mut()?;
         let location = Location::new(usize::from(id), segment.used)?;
         let written = write_record(segment.bytes.get_mut(segment.used..)?, key, value, expiry)?;
@@ -189,18 +199,20 @@ impl Segments {
         Segment { bytes: vec![0; len].into_boxed_slice(), used: 0, live: 0, expired_by: 0 }
     }
 
-    /// Allocates a new standard segment and makes it the active one (the former active one
-    /// becomes the newest filled segment); false if no id is free.
-    pub fn start_segment(&mut self) -> bool {
+    /// Allocates a new standard segment and makes it the active one of records that expire
+    /// (`expiring`) or of the others (the former one becomes the newest filled segment);
+    /// false if no id is free.
+    pub fn start_segment(&mut self, expiring: bool) -> bool {
         let Some(id) = self.new_id(Self::fresh(self.segment_bytes)) else { return false };
-        self.retire_active();
-        self.active = Some(id);
+        self.make_active(id, expiring);
         true
     }
 
-    /// Moves the active segment to the filled ones (freeing it if it holds nothing live).
-    fn retire_active(&mut self) {
-        if let Some(old) = self.active.take() {
+    /// Makes `id` the active segment of its class, retiring the former one to the filled ones
+    /// (freeing it if it holds nothing live).
+    fn make_active(&mut self, id: u16, expiring: bool) {
+        let Some(active) = self.active.get_mut(usize::from(expiring)) else { return };
+        if let Some(old) = active.replace(id) {
             self.filled.push_back(old);
             self.free_if_dead(old);
         }
@@ -231,7 +243,7 @@ impl Segments {
     }
 
     fn free_if_dead(&mut self, id: u16) {
-        if self.active == Some(id) {
+        if self.active.contains(&Some(id)) {
             return;
         }
         let Some(entry) = self.segments.get_mut(usize::from(id)) else { return };
@@ -244,12 +256,12 @@ impl Segments {
         }
     }
 
-    /// The oldest filled segment, taken out of the fill order for compaction; the active
+    /// The oldest filled segment, taken out of the fill order for compaction; an active
     /// segment if none is filled.
     pub fn take_oldest(&mut self) -> Option<u16> {
         match self.filled.pop_front() {
             Some(id) => Some(id),
-            None => self.active.take(),
+            None => self.active.iter_mut().find_map(Option::take),
         }
     }
 
@@ -263,7 +275,8 @@ impl Segments {
         if let Some(at) = self.filled.iter().position(|&id| expired(&self.segments, id)) {
             return self.filled.remove(at);
         }
-        self.active.filter(|&id| expired(&self.segments, id)).and_then(|_| self.active.take())
+        let segments = &self.segments;
+        self.active.iter_mut().find(|active| active.is_some_and(|id| expired(segments, id))).and_then(Option::take)
     }
 
     /// Whether a segment holds a record that expires (else no clock need be read: nothing
@@ -285,13 +298,14 @@ impl Segments {
 
     /// Rewrites segment `id` (taken by `take_oldest` or `take_expired`) in place: `keep` is
     /// called on each record with its location and the location it gets if kept, and says
-    /// whether it stays; kept records move towards the start. Then the segment becomes the active one if it is
-    /// a standard segment with room for `room` more bytes (the former active one is retired);
+    /// whether it stays; kept records move towards the start. Then the segment becomes the
+    /// active one of `room`'s class if it is a standard segment with room for `room`'s bytes
+    /// (the former active one is retired);
     /// else it is freed if empty, or goes back as the newest filled segment.
     pub fn compact(
         &mut self,
         id: u16,
-        room: Option<usize>,
+        room: Option<Room>,
         mut keep: impl FnMut(Location, &StoredRecord<'_>, Location) -> bool,
     ) {
         let Some(Some(segment)) = self.segments.get_mut(usize::from(id)) else { return };
@@ -318,12 +332,12 @@ impl Segments {
         segment.live = write;
         segment.expired_by = kept_expired_by;
         let standard = segment.bytes.len() == self.segment_bytes;
-        if standard && room.is_some_and(|room| segment.bytes.len() - write >= room) {
-            self.retire_active();
-            self.active = Some(id);
-        } else {
-            self.filled.push_back(id);
-            self.free_if_dead(id);
+        match room {
+            Some(room) if standard && segment.bytes.len() - write >= room.bytes => self.make_active(id, room.expiring),
+            _ => {
+                self.filled.push_back(id);
+                self.free_if_dead(id);
+            }
         }
     }
 
@@ -332,9 +346,9 @@ impl Segments {
         (0..self.segments.len()).filter_map(|id| u16::try_from(id).ok()).flat_map(|id| self.segment_records(id))
     }
 
-    /// The ids in the order eviction takes them: filled oldest first, then the active one.
+    /// The ids in the order eviction takes them: filled oldest first, then the active ones.
     pub fn eviction_order(&self) -> impl Iterator<Item = u16> + '_ {
-        self.filled.iter().copied().chain(self.active)
+        self.filled.iter().copied().chain(self.active.iter().flatten().copied())
     }
 
     /// The records of segment `id` (dead ones too), in offset order.
@@ -355,7 +369,7 @@ impl Segments {
         self.segments.clear();
         self.free_ids.clear();
         self.filled.clear();
-        self.active = None;
+        self.active = [None; 2];
         self.bytes = 0;
     }
 }
@@ -398,7 +412,7 @@ mod tests {
     fn records_read_back_and_compaction_keeps_what_it_is_told() {
         let mut segments = Segments::new(256, 16);
         assert!(segments.append(b"k", b"v", None).is_none(), "no active segment yet");
-        assert!(segments.start_segment());
+        assert!(segments.start_segment(false));
         let mut written = Vec::new();
         for i in 0..40u8 {
             let (key, value) = (vec![i; 3], vec![i; usize::from(i % 9)]);
@@ -407,7 +421,7 @@ mod tests {
             let location = match segments.append(&key, &value, expiry) {
                 Some(location) => location,
                 None => {
-                    assert!(segments.start_segment());
+                    assert!(segments.start_segment(expiry.is_some()));
                     segments.append(&key, &value, expiry).unwrap()
                 }
             };
@@ -418,7 +432,8 @@ mod tests {
             assert_eq!((record.key, record.value, record.expiry), (&key[..], &value[..], *expiry));
             assert_eq!(record.len, record_len(key.len(), value.len(), expiry.is_some()));
         }
-        assert_eq!(segments.take_expired(u64::MAX), None, "every segment holds a record that never expires");
+        assert_eq!(segments.take_expired(999), None, "nothing has expired yet");
+        assert!(segments.take_expired(2_000).is_some(), "records that expire fill segments of their own");
         let oldest = segments.take_oldest().unwrap();
         let mut moved = Vec::new();
         segments.compact(oldest, None, |old, record, new| {
@@ -439,36 +454,36 @@ mod tests {
         assert_eq!(segments.buffer_bytes(), before - record_len(3, 1000, false), "a dead oversized segment is freed");
     }
 
-    /// A segment is taken as expired once the latest expiry of its records has passed, and
-    /// not before; one holding a record without expiry never is.
+    /// Records that expire fill segments of their own; such a segment is taken as expired once
+    /// the latest expiry of its records has passed, and not before; one holding a record that
+    /// never expires never is.
     #[test]
     fn a_segment_expires_with_its_latest_record() {
         let at = |seconds| Expiry::at_unix_seconds(seconds);
         let mut segments = Segments::new(256, 16);
-        assert!(segments.start_segment());
+        assert!(segments.start_segment(false));
         segments.append(b"k", b"forever", None).unwrap();
+        assert!(segments.append(b"s", b"short", at(10)).is_none(), "no segment of records that expire yet");
         assert!(!segments.any_expiring(), "no record expires: no clock to read");
-        assert!(segments.start_segment());
+        assert!(segments.start_segment(true));
         for (i, seconds) in [10u64, 30, 20].into_iter().enumerate() {
             segments.append(&[i as u8], b"short", at(seconds)).unwrap();
         }
+        let forever = segments.append(b"j", b"forever", None).unwrap();
         assert!(segments.any_expiring());
-        assert!(segments.start_segment());
-        segments.append(b"k", b"forever", None).unwrap();
-        segments.append(b"j", b"soon", at(5)).unwrap();
-        assert!(segments.start_segment());
         assert_eq!(segments.expired_count(29), 0);
-        assert_eq!(segments.take_expired(29), None, "one record of the first segment lives until 30");
+        assert_eq!(segments.take_expired(29), None, "one record lives until 30");
         assert_eq!(segments.expired_count(30), 1);
-        let first = segments.take_expired(30).unwrap();
-        assert_eq!(segments.segment_records(first).count(), 3);
+        let expiring = segments.take_expired(30).unwrap();
+        assert_ne!(usize::from(expiring), forever.segment());
+        assert_eq!(segments.segment_records(expiring).count(), 3);
         let mut expired = 0;
-        segments.compact(first, Some(10), |_, record, _| {
+        segments.compact(expiring, Some(Room { bytes: 10, expiring: true }), |_, record, _| {
             expired += usize::from(record.has_expired(30));
             !record.has_expired(30)
         });
         assert_eq!(expired, 3);
-        assert_eq!(segments.take_expired(u64::from(u32::MAX)), None, "the second segment holds a record forever");
+        assert_eq!(segments.take_expired(u64::from(u32::MAX)), None, "the other segment holds records forever");
         let oversized = segments.store_oversized(b"big", &[1; 300], at(50)).unwrap();
         assert_eq!(segments.take_expired(49), None);
         assert_eq!(segments.take_expired(50), Some(u16::try_from(oversized.segment()).unwrap()));
