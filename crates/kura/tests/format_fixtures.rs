@@ -203,8 +203,8 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
 
 /// Every HashDbm fixture restores whole into a file of the current version, also with one
 /// header byte damaged (put back by the header checksum: the versions before 4 have no copy)
-/// or, from version 4, with its whole header at 0 zeroed (the copy serves); `check` passes
-/// the fixture and reports the damaged header.
+/// or with its whole header at 0 zeroed (version 4: the copy serves; before, the layout is
+/// rebuilt from the file); `check` passes the fixture and reports the damaged header.
 #[test]
 fn every_hash_fixture_restores_whole_into_the_current_version() {
     let scratch = tempfile::tempdir().unwrap();
@@ -216,7 +216,10 @@ fn every_hash_fixture_restores_whole_into_the_current_version() {
         let mut flipped = original.clone();
         flipped[40] ^= 0x10;
         damages.push(("byte 40 flipped", flipped));
-        if version >= 4 {
+        // Version 4: the copy serves; before, the layout is rebuilt from the file (tried on
+        // the uncompressed fixture of each version: a rebuild samples every codec, slow in a
+        // debug build).
+        if version >= 4 || name.ends_with("none.kuh") {
             let mut zeroed = original.clone();
             zeroed[..128].fill(0);
             damages.push(("the header at 0 zeroed", zeroed));

@@ -35,10 +35,11 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::chain_lock::WholeFile;
 use super::header::{buckets_start_of, COPIES_BYTES, COPY_OFFSET, HEADER_BYTES, HEADER_SIZE};
-use super::header::{read_copies, repair_one_byte, Header, Hints, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION};
+use super::header::{repair_one_byte, Header, Hints, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION};
 use super::header::{
     FORMAT_VERSION_SHARED_CHECKS, FORMAT_VERSION_UNCHECKED, FORMAT_VERSION_WIDE_CHECKS, MAX_ADDRESSABLE,
 };
+use super::header_copies::read_copies;
 use super::record::{Block, RecordHeader, KIND_FREE, KIND_TOMBSTONE};
 use super::space::Space;
 use super::storage::{hash_key, DamagedDictionary, Storage};
@@ -308,18 +309,23 @@ fn rebuild(file: File, lock: FileLock, path: &Path, head: &[u8], file_len: u64, 
     let mut notes =
         vec![format!("the header is damaged beyond one byte ({why}); its layout was rebuilt from the file:")];
     let hinted_version = (FORMAT_VERSION_UNCHECKED..=FORMAT_VERSION).contains(&hints.version);
-    let mut version = if hinted_version { hints.version } else { FORMAT_VERSION };
-    let mut evidence = gather_as(&file, path, version, file_len)?;
-    if !hinted_version {
-        // The version decides where the buckets start and whether records have wide checks:
-        // each layout is tried, and the one more records agree with is taken.
-        for other in [FORMAT_VERSION_WIDE_CHECKS, FORMAT_VERSION_SHARED_CHECKS] {
-            let found = gather_as(&file, path, other, file_len)?;
-            if found.intervals.len() > evidence.intervals.len() {
-                (version, evidence) = (other, found);
-            }
+    // The version decides where the buckets start and whether records have wide checks: a
+    // hinted one is taken, else each layout is tried and the one more records agree with is
+    // taken (a layout the file is too short for gives no evidence).
+    let versions = if hinted_version {
+        vec![hints.version]
+    } else {
+        vec![FORMAT_VERSION, FORMAT_VERSION_WIDE_CHECKS, FORMAT_VERSION_SHARED_CHECKS]
+    };
+    let mut best: Option<(u16, Evidence)> = None;
+    for candidate in versions {
+        let Ok(found) = gather_as(&file, path, candidate, file_len) else { continue };
+        if best.as_ref().is_none_or(|(_, evidence)| found.intervals.len() > evidence.intervals.len()) {
+            best = Some((candidate, found));
         }
     }
+    let (version, evidence) =
+        best.unwrap_or((if hinted_version { hints.version } else { FORMAT_VERSION }, Evidence::default()));
     let Some((mut num_buckets, agreeing)) = agreed_count(&evidence.intervals, hints.num_buckets) else {
         return Err(Error::broken(format!(
             "{}: the header is damaged ({why}) and no bucket points at an intact record: the bucket count, and so \

@@ -17,6 +17,7 @@ mod cursor;
 mod freed;
 mod get_many;
 pub(crate) mod header;
+mod header_copies;
 mod header_salvage;
 mod journaled;
 #[cfg(test)]

@@ -26,7 +26,8 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::chain_lock::{Chain, ChainMut, WholeFile};
 use super::freed::{Freed, FreedBlock};
-use super::header::{read_copies, Copies, Header, UpdateMode, BUCKET_WIDTH, COPIES_BYTES, FORMAT_VERSION};
+use super::header::{Header, UpdateMode, BUCKET_WIDTH, COPIES_BYTES, FORMAT_VERSION};
+use super::header_copies::{read_copies, Copies};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, RecordLen, KIND_FREE,
     KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
