@@ -232,11 +232,16 @@ SOAK_TRIALS ?= 10000
 soak:
 	KURA_SOAK_TRIALS=$(SOAK_TRIALS) $(CARGO) test --release -p kura --test kill_soak -- --nocapture killed_writers
 
-## salvage-soak: `kura restore` after every single-bit flip of a 2,000-record file of each HashDbm
-## configuration (crates/kura/src/hash_dbm/salvage_tests.rs; figures in docs/durability.md)
+## salvage-soak: `kura restore` and `kura check` after every single-bit flip of a 2,000-record
+## file of each HashDbm configuration, header region included (crates/kura/src/hash_dbm/
+## salvage_tests.rs; figures in docs/durability.md); SALVAGE_CONFIG=lz4 runs one configuration,
+## SALVAGE_STEP=k every k-th byte
 SALVAGE_RECORDS ?= 2000
+SALVAGE_CONFIG ?=
+SALVAGE_STEP ?= 1
 salvage-soak:
-	KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) $(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture
+	KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) KURA_SALVAGE_CONFIG=$(SALVAGE_CONFIG) KURA_SALVAGE_STEP=$(SALVAGE_STEP) \
+		$(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture
 
 $(VENV)/.matplotlib:
 	$(PYTHON) -m venv $(VENV)

@@ -102,3 +102,44 @@ fn a_shard_sets_check_names_the_damaged_shard() {
     assert!(stdout.contains("problem: shard 1 of 2: record at "), "{stdout}");
     assert!(stdout.contains(": checksum mismatch"), "{stdout}");
 }
+
+/// Issue 43's first finding: one flipped byte in a HashDbm header (byte 40 of an 8-record
+/// file). With the header's copy (format version 4) every command still reads the file, `kura
+/// check` reports the damaged copy (exit 3) and `inspect` names it, a writing command repairs
+/// it, and `kura restore` copies all 8 records; with both copies damaged, commands refuse the
+/// file with the hints and the restore still copies all 8 (the byte put back).
+#[test]
+fn a_flipped_header_byte_is_served_by_the_copy_reported_by_check_and_repaired_by_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sound, _) = sound_and_damaged(dir.path(), "kuh", "num_buckets=16");
+    let original = std::fs::read(&sound).unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for (name, flipped) in [("first.kuh", vec![40]), ("copy.kuh", vec![512 + 40]), ("both.kuh", vec![40, 512 + 40])] {
+        let damaged = path(name);
+        let mut bytes = original.clone();
+        flipped.iter().for_each(|&at| bytes[at] ^= 0x10);
+        std::fs::write(&damaged, &bytes).unwrap();
+        let restored = path(&format!("restored-{name}"));
+        let report = ok(&["restore", &damaged, &restored]);
+        assert!(report.starts_with("restored records=8 "), "{name}: {report}");
+        assert_eq!(ok(&["list", &restored, "--keys"]).lines().count(), 8, "{name}");
+        let (stdout, _) = fails_with_damage(&["check", &damaged]);
+        if name == "both.kuh" {
+            assert!(stdout.contains("copy at 512 fails its check too"), "{stdout}");
+            let (_, stderr) = fails_with_damage(&["list", &damaged]);
+            assert!(stderr.contains(&format!("`kura restore {damaged} NEW_PATH`")), "{stderr}");
+            continue;
+        }
+        assert!(stdout.starts_with("checked records=8 pages=0 problems=1\n"), "{name}: {stdout}");
+        let which = if name == "first.kuh" { "the header at 0 failed" } else { "the header copy at 512 failed" };
+        assert!(stdout.contains(which), "{name}: {stdout}");
+        let inspect = ok(&["inspect", &damaged]);
+        let damage = if name == "first.kuh" { "header_damage=first" } else { "header_damage=copy" };
+        assert!(inspect.contains(damage) && inspect.contains("header_copies=2"), "{name}: {inspect}");
+        assert_eq!(ok(&["list", &damaged, "--keys"]).lines().count(), 8, "{name}");
+        assert_eq!(std::fs::read(&damaged).unwrap(), bytes, "{name}: a reading command wrote");
+        ok(&["set", &damaged, "key8", "value 8"]);
+        assert_eq!(ok(&["check", &damaged]), "checked records=9 pages=0 problems=0\n", "{name}: not repaired");
+        assert!(ok(&["inspect", &damaged]).contains("header_damage=none"), "{name}");
+    }
+}

@@ -723,7 +723,8 @@ fn a_damaged_dictionary_is_refused_and_restore_says_what_it_dropped() {
     let field = |at: usize, len: usize| bytes[at..at + len].iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
     let (num_buckets, dictionary_len) = (field(16, 8), field(48, 4));
     assert!(dictionary_len > 0, "the import trained no dictionary");
-    let flip_at = (128 + 5 * num_buckets + dictionary_len / 2) as usize;
+    // After the header region (the header and its copy, 1,024 bytes) and the buckets.
+    let flip_at = (1024 + 5 * num_buckets + dictionary_len / 2) as usize;
     bytes[flip_at] ^= 0x08;
     std::fs::write(&db, &bytes).unwrap();
 

@@ -15,7 +15,10 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::{Codec, CodecKind, Effort, Residence};
 use crate::dbm::{DbmExt, OpenMode, Params};
-use crate::hash_dbm::header::{Header as HashHeader, HEADER_BYTES as HASH_HEADER_SIZE, MAGIC as HASH_MAGIC};
+use crate::hash_dbm::header::MAGIC as HASH_MAGIC;
+use crate::hash_dbm::header::{
+    Header as HashHeader, COPY_OFFSET as HASH_COPY_OFFSET, HEADER_BYTES as HASH_HEADER_SIZE,
+};
 use crate::hash_dbm::record::{
     append_wide_check, checksum as record_checksum, encode_record_header, parse_block, Block, RecordHeader, KIND_FREE,
     MAX_HEADER_SIZE,
@@ -326,8 +329,12 @@ fn fix_trailing_checksum(covered: &mut [u8]) {
 /// with the blocks: it may then take bytes inside later records for headers and rewrite
 /// them, which to the fuzzer is one more mutation.
 fn fix_hash_checksums(bytes: &mut [u8]) {
-    if let Some(header) = bytes.get_mut(..HASH_HEADER_SIZE) {
-        fix_trailing_checksum(header);
+    // And the copy at 512 (format version 4), where one starts with the magic.
+    for at in [0, HASH_COPY_OFFSET as usize] {
+        if let Some(header) = bytes.get_mut(at..at + HASH_HEADER_SIZE).filter(|h| at == 0 || h.starts_with(HASH_MAGIC))
+        {
+            fix_trailing_checksum(header);
+        }
     }
     let file_len = bytes.len() as u64;
     let Ok(mut header) = HashHeader::decode(bytes, file_len) else { return };
@@ -365,8 +372,9 @@ fn fix_hash_checksums(bytes: &mut [u8]) {
     if header.free_list_len > 0 {
         header.free_list_checksum = checksum_of(header.free_list_offset, header.free_list_len).unwrap_or(0);
     }
-    if let Some(target) = bytes.get_mut(..HASH_HEADER_SIZE) {
-        target.copy_from_slice(&header.encode());
+    let copies = header.encode_copies();
+    if let Some(target) = bytes.get_mut(..copies.len()) {
+        target.copy_from_slice(&copies);
     }
 }
 

@@ -7,12 +7,14 @@
 //! record's value passes its checksum and decodes, that no tombstone carries a value (or, in
 //! place, exists at all: in-place writers write none), and that the live records add up to
 //! the count the database keeps. A broken chain is one problem and the walk goes on with the
-//! next bucket, so that one bad pointer does not hide the rest of the file.
+//! next bucket, so that one bad pointer does not hide the rest of the file. A header copy
+//! found damaged or stale at open is a problem too, though the other copy served: the next
+//! damage there would cost the file (a writable open repairs it and reports nothing more).
 
 use std::collections::HashSet;
 
 use super::chain_lock::WholeFile;
-use super::header::UpdateMode;
+use super::header::{UpdateMode, COPIES_BYTES, COPY_OFFSET, HEADER_REGION, HEADER_SIZE};
 use super::record::{KIND_RECORD, KIND_TOMBSTONE};
 use super::storage::{bucket_of, hash_key, Storage};
 use super::HashDbm;
@@ -33,6 +35,24 @@ impl HashDbm {
 /// Walks every chain of `s` (whole: no other thread touches it).
 fn check_storage(s: &Storage, whole: &WholeFile<'_>) -> Result<CheckReport> {
     let mut report = CheckReport::default();
+    if let Some(found) = s.copies.describe().filter(|_| !s.copies_repaired) {
+        report.add(Place::Database, format!("{found} (a writable open writes both copies anew)"));
+    }
+    if s.header.has_copy() {
+        // The reserved bytes around the copies are zero as written: any other is damage.
+        for (start, end) in [(HEADER_SIZE, COPY_OFFSET), (COPIES_BYTES as u64, HEADER_REGION)] {
+            let bytes = s.raw_bytes(whole, start, (end - start) as usize)?;
+            if let Some(at) = bytes.iter().position(|&b| b != 0) {
+                report.add(
+                    Place::Database,
+                    format!(
+                        "the header region's reserved byte at {} is not zero (a writable open writes it anew)",
+                        start + at as u64
+                    ),
+                );
+            }
+        }
+    }
     let in_place = s.header.update_mode == UpdateMode::InPlace;
     let num_buckets = s.header.num_buckets;
     let mut value = Vec::new();

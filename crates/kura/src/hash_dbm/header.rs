@@ -1,9 +1,14 @@
-//! The fixed 128-byte header at the start of a HashDbm file, and the layout it implies.
+//! The fixed 128-byte header at the start of a HashDbm file, its copy, and the layout they imply.
 //!
 //! The header is written when the database is created, when it is synchronized and when it
 //! is closed. Its checksum covers every other byte, so a flipped bit is BrokenData rather
 //! than a wrong bucket count. `closed_cleanly` is false from the moment a writer opens the
 //! file until it closes it: finding it false on open means the last writer crashed.
+//!
+//! Since version 4 the file holds the header twice, at the start of each of its first two
+//! 512-byte sectors, both written by one `pwrite`; the bucket array starts at 1,024. A
+//! header that fails its check is read from the other copy (header_copies.rs), so one damaged
+//! byte, or a whole damaged sector, costs nothing (docs/format.md, "Header region").
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -13,10 +18,16 @@ use crate::encoding::{Field, HeaderBytes};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KuraHash";
-/// The version new files get. Version 3 gives a record crossing a 512-byte sector a wide
-/// check (record.rs); files of versions 1 and 2 still open and keep their version, as their
-/// records have none (see `Header::version`).
-pub const FORMAT_VERSION: u16 = 3;
+/// The version new files get. Version 4 keeps a copy of the header at `COPY_OFFSET` and
+/// starts the bucket array at `HEADER_REGION`; files of versions 1 to 3 still open and keep
+/// their version (their bucket array starts at 128, where a copy would lie).
+pub const FORMAT_VERSION: u16 = FORMAT_VERSION_HEADER_COPY;
+/// Version 4 keeps the header twice (`COPY_OFFSET`) and the bucket array at `HEADER_REGION`.
+pub const FORMAT_VERSION_HEADER_COPY: u16 = 4;
+/// Version 3 gives a record crossing a 512-byte sector a wide check (record.rs); files of
+/// versions 1 and 2 still open and keep their version, as their records have none (see
+/// `Header::version`).
+pub const FORMAT_VERSION_WIDE_CHECKS: u16 = 3;
 /// Version 2 added the dictionary and free-list checksums.
 pub const FORMAT_VERSION_SHARED_CHECKS: u16 = 2;
 /// The first version, whose dictionary and free list carry no checksum.
@@ -52,6 +63,16 @@ const CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(RESERVED_FIELD);
 pub const HEADER_BYTES: usize = 128;
 pub const HEADER_SIZE: u64 = HEADER_BYTES as u64;
 const _: () = assert!(CHECKSUM_FIELD.end() == HEADER_BYTES, "docs/format.md specifies a 128-byte header");
+/// Where a version 4 file keeps the copy of its header: the start of its second 512-byte
+/// sector, so that a write torn inside one sector (or a sector lost) leaves the other copy.
+pub const COPY_OFFSET: u64 = 512;
+pub(super) const COPY_AT: usize = COPY_OFFSET as usize;
+/// The bytes a version 4 header write covers: the header, the zeros up to the copy, the copy.
+pub const COPIES_BYTES: usize = COPY_AT + HEADER_BYTES;
+/// Where a version 4 file's bucket array starts: after the two sectors of the header region,
+/// which no other write touches.
+pub const HEADER_REGION: u64 = 1024;
+const _: () = assert!(COPY_OFFSET >= 512 && COPY_OFFSET.is_multiple_of(512) && HEADER_REGION >= COPY_OFFSET + 512);
 
 /// How updates use the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,9 +145,20 @@ pub struct Header {
 }
 
 impl Header {
+    /// Whether the file keeps a copy of its header (version 4 on).
+    pub fn has_copy(&self) -> bool {
+        self.version >= FORMAT_VERSION_HEADER_COPY
+    }
+
+    /// Where the bucket array starts: after the header region (version 4), else right after
+    /// the one header.
+    pub fn buckets_start(&self) -> u64 {
+        buckets_start_of(self.version)
+    }
+
     /// Offset of bucket `index`'s entry.
-    pub fn bucket_offset(index: u64) -> u64 {
-        HEADER_SIZE + index * BUCKET_WIDTH
+    pub fn bucket_offset(&self, index: u64) -> u64 {
+        self.buckets_start() + index * BUCKET_WIDTH
     }
 
     /// Whether the file stores checksums of its dictionary and free list (version 2 on).
@@ -136,7 +168,7 @@ impl Header {
 
     /// Which of its records carry a wide check (version 3 on: those crossing a sector).
     pub fn check_layout(&self) -> CheckLayout {
-        if self.version >= FORMAT_VERSION {
+        if self.version >= FORMAT_VERSION_WIDE_CHECKS {
             CheckLayout::WideAcrossSectors
         } else {
             CheckLayout::Narrow
@@ -145,7 +177,7 @@ impl Header {
 
     /// Where the dictionary starts: right after the bucket array.
     pub fn dictionary_offset(&self) -> u64 {
-        Header::bucket_offset(self.num_buckets)
+        self.bucket_offset(self.num_buckets)
     }
 
     /// Where records start: after the bucket array and the dictionary.
@@ -173,6 +205,24 @@ impl Header {
         let checksum = xxh3_64(b.before(CHECKSUM_FIELD));
         b.put_u64(CHECKSUM_FIELD, checksum);
         b.into_bytes()
+    }
+
+    /// The bytes a header write puts at offset 0: the header alone before version 4; from
+    /// version 4 the whole header region, the header, zeros, the same header again at
+    /// `COPY_OFFSET` and zeros, one write within one page (so a killed writer leaves all of it
+    /// or none of it, and a writer's open repairs any byte of the region).
+    pub fn encode_copies(&self) -> Vec<u8> {
+        let one = self.encode();
+        if !self.has_copy() {
+            return one.to_vec();
+        }
+        let mut bytes = vec![0u8; HEADER_REGION as usize];
+        for at in [0, COPY_AT] {
+            if let Some(place) = bytes.get_mut(at..at + HEADER_BYTES) {
+                place.copy_from_slice(&one);
+            }
+        }
+        bytes
     }
 
     /// Decodes and validates a header against the length of its file.
@@ -254,6 +304,15 @@ impl Header {
     }
 }
 
+/// Where the bucket array of a file of format `version` starts.
+pub fn buckets_start_of(version: u16) -> u64 {
+    if version >= FORMAT_VERSION_HEADER_COPY {
+        HEADER_REGION
+    } else {
+        HEADER_SIZE
+    }
+}
+
 /// The header's fields read as they are, without the checksum or any check: what a salvage
 /// of a file whose header is damaged beyond repair starts from. Each is a hint only, to be
 /// confirmed by the file's own bytes (header_salvage.rs) before it is used.
@@ -295,6 +354,16 @@ impl Hints {
             free_list_len: b.u32(FREE_LIST_LEN_FIELD),
             dictionary_checksum: b.u64(DICTIONARY_CHECKSUM_FIELD),
             free_list_checksum: b.u64(FREE_LIST_CHECKSUM_FIELD),
+        }
+    }
+
+    /// The fields of the header at 0, or of the copy at `COPY_OFFSET` when only the copy
+    /// still starts with the magic (the first `COPIES_BYTES` bytes of a file, or fewer).
+    pub fn read_either(bytes: &[u8]) -> Hints {
+        let copy = bytes.get(COPY_AT..COPIES_BYTES).filter(|copy| copy.starts_with(MAGIC));
+        match copy {
+            Some(copy) if !bytes.starts_with(MAGIC) => Hints::read(copy),
+            _ => Hints::read(bytes),
         }
     }
 
@@ -344,6 +413,26 @@ pub fn repair_one_byte(bytes: &[u8]) -> Option<(Header, usize)> {
     found
 }
 
+/// A sound header of the current version, for the tests of the header and its copies.
+#[cfg(test)]
+pub(super) fn sample() -> Header {
+    Header {
+        codec: CodecKind::Zstd,
+        update_mode: UpdateMode::InPlace,
+        closed_cleanly: true,
+        num_buckets: 16,
+        record_count: 3,
+        data_end: 1200,
+        max_file_size: 1 << 40,
+        dictionary_len: 0,
+        free_list_offset: 0,
+        free_list_len: 0,
+        dictionary_checksum: 7,
+        free_list_checksum: 9,
+        version: FORMAT_VERSION,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![expect(
@@ -354,28 +443,10 @@ mod tests {
     use super::*;
     use crate::encoding::{documented_codec_ids, documented_layout};
 
-    fn sample() -> Header {
-        Header {
-            codec: CodecKind::Zstd,
-            update_mode: UpdateMode::InPlace,
-            closed_cleanly: true,
-            num_buckets: 16,
-            record_count: 3,
-            data_end: 300,
-            max_file_size: 1 << 40,
-            dictionary_len: 0,
-            free_list_offset: 0,
-            free_list_len: 0,
-            dictionary_checksum: 7,
-            free_list_checksum: 9,
-            version: FORMAT_VERSION,
-        }
-    }
-
     #[test]
     fn round_trip() {
         let header = sample();
-        assert_eq!(Header::decode(&header.encode(), 300).unwrap(), header);
+        assert_eq!(Header::decode(&header.encode(), 1200).unwrap(), header);
     }
 
     #[test]
@@ -384,7 +455,7 @@ mod tests {
         for i in 0..bytes.len() {
             let mut broken = bytes;
             broken[i] ^= 0x10;
-            assert!(Header::decode(&broken, 300).is_err(), "flip at {i} went unnoticed");
+            assert!(Header::decode(&broken, 1200).is_err(), "flip at {i} went unnoticed");
         }
     }
 
@@ -422,9 +493,32 @@ mod tests {
         assert_eq!((bytes[10], bytes[11], bytes[12], bytes[13]), (2, 0, 1, 5));
         assert_eq!(bytes[16..24], 16u64.to_le_bytes());
         assert_eq!(bytes[24..32], 3u64.to_le_bytes());
-        assert_eq!(bytes[32..40], 300u64.to_le_bytes());
+        assert_eq!(bytes[32..40], 1200u64.to_le_bytes());
         assert!(bytes[84..120].iter().all(|&b| b == 0), "reserved bytes are zero");
         assert_eq!(bytes[120..], xxh3_64(&bytes[..120]).to_le_bytes());
+    }
+
+    /// The header region of docs/format.md: the header, zeros, the copy at 512, zeros to 1,024.
+    #[test]
+    fn the_header_region_is_the_one_docs_format_md_documents() {
+        let docs = include_str!("../../../../docs/format.md");
+        let region = [
+            (0, HEADER_BYTES),
+            (HEADER_BYTES, COPY_AT - HEADER_BYTES),
+            (COPY_AT, HEADER_BYTES),
+            (COPIES_BYTES, HEADER_REGION as usize - COPIES_BYTES),
+        ];
+        assert_eq!(documented_layout(docs, "### Header region"), region);
+        let bytes = sample().encode_copies();
+        assert_eq!(bytes.len(), HEADER_REGION as usize);
+        assert_eq!(bytes[..HEADER_BYTES], sample().encode());
+        assert_eq!(bytes[COPY_AT..COPIES_BYTES], sample().encode());
+        assert!(bytes[HEADER_BYTES..COPY_AT].iter().chain(&bytes[COPIES_BYTES..]).all(|&b| b == 0));
+        assert_eq!(sample().bucket_offset(2), HEADER_REGION + 10);
+        // Before version 4: one header, and the buckets right after it.
+        let v3 = Header { version: FORMAT_VERSION_WIDE_CHECKS, ..sample() };
+        assert_eq!(v3.encode_copies(), v3.encode().to_vec());
+        assert_eq!(v3.bucket_offset(2), HEADER_SIZE + 10);
     }
 
     #[test]
@@ -443,7 +537,7 @@ mod tests {
         bytes[68..84].fill(0);
         let checksum = xxh3_64(&bytes[..120]);
         bytes[120..].copy_from_slice(&checksum.to_le_bytes());
-        let header = Header::decode(&bytes, 300).unwrap();
+        let header = Header::decode(&bytes, 1200).unwrap();
         assert!(!header.has_shared_checksums());
         assert_eq!(header.check_layout(), CheckLayout::Narrow);
         assert!(sample().has_shared_checksums());
@@ -454,7 +548,7 @@ mod tests {
     #[test]
     fn a_version_2_header_keeps_its_version_and_its_narrow_checks() {
         let v2 = Header { version: FORMAT_VERSION_SHARED_CHECKS, ..sample() };
-        let decoded = Header::decode(&v2.encode(), 300).unwrap();
+        let decoded = Header::decode(&v2.encode(), 1200).unwrap();
         assert_eq!(decoded.version, FORMAT_VERSION_SHARED_CHECKS);
         assert!(decoded.has_shared_checksums());
         assert_eq!(decoded.check_layout(), CheckLayout::Narrow);
@@ -464,7 +558,7 @@ mod tests {
     #[test]
     fn a_later_version_is_refused() {
         let later = Header { version: FORMAT_VERSION + 1, ..sample() };
-        let message = Header::decode(&later.encode(), 300).unwrap_err().to_string();
+        let message = Header::decode(&later.encode(), 1200).unwrap_err().to_string();
         assert!(message.contains("not supported"), "{message}");
     }
 
@@ -472,6 +566,6 @@ mod tests {
     fn truncated_file_is_detected() {
         let header = sample();
         assert!(Header::decode(&header.encode(), 200).is_err());
-        assert!(Header::decode(&header.encode()[..100], 300).is_err());
+        assert!(Header::decode(&header.encode()[..100], 1200).is_err());
     }
 }

@@ -5,12 +5,16 @@
 //! ran. A salvage therefore takes the header in three steps, each only when the one before
 //! fails:
 //!
-//! 1. as it is, when its checksum holds (a file cut short keeps its layout: it is read to
+//! 1. as it is, when its checksum holds, or its copy (format version 4) when the header at 0
+//!    fails and the copy's checksum holds (a file cut short keeps its layout: it is read to
 //!    its end, without the free list a clean close saved after its records);
-//! 2. with one byte put back: the 64-bit header checksum locates a single damaged byte (a
-//!    flip, a zeroed byte), which covers every single-byte damage of the header;
-//! 3. rebuilt from the file itself. The bucket array starts at the fixed offset 128 whatever
-//!    the header says, so its entries can be read without knowing their number; each entry
+//! 2. with one byte put back, in the header at 0 or else in the copy: the 64-bit header
+//!    checksum locates a single damaged byte (a flip, a zeroed byte), which covers every
+//!    single-byte damage of a header;
+//! 3. rebuilt from the file itself. The bucket array starts at a fixed offset whatever the
+//!    header says (1,024 from version 4, 128 before; each is tried when the version is lost,
+//!    and the one more records agree with is taken), so its entries can be read without
+//!    knowing their number; each entry
 //!    that points at an intact record (its checksum holds) says which bucket count puts that
 //!    record's key in that entry's bucket, an interval of counts, and the count most entries
 //!    agree on is the file's. The dictionary is taken when the old header's length and
@@ -30,8 +34,12 @@ use std::path::Path;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::chain_lock::WholeFile;
-use super::header::{repair_one_byte, Header, Hints, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION, HEADER_SIZE};
-use super::header::{FORMAT_VERSION_SHARED_CHECKS, FORMAT_VERSION_UNCHECKED, MAX_ADDRESSABLE};
+use super::header::{buckets_start_of, COPIES_BYTES, COPY_OFFSET, HEADER_BYTES, HEADER_SIZE};
+use super::header::{repair_one_byte, Header, Hints, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION};
+use super::header::{
+    FORMAT_VERSION_SHARED_CHECKS, FORMAT_VERSION_UNCHECKED, FORMAT_VERSION_WIDE_CHECKS, MAX_ADDRESSABLE,
+};
+use super::header_copies::read_copies;
 use super::record::{Block, RecordHeader, KIND_FREE, KIND_TOMBSTONE};
 use super::space::Space;
 use super::storage::{hash_key, DamagedDictionary, Storage};
@@ -64,7 +72,7 @@ pub fn open_for_salvage(path: &Path) -> Result<Opened> {
     let file = open_regular_file(path, false, false)?;
     let lock = FileLock::acquire(&file, path, LockMode::Shared)?;
     let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
-    let mut head = vec![0u8; usize::try_from(file_len.min(HEADER_SIZE)).unwrap_or(0)];
+    let mut head = vec![0u8; usize::try_from(file_len.min(COPIES_BYTES as u64)).unwrap_or(0)];
     std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0)
         .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
     if file_len < HEADER_SIZE {
@@ -74,13 +82,16 @@ pub fn open_for_salvage(path: &Path) -> Result<Opened> {
         )));
     }
     let mut notes = Vec::new();
-    let header = match Header::decode_fields(&head) {
-        Ok(header) => header,
-        Err(why) => match repair_one_byte(&head) {
-            Some((header, byte)) => {
+    let header = match read_copies(&head) {
+        Ok((header, copies)) => {
+            notes.extend(copies.describe());
+            header
+        }
+        Err(why) => match repaired(&head) {
+            Some((header, at, byte)) => {
                 notes.push(format!(
-                    "the header failed its check ({}); its byte {byte} was damaged and was put back \
-                     (located by the header checksum)",
+                    "the header failed its check ({}); byte {byte} of the header at {at} was damaged and was put \
+                     back (located by the header checksum)",
                     why.message()
                 ));
                 header
@@ -92,6 +103,16 @@ pub fn open_for_salvage(path: &Path) -> Result<Opened> {
     let cut_short = fitted != header;
     let storage = Storage::with_header(file, lock, path, fitted, false, DamagedDictionary::Skip)?;
     Ok(Opened { storage, notes, compressed_refused: false, cut_short })
+}
+
+/// The header at 0 with one byte put back, else the copy at `COPY_OFFSET` (format version 4)
+/// with one byte put back: the header, where it lies and which byte of it was damaged.
+fn repaired(head: &[u8]) -> Option<(Header, u64, usize)> {
+    if let Some((header, byte)) = repair_one_byte(head) {
+        return Some((header, 0, byte));
+    }
+    let copy = head.get(COPY_OFFSET as usize..COPY_OFFSET as usize + HEADER_BYTES)?;
+    repair_one_byte(copy).filter(|(header, _)| header.has_copy()).map(|(header, byte)| (header, COPY_OFFSET, byte))
 }
 
 /// A sound header of a file cut short past its data end: the records are read to the end of
@@ -147,14 +168,15 @@ fn counts_placing(hash: u64, bucket: u64) -> Option<(u64, u64)> {
     (low <= high).then_some((low, high))
 }
 
-/// Reads the bucket array from offset 128, as far as the file goes, and follows each entry
-/// that points at an intact record down its chain.
+/// Reads the bucket array from where the storage's provisional header places it (1,024 or
+/// 128), as far as the file goes, and follows each entry that points at an intact record
+/// down its chain.
 fn gather(s: &Storage, whole: &WholeFile<'_>) -> Evidence {
     let file_len = s.file_len();
-    let entries = (file_len.saturating_sub(HEADER_SIZE) / BUCKET_WIDTH).min(MAX_ENTRIES_READ);
+    let entries = (file_len.saturating_sub(s.header.buckets_start()) / BUCKET_WIDTH).min(MAX_ENTRIES_READ);
     let mut evidence = Evidence::default();
     for bucket in 0..entries {
-        let at = Header::bucket_offset(bucket);
+        let at = s.header.bucket_offset(bucket);
         let Ok(bytes) = s.raw_bytes(whole, at, BUCKET_WIDTH as usize) else { break };
         let mut entry = [0u8; 8];
         let Some(low) = entry.get_mut(..bytes.len()) else { break };
@@ -283,18 +305,27 @@ fn gather_as(file: &File, path: &Path, version: u16, file_len: u64) -> Result<Ev
 
 /// Step 3 of the module comment: the header rebuilt from the file.
 fn rebuild(file: File, lock: FileLock, path: &Path, head: &[u8], file_len: u64, why: &str) -> Result<Opened> {
-    let hints = Hints::read(head);
+    let hints = Hints::read_either(head);
     let mut notes =
         vec![format!("the header is damaged beyond one byte ({why}); its layout was rebuilt from the file:")];
     let hinted_version = (FORMAT_VERSION_UNCHECKED..=FORMAT_VERSION).contains(&hints.version);
-    let mut version = if hinted_version { hints.version } else { FORMAT_VERSION };
-    let mut evidence = gather_as(&file, path, version, file_len)?;
-    if !hinted_version {
-        let narrow = gather_as(&file, path, FORMAT_VERSION_SHARED_CHECKS, file_len)?;
-        if narrow.intervals.len() > evidence.intervals.len() {
-            (version, evidence) = (FORMAT_VERSION_SHARED_CHECKS, narrow);
+    // The version decides where the buckets start and whether records have wide checks: a
+    // hinted one is taken, else each layout is tried and the one more records agree with is
+    // taken (a layout the file is too short for gives no evidence).
+    let versions = if hinted_version {
+        vec![hints.version]
+    } else {
+        vec![FORMAT_VERSION, FORMAT_VERSION_WIDE_CHECKS, FORMAT_VERSION_SHARED_CHECKS]
+    };
+    let mut best: Option<(u16, Evidence)> = None;
+    for candidate in versions {
+        let Ok(found) = gather_as(&file, path, candidate, file_len) else { continue };
+        if best.as_ref().is_none_or(|(_, evidence)| found.intervals.len() > evidence.intervals.len()) {
+            best = Some((candidate, found));
         }
     }
+    let (version, evidence) =
+        best.unwrap_or((if hinted_version { hints.version } else { FORMAT_VERSION }, Evidence::default()));
     let Some((mut num_buckets, agreeing)) = agreed_count(&evidence.intervals, hints.num_buckets) else {
         return Err(Error::broken(format!(
             "{}: the header is damaged ({why}) and no bucket points at an intact record: the bucket count, and so \
@@ -303,13 +334,13 @@ fn rebuild(file: File, lock: FileLock, path: &Path, head: &[u8], file_len: u64, 
         )));
     };
     if let Some(lowest) = evidence.lowest_record {
-        num_buckets = num_buckets.min((lowest.saturating_sub(HEADER_SIZE) / BUCKET_WIDTH).max(1));
+        num_buckets = num_buckets.min((lowest.saturating_sub(buckets_start_of(version)) / BUCKET_WIDTH).max(1));
     }
     notes.push(format!(
         "  num_buckets={num_buckets} ({agreeing} of {} records reached from buckets agree)",
         evidence.intervals.len()
     ));
-    let dictionary_offset = Header::bucket_offset(num_buckets);
+    let dictionary_offset = buckets_start_of(version) + num_buckets * BUCKET_WIDTH;
     let hinted_dictionary = || -> Option<Vec<u8>> {
         let len = u64::from(hints.dictionary_len);
         if dictionary_offset.checked_add(len)? > file_len || hints.version < FORMAT_VERSION_SHARED_CHECKS {

@@ -148,7 +148,7 @@ fn damage_first_byte_of(image: &mut [u8], pattern: &[u8]) {
 /// the test's files and opens it for writing, which restores it. The image was taken while
 /// the database was open: its header says "not closed".
 fn restore_by_scan_alone(dir: &std::path::Path, mut image: Vec<u8>) -> HashDbm {
-    let bucket = super::header::Header::bucket_offset(0) as usize;
+    let bucket = super::header::HEADER_REGION as usize;
     image[bucket..bucket + super::header::BUCKET_WIDTH as usize].copy_from_slice(&[1, 0, 0, 0, 0]);
     let crashed = dir.join("crashed.kuh");
     std::fs::write(&crashed, &image).unwrap();
@@ -322,7 +322,7 @@ fn restore_scan_believes_no_span_reaching_past_the_record_area() {
 /// the last synchronization, its tag still live) and another bucket is pointed at it.
 #[test]
 fn restore_takes_no_record_of_another_bucket_from_a_chain() {
-    use super::header::{Header, BUCKET_WIDTH};
+    use super::header::{BUCKET_WIDTH, HEADER_REGION};
     use super::storage::{bucket_of, hash_key};
     const BUCKETS: u64 = 16;
     let dir = tempfile::tempdir().unwrap();
@@ -339,7 +339,7 @@ fn restore_takes_no_record_of_another_bucket_from_a_chain() {
     // The old record is the first one: tag, a one-byte `next` of 0, key_len, value_len,
     // check_lo, then the key.
     let old_at = (image.windows(key.len()).position(|w| w == key.as_bytes()).unwrap() - 5) as u64;
-    let foreign = Header::bucket_offset(BUCKETS - 1) as usize;
+    let foreign = (HEADER_REGION + (BUCKETS - 1) * BUCKET_WIDTH) as usize;
     image[foreign..foreign + BUCKET_WIDTH as usize].copy_from_slice(&old_at.to_le_bytes()[..BUCKET_WIDTH as usize]);
     let crashed = dir.path().join("crashed.kuh");
     std::fs::write(&crashed, &image).unwrap();

@@ -17,6 +17,7 @@ mod cursor;
 mod freed;
 mod get_many;
 pub(crate) mod header;
+mod header_copies;
 mod header_salvage;
 mod journaled;
 #[cfg(test)]
@@ -149,14 +150,19 @@ impl HashDbm {
         if writable {
             remove_if_exists(&sibling_path(path, ".rebuild"))?;
             remove_if_exists(&sibling_path(path, ".restore"))?;
+            let found = storage.copies.clone();
             if !initialize && !storage.header.closed_cleanly {
                 storage = Self::restore_in_place(&mut storage, path)?;
                 restored = true;
             }
             storage.mark_open()?;
+            // A restore wrote a new file; what the open found of the old one's header stays said.
+            if restored && found.is_damaged() {
+                (storage.copies, storage.copies_repaired) = (found, true);
+            }
         }
         let prefetcher = BucketPrefetcher::default();
-        prefetcher.aim(storage.file_address(), storage.bucket_cache_address());
+        prefetcher.aim(storage.file_buckets_address(), storage.bucket_cache_address());
         let mut dbm = HashDbm {
             prefetcher,
             path: path.to_path_buf(),
@@ -698,7 +704,7 @@ impl Dbm for HashDbm {
             // The copy holds every change the journal held, durably.
             self.journal_restarted()?;
             self.num_buckets.store(fresh.header.num_buckets, Ordering::Release);
-            self.prefetcher.aim(fresh.file_address(), fresh.bucket_cache_address());
+            self.prefetcher.aim(fresh.file_buckets_address(), fresh.bucket_cache_address());
             // Dropping the old storage unmaps it and closes its descriptor; its lock was on
             // the replaced file, and the new file is locked by `fresh` since its creation.
             *slot = Some(fresh);
@@ -742,6 +748,12 @@ impl Dbm for HashDbm {
                 ("file_size", (if s.is_writable() { s.space.end() } else { s.file_len() }).to_string()),
                 ("num_buckets", h.num_buckets.to_string()),
                 ("healthy", s.healthy.to_string()),
+                // The header's copies (2 from format version 4), and what the open found:
+                // none, first (the header at 0 failed its check, the copy was used), copy,
+                // differ; repaired when a writable open wrote both anew.
+                ("header_copies", (if h.has_copy() { "2" } else { "1" }).to_string()),
+                ("header_damage", s.copies.damage_name().to_string()),
+                ("header_repaired", s.copies_repaired.to_string()),
                 ("restored", self.restored.load(Ordering::Relaxed).to_string()),
                 ("writable", self.writable.to_string()),
                 ("free_blocks", s.space.free_blocks().to_string()),

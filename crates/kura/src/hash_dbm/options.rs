@@ -1,6 +1,6 @@
 //! The tuning parameters of HashDbm, parsed from `name=value` pairs.
 
-use super::header::{UpdateMode, BUCKET_WIDTH, HEADER_SIZE, MAX_ADDRESSABLE};
+use super::header::{UpdateMode, BUCKET_WIDTH, HEADER_REGION, MAX_ADDRESSABLE};
 use crate::codec::{CodecKind, DEFAULT_DICTIONARY_SIZE};
 use crate::dbm::Params;
 use crate::error::{Error, Result};
@@ -37,7 +37,7 @@ impl HashOptions {
         params.check_known("HashDbm", PARAMS)?;
         let num_buckets = params.get_u64("num_buckets")?;
         if let Some(n) = num_buckets {
-            if n == 0 || n > (MAX_ADDRESSABLE - HEADER_SIZE) / BUCKET_WIDTH / 2 {
+            if n == 0 || n > (MAX_ADDRESSABLE - HEADER_REGION) / BUCKET_WIDTH / 2 {
                 return Err(Error::invalid(format!("num_buckets {n} is out of range")));
             }
         }

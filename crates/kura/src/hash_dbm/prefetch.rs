@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::header::{BUCKET_WIDTH, HEADER_SIZE};
+use super::header::BUCKET_WIDTH;
 use crate::file::prefetch;
 
 #[derive(Debug, Default)]
@@ -21,9 +21,9 @@ pub struct BucketPrefetcher {
 }
 
 impl BucketPrefetcher {
-    /// Points the prefetcher at a storage's file mapping and bucket copy.
-    pub fn aim(&self, file_base: usize, memory_base: usize) {
-        self.file_buckets.store(file_base.wrapping_add(HEADER_SIZE as usize), Ordering::Relaxed);
+    /// Points the prefetcher at a storage's bucket array in the file mapping and bucket copy.
+    pub fn aim(&self, file_buckets: usize, memory_base: usize) {
+        self.file_buckets.store(file_buckets, Ordering::Relaxed);
         self.memory_buckets.store(memory_base, Ordering::Relaxed);
     }
 

@@ -9,7 +9,7 @@
 )]
 
 use super::chain_lock::WholeFile;
-use super::header::{Header, BUCKET_WIDTH};
+use super::header::{BUCKET_WIDTH, HEADER_REGION};
 use super::record::{checksum, KIND_FREE, KIND_MASK};
 use super::storage::{bucket_of, hash_key};
 use super::HashDbm;
@@ -28,7 +28,7 @@ fn offset_of(db: &HashDbm, key: &[u8]) -> u64 {
 
 /// Points bucket `bucket`'s head at `target` in `image`.
 fn set_head(image: &mut [u8], bucket: u64, target: u64) {
-    let at = Header::bucket_offset(bucket) as usize;
+    let at = (HEADER_REGION + bucket * BUCKET_WIDTH) as usize;
     image[at..at + BUCKET_WIDTH as usize].copy_from_slice(&target.to_le_bytes()[..BUCKET_WIDTH as usize]);
 }
 

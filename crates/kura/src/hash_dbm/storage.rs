@@ -26,7 +26,8 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::chain_lock::{Chain, ChainMut, WholeFile};
 use super::freed::{Freed, FreedBlock};
-use super::header::{Header, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION, HEADER_SIZE};
+use super::header::{Header, UpdateMode, BUCKET_WIDTH, COPIES_BYTES, FORMAT_VERSION};
+use super::header_copies::{read_copies, Copies};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, RecordLen, KIND_FREE,
     KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
@@ -164,6 +165,10 @@ pub struct Storage {
     counts: Box<[ShardCount]>,
     /// False when the file was found not closed cleanly and was not restored (read-only).
     pub healthy: bool,
+    /// What the open found of the header's two copies (version 4 files; `One` before).
+    pub copies: Copies,
+    /// A writable open found a copy damaged or stale and wrote both anew (`mark_open`).
+    pub copies_repaired: bool,
     /// The bucket array in memory, mirroring the file's (see buckets.rs).
     buckets: BucketCache,
     /// The stored dictionary failed its checksum (only ever true for a salvage, which opens
@@ -229,7 +234,7 @@ impl Storage {
         // Allocated now so that a full disk fails here, not as a SIGBUS on a bucket write.
         crate::file::allocate(&file, 0, header.data_end).map_err(|e| io("allocate", e))?;
         file.write_all_at(&layout.dictionary, header.dictionary_offset()).map_err(|e| io("write", e))?;
-        file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
+        file.write_all_at(&header.encode_copies(), 0).map_err(|e| io("write", e))?;
         let codec = Codec::new(layout.codec, layout.dictionary.clone())?;
         let mapped = MappedFile::new(file, path, layout.max_file_size, true)?;
         let space = Space::new(header.data_end);
@@ -243,6 +248,8 @@ impl Storage {
             freed: Freed::default(),
             counts: new_counts(0),
             healthy: true,
+            copies: Copies::Intact,
+            copies_repaired: false,
             buckets,
             dictionary_damaged: false,
         })
@@ -260,13 +267,17 @@ impl Storage {
         if file_len == 0 {
             return Err(Error::broken(format!("{} is empty: not a Kura hash database", path.display())));
         }
-        let mut bytes = [0u8; HEADER_SIZE as usize];
-        let readable = usize::try_from(file_len.min(HEADER_SIZE)).unwrap_or(0);
+        let mut bytes = [0u8; COPIES_BYTES];
+        let readable = usize::try_from(file_len.min(COPIES_BYTES as u64)).unwrap_or(0);
         let head = bytes.get_mut(..readable).unwrap_or_default();
         file.read_exact_at(head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let header = Header::decode(head, file_len)
+        // The header at 0, or its copy when it fails its check (header.rs, `read_copies`).
+        let (header, copies) = read_copies(head)
+            .and_then(|(header, copies)| header.validate(file_len).map(|()| (header, copies)))
             .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
-        Storage::with_header(file, lock, path, header, writable, damaged_dictionary)
+        let mut storage = Storage::with_header(file, lock, path, header, writable, damaged_dictionary)?;
+        storage.copies = copies;
+        Ok(storage)
     }
 
     /// The database in an opened, locked file, laid out as `header` says: the one read from
@@ -313,7 +324,7 @@ impl Storage {
         let buckets = BucketCache::new(header.num_buckets)?;
         // SAFETY: the storage is not shared yet; the range was validated against the file.
         buckets.load(
-            unsafe { mapped.slice(HEADER_SIZE, (header.num_buckets * BUCKET_WIDTH) as usize)? },
+            unsafe { mapped.slice(header.buckets_start(), (header.num_buckets * BUCKET_WIDTH) as usize)? },
             BUCKET_WIDTH as usize,
         );
         let storage = Storage {
@@ -324,6 +335,8 @@ impl Storage {
             space: Space::new(data_end),
             freed: Freed::default(),
             healthy: header.closed_cleanly,
+            copies: if header.has_copy() { Copies::Intact } else { Copies::One },
+            copies_repaired: false,
             header,
             codec,
             dictionary_damaged,
@@ -345,7 +358,9 @@ impl Storage {
         self.header.free_list_offset = 0;
         self.header.free_list_len = 0;
         self.header.free_list_checksum = 0;
+        // Both copies are written: one found damaged or stale at open is repaired here.
         self.write_header()?;
+        self.copies_repaired = self.copies.is_damaged();
         self.file.sync(false)
     }
 
@@ -407,9 +422,9 @@ impl Storage {
         }
     }
 
-    /// Where the file is mapped and where the bucket copy lives, for prefetch hints only.
-    pub fn file_address(&self) -> usize {
-        self.file.address()
+    /// Where the file's bucket array and the bucket copy live, for prefetch hints only.
+    pub fn file_buckets_address(&self) -> usize {
+        self.file.address().wrapping_add(self.header.buckets_start() as usize)
     }
 
     pub fn bucket_cache_address(&self) -> usize {
@@ -425,12 +440,14 @@ impl Storage {
         let mut header = self.header.clone();
         header.record_count = self.count();
         header.data_end = self.space.end();
-        // One pwrite, not stores into the map: the file has one header, and one torn by a
-        // kill -9 between two stores fails its checksum, so the file would not open at all
-        // (MappedFile::write_untorn; the TreeDbm soak found the same with its header copy).
+        // One pwrite, not stores into the map: a header torn by a kill -9 between two stores
+        // fails its checksum (MappedFile::write_untorn; the TreeDbm soak found the same with
+        // its header copy), and one pwrite within a page puts both copies (version 4) or
+        // neither. A power loss tears it at most inside one 512-byte sector, and each copy has
+        // a sector of its own: at least one copy stays whole, new or as before (docs/format.md).
         // SAFETY: the header bytes belong to no chain; only the thread that holds the whole
         // database (open, sync or close, under every stripe lock or before sharing) writes them.
-        unsafe { self.file.write_untorn(0, &header.encode()) }
+        unsafe { self.file.write_untorn(0, &header.encode_copies()) }
     }
 
     /// Writes the header with the current counters and flushes the mapping. A hard
@@ -626,7 +643,7 @@ impl Storage {
         // The file first: it is what survives a crash.
         // SAFETY: the bucket entry belongs to `chain`, which the caller holds exclusively.
         unsafe {
-            self.file.write(Header::bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())?
+            self.file.write(self.header.bucket_offset(index), bytes.get(..BUCKET_WIDTH as usize).unwrap_or_default())?
         };
         self.buckets.set(index, Entry { head: offset, filter });
         Ok(())
@@ -1019,9 +1036,9 @@ impl Storage {
         // SAFETY: the caller has the whole file to itself; shrinking to the header and growing back zeroes
         // the buckets without writing them one by one.
         unsafe {
-            self.file.set_len(self.header.dictionary_offset().min(HEADER_SIZE))?;
+            self.file.set_len(self.header.buckets_start())?;
             self.file.set_len(data_start)?;
-            self.file.write_untorn(0, &self.header.encode())?;
+            self.file.write_untorn(0, &self.header.encode_copies())?;
             self.file.write(self.header.dictionary_offset(), self.codec.dictionary())?;
         }
         self.buckets.reset();
