@@ -138,6 +138,17 @@ impl MappedFile {
         }
     }
 
+    /// Copies the bytes at `offset..offset+buffer.len()` into `buffer` with `pread`, not
+    /// through the mapping: for reads of a file larger than memory, where a fault maps a page
+    /// that reclaim must later unmap again (an interrupt to every core running the process,
+    /// to flush its TLB), while a page read this way is never mapped. BrokenData beyond the
+    /// end, as `slice` says.
+    pub fn read_at(&self, offset: u64, buffer: &mut [u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.check_range(offset, buffer.len())?;
+        self.file.read_exact_at(buffer, offset).map_err(|e| Error::io(format!("read {}", self.path.display()), e))
+    }
+
     /// Current length of the file in bytes.
     #[inline]
     pub fn len(&self) -> u64 {
