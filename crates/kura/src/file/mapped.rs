@@ -73,6 +73,11 @@ impl MappedFile {
         // a cold file larger than memory dragged megabytes in and evicted the rest. (LMDB calls
         // it MDB_NORDAHEAD.) Advice only: a kernel that refuses it reads ahead as before.
         let _ = map.advise(memmap2::Advice::Random);
+        // The same for the reads `read_at` makes with `pread`: the advice above is the
+        // mapping's, this one the open file's (a random `pread` otherwise read ahead too).
+        // SAFETY: the descriptor is `file`'s, open for the whole call; the advice touches no
+        // memory of this process.
+        let _ = unsafe { libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, libc::POSIX_FADV_RANDOM) };
         Ok(MappedFile {
             file,
             path: path.to_path_buf(),
