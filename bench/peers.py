@@ -92,7 +92,7 @@ MEMORY_MEMTABLE_FRACTION = 8
 CRATES = ["heed", "lmdb-master-sys", "rocksdb", "librocksdb-sys", "fjall", "lsm-tree", "redb"]
 # The machine's floors (bench/peers/src/bin/floors.rs), measured before each round: what a
 # durable commit, a lookup in memory and a read of the disk cost at least.
-FLOOR_SYNC = "fdatasync of a 4 KiB append"
+FLOOR_SYNC = "fdatasync of a 4 KiB write"
 FLOOR_LOAD = "dependent memory load (256 MiB)"
 FLOOR_SEQ_WRITE = "sequential write, 1 MiB at a time"
 FLOOR_SEQ_READ = "sequential read, 1 MiB at a time"
@@ -370,7 +370,7 @@ def floor_notes(best, floors, settings):
         if peer:
             parts.append(f"{TITLES[peer]} {value * 1e6:.0f} µs")
         notes.append(f"A durable commit of one record: {', '.join(parts)}, against one `fdatasync` of a 4 KiB "
-                     f"append alone, {per_op(sync) * 1e6:.0f} µs.")
+                     f"write alone, {per_op(sync) * 1e6:.0f} µs.")
     reads = settings.get("reads") or settings["records"]
     load, read_1, read_32 = floors.get(FLOOR_LOAD), floors.get(FLOOR_READ_1), floors.get(FLOOR_READ_32)
     if kuras and not settings.get("memory_limit") and load:
