@@ -30,6 +30,9 @@ reported with the phases it finished; default none, 20 under --memory-limit).
       store, the bulk load in commits of 100,000, caches a quarter of the limit unless
       PEERS_CACHE_BYTES says otherwise, MALLOC_ARENA_MAX=2 for every store (why: at
       MEMORY_MALLOC_ARENAS); results in peers-512M.{json,md,png}
+  python3 bench/peers.py --render bench/results/peers-512M.json
+      measures nothing: writes the report's .md and .png again from its JSON (after adding
+      `notes`, paragraphs on how the run went, or `floors` measured apart from it)
 """
 
 import argparse
@@ -501,6 +504,8 @@ def markdown(report, chart):
                 if settings.get("removals") else "")
              + "Versions: " + ", ".join(f"{name} {version}" for name, version in report["versions"].items()) + ".",
              ""]
+    for note in report.get("notes", []):
+        parts += [note, ""]
     if report["errors"]:
         parts += ["**Failures:**", ""] + [f"- {e}" for e in report["errors"]] + [""]
     parts += ["## Time per phase", "",
@@ -603,7 +608,13 @@ def draw(report, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory-limit", help="run each store in a cgroup v1 memory group of this size (512M)")
+    parser.add_argument("--render", metavar="JSON",
+                        help="measure nothing: write the .md and .png of a report written before (for a report "
+                             "given `notes`, paragraphs on how its run went, or `floors` measured apart)")
     options = parser.parse_args()
+    if options.render:
+        render(options.render)
+        return
     memory = parse_size(options.memory_limit) if options.memory_limit else None
     records = harness.env_int("PEERS_RECORDS", 1_000_000)
     rounds = max(1, harness.env_int("PEERS_ROUNDS", 2))
@@ -650,6 +661,17 @@ def main():
         harness.log(f"peers: {problem}")
     if errors or report["checksum_mismatches"]:
         sys.exit(1)
+
+
+def render(path):
+    """Writes the .md and .png beside the report `path` (a .json) from what it holds."""
+    with open(path) as source:
+        report = json.load(source)
+    stem = os.path.splitext(path)[0]
+    chart = os.path.basename(stem) + ".png" if draw(report, stem + ".png") else None
+    with open(stem + ".md", "w") as out:
+        out.write(markdown(report, chart))
+    harness.log(f"peers: wrote {stem}.md" + (f", {chart}" if chart else ""))
 
 
 def write_report(stem, settings, results, errors, build_seconds):
