@@ -8,7 +8,10 @@ each phase does and checks).
 Builds bench/peers (its own cargo workspace, linking Debian's librocksdb) and runs the
 `kura-peers` binary once per store per round, each store in a process of its own in a fresh
 directory. Round 1 runs the stores in order, round 2 in reverse, and so on; the report keeps
-the best (least) time of each phase per store. Writes bench/results/peers.json (every round's
+the best (least) time of each phase per store. Before each round the `floors` binary
+(bench/peers/src/bin/floors.rs) measures what the machine allows at best (an `fdatasync`,
+a dependent load from memory, the disk's sequential and random reads), and the report sets
+Kura's figures beside those floors. Writes bench/results/peers.json (every round's
 lines too), peers.md (times per store and phase, and Kura's time over the best peer's) and
 peers.png (if matplotlib is importable).
 
@@ -27,6 +30,9 @@ reported with the phases it finished; default none, 20 under --memory-limit).
       store, the bulk load in commits of 100,000, caches a quarter of the limit unless
       PEERS_CACHE_BYTES says otherwise, MALLOC_ARENA_MAX=2 for every store (why: at
       MEMORY_MALLOC_ARENAS); results in peers-512M.{json,md,png}
+  python3 bench/peers.py --render bench/results/peers-512M.json
+      measures nothing: writes the report's .md and .png again from its JSON (after adding
+      `notes`, paragraphs on how the run went, or `floors` measured apart from it)
 """
 
 import argparse
@@ -87,6 +93,19 @@ MEMORY_STORE_MINUTES = 20
 # took all of it and both were OOM-killed in their bulk load.
 MEMORY_MEMTABLE_FRACTION = 8
 CRATES = ["heed", "lmdb-master-sys", "rocksdb", "librocksdb-sys", "fjall", "lsm-tree", "redb"]
+# The machine's floors (bench/peers/src/bin/floors.rs), measured before each round: what a
+# durable commit, a lookup in memory and a read of the disk cost at least.
+FLOOR_SYNC = "fdatasync of a 4 KiB write"
+FLOOR_LOAD = "dependent memory load (256 MiB)"
+FLOOR_SEQ_WRITE = "sequential write, 1 MiB at a time"
+FLOOR_SEQ_READ = "sequential read, 1 MiB at a time"
+FLOOR_READ_1 = "random 8 KiB reads, 1 in flight"
+FLOOR_READ_32 = "random 8 KiB reads, 32 in flight"
+FLOOR_PHASES = [FLOOR_SYNC, FLOOR_LOAD, FLOOR_SEQ_WRITE, FLOOR_SEQ_READ, FLOOR_READ_1, FLOOR_READ_32]
+# Bytes of the file the floors read at random: about what TreeDbm's file holds a record in
+# (8M records: 2.7 GB), between 256 MiB and 4 GiB. O_DIRECT reads see the device, so the
+# size matters only for where on it they land.
+FLOOR_BYTES_PER_RECORD = 340
 
 
 def parse_size(text):
@@ -276,6 +295,117 @@ def run_store(binary, store, settings, group):
     return lines, peak, error
 
 
+def run_floors(settings):
+    """The machine's floors, outside any memory group (the disk is read with O_DIRECT, the
+    memory chase needs 256 MiB); returns lines by phase, empty when the binary failed."""
+    binary = os.path.join(os.path.dirname(binary_path()), "floors")
+    directory = os.path.join(settings["dir"], "floors")
+    file_bytes = min(4 << 30, max(256 << 20, settings["records"] * FLOOR_BYTES_PER_RECORD))
+    harness.log(f"peers: the machine's floors ({file_bytes / 1e9:.1f} GB read at random)")
+    result = subprocess.run([binary, "--dir", directory, "--file-bytes", str(file_bytes)],
+                            capture_output=True, text=True)
+    shutil.rmtree(directory, ignore_errors=True)
+    if result.returncode != 0:
+        harness.log(f"peers: floors failed: {result.stderr.strip()[-500:]}")
+        return {}
+    lines = {}
+    for text in result.stdout.splitlines():
+        line = json.loads(text)
+        lines[line["phase"]] = line
+        harness.log(f"peers: floor: {line['phase']}: {per_op(line) * 1e6:.2f} µs each")
+    return lines
+
+
+def per_op(line):
+    """Seconds per operation of a floor line."""
+    return line["seconds"] / max(1, line.get("ops") or 1)
+
+
+def best_floors(rounds):
+    """Per floor, the line with the least time per operation over the rounds."""
+    best = {}
+    for result in rounds:
+        for phase, line in result.get("floor", {}).items():
+            if phase not in best or per_op(line) < per_op(best[phase]):
+                best[phase] = line
+    return best
+
+
+def floor_table(floors):
+    """The floors as Markdown rows."""
+    def rate(line):
+        return f"{(line.get('ops') or 0) / line['seconds']:,.0f}/s"
+
+    rows_out = []
+    for phase in FLOOR_PHASES:
+        line = floors.get(phase)
+        if not line:
+            continue
+        if phase in (FLOOR_SEQ_WRITE, FLOOR_SEQ_READ):
+            each = f"{line['bytes'] / line['seconds'] / 1e6:,.0f} MB/s"
+        elif phase == FLOOR_LOAD:
+            each = f"{per_op(line) * 1e9:.0f} ns each"
+        else:
+            each = f"{per_op(line) * 1e6:,.0f} µs each ({rate(line)})"
+        rows_out.append(f"| {phase} | {each} |")
+    return rows_out
+
+
+def floor_notes(best, floors, settings):
+    """Kura's and the best peer's figures beside the floor each cannot go below."""
+    notes = []
+
+    def per(store, phase, count):
+        value = value_of(best, store, phase)
+        return value / count if value else None
+
+    def best_peer(phase, count):
+        found = [(per(p, phase, count), p) for p in PEERS if per(p, phase, count)]
+        return min(found) if found else (None, None)
+
+    kuras = [k for k in KURA if k in best]
+    sync = floors.get(FLOOR_SYNC)
+    if sync and kuras:
+        commits = best[kuras[0]].get("individual writes", {}).get("ops") or 1000
+        parts = [f"{TITLES[k]} {per(k, 'individual writes', commits) * 1e6:.0f} µs" for k in kuras
+                 if per(k, "individual writes", commits)]
+        value, peer = best_peer("individual writes", commits)
+        if peer:
+            parts.append(f"{TITLES[peer]} {value * 1e6:.0f} µs")
+        notes.append(f"A durable commit of one record: {', '.join(parts)}, against one `fdatasync` of a 4 KiB "
+                     f"write alone, {per_op(sync) * 1e6:.0f} µs.")
+    reads = settings.get("reads") or settings["records"]
+    load, read_1, read_32 = floors.get(FLOOR_LOAD), floors.get(FLOOR_READ_1), floors.get(FLOOR_READ_32)
+    if kuras and not settings.get("memory_limit") and load:
+        parts = [f"{TITLES[k]} {per(k, 'random reads', reads) * 1e9:.0f} ns" for k in kuras
+                 if per(k, "random reads", reads)]
+        value, peer = best_peer("random reads", reads)
+        if peer:
+            parts.append(f"{TITLES[peer]} {value * 1e9:.0f} ns")
+        notes.append(f"A random read on one thread: {', '.join(parts)}; one dependent load from memory (a random "
+                     f"address in 256 MiB, TLB miss included) takes {per_op(load) * 1e9:.0f} ns, so a lookup "
+                     f"that must wait for a few of them in a row cannot take less than a few times that.")
+    if kuras and settings.get("memory_limit") and read_1 and read_32:
+        parts = [f"{TITLES[k]} {reads / value_of(best, k, 'random reads'):,.0f}/s" for k in kuras
+                 if value_of(best, k, "random reads")]
+        value, peer = best_peer("random reads", reads)
+        if peer:
+            parts.append(f"{TITLES[peer]} {1 / value:,.0f}/s")
+        notes.append(f"Random reads on one thread, gets a second: {', '.join(parts)}; the disk reads "
+                     f"{1 / per_op(read_1):,.0f} random 8 KiB pages a second one at a time, "
+                     f"{1 / per_op(read_32):,.0f} with 32 in flight (the most several threads or read-ahead "
+                     f"could get from it).")
+        batch = best.get("kura-tree", {}).get("batch writes", {})
+        if batch.get("ops"):
+            floor_seconds = batch["ops"] * per_op(read_32)
+            notes.append(f"Durable batches of random records into a B-tree larger than memory: each record "
+                         f"modifies a leaf that must first be read, so {batch['ops']:,} records cost up to as "
+                         f"many random page reads, {floor_seconds:.2f} s at the 32-in-flight rate; a "
+                         f"log-structured store (RocksDB, fjall) appends instead and reads nothing. TreeDbm "
+                         f"took {batch['seconds']:.2f} s.")
+    return notes
+
+
 def best_of(rounds):
     """Per store and phase, the least time (or size) over the rounds that measured it."""
     best = {}
@@ -374,6 +504,8 @@ def markdown(report, chart):
                 if settings.get("removals") else "")
              + "Versions: " + ", ".join(f"{name} {version}" for name, version in report["versions"].items()) + ".",
              ""]
+    for note in report.get("notes", []):
+        parts += [note, ""]
     if report["errors"]:
         parts += ["**Failures:**", ""] + [f"- {e}" for e in report["errors"]] + [""]
     parts += ["## Time per phase", "",
@@ -393,6 +525,16 @@ def markdown(report, chart):
                   "|---|" + "---:|" * len(kuras)]
         for phase in rows(best):
             parts.append(f"| {phase} | " + " | ".join(ratio_cell(best, k, phase) for k in kuras) + " |")
+    floors = report.get("floors") or {}
+    if floors:
+        parts += ["", "## The machine's floors, measured in the same run", "",
+                  "Measured by bench/peers/src/bin/floors.rs before each round, outside any memory group, the best "
+                  "of the rounds: the disk read and written with `O_DIRECT` (the device, not the page cache), "
+                  "memory by a chase of dependent loads.", "",
+                  "| measurement | each |", "|---|---:|"] + floor_table(floors)
+        notes = floor_notes(best, floors, settings)
+        if notes:
+            parts += [""] + [f"- {note}" for note in notes]
     parts += ["", "## What each store does", "",
               "- Durable commits: Kura `write_batch_durable` (a single durable write is a one-record batch); LMDB "
               "default flags (sync at commit); RocksDB one `WriteBatch` with `set_sync(true)`; fjall one batch "
@@ -466,7 +608,13 @@ def draw(report, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory-limit", help="run each store in a cgroup v1 memory group of this size (512M)")
+    parser.add_argument("--render", metavar="JSON",
+                        help="measure nothing: write the .md and .png of a report written before (for a report "
+                             "given `notes`, paragraphs on how its run went, or `floors` measured apart)")
     options = parser.parse_args()
+    if options.render:
+        render(options.render)
+        return
     memory = parse_size(options.memory_limit) if options.memory_limit else None
     records = harness.env_int("PEERS_RECORDS", 1_000_000)
     rounds = max(1, harness.env_int("PEERS_ROUNDS", 2))
@@ -493,7 +641,7 @@ def main():
     try:
         for number in range(rounds):
             order = stores if number % 2 == 0 else list(reversed(stores))
-            result = {}
+            result = {"floor": run_floors(settings)}
             for store in order:
                 harness.log(f"peers: round {number + 1}/{rounds}: {store}, {records} records")
                 lines, peak, error = run_store(binary, store, settings, group)
@@ -515,12 +663,24 @@ def main():
         sys.exit(1)
 
 
+def render(path):
+    """Writes the .md and .png beside the report `path` (a .json) from what it holds."""
+    with open(path) as source:
+        report = json.load(source)
+    stem = os.path.splitext(path)[0]
+    chart = os.path.basename(stem) + ".png" if draw(report, stem + ".png") else None
+    with open(stem + ".md", "w") as out:
+        out.write(markdown(report, chart))
+    harness.log(f"peers: wrote {stem}.md" + (f", {chart}" if chart else ""))
+
+
 def write_report(stem, settings, results, errors, build_seconds):
     """bench/results/STEM.{json,md,png} from the rounds measured so far; returns the report."""
     best = best_of(results)
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "machine": machine(),
               "versions": versions(), "settings": {k: v for k, v in settings.items() if k != "dir"},
               "rounds_done": len(results), "build_seconds": round(build_seconds, 1), "best": best,
+              "floors": best_floors(results),
               "rounds": results, "errors": errors, "checksum_mismatches": checksum_mismatches(best)}
     os.makedirs(harness.RESULTS, exist_ok=True)
     with open(os.path.join(harness.RESULTS, f"{stem}.json"), "w") as out:

@@ -73,6 +73,11 @@ impl MappedFile {
         // a cold file larger than memory dragged megabytes in and evicted the rest. (LMDB calls
         // it MDB_NORDAHEAD.) Advice only: a kernel that refuses it reads ahead as before.
         let _ = map.advise(memmap2::Advice::Random);
+        // The same for the reads `read_at` makes with `pread`: the advice above is the
+        // mapping's, this one the open file's (a random `pread` otherwise read ahead too).
+        // SAFETY: the descriptor is `file`'s, open for the whole call; the advice touches no
+        // memory of this process.
+        let _ = unsafe { libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, libc::POSIX_FADV_RANDOM) };
         Ok(MappedFile {
             file,
             path: path.to_path_buf(),
@@ -136,6 +141,17 @@ impl MappedFile {
         if offset < end {
             let _ = self.map.advise_range(memmap2::Advice::WillNeed, offset as usize, (end - offset) as usize);
         }
+    }
+
+    /// Copies the bytes at `offset..offset+buffer.len()` into `buffer` with `pread`, not
+    /// through the mapping: for reads of a file larger than memory, where a fault maps a page
+    /// that reclaim must later unmap again (an interrupt to every core running the process,
+    /// to flush its TLB), while a page read this way is never mapped. BrokenData beyond the
+    /// end, as `slice` says.
+    pub fn read_at(&self, offset: u64, buffer: &mut [u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.check_range(offset, buffer.len())?;
+        self.file.read_exact_at(buffer, offset).map_err(|e| Error::io(format!("read {}", self.path.display()), e))
     }
 
     /// Current length of the file in bytes.

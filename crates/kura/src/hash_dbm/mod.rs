@@ -59,6 +59,12 @@ use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
 use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Link, Storage};
 
+/// How far ahead of its walk a rebuild of a file larger than memory asks for the buckets'
+/// first records (`HashDbm::for_each_live`): at the default two buckets a record, about 200
+/// reads in flight, well past the 32 at which bench/peers' floors measure the disk serving
+/// random reads 8x faster than one at a time.
+const RECORD_READ_AHEAD_BUCKETS: u64 = 512;
+
 /// Number of lock stripes. Enough that two threads rarely meet on one; each is a word.
 const STRIPES: usize = 1024;
 const _: () = assert!(STRIPES <= crate::multi_get::MAX_LOCKS, "a batched lookup plans its stripes in a LockSet");
@@ -518,39 +524,67 @@ impl HashDbm {
         Ok(keys)
     }
 
+    /// Shows `visit` every live record of `old` (whole: the caller holds every stripe lock)
+    /// with its key's hash and value, bucket by bucket.
+    ///
+    /// Records lie in the file in the order they were written, so bucket order reads them at
+    /// random. In a file larger than half the memory available, where most are on the disk
+    /// only, the first record of the bucket `RECORD_READ_AHEAD_BUCKETS` ahead is asked for
+    /// before each bucket is walked, so that the disk serves a few hundred reads at once
+    /// instead of one fault after another (8M records, a 1.56 GB file under a 512 MiB memory
+    /// limit: 826 s to rebuild before).
+    fn for_each_live(
+        old: &Storage,
+        whole_old: &WholeFile<'_>,
+        mut visit: impl FnMut(&[u8], u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let buckets = old.header.num_buckets;
+        let read_ahead = crate::memory_budget::available_bytes().is_some_and(|memory| old.file_len() > memory / 2);
+        if read_ahead {
+            for bucket in 0..RECORD_READ_AHEAD_BUCKETS.min(buckets) {
+                old.will_need_head(whole_old.chain(bucket));
+            }
+        }
+        let mut value = Vec::new();
+        for bucket in 0..buckets {
+            if read_ahead && bucket + RECORD_READ_AHEAD_BUCKETS < buckets {
+                old.will_need_head(whole_old.chain(bucket + RECORD_READ_AHEAD_BUCKETS));
+            }
+            let chain = whole_old.chain(bucket);
+            for (key, found) in Self::live_keys(old, chain)? {
+                let hash = hash_key(&key);
+                old.read_value(chain, found.offset, &found.header, hash, &mut value)?;
+                visit(&key, hash, &value)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Builds a compacted copy of `old` (whole: the caller holds every stripe lock) with
     /// `options` applied, at `path`'s ".rebuild" sibling, closed cleanly and synced, ready to
     /// be moved over `path`.
     fn build_copy(&self, old: &Storage, whole_old: &WholeFile<'_>, options: &HashOptions) -> Result<Storage> {
         let mut layout = Self::layout_for_new(options, Some(old));
-        let mut value = Vec::new();
         if layout.codec.uses_dictionary() {
             let mut training = DictionaryTraining::new(options.dict_size.unwrap_or(self.dict_size));
-            for bucket in 0..old.header.num_buckets {
-                let chain = whole_old.chain(bucket);
-                for (key, found) in Self::live_keys(old, chain)? {
-                    old.read_value(chain, found.offset, &found.header, hash_key(&key), &mut value)?;
-                    training.add(&value);
-                }
-            }
+            Self::for_each_live(old, whole_old, |_, _, value| {
+                training.add(value);
+                Ok(())
+            })?;
             layout.dictionary = training.train()?;
         }
         let target = sibling_path(&self.path, ".rebuild");
         let mut fresh = Storage::create(&target, &layout)?;
         let (new, whole_new) = WholeFile::unshared(&mut fresh);
         let mut count = 0;
-        for bucket in 0..old.header.num_buckets {
-            let chain = whole_old.chain(bucket);
-            for (key, found) in Self::live_keys(old, chain)? {
-                let hash = hash_key(&key);
-                old.read_value(chain, found.offset, &found.header, hash, &mut value)?;
-                let new_chain = whole_new.chain_mut(bucket_of(hash, new.header.num_buckets));
-                let head = new.head(new_chain.read())?;
-                let offset = new.write_record(&new_chain, &key, hash, Some(&value), head)?;
-                new.link_new_head(&new_chain, offset, hash)?;
-                count += 1;
-            }
-        }
+        Self::for_each_live(old, whole_old, |key, hash, value| {
+            let new_chain = whole_new.chain_mut(bucket_of(hash, new.header.num_buckets));
+            let head = new.head(new_chain.read())?;
+            let offset = new.write_record(&new_chain, key, hash, Some(value), head)?;
+            new.link_new_head(&new_chain, offset, hash)?;
+            count += 1;
+            Ok(())
+        })?;
         fresh.set_count(count);
         fresh.close()?;
         Ok(fresh)

@@ -38,6 +38,10 @@ use crate::encoding::{decode_varint, encode_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, FileLock, LockMode, MappedFile};
 
+/// Bytes `Storage::will_need_head` asks for: one page of the disk's, which holds the record
+/// header, key and a value of most sizes.
+const HEAD_READ_AHEAD_BYTES: usize = 4096;
+
 /// Hash of a key: picks its bucket and seeds its record checksum. Part of the file format.
 #[inline]
 pub fn hash_key(key: &[u8]) -> u64 {
@@ -603,6 +607,17 @@ impl Storage {
                     .is_ok_and(|b| b.first().is_some_and(|&t| t & KIND_FREE == KIND_FREE));
             if is_free {
                 self.space.release(block, block_len, (block >> 4) as usize);
+            }
+        }
+    }
+
+    /// Asks the disk for the first record of `chain` (`MappedFile::will_need`, which starts
+    /// the read and returns): for a walk over the buckets of a file larger than memory, whose
+    /// records lie in the file in the order they were written, not in bucket order.
+    pub fn will_need_head(&self, chain: Chain<'_>) {
+        if let Ok(entry) = self.entry(chain.bucket()) {
+            if entry.head != 0 {
+                self.file.will_need(entry.head, HEAD_READ_AHEAD_BYTES);
             }
         }
     }
