@@ -419,3 +419,28 @@ fn writers_on_threads_evict_each_other_safely() {
     let scanned = db.records().unwrap().map(|r| r.unwrap()).inspect(|(k, v)| assert!(v.starts_with(k))).count();
     assert_eq!(scanned as u64, db.count().unwrap());
 }
+
+/// A shard set of SegCacheDbm shards passes the expiry to the shard (`ShardDbm` forwards
+/// `process_expiring`; the default would store the value forever): a write whose expiry has
+/// passed leaves nothing, one that has not stays readable.
+#[test]
+fn a_shard_set_of_segcaches_honours_expiry() {
+    let params = Params::new().with("num_shards", 3).with("inner_engine", "segcache").with("cap_rec_num", 1000);
+    let dir = tempfile::tempdir().unwrap();
+    let db = kura::open(dir.path().join("set.kums"), OpenMode::Create, &params).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    for i in 0..30 {
+        let key = format!("k{i}").into_bytes();
+        let (value, expiry) = if i % 2 == 0 { (b"past", now - 5) } else { (b"soon", now + 3600) };
+        let expiry = Expiry::at_unix_seconds(expiry);
+        db.process_expiring(&key, &mut |_| (Action::Set(Cow::Borrowed(&value[..])), expiry)).unwrap();
+    }
+    for i in 0..30 {
+        let found = db.get(format!("k{i}").as_bytes());
+        if i % 2 == 0 {
+            assert!(found.unwrap_err().is_not_found(), "k{i} expired before it was written");
+        } else {
+            assert_eq!(found.unwrap(), b"soon");
+        }
+    }
+}

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use crate::batch::WriteBatch;
 use crate::codec::CodecKind;
-use crate::dbm::{Cursor, Dbm, OpenMode, OrderedCursor, Params, Processor, Properties};
+use crate::dbm::{Cursor, Dbm, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor, Properties};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::tree_dbm::Comparator;
@@ -242,6 +242,11 @@ fn unreachable_shard() -> ! {
 impl Dbm for ShardDbm {
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
         self.shard(key).process(key, processor)
+    }
+
+    /// The shard's own: a set of SegCacheDbm shards honours the expiry as one does.
+    fn process_expiring(&self, key: &[u8], processor: ExpiringProcessor<'_, '_>) -> Result<()> {
+        self.shard(key).process_expiring(key, processor)
     }
 
     fn get(&self, key: &[u8]) -> Result<Vec<u8>> {
