@@ -11,6 +11,7 @@ use crate::batch::{BatchOp, WriteBatch};
 use crate::check::{CheckReport, Place};
 use crate::codec::CodecKind;
 use crate::error::{Error, ErrorKind, Result};
+use crate::stats::Stats;
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +58,6 @@ pub enum Action<'v> {
 /// A read-modify-write callback: sees the current value (`None` when absent) and decides.
 /// It runs under the record's lock, so it must not call back into the same database.
 pub type Processor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> Action<'v>;
-
-/// Name and value pairs describing a database, as printed by `kura inspect`.
-pub type Properties = Vec<(String, String)>;
 
 /// A key-value database. Keys and values are arbitrary bytes. A handle is `Send + Sync`:
 /// many threads may use one open database at once, and each operation is atomic. `Any` lets
@@ -297,10 +295,10 @@ pub trait Dbm: Send + Sync + std::any::Any {
         Ok(self.codec()?.is_some_and(CodecKind::decompresses))
     }
 
-    /// Properties for people and tools: at least `class`, `count`, `file_size`, `healthy`.
-    /// `healthy` is cheap: the clean-close flag of a file's header, not a check of the data
-    /// (`check` reads it all).
-    fn inspect(&self) -> Result<Properties>;
+    /// What the database is and holds, typed (`Stats`): at least its class, count, size and
+    /// health; `Stats::entries` is the form people and the bindings read. `healthy` is cheap:
+    /// the clean-close flag of a file's header, not a check of the data (`check` reads it all).
+    fn inspect(&self) -> Result<Stats>;
 
     /// Reads every record and verifies what the engine can, reporting damage as problems
     /// (with their places) rather than failing at the first: `kura check`. The default reads

@@ -277,7 +277,7 @@ fn read_everything(engine: &Engine, path: &std::path::Path, mode: OpenMode) {
         }
     }
     let _ = db.count();
-    let _ = db.inspect();
+    let _ = db.inspect().map(|stats| stats.properties());
     let _ = db.close();
 }
 

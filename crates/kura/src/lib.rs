@@ -53,6 +53,7 @@ mod spin_lock;
 pub mod split_mix;
 #[cfg(not(feature = "internals"))]
 mod split_mix;
+pub mod stats;
 mod sync;
 pub mod tree_dbm;
 mod typed_dbm;
@@ -61,7 +62,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use check::CheckReport;
 pub use codec::{Codec, CodecKind};
 pub use compact_dbm::CompactDbm;
-pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Properties, Records};
+pub use dbm::{Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Records};
 /// LEB128 varints as Kura's formats write them, for a layer that keeps its own metadata in
 /// values (kura-server's item header).
 pub use encoding::{decode_varint, put_varint, varint_len};
@@ -73,5 +74,6 @@ pub use memory_dbm::{BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 pub use packed_bytes::PackedBytes;
 pub use registry::{engines, open, Engine, Storage};
 pub use shard_dbm::ShardDbm;
-pub use tree_dbm::TreeDbm;
+pub use stats::{Caps, CodecStat, Stat, Stats};
+pub use tree_dbm::{Comparator, TreeDbm};
 pub use typed_dbm::TypedDbm;

@@ -357,9 +357,11 @@ mod tests {
             let path = dir.path().join(format!("db.{}", engine.extension));
             let db = engine.open(&path, OpenMode::Create, &(engine.bench_params)(1000)).unwrap();
             db.set(b"k", b"v", true).unwrap();
-            let properties = db.inspect().unwrap();
-            let class = properties.iter().find(|(n, _)| n == "class").map(|(_, v)| v.as_str());
-            assert_eq!(class, Some(engine.class), "{}", engine.name);
+            let stats = db.inspect().unwrap();
+            assert_eq!(stats.class, engine.class, "{}", engine.name);
+            if !engine.shard_set {
+                assert_eq!(stats.codec.map(|c| c.param), engine.codec_param, "{}", engine.name);
+            }
             assert_eq!(db.ordered_cursor().is_ok(), engine.ordered, "{}", engine.name);
             assert_eq!(db.is_ordered(), engine.ordered, "{}", engine.name);
             db.close().unwrap();

@@ -163,7 +163,7 @@ fn flipped_record_bytes_are_detected_and_restore_salvages_the_rest() {
 }
 
 fn property(db: &HashDbm, name: &str) -> String {
-    db.inspect().unwrap().into_iter().find(|(n, _)| n == name).unwrap().1
+    db.inspect().unwrap().properties().into_iter().find(|(n, _)| n == name).unwrap().1
 }
 
 #[test]

@@ -217,7 +217,7 @@ fn make_hash(path: &Path, model: &Model) {
     for i in 0..40 {
         db.remove(format!("gone:{i}").as_bytes()).unwrap();
     }
-    let properties = db.inspect().unwrap();
+    let properties = db.inspect().unwrap().properties();
     let dictionary: usize = properties.iter().find(|(n, _)| n == "dictionary_size").unwrap().1.parse().unwrap();
     assert!(dictionary > 0, "the rebuild trained no dictionary");
     db.close().unwrap();
@@ -429,7 +429,7 @@ fn make_tree(path: &Path, model: &Model) {
     for i in 0..40 {
         db.remove(format!("gone:{i}").as_bytes()).unwrap();
     }
-    let properties = db.inspect().unwrap();
+    let properties = db.inspect().unwrap().properties();
     let dictionary: usize = properties.iter().find(|(n, _)| n == "dictionary_size").unwrap().1.parse().unwrap();
     assert!(dictionary > 0, "the rebuild trained no dictionary");
     db.close().unwrap();

@@ -85,7 +85,7 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
 pub fn inspect(path: &Path, params: &Params) -> kura::Result<()> {
     let db = open(path, OpenMode::ReadOnly, params)?;
     let mut out = std::io::stdout().lock();
-    for (name, value) in db.inspect()? {
+    for (name, value) in db.inspect()?.entries() {
         writeln!(out, "{name}={value}").map_err(write_error("stdout"))?;
     }
     out.flush().map_err(write_error("stdout"))?;

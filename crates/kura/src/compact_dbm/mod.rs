@@ -29,13 +29,14 @@ use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
 use crate::codec::{CodecKind, Effort};
-use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor};
 use crate::engine::Mark;
 use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
 use crate::memory_dbm::snapshot;
+use crate::stats::{CodecStat, Stat, Stats};
 use group::{with_scratch, Group, GroupCell, Scratch};
 use layout::Layout;
 use options::{Options, NUM_GROUPS};
@@ -276,28 +277,29 @@ impl Dbm for CompactDbm {
         Ok(Some(self.layout.lock().codec.kind()))
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         self.backing.check_open()?;
         let (count, raw_bytes, stored_bytes) = self.totals();
         let memory = self.memory_bytes();
         let (codec, dictionary, num_buckets, cache_bytes) = {
             let layout = self.layout.lock();
             let buckets = layout.buckets_per_group as u64 * NUM_GROUPS as u64;
-            (layout.codec.kind().name(), layout.codec.dictionary().len(), buckets, layout.cache_bytes)
+            (layout.codec.kind(), layout.codec.dictionary().len(), buckets, layout.cache_bytes)
         };
         let cached: usize = self.groups.iter().map(|cell| cell.cache.lock().memory_bytes()).sum();
         let own = [
-            ("bucket_comp", codec.to_string()),
-            ("num_buckets", num_buckets.to_string()),
-            ("num_groups", NUM_GROUPS.to_string()),
-            ("compressed_bytes", stored_bytes.to_string()),
-            ("raw_bytes", raw_bytes.to_string()),
-            ("memory_bytes", memory.to_string()),
-            ("cache_bytes", cached.to_string()),
-            ("cache_capacity", cache_bytes.to_string()),
-            ("dict_size", dictionary.to_string()),
+            ("num_buckets", Stat::Number(num_buckets)),
+            ("num_groups", Stat::Number(NUM_GROUPS as u64)),
+            ("compressed_bytes", Stat::Number(stored_bytes)),
+            ("raw_bytes", Stat::Number(raw_bytes)),
+            ("memory_bytes", Stat::Number(memory)),
+            ("cache_bytes", Stat::Number(cached as u64)),
+            ("cache_capacity", Stat::Number(cache_bytes)),
+            ("dict_size", Stat::Number(dictionary as u64)),
         ];
-        Ok(self.backing.properties("CompactDbm", count, memory, own))
+        let mut stats = self.backing.stats("CompactDbm", count, memory, own);
+        stats.codec = Some(CodecStat { param: "bucket_comp", kind: codec });
+        Ok(stats)
     }
 
     fn is_writable(&self) -> bool {

@@ -13,6 +13,7 @@ use std::path::Path;
 use crate::dbm::{Dbm, OpenMode, Params};
 use crate::engine::{self, Engine};
 use crate::error::{Error, ErrorKind, Result};
+use crate::tree_dbm::comparator::Comparator;
 
 use super::naming::shard_path;
 
@@ -82,23 +83,26 @@ fn probe(engines: &'static [Engine], path: &Path) -> Result<&'static Engine> {
     )))
 }
 
-/// Properties every shard of one set must share: the merge needs one key order, and a set
-/// whose shards compress differently was assembled from different sets.
-const SHARED_PROPERTIES: &[&str] = &["class", "record_comp", "key_comparator"];
+/// What every shard of one set must share, as shown (name, value): the merge needs one key
+/// order, and a set whose shards compress differently was assembled from different sets.
+fn shared(db: &dyn Dbm) -> Result<[(&'static str, &'static str); 3]> {
+    let stats = db.inspect()?;
+    Ok([
+        ("class", stats.class),
+        stats.codec.map_or(("codec", "(none)"), |codec| (codec.param, codec.kind.name())),
+        ("key_comparator", stats.key_order.map_or("(none)", Comparator::name)),
+    ])
+}
 
 /// BrokenData naming the first shard whose engine, codec or key order differs from shard 0's.
 pub fn check_consistent(base: &Path, shards: &[Box<dyn Dbm>]) -> Result<()> {
-    let shared = |db: &dyn Dbm| -> Result<Vec<(String, String)>> {
-        Ok(db.inspect()?.into_iter().filter(|(name, _)| SHARED_PROPERTIES.contains(&name.as_str())).collect())
-    };
     let Some(first) = shards.first() else {
         return Ok(());
     };
     let expected = shared(first.as_ref())?;
     for (index, shard) in shards.iter().enumerate().skip(1) {
         let actual = shared(shard.as_ref())?;
-        if let Some((name, value)) = actual.iter().find(|pair| !expected.contains(pair)) {
-            let wanted = expected.iter().find(|(n, _)| n == name).map_or("(none)", |(_, v)| v.as_str());
+        if let Some(((name, value), (_, wanted))) = actual.iter().zip(&expected).find(|(a, e)| a != e) {
             return Err(Error::broken(format!(
                 "{}: its {name} is {value} but shard 0's is {wanted}: the shards of a set must all share \
                  one engine, codec and key order",
