@@ -30,7 +30,7 @@ mod routing;
 
 use kura::registry::Fact;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 #[pymodule]
 fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -67,6 +67,11 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
                 Fact::Text(text) => entry.set_item(name, text)?,
                 Fact::Flag(flag) => entry.set_item(name, flag)?,
                 Fact::Names(names) => entry.set_item(name, names.to_vec())?,
+                // (offset, bytes) pairs.
+                Fact::Marks(marks) => entry.set_item(
+                    name,
+                    marks.iter().map(|mark| (mark.offset, PyBytes::new(py, mark.bytes))).collect::<Vec<_>>(),
+                )?,
                 Fact::Nothing => entry.set_item(name, py.None())?,
             }
         }

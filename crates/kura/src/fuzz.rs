@@ -284,7 +284,7 @@ fn read_everything(engine: &Engine, path: &std::path::Path, mode: OpenMode) {
 /// Parameters that keep an open cheap: few buckets where the engine has them, and the
 /// registry's sizing for engines that cannot open without a parameter.
 fn small_params(engine: &Engine) -> Params {
-    let params = (engine.bench_params)(1000);
+    let params = engine.bench_params(1000);
     if engine.params.contains(&"num_buckets") {
         params.with("num_buckets", 64)
     } else {

@@ -244,7 +244,7 @@ fn bad_arguments_are_invalid() {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{params}: {e}");
     }
     let db = HashDbm::open(&path, OpenMode::Create, &Params::new()).unwrap();
-    let huge = vec![b'k'; kura::hash_dbm::MAX_KEY_SIZE + 1];
+    let huge = vec![b'k'; kura::MAX_KEY_SIZE + 1];
     assert_eq!(db.set(&huge, b"v", true).unwrap_err().kind(), ErrorKind::InvalidArgument);
     db.close().unwrap();
     let e = HashDbm::open(&path, OpenMode::Write, &Params::parse("record_comp=zstd").unwrap()).unwrap_err();

@@ -539,7 +539,7 @@ fn memory_snapshot_bit_flips_are_refused() {
     let model = model(60);
     for engine in kura::engines().iter().filter(|e| e.is_in_memory()) {
         let path = dir.path().join(format!("flips.{}", engine.extension));
-        let params = (engine.bench_params)(model.len() as u64);
+        let params = engine.bench_params(model.len() as u64);
         let db = engine.open(&path, OpenMode::Truncate, &params).unwrap();
         for (key, value) in &model {
             db.set(key, value, true).unwrap();

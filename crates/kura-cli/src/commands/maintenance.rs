@@ -27,7 +27,7 @@ pub fn existing_database(path: &Path) -> kura::Result<Option<String>> {
     if path.exists() {
         return Ok(Some(path.display().to_string()));
     }
-    let shards = kura::shard_dbm::naming::existing_shards(path)?;
+    let shards = kura::shard_dbm::existing_shards(path)?;
     Ok(shards.first().map(|(_, _, first)| {
         format!("the shard set {} ({} files: {} ...)", path.display(), shards.len(), first.display())
     }))

@@ -41,7 +41,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 pub use header::UpdateMode;
-pub use options::{HashOptions, DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
+pub(crate) use options::HashOptions;
+pub use options::{DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
 pub use record::MAX_KEY_SIZE;
 
 use crate::batch::WriteBatch;

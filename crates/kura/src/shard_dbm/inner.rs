@@ -3,16 +3,15 @@
 //! The inner engine comes from `inner_engine=NAME`, else from the base path's extension
 //! (`casket.kut` with `num_shards=4`: TreeDbm shards `casket.kut-00000-of-00004`, as Tkrzw
 //! names them), else, for an existing set under a base of no engine's extension (`.kus`), from
-//! the first shard file itself: the file engine whose read-only open accepts it. The memory
-//! engines' snapshots share one format that each of them reads, so a set of memory shards
-//! needs their extension on the base (`casket.kumb`) or `inner_engine=`. A new set under a
+//! the first shard file's first bytes: the engine whose marks (`Engine::magic`, a memory
+//! snapshot's class byte included) it starts with, with no trial open. A new set under a
 //! base of no engine's extension is HashDbm, the default engine.
 
 use std::path::Path;
 
-use crate::dbm::{Dbm, OpenMode, Params};
+use crate::dbm::{Dbm, Params};
 use crate::engine::{self, Engine};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::tree_dbm::comparator::Comparator;
 
 use super::naming::shard_path;
@@ -63,24 +62,16 @@ pub fn engine_for_restore(engines: &'static [Engine], base: &Path, count: usize)
     Err(first_error.unwrap_or_else(|| Error::broken(format!("{}: a set of no shards", base.display()))))
 }
 
-/// The file engine that opens `path` read-only (each checks its own header magic).
+/// The engine whose marks (`Engine::magic`: its magic, and a memory snapshot's class byte)
+/// the shard file at `path` starts with: told by its first bytes, with no trial open.
 fn probe(engines: &'static [Engine], path: &Path) -> Result<&'static Engine> {
-    for engine in engines.iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {
-        match engine.open(path, OpenMode::ReadOnly, &Params::new()) {
-            Ok(db) => {
-                db.close()?;
-                return Ok(engine);
-            }
-            // Held by a writer of another process: the set is locked, whatever its engine.
-            Err(e) if e.kind() == ErrorKind::Locked => return Err(e),
-            Err(_) => {}
-        }
+    match engine::of_file(engines, path)? {
+        Some(engine) if !engine.shard_set => Ok(engine),
+        _ => Err(Error::broken(format!(
+            "{}: this shard file starts with no engine's magic; give inner_engine=NAME or check the file",
+            path.display()
+        ))),
     }
-    Err(Error::broken(format!(
-        "{}: no file engine opens this shard file; give inner_engine=NAME (memory engines' snapshots \
-         cannot be told apart) or check the file",
-        path.display()
-    )))
 }
 
 /// What every shard of one set must share, as shown (name, value): the merge needs one key

@@ -15,10 +15,10 @@
 mod chain;
 mod inner;
 mod merge;
-pub mod naming;
+pub(crate) mod naming;
 mod parallel;
 mod restore;
-pub mod route;
+pub(crate) mod route;
 
 use std::path::{Path, PathBuf};
 
@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::stats::{Stat, Stats};
 use crate::tree_dbm::Comparator;
 
-pub use naming::{find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
+pub use naming::{check_count, existing_shards, find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
 pub use route::shard_of;
 
 /// The engine the shards of the set under `base` are (or, for a new set, will be) made of.
@@ -429,7 +429,7 @@ impl Dbm for ShardDbm {
 
     /// Its shards' engine's.
     fn is_ordered(&self) -> bool {
-        self.inner.ordered
+        self.inner.is_ordered()
     }
 
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
