@@ -56,11 +56,17 @@ EXTENSIONS = dict(_kura.EXTENSIONS)
 
 def engines():
     """The engines, from the library's registry: one dict each, with ``name``, ``class``,
-    ``extension``, ``storage`` (``file`` or ``memory``), ``ordered``, ``params`` (the
-    parameters ``open`` takes), ``codec_param`` (the parameter naming its codec, or None),
-    ``restore`` (whether a damaged file can be salvaged) and ``summary``: the description
+    ``extension``, ``storage`` (``file`` or ``memory``), ``ordered`` (whatever its
+    parameters), ``order`` (``ordered``, ``unordered`` or ``as shards``: a shard set of trees
+    is ordered), ``params`` (the parameters ``open`` takes), ``codec_param`` (the parameter
+    naming its codec, or None), ``sized_by`` (the parameters that size a new database),
+    ``magic`` ((offset, bytes) pairs every file of it starts with), ``shard_set``, ``restore``
+    (whether a damaged file can be salvaged) and ``summary``: the description
     ``kura engines --json`` and Ruby's ``Kura.engines`` show too."""
-    return [dict(engine, params=list(engine["params"])) for engine in _kura.ENGINES]
+    return [
+        dict(engine, params=list(engine["params"]), sized_by=list(engine["sized_by"]), magic=list(engine["magic"]))
+        for engine in _kura.ENGINES
+    ]
 __version__ = _kura.__version__
 
 
