@@ -25,7 +25,7 @@
 //! The public API is what users call, re-exported here at the crate root: the database
 //! (`open`, `Dbm`, the engine types, `Params`, `WriteBatch`, `Error`, `Stats`, `CodecKind`),
 //! the registry of engines, and the modules whose items the CLI, the server and the bindings
-//! use by path (`codec`, `compact_dbm`, `import`, `shard_dbm`, `tree_dbm`). Everything else is
+//! use by path (`codec`, `import`, `shard_dbm`, `tree_dbm`). Everything else is
 //! private to the crate.
 
 #![deny(missing_docs)]
@@ -35,7 +35,7 @@ mod batch;
 pub mod binding;
 mod check;
 pub mod codec;
-pub mod compact_dbm;
+mod compact_dbm;
 mod dbm;
 #[cfg(feature = "internals")]
 pub mod encoding;
@@ -69,7 +69,7 @@ mod typed_dbm;
 pub use batch::{BatchOp, WriteBatch};
 pub use check::{CheckReport, Place, Problem};
 pub use codec::{Codec, CodecKind};
-pub use compact_dbm::CompactDbm;
+pub use compact_dbm::{CompactCursor, CompactDbm};
 pub use dbm::{parse_size, Action, Cursor, Dbm, DbmExt, OpenMode, OrderedCursor, Params, Processor, Records};
 /// LEB128 varints as Kura's formats write them, for a layer that keeps its own metadata in
 /// values (kura-server's item header).

@@ -204,7 +204,7 @@ fn opens_through_the_registry_by_extension_and_sizes_buckets_from_expected_recor
     assert_eq!(property(&properties, "bucket_comp"), "zstd");
     let default = CompactDbm::new(&Params::new()).unwrap();
     let properties = default.inspect().unwrap().properties();
-    assert_eq!(property(&properties, "num_buckets"), (kura::compact_dbm::DEFAULT_EXPECTED_RECORDS / 16).to_string());
+    assert_eq!(property(&properties, "num_buckets"), (kura::CompactDbm::DEFAULT_EXPECTED_RECORDS / 16).to_string());
     assert!(CompactDbm::new(&Params::parse("bucket_comp=nope").unwrap()).is_err());
     assert!(CompactDbm::new(&Params::parse("buckets=3").unwrap()).is_err());
 }

@@ -42,7 +42,7 @@ use layout::Layout;
 use options::{Options, NUM_GROUPS};
 
 pub use cursor::CompactCursor;
-pub use options::{DEFAULT_BUCKET_RECORDS, DEFAULT_EXPECTED_RECORDS, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub(crate) use options::{DEFAULT_BUCKET_RECORDS, DEFAULT_EXPECTED_RECORDS, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 /// The in-memory map of compressed buckets (`.kumz`): see docs/compact.md.
 pub struct CompactDbm {
@@ -56,6 +56,18 @@ pub struct CompactDbm {
 impl CompactDbm {
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
+    /// The longest key it stores, in bytes.
+    pub const MAX_KEY_LEN: usize = MAX_KEY_LEN;
+
+    /// The longest value it stores, in bytes.
+    pub const MAX_VALUE_LEN: usize = MAX_VALUE_LEN;
+
+    /// The records a bucket holds on average when it is sized (`bucket_records`' default).
+    pub const DEFAULT_BUCKET_RECORDS: u64 = DEFAULT_BUCKET_RECORDS;
+
+    /// The records a new database is sized for when `expected_records` is not given.
+    pub const DEFAULT_EXPECTED_RECORDS: u64 = DEFAULT_EXPECTED_RECORDS;
 
     /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
     pub const MAGIC: &'static [Mark] = &snapshot::magic(&image::CLASS);
