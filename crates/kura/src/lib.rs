@@ -25,7 +25,7 @@
 //! The public API is what users call, re-exported here at the crate root: the database
 //! (`open`, `Dbm`, the engine types, `Params`, `WriteBatch`, `Error`, `Stats`, `CodecKind`),
 //! the registry of engines, and the modules whose items the CLI, the server and the bindings
-//! use by path (`codec`, `import`, `shard_dbm`, `tree_dbm`). Everything else is
+//! use by path (`codec`, `import`, `shard_dbm`). Everything else is
 //! private to the crate.
 
 #![deny(missing_docs)]
@@ -63,7 +63,7 @@ pub mod split_mix;
 mod split_mix;
 mod stats;
 mod sync;
-pub mod tree_dbm;
+mod tree_dbm;
 mod typed_dbm;
 
 pub use batch::{BatchOp, WriteBatch};
@@ -83,5 +83,8 @@ pub use packed_bytes::PackedBytes;
 pub use registry::{engines, open, Engine, Order, Storage};
 pub use shard_dbm::ShardDbm;
 pub use stats::{Caps, CodecStat, Stat, Stats};
-pub use tree_dbm::{Comparator, TreeDbm};
+/// Damaging tree files on purpose, for the project's own corruption tests.
+#[cfg(feature = "internals")]
+pub use tree_dbm::forge;
+pub use tree_dbm::{Comparator, KeyRange, TreeCursor, TreeDbm, TreeRange};
 pub use typed_dbm::TypedDbm;

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::io::Write;
 use std::path::Path;
 
-use kura::tree_dbm::Comparator;
+use kura::Comparator;
 use kura::{Dbm, Error, OpenMode, Params};
 
 use super::{key_line, open, tsv_line, write_error};

@@ -48,11 +48,10 @@ use std::sync::Arc;
 
 use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockWriteGuard};
 
-pub use crate::batch::{BatchOp, WriteBatch};
-pub use crate::journal::journal_path;
+pub(crate) use crate::batch::WriteBatch;
 pub use comparator::Comparator;
 pub use cursor::TreeCursor;
-pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_PAGE_SIZE};
+pub(crate) use options::DEFAULT_CACHE_BYTES;
 pub use range::{KeyRange, TreeRange};
 
 use crate::codec::CodecKind;
