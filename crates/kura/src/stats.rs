@@ -56,8 +56,10 @@ pub struct Caps {
     pub evictions: u64,
 }
 
-/// What `Dbm::inspect` reports about an open database.
+/// What `Dbm::inspect` reports about an open database. Engines build it with `Stats::new`
+/// (non-exhaustive: a field may be added without breaking its readers).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// The engine's class (`HashDbm`, ...), as its registry entry names it.
     pub class: &'static str,
