@@ -52,6 +52,8 @@ split_arrow = _kura.split_arrow
 RendezvousHash = _kura.RendezvousHash
 ShardWriter = _kura.ShardWriter
 EXTENSIONS = dict(_kura.EXTENSIONS)
+# The engine kura.dbm opens a name of no engine's extension as (the registry's default).
+DEFAULT_ENGINE = _kura.DEFAULT_ENGINE
 
 
 def engines():
@@ -159,7 +161,7 @@ def open(path, mode="r", **params):
     return Database(path, mode, **params)
 
 
-__all__ = ["open", "engines", "import_file", "check", "engine_of_file", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
+__all__ = ["open", "engines", "import_file", "check", "engine_of_file", "Database", "Cursor", "Batch", "EXTENSIONS", "DEFAULT_ENGINE", *_errors.__all__]
 
 # `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
 from . import dbm  # noqa: E402  (imported last: it uses the names above)

@@ -32,6 +32,8 @@ use kura::registry::Fact;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::errors::OrRaise;
+
 #[pymodule]
 fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -52,6 +54,8 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(routing::unpack_rows, m)?)?;
     m.add_function(wrap_pyfunction!(routing::split_arrow, m)?)?;
     m.add_class::<rendezvous::RendezvousHash>()?;
+    // The engine `kura.dbm` opens a name of no engine's extension as.
+    m.add("DEFAULT_ENGINE", kura::registry::default_engine().or_raise(py)?.name)?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
     for engine in kura::engines() {

@@ -206,6 +206,12 @@ pub fn served_by_default() -> Result<&'static Engine> {
     engine("segcache")
 }
 
+/// The engine a database opens as where a default is wanted and its name has no engine's
+/// extension: Python's `kura.dbm.open` of any file name, as `dbm.open` takes any name.
+pub fn default_engine() -> Result<&'static Engine> {
+    engine("hash")
+}
+
 /// The engine `kura bench` measures when it is given no `--engine`, as `tkrzw_dbm_perf`
 /// measures its hash database.
 pub fn benchmarked_by_default() -> Result<&'static Engine> {
@@ -336,6 +342,7 @@ mod tests {
         assert!(super::engine("nope").is_err());
         assert!(served_by_default().unwrap().is_in_memory());
         assert_eq!(benchmarked_by_default().unwrap().storage, Storage::File);
+        assert!(!default_engine().unwrap().is_in_memory() && !default_engine().unwrap().shard_set);
         assert!(resolve(Path::new("x.txt"), &Params::new()).is_err());
     }
 
