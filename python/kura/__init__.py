@@ -52,15 +52,23 @@ split_arrow = _kura.split_arrow
 RendezvousHash = _kura.RendezvousHash
 ShardWriter = _kura.ShardWriter
 EXTENSIONS = dict(_kura.EXTENSIONS)
+# The engine kura.dbm opens a name of no engine's extension as (the registry's default).
+DEFAULT_ENGINE = _kura.DEFAULT_ENGINE
 
 
 def engines():
     """The engines, from the library's registry: one dict each, with ``name``, ``class``,
-    ``extension``, ``storage`` (``file`` or ``memory``), ``ordered``, ``params`` (the
-    parameters ``open`` takes), ``codec_param`` (the parameter naming its codec, or None),
-    ``restore`` (whether a damaged file can be salvaged) and ``summary``: the description
+    ``extension``, ``storage`` (``file`` or ``memory``), ``ordered`` (whatever its
+    parameters), ``order`` (``ordered``, ``unordered`` or ``as shards``: a shard set of trees
+    is ordered), ``params`` (the parameters ``open`` takes), ``codec_param`` (the parameter
+    naming its codec, or None), ``sized_by`` (the parameters that size a new database),
+    ``magic`` ((offset, bytes) pairs every file of it starts with), ``shard_set``, ``restore``
+    (whether a damaged file can be salvaged) and ``summary``: the description
     ``kura engines --json`` and Ruby's ``Kura.engines`` show too."""
-    return [dict(engine, params=list(engine["params"])) for engine in _kura.ENGINES]
+    return [
+        dict(engine, params=list(engine["params"]), sized_by=list(engine["sized_by"]), magic=list(engine["magic"]))
+        for engine in _kura.ENGINES
+    ]
 __version__ = _kura.__version__
 
 
@@ -153,7 +161,7 @@ def open(path, mode="r", **params):
     return Database(path, mode, **params)
 
 
-__all__ = ["open", "engines", "import_file", "check", "engine_of_file", "Database", "Cursor", "Batch", "EXTENSIONS", *_errors.__all__]
+__all__ = ["open", "engines", "import_file", "check", "engine_of_file", "Database", "Cursor", "Batch", "EXTENSIONS", "DEFAULT_ENGINE", *_errors.__all__]
 
 # `kura.dbm` is usable right after `import kura`, as in `shelve.Shelf(kura.dbm.open(...))`.
 from . import dbm  # noqa: E402  (imported last: it uses the names above)

@@ -32,6 +32,7 @@ _T = TypeVar("_T")
 _D = TypeVar("_D", bound="Database")
 
 EXTENSIONS: dict[str, str]
+DEFAULT_ENGINE: str
 
 def engines() -> list[dict[str, Any]]: ...
 def import_file(

@@ -166,7 +166,7 @@ def open(file, flag="r", mode=0o666, **params):
         # set: forcing the hash engine there would create an empty file that hides the set.
         extension = _os.path.splitext(path)[1].lstrip(".")
         if extension not in _kura.EXTENSIONS:
-            params["engine"] = "hash"
+            params["engine"] = _kura.DEFAULT_ENGINE
     created = flag[0] == "n" or (flag[0] == "c" and not _os.path.exists(path))
     db = (_SyncedDatabase if "s" in flag[1:] else Database)(path, flag[0], **params)
     if created and _os.path.exists(path):

@@ -206,10 +206,21 @@ def test_whichdb_tells_kura_files(tmp_path):
         path.rename(renamed)
         assert kura.engine_of_file(renamed) == engine["name"]
         assert kura.dbm.whichdb(renamed) == "kura.dbm", engine["name"]
+        # The description's marks are the file's bytes at their offsets.
+        head = renamed.read_bytes()
+        assert engine["magic"], engine["name"]
+        for offset, mark in engine["magic"]:
+            assert head[offset : offset + len(mark)] == mark, engine["name"]
+        assert set(engine["sized_by"]) <= set(engine["params"]), engine["name"]
+        assert engine["order"] == ("ordered" if engine["ordered"] else "unordered"), engine["name"]
     with kura.open(tmp_path / "set.kut", "c", num_shards=3) as db:
         db[b"k"] = b"v"
     assert kura.dbm.whichdb(tmp_path / "set.kut") == "kura.dbm"
     assert kura.engine_of_file(tmp_path / "set.kut") == "shard"
+    shard = next(engine for engine in kura.engines() if engine["name"] == "shard")
+    assert (shard["order"], shard["magic"], shard["shard_set"]) == ("as shards", [], True)
+    with kura.open(tmp_path / "set.kut", "r") as db:
+        assert db.ordered, "a set of trees is ordered, as its entry's order says"
     (tmp_path / "other").write_bytes(b"GDBM and friends start otherwise")
     assert kura.dbm.whichdb(tmp_path / "other") == ""
     (tmp_path / "empty").write_bytes(b"")

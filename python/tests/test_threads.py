@@ -179,3 +179,51 @@ def test_reads_that_decompress_release_the_gil_whatever_the_engine_calls_its_cod
 
         run_all([threading.Thread(target=reader, args=(half,)) for half in (0, 1)])
         assert all(seen[0]) and all(seen[1]) and len(seen[0]) + len(seen[1]) == len(keys)
+
+
+def reads_seen_by_another_thread(db, key, reads):
+    """How many of `reads` reads of `key` another thread saw happening: the thread counts only
+    while a flag says the main thread is inside a read, and it can run then only if the read
+    let go of the GIL (a thread holding the GIL in native code keeps it until it returns, and
+    the interpreter checks for a switch at calls and loop jumps, not between the two flag
+    stores around the read)."""
+    inside, seen, stop = [False], [0], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            if inside[0]:
+                seen[0] += 1
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    counted = 0
+    try:
+        for _ in range(reads):
+            before = seen[0]
+            inside[0] = True
+            value = db[key]
+            inside[0] = False
+            counted += seen[0] != before
+            assert len(value) > 0
+    finally:
+        stop.set()
+        watcher.join(timeout=60)
+    return counted
+
+
+@pytest.mark.parametrize("release_gil", [None, False])
+def test_a_zstd_compact_dbm_read_lets_another_thread_run_during_the_read(tmp_path, release_gil):
+    """A zstd CompactDbm releases the GIL inside each read (by default, as its typed codec
+    decompresses): another thread runs while a multi-megabyte value decompresses, in some of
+    20 reads (each needs only that thread to be woken meanwhile; nothing is timed).
+    `release_gil=False` keeps the GIL, and then no other thread runs inside a read."""
+    value = b"".join(b"%08d value that compresses;" % i for i in range(150_000))
+    with kura.open(tmp_path / "db.kumz", "n", bucket_comp="zstd", release_gil=release_gil) as db:
+        assert db.release_gil == (release_gil is None)
+        db[b"big"] = value
+        assert db[b"big"] == value
+        seen = reads_seen_by_another_thread(db, b"big", 20)
+    if release_gil is None:
+        assert seen > 0, "no other thread ran during 20 reads: the read held the GIL"
+    else:
+        assert seen == 0, f"another thread ran inside {seen} of 20 reads that hold the GIL"

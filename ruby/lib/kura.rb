@@ -43,7 +43,8 @@ module Kura
   end
 
   # The engine registry: one Hash per engine (:name, :class, :extension, :storage,
-  # :ordered, :params).
+  # :ordered, :order ("as shards" for a shard set, ordered as its shards), :params,
+  # :codec_param, :sized_by, :magic ([offset, bytes] pairs), :shard_set, :restore, :summary).
   def self.engines
     ENGINES
   end

@@ -15,7 +15,7 @@ module KuraTest
   CAPACITY = 10_000
 
   # [label, engine Hash, open options] for each configuration, and a shard set of trees:
-  # ordered, though the registry's shard entry (which describes hash shards) says not.
+  # ordered, as the registry's shard entry says (order "as shards": ordered when its shards are).
   def self.configurations(only_ordered: false)
     configurations = Kura.engines.flat_map do |engine|
       options = Kura.sized_params(engine[:name], CAPACITY)

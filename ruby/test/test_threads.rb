@@ -139,4 +139,51 @@ class ThreadsTest < Minitest::Test
       end
     end
   end
+  # The GVL is let go inside each read of a zstd CompactDbm, not only between reads: a thread
+  # that counts only while a flag says the main thread is inside a read, and that thread is in a
+  # region without the GVL (status "sleep"; a thread holding the GVL in native code, or waiting
+  # for it after a time slice, is "run"), counts in some of 20 reads of a multi-megabyte
+  # value; with release_gvl: false it never does. Nothing is timed: each read only needs the
+  # other thread to be woken while the value decompresses.
+  def test_a_zstd_compact_dbm_read_lets_another_thread_run_during_the_read
+    value = (0...150_000).map { |i| format("%08d value that compresses;", i) }.join
+    [nil, false].each do |release|
+      options = release.nil? ? {} : { release_gvl: release }
+      Kura.open(File.join(@dir, "db#{release.inspect}.kumz"), "n", bucket_comp: "zstd", **options) do |db|
+        assert_equal release.nil?, db.release_gvl?
+        db["big"] = value
+        during = reads_seen_by_another_thread(db, "big", value, 20)
+        if release.nil?
+          assert_operator during, :>, 0, "no other thread ran during 20 reads: the read held the GVL"
+        else
+          assert_equal 0, during, "another thread saw #{during} of 20 reads that hold the GVL without it"
+        end
+      end
+    end
+  end
+
+  private
+
+  # How many of `reads` reads of `key` another thread saw the main thread make without the GVL.
+  def reads_seen_by_another_thread(db, key, value, reads)
+    main = Thread.current
+    inside = false
+    seen = 0
+    stop = false
+    watcher = Thread.new { seen += 1 if inside && main.status == "sleep" until stop }
+    begin
+      (1..reads).count do
+        before = seen
+        inside = true
+        read = db[key]
+        inside = false
+        raise "read #{read.bytesize} bytes, wrote #{value.bytesize}" unless read == value
+
+        seen != before
+      end
+    ensure
+      stop = true
+      Timeout.timeout(DEADLINE) { watcher.join }
+    end
+  end
 end

@@ -284,8 +284,7 @@ fn main() -> ExitCode {
     // path of no engine) counts as yes, the hint then naming the command that will say.
     let salvageable = database.as_deref().is_none_or(|path| {
         let params = options::plain_params(cli.params.as_deref()).unwrap_or_default();
-        kura::registry::resolve(path, &params)
-            .map_or(true, |engine| matches!(engine.restore, kura::registry::Restore::Salvage(_)))
+        kura::registry::resolve(path, &params).map_or(true, |engine| engine.can_restore())
     });
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,8 +16,12 @@ pub fn plain_params(global: Option<&str>) -> kura::Result<Params> {
         Some(text) => Params::parse(text)?,
         None => Params::new(),
     };
-    if let Some(codec) = params.get("record_comp") {
-        CodecKind::from_name(codec)?;
+    // Every engine's codec parameter (the registry names them), so that a typo lists the
+    // known codecs before any file is touched.
+    for name in kura::engines().iter().filter_map(|engine| engine.codec_param) {
+        if let Some(codec) = params.get(name) {
+            CodecKind::from_name(codec)?;
+        }
     }
     Ok(params)
 }
@@ -33,7 +37,7 @@ pub fn engine_params(path: &Path, global: Option<&str>, layout: &LayoutArgs) -> 
         params = params.with(name, codec.name());
     }
     if let Some(buckets) = &layout.buckets {
-        let count = kura::dbm::parse_size(buckets).map_err(|e| kura::Error::invalid(format!("--buckets: {e}")))?;
+        let count = kura::parse_size(buckets).map_err(|e| kura::Error::invalid(format!("--buckets: {e}")))?;
         params = params.with("num_buckets", count);
     }
     Ok(params)

@@ -68,7 +68,7 @@ fn check_passes_a_sound_file_and_lists_the_damage_of_a_flipped_one() {
 fn every_engine_checks_clean_and_flags_its_damaged_copy() {
     let dir = tempfile::tempdir().unwrap();
     for engine in kura::engines().iter().filter(|e| e.name != "shard") {
-        let params = (engine.bench_params)(100).or_defaults(&(engine.import_params)(100)).with("engine", engine.name);
+        let params = engine.bench_params(100).or_defaults(&engine.import_params(100)).with("engine", engine.name);
         let text: Vec<String> = params.names().map(|n| format!("{n}={}", params.get(n).unwrap())).collect();
         let text = text.join(",");
         let sub = dir.path().join(engine.name);
@@ -79,7 +79,7 @@ fn every_engine_checks_clean_and_flags_its_damaged_copy() {
         assert!(stdout.contains("problem: "), "{}: {stdout}", engine.name);
         // The hint offers a restore only to an engine that has one (the registry says).
         let offers_restore = stderr.contains("kura restore");
-        let has_restore = matches!(engine.restore, kura::registry::Restore::Salvage(_));
+        let has_restore = engine.can_restore();
         assert_eq!(offers_restore, has_restore, "{}: {stderr}", engine.name);
     }
 }

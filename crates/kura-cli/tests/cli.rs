@@ -474,13 +474,13 @@ fn bench_runs_every_engine_without_parameters_and_prints_the_ones_it_chose() {
     for (listed, engine) in engines.iter().zip(kura::engines()) {
         assert_eq!(listed["name"], engine.name);
         assert_eq!(listed["extension"], engine.extension);
-        assert_eq!(listed["ordered"], engine.ordered);
+        assert_eq!(listed["ordered"], engine.is_ordered());
         assert_eq!(listed["codec_param"].as_str(), engine.codec_param, "{}", engine.name);
         let human = ok(&["bench", "--engine", engine.name, "--iter", "300"]);
         assert!(human.contains("Setting done:"), "{}: {human}", engine.name);
         let chosen = human.lines().find(|l| l.starts_with("Parameters: ")).unwrap();
         assert!(chosen.contains(&format!("engine={}", engine.name)), "{chosen}");
-        for name in (engine.bench_params)(300).names() {
+        for name in engine.bench_params(300).names() {
             assert!(chosen.contains(&format!("{name}=")), "{}: {chosen} lacks {name}", engine.name);
         }
     }
@@ -523,10 +523,10 @@ fn paths_with_spaces_work() {
 #[test]
 fn get_with_several_keys_prints_a_line_per_key_and_names_each_missing_key() {
     let scratch = Scratch::new();
-    for engine in kura::registry::ENGINES {
+    for engine in kura::engines() {
         let db = scratch.path(&format!("several.{}", engine.extension));
         // The parameters an engine needs at every open (CacheDbm's record cap).
-        let bench = (engine.bench_params)(100);
+        let bench = engine.bench_params(100);
         let params: Vec<String> = bench.names().map(|n| format!("{n}={}", bench.get(n).unwrap())).collect();
         let run = |args: &[&str]| {
             let mut all = args.to_vec();

@@ -241,8 +241,7 @@ fn num_buckets(db: &Path) -> u64 {
 }
 
 fn num_buckets_of(db: &Path, params: &Params) -> u64 {
-    let properties = kura::open(db, OpenMode::ReadOnly, params).unwrap().inspect().unwrap();
-    properties.iter().find(|(name, _)| name == "num_buckets").unwrap().1.parse().unwrap()
+    kura::open(db, OpenMode::ReadOnly, params).unwrap().inspect().unwrap().number("num_buckets").unwrap()
 }
 
 #[test]

@@ -17,7 +17,7 @@ const NOT_FOUND: i32 = 1;
 /// The `--params` text an engine needs to open at all (CacheDbm's record cap), from the
 /// registry; shard sets get two shards.
 fn params_of(engine: &kura::Engine) -> String {
-    let params = (engine.bench_params)(100).or_defaults(&(engine.import_params)(100)).without("num_shards");
+    let params = engine.bench_params(100).or_defaults(&engine.import_params(100)).without("num_shards");
     let mut pairs: Vec<String> = params.names().map(|name| format!("{name}={}", params.get(name).unwrap())).collect();
     pairs.push(format!("engine={}", engine.name));
     if engine.shard_set {

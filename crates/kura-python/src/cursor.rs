@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use kura::tree_dbm::TreeRange;
+use kura::TreeRange;
 use kura::{Dbm, OrderedCursor, TreeDbm};
 use pyo3::prelude::*;
 

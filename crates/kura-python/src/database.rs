@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kura::binding::DbHandle;
-use kura::{Action, Dbm, PackedBytes, Params, TreeDbm, TypedDbm};
+use kura::{Action, Comparator, Dbm, PackedBytes, Params, Stat, TreeDbm, TypedDbm};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
@@ -150,11 +150,11 @@ impl Database {
         self.run(py, big, |dbm| dbm.compare_exchange_matched(key, expected, desired))
     }
 
-    /// Whether the engine orders keys bytewise: its `key_comparator` property, when it has
-    /// one (TreeDbm), names the order; the other ordered engines have only bytewise.
+    /// Whether the engine orders keys bytewise: its key order, when it has one of its own
+    /// (TreeDbm), says; the other ordered engines have only bytewise.
     fn bytewise(&self, py: Python<'_>) -> PyResult<bool> {
-        let properties = self.run(py, false, |dbm| dbm.inspect())?;
-        Ok(properties.iter().all(|(name, value)| name != "key_comparator" || value == "lexical"))
+        let stats = self.run(py, false, |dbm| dbm.inspect())?;
+        Ok(stats.key_order.is_none_or(|order| order == Comparator::Lexical))
     }
 }
 
@@ -547,16 +547,14 @@ impl Database {
 
     /// Properties of the database (class, count, file_size, codec, ...); integers as `int`.
     fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let properties = self.run(py, true, |dbm| dbm.inspect())?;
+        let stats = self.run(py, true, |dbm| dbm.inspect())?;
         let dict = PyDict::new(py);
-        for (name, value) in properties {
-            match value.parse::<i64>() {
-                Ok(number) => dict.set_item(name, number)?,
-                Err(_) => match value.as_str() {
-                    "true" => dict.set_item(name, true)?,
-                    "false" => dict.set_item(name, false)?,
-                    _ => dict.set_item(name, value)?,
-                },
+        for (name, stat) in stats.entries() {
+            match stat {
+                Stat::Number(number) => dict.set_item(name, number)?,
+                Stat::Flag(flag) => dict.set_item(name, flag)?,
+                Stat::Name(text) => dict.set_item(name, text)?,
+                Stat::Text(text) => dict.set_item(name, text)?,
             }
         }
         Ok(dict)

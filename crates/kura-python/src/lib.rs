@@ -30,7 +30,9 @@ mod routing;
 
 use kura::registry::Fact;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::errors::OrRaise;
 
 #[pymodule]
 fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -52,6 +54,8 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(routing::unpack_rows, m)?)?;
     m.add_function(wrap_pyfunction!(routing::split_arrow, m)?)?;
     m.add_class::<rendezvous::RendezvousHash>()?;
+    // The engine `kura.dbm` opens a name of no engine's extension as.
+    m.add("DEFAULT_ENGINE", kura::registry::default_engine().or_raise(py)?.name)?;
     // Engine name by file extension, for `kura.dbm` to pick a default for other names.
     let extensions = PyDict::new(py);
     for engine in kura::engines() {
@@ -67,6 +71,11 @@ fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
                 Fact::Text(text) => entry.set_item(name, text)?,
                 Fact::Flag(flag) => entry.set_item(name, flag)?,
                 Fact::Names(names) => entry.set_item(name, names.to_vec())?,
+                // (offset, bytes) pairs.
+                Fact::Marks(marks) => entry.set_item(
+                    name,
+                    marks.iter().map(|mark| (mark.offset, PyBytes::new(py, mark.bytes))).collect::<Vec<_>>(),
+                )?,
                 Fact::Nothing => entry.set_item(name, py.None())?,
             }
         }

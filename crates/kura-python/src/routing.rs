@@ -21,7 +21,7 @@ use crate::params;
 /// of a shard set (`kura.open(base, num_shards=N)`) and of `kura import --shards N`.
 #[pyfunction]
 pub fn shard_of(py: Python<'_>, key: &Bound<'_, PyAny>, num_shards: usize) -> PyResult<usize> {
-    shard_dbm::naming::check_count(num_shards).or_raise(py)?;
+    shard_dbm::check_count(num_shards).or_raise(py)?;
     let key = Encoding::Bytes.input(key, "keys")?;
     Ok(shard_dbm::shard_of(&key, num_shards))
 }
@@ -29,7 +29,7 @@ pub fn shard_of(py: Python<'_>, key: &Bound<'_, PyAny>, num_shards: usize) -> Py
 /// The path of shard `index` of a set of `num_shards` under `base` (`BASE-0000i-of-0000N`).
 #[pyfunction]
 pub fn shard_path(py: Python<'_>, base: PathBuf, index: usize, num_shards: usize) -> PyResult<PathBuf> {
-    shard_dbm::naming::check_count(num_shards).or_raise(py)?;
+    shard_dbm::check_count(num_shards).or_raise(py)?;
     Ok(shard_dbm::shard_path(&base, index, num_shards))
 }
 
@@ -43,7 +43,7 @@ pub fn shard_files(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(&'static str, Vec<PathBuf>)> {
     let params = params::from_kwargs(kwargs)?;
-    let (engine, paths) = shard_dbm::shard_files(kura::registry::ENGINES, &base, &params).or_raise(py)?;
+    let (engine, paths) = shard_dbm::shard_files(kura::engines(), &base, &params).or_raise(py)?;
     Ok((engine.name, paths))
 }
 

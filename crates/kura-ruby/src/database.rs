@@ -16,7 +16,7 @@
 //! values are copied out of the engine before Ruby strings are made of them.
 
 use kura::binding::DbHandle;
-use kura::{Action, Dbm, PackedBytes, Params, TypedDbm};
+use kura::{Action, Dbm, PackedBytes, Params, Stat, TypedDbm};
 use magnus::encoding::{Index, RbEncoding};
 use magnus::{Error, IntoValue, RArray, RHash, RString, Ruby, Value};
 use std::ops::Bound;
@@ -286,14 +286,14 @@ impl Database {
 
     /// The engine's `inspect` properties: Symbol keys; integers, booleans and strings.
     pub fn stats(ruby: &Ruby, rb_self: &Database) -> Result<RHash, Error> {
-        let properties = rb_self.run(ruby, true, |dbm| dbm.inspect())?;
+        let stats = rb_self.run(ruby, true, |dbm| dbm.inspect())?;
         let hash = ruby.hash_new();
-        for (name, value) in properties {
-            let value = match (value.parse::<i64>(), value.as_str()) {
-                (Ok(number), _) => number.into_value_with(ruby),
-                (Err(_), "true") => true.into_value_with(ruby),
-                (Err(_), "false") => false.into_value_with(ruby),
-                (Err(_), text) => ruby.str_new(text).into_value_with(ruby),
+        for (name, stat) in stats.entries() {
+            let value = match stat {
+                Stat::Number(number) => number.into_value_with(ruby),
+                Stat::Flag(flag) => flag.into_value_with(ruby),
+                Stat::Name(text) => ruby.str_new(text).into_value_with(ruby),
+                Stat::Text(text) => ruby.str_new(&text).into_value_with(ruby),
             };
             hash.aset(ruby.to_symbol(&name), value)?;
         }

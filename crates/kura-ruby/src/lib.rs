@@ -73,7 +73,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 /// `bench_params`: CacheDbm's record cap), as [name, value] pairs.
 fn sized_params(ruby: &Ruby, name: String, records: u64) -> Result<Vec<(String, String)>, Error> {
     let engine = kura::registry::engine(&name).map_err(|e| errors::to_ruby(ruby, e))?;
-    let params = (engine.import_params)(records).or_defaults(&(engine.bench_params)(records));
+    let params = engine.import_params(records).or_defaults(&engine.bench_params(records));
     Ok(params.names().filter_map(|n| params.get(n).map(|v| (n.to_string(), v.to_string()))).collect())
 }
 
@@ -89,6 +89,11 @@ fn engines(ruby: &Ruby) -> Result<magnus::RArray, Error> {
                 Fact::Text(text) => entry.aset(key, text)?,
                 Fact::Flag(flag) => entry.aset(key, flag)?,
                 Fact::Names(names) => entry.aset(key, ruby.ary_from_iter(names.iter().copied()))?,
+                // [offset, binary String] pairs.
+                Fact::Marks(marks) => entry.aset(
+                    key,
+                    ruby.ary_from_iter(marks.iter().map(|mark| (mark.offset, ruby.str_from_slice(mark.bytes)))),
+                )?,
                 Fact::Nothing => entry.aset(key, ruby.qnil())?,
             }
         }

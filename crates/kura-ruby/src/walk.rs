@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use kura::tree_dbm::TreeRange;
+use kura::TreeRange;
 use kura::{Cursor, OrderedCursor, PackedBytes};
 
 /// Records read per chunk: enough to amortise releasing the GVL, few enough that a block

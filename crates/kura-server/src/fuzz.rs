@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use kura::memory_dbm::CacheDbm;
+use kura::CacheDbm;
 use kura::Params;
 
 use crate::config::Config;

@@ -35,14 +35,14 @@ struct Class {
 
 impl Class {
     fn of(db: &dyn Dbm) -> Class {
-        let properties = db.inspect().unwrap_or_default();
-        let number = |name: &str| properties.iter().find(|(n, _)| n == name).and_then(|(_, v)| v.parse::<u64>().ok());
+        let stats = db.inspect().ok();
+        let caps = stats.as_ref().and_then(|stats| stats.caps);
         let items = db.count().unwrap_or(0);
         let bytes = db.file_size().unwrap_or(0);
         let average = bytes.checked_div(items).unwrap_or(0).max(1);
         // Room under whichever cap the engine has; both must allow a record.
-        let by_memory = number("cap_mem_bytes").map(|cap| cap.saturating_sub(bytes) / average);
-        let by_count = number("cap_rec_num").map(|cap| cap.saturating_sub(items));
+        let by_memory = caps.and_then(|caps| caps.memory).map(|cap| cap.saturating_sub(bytes) / average);
+        let by_count = caps.map(|caps| caps.records.saturating_sub(items));
         let free = match (by_memory, by_count) {
             (Some(memory), Some(count)) => memory.min(count),
             (Some(one), None) | (None, Some(one)) => one,
@@ -51,8 +51,8 @@ impl Class {
         Class {
             items,
             bytes,
-            evictions: number("evictions").unwrap_or(0),
-            reclaimed: number("expired").unwrap_or(0),
+            evictions: caps.map_or(0, |caps| caps.evictions),
+            reclaimed: stats.as_ref().and_then(|stats| stats.number("expired")).unwrap_or(0),
             free,
         }
     }

@@ -93,10 +93,7 @@ impl Shared {
         match group {
             StatsGroup::General => {
                 let db = self.store.db();
-                let properties = db.inspect().unwrap_or_default();
-                let property = |name: &str| {
-                    properties.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| v.parse::<u64>().unwrap_or(0))
-                };
+                let stats = db.inspect().ok();
                 line("pid", &std::process::id());
                 line("uptime", &self.started.elapsed().as_secs());
                 line("time", &clock::now());
@@ -113,8 +110,8 @@ impl Shared {
                 line("threads", &self.threads);
                 line("bytes", &db.file_size().unwrap_or(0));
                 line("curr_items", &db.count().unwrap_or(0));
-                line("evictions", &property("evictions"));
-                line("engine", &properties.iter().find(|(n, _)| n == "class").map_or("?", |(_, v)| v.as_str()));
+                line("evictions", &stats.as_ref().and_then(|s| s.caps).map_or(0, |caps| caps.evictions));
+                line("engine", &stats.as_ref().map_or("?", |s| s.class));
             }
             StatsGroup::Settings => {
                 line("maxbytes", &self.config.memory_limit);

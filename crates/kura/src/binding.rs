@@ -162,7 +162,7 @@ mod tests {
             let param = engine.codec_param.unwrap();
             for (codec, decompresses) in [("none", false), ("zstd", true)] {
                 let path = dir.path().join(format!("{codec}.{}", engine.extension));
-                let params = (engine.bench_params)(100).with(param, codec);
+                let params = engine.bench_params(100).with(param, codec);
                 let db = engine.open(&path, OpenMode::Create, &params).unwrap();
                 let release = LockRelease::new(&*db, None);
                 assert_eq!(release.releases_records(), decompresses, "{} {codec}", engine.name);

@@ -12,6 +12,7 @@ use crate::check::{CheckReport, Place};
 use crate::codec::CodecKind;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expiry::Expiry;
+use crate::stats::Stats;
 
 /// How a database file is opened; the letters match Python's `dbm` flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,9 +63,6 @@ pub type Processor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> Action<'v>;
 /// A `Processor` that also says when the value it sets expires (None: never); the expiry of
 /// any other action is ignored. See `Dbm::process_expiring`.
 pub type ExpiringProcessor<'f, 'v> = &'f mut dyn FnMut(Option<&[u8]>) -> (Action<'v>, Option<Expiry>);
-
-/// Name and value pairs describing a database, as printed by `kura inspect`.
-pub type Properties = Vec<(String, String)>;
 
 /// A key-value database. Keys and values are arbitrary bytes. A handle is `Send + Sync`:
 /// many threads may use one open database at once, and each operation is atomic. `Any` lets
@@ -310,10 +308,10 @@ pub trait Dbm: Send + Sync + std::any::Any {
         Ok(self.codec()?.is_some_and(CodecKind::decompresses))
     }
 
-    /// Properties for people and tools: at least `class`, `count`, `file_size`, `healthy`.
-    /// `healthy` is cheap: the clean-close flag of a file's header, not a check of the data
-    /// (`check` reads it all).
-    fn inspect(&self) -> Result<Properties>;
+    /// What the database is and holds, typed (`Stats`): at least its class, count, size and
+    /// health; `Stats::entries` is the form people and the bindings read. `healthy` is cheap:
+    /// the clean-close flag of a file's header, not a check of the data (`check` reads it all).
+    fn inspect(&self) -> Result<Stats>;
 
     /// Reads every record and verifies what the engine can, reporting damage as problems
     /// (with their places) rather than failing at the first: `kura check`. The default reads

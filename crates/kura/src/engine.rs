@@ -27,6 +27,30 @@ impl Storage {
     }
 }
 
+/// Whether an engine keeps its keys in order, which for a shard set depends on its
+/// parameters: the engine of its shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Always in order, with an ordered cursor (TreeDbm, BabyDbm).
+    Ordered,
+    /// Never in order.
+    Unordered,
+    /// As its shards' engine (`inner_engine`, else the base path's extension, else the
+    /// first shard's marks): ShardDbm. `registry::ordered` answers for a path and parameters.
+    AsShards,
+}
+
+impl Order {
+    /// `ordered`, `unordered` or `as shards`, as `kura engines` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Ordered => "ordered",
+            Order::Unordered => "unordered",
+            Order::AsShards => "as shards",
+        }
+    }
+}
+
 /// What a salvage copied, and what it had to leave behind (for the user to read).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestoreReport {
@@ -90,6 +114,8 @@ pub enum Fact {
     Flag(bool),
     /// A list of names.
     Names(&'static [&'static str]),
+    /// Marks at offsets of a file's first bytes (`Engine::magic`).
+    Marks(&'static [Mark]),
     /// Nothing (None, nil, null): an engine without this property.
     Nothing,
 }
@@ -104,8 +130,9 @@ pub struct Engine {
     pub extension: &'static str,
     /// Whether its records live in a file or in memory.
     pub storage: Storage,
-    /// Whether its cursor visits keys in order and it has an ordered cursor.
-    pub ordered: bool,
+    /// Whether its cursor visits keys in order and it has an ordered cursor: always, never,
+    /// or as its shards' (`registry::ordered` tells for given parameters).
+    pub order: Order,
     /// One line for help texts and `kura engines`.
     pub summary: &'static str,
     /// Every parameter `open` accepts (besides `engine`).
@@ -116,17 +143,17 @@ pub struct Engine {
     /// Parameters a benchmark or demo of `records` records passes where the user gives none:
     /// an engine that cannot open without a parameter (CacheDbm's record cap) gets one sized
     /// for the run, so `kura bench --engine NAME` always runs.
-    pub bench_params: fn(records: u64) -> Params,
+    pub(crate) bench_params: fn(records: u64) -> Params,
     /// Parameters a new database made by an import of `records` records gets where the user
     /// gives none (HashDbm: one bucket a record, not the default million).
-    pub import_params: fn(records: u64) -> Params,
+    pub(crate) import_params: fn(records: u64) -> Params,
     /// The parameters that fix a new database's size (`import_params` gives one of them): a
     /// user who gives any of them has sized the database, and an import sizes nothing.
     pub sized_by: &'static [&'static str],
     /// Opens (or creates) a database of this engine; call it through `Engine::open`.
     pub(crate) open: fn(&Path, OpenMode, &Params) -> Result<Box<dyn Dbm>>,
-    /// What `kura restore` does for this engine.
-    pub restore: Restore,
+    /// What `kura restore` does for this engine; call it through `Engine::restore`.
+    pub(crate) restore: Restore,
     /// The marks every file of this engine starts with (its magic, and for a memory engine
     /// its snapshot's class byte); empty for a shard set, whose files are its shards'.
     pub magic: &'static [Mark],
@@ -157,19 +184,49 @@ impl Engine {
     }
 
     /// What the engine is, as `kura engines --json`, Python's `kura.engines()` and Ruby's
-    /// `Kura.engines` show it: the one list of its facts all three translate.
-    pub fn description(&self) -> [(&'static str, Fact); 9] {
+    /// `Kura.engines` show it: the one list of its facts all three translate. `ordered` is
+    /// true for an engine ordered whatever its parameters; `order` says `as shards` for a
+    /// shard set, ordered when its shards' engine is.
+    pub fn description(&self) -> [(&'static str, Fact); 13] {
         [
             ("name", Fact::Text(self.name)),
             ("class", Fact::Text(self.class)),
             ("extension", Fact::Text(self.extension)),
             ("storage", Fact::Text(self.storage.name())),
-            ("ordered", Fact::Flag(self.ordered)),
+            ("ordered", Fact::Flag(self.is_ordered())),
+            ("order", Fact::Text(self.order.name())),
             ("params", Fact::Names(self.params)),
             ("codec_param", self.codec_param.map_or(Fact::Nothing, Fact::Text)),
-            ("restore", Fact::Flag(matches!(self.restore, Restore::Salvage(_)))),
+            ("sized_by", Fact::Names(self.sized_by)),
+            ("magic", Fact::Marks(self.magic)),
+            ("shard_set", Fact::Flag(self.shard_set)),
+            ("restore", Fact::Flag(self.can_restore())),
             ("summary", Fact::Text(self.summary)),
         ]
+    }
+
+    /// Parameters a benchmark or demo of `records` records passes where the user gives none
+    /// (see the field `bench_params`): CacheDbm's record cap sized for the run, ShardDbm's
+    /// shard count.
+    pub fn bench_params(&self, records: u64) -> Params {
+        (self.bench_params)(records)
+    }
+
+    /// Parameters a new database made by an import of `records` records gets where the user
+    /// gives none (HashDbm: one bucket a record, not the default million).
+    pub fn import_params(&self, records: u64) -> Params {
+        (self.import_params)(records)
+    }
+
+    /// Whether `kura restore` can salvage this engine's files (`Engine::restore`).
+    pub fn can_restore(&self) -> bool {
+        matches!(self.restore, Restore::Salvage(_))
+    }
+
+    /// Whether its keys are in order whatever its parameters (TreeDbm, BabyDbm); a shard set's
+    /// are as its shards' (`registry::ordered`).
+    pub fn is_ordered(&self) -> bool {
+        self.order == Order::Ordered
     }
 
     /// Whether `head`, the first bytes of a file, are those of a file of this engine.
@@ -206,6 +263,19 @@ pub fn named(engines: &'static [Engine], name: &str) -> Result<&'static Engine> 
         let names: Vec<&str> = engines.iter().map(|e| e.name).collect();
         Error::invalid(format!("unknown engine {name:?} (known: {})", names.join(" ")))
     })
+}
+
+/// The engine of `engines` whose marks the file at `path` starts with (`Engine::magic`), if
+/// any: told by content, with no trial open. A file that cannot be read is an Io (or
+/// NotFound) error.
+pub fn of_file(engines: &'static [Engine], path: &Path) -> Result<Option<&'static Engine>> {
+    use std::io::Read;
+    let head_len = engines.iter().flat_map(|e| e.magic).map(|mark| mark.end()).max().unwrap_or(0);
+    let context = || format!("read {}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| Error::io(context(), e))?;
+    let mut head = Vec::with_capacity(head_len);
+    file.take(head_len as u64).read_to_end(&mut head).map_err(|e| Error::io(context(), e))?;
+    Ok(engines.iter().find(|engine| engine.marks(&head)))
 }
 
 /// The engine of `engines` whose extension `path` has, if any.

@@ -2,7 +2,8 @@
 //!
 //! Every engine implements [`Dbm`]; [`open`] picks one by path extension or parameters, from
 //! the one list of engines in [`registry`]. The folders mirror the architecture:
-//! - `dbm.rs`, `batch.rs`, `error.rs`, `check.rs`: the interface every engine implements;
+//! - `dbm.rs`, `batch.rs`, `error.rs`, `check.rs`, `stats.rs`: the interface every engine
+//!   implements, and what `inspect` reports (typed [`Stats`]);
 //! - `expiry.rs`: the instant a record expires at and the clock it is read against;
 //! - `engine.rs`, `registry.rs`: what an engine is, and the list of them with opening by
 //!   extension or `engine=`;
@@ -21,31 +22,38 @@
 //! - `typed_dbm.rs`: an open database with its two file engines called by type, for the
 //!   bindings' hot paths.
 
+//!
+//! The public API is what users call, re-exported here at the crate root: the database
+//! (`open`, `Dbm`, the engine types, `Params`, `WriteBatch`, `Error`, `Stats`, `CodecKind`),
+//! the registry of engines, and the modules whose items the CLI, the server and the bindings
+//! use by path (`codec`, `import`, `shard_dbm`). Everything else is
+//! private to the crate.
+
 #![deny(missing_docs)]
 
-pub mod batch;
+mod batch;
 #[cfg(any(test, feature = "binding"))]
 pub mod binding;
-pub mod check;
+mod check;
 pub mod codec;
-pub mod compact_dbm;
-pub mod dbm;
+mod compact_dbm;
+mod dbm;
 #[cfg(feature = "internals")]
 pub mod encoding;
 #[cfg(not(feature = "internals"))]
 mod encoding;
 mod engine;
-pub mod error;
-pub mod expiry;
+mod error;
+mod expiry;
 mod file;
 #[cfg(feature = "internals")]
 pub mod fuzz;
-pub mod hash_dbm;
+mod hash_dbm;
 pub mod import;
 mod journal;
 mod key_prefix;
 mod memory_budget;
-pub mod memory_dbm;
+mod memory_dbm;
 mod multi_get;
 mod packed_bytes;
 pub mod registry;
@@ -55,16 +63,17 @@ mod spin_lock;
 pub mod split_mix;
 #[cfg(not(feature = "internals"))]
 mod split_mix;
+mod stats;
 mod sync;
-pub mod tree_dbm;
+mod tree_dbm;
 mod typed_dbm;
 
 pub use batch::{BatchOp, WriteBatch};
-pub use check::CheckReport;
+pub use check::{CheckReport, Place, Problem};
 pub use codec::{Codec, CodecKind};
-pub use compact_dbm::CompactDbm;
+pub use compact_dbm::{CompactCursor, CompactDbm};
 pub use dbm::{
-    Action, Cursor, Dbm, DbmExt, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor, Properties, Records,
+    parse_size, Action, Cursor, Dbm, DbmExt, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor, Records,
 };
 /// LEB128 varints as Kura's formats write them, for a layer that keeps its own metadata in
 /// values (kura-server's item header).
@@ -72,11 +81,15 @@ pub use encoding::{decode_varint, put_varint, varint_len};
 pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use expiry::{Clock, Expiry, ManualClock};
-pub use hash_dbm::HashDbm;
+pub use hash_dbm::{HashDbm, UpdateMode, MAX_KEY_SIZE};
 pub use journal::journal_path;
-pub use memory_dbm::{BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
+pub use memory_dbm::{BabyCursor, BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 pub use packed_bytes::PackedBytes;
-pub use registry::{engines, open, Engine, Storage};
+pub use registry::{engines, open, Engine, Order, Storage};
 pub use shard_dbm::ShardDbm;
-pub use tree_dbm::TreeDbm;
+pub use stats::{Caps, CodecStat, Stat, Stats};
+/// Damaging tree files on purpose, for the project's own corruption tests.
+#[cfg(feature = "internals")]
+pub use tree_dbm::forge;
+pub use tree_dbm::{Comparator, KeyRange, TreeCursor, TreeDbm, TreeRange};
 pub use typed_dbm::TypedDbm;

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::compact_dbm::CompactDbm;
-pub use crate::engine::{Engine, Fact, Restore, RestoreReport, Storage};
+pub use crate::engine::{Engine, Fact, Order, Restore, RestoreReport, Storage};
 
 use crate::check::{CheckReport, Place};
 use crate::dbm::{Dbm, OpenMode, Params};
@@ -44,13 +44,13 @@ fn compact_sized_params(records: u64) -> Params {
 }
 
 /// Every engine, in the order help texts list them.
-pub static ENGINES: &[Engine] = &[
+pub(crate) static ENGINES: &[Engine] = &[
     Engine {
         name: "hash",
         class: "HashDbm",
         extension: "kuh",
         storage: Storage::File,
-        ordered: false,
+        order: Order::Unordered,
         summary: "file hash database: buckets and chained records in one mapped file, per-record compression",
         params: HashDbm::PARAMS,
         codec_param: Some("record_comp"),
@@ -67,7 +67,7 @@ pub static ENGINES: &[Engine] = &[
         class: "TreeDbm",
         extension: "kut",
         storage: Storage::File,
-        ordered: true,
+        order: Order::Ordered,
         summary: "file B+ tree: ordered keys, ranges both ways, page compression, atomic batches",
         params: TreeDbm::PARAMS,
         codec_param: Some("record_comp"),
@@ -84,7 +84,7 @@ pub static ENGINES: &[Engine] = &[
         class: "TinyDbm",
         extension: "kumt",
         storage: Storage::Memory,
-        ordered: false,
+        order: Order::Unordered,
         summary: "in-memory hash table, optionally saved to a snapshot file",
         params: TinyDbm::PARAMS,
         codec_param: None,
@@ -101,7 +101,7 @@ pub static ENGINES: &[Engine] = &[
         class: "BabyDbm",
         extension: "kumb",
         storage: Storage::Memory,
-        ordered: true,
+        order: Order::Ordered,
         summary: "in-memory B+ tree: ordered keys and ranges, optionally saved to a snapshot file",
         params: BabyDbm::PARAMS,
         codec_param: None,
@@ -118,7 +118,7 @@ pub static ENGINES: &[Engine] = &[
         class: "CacheDbm",
         extension: "kumc",
         storage: Storage::Memory,
-        ordered: false,
+        order: Order::Unordered,
         summary: "in-memory LRU cache bounded by cap_rec_num and cap_mem_bytes",
         params: CacheDbm::PARAMS,
         codec_param: None,
@@ -135,9 +135,7 @@ pub static ENGINES: &[Engine] = &[
         class: "ShardDbm",
         extension: "kus",
         storage: Storage::File,
-        // Ordered when its shards are (inner_engine=tree or baby); the entry describes the
-        // default, HashDbm shards.
-        ordered: false,
+        order: Order::AsShards,
         summary: "N databases of another engine split by key hash (BASE-00000-of-00004 ...), written in parallel",
         params: ShardDbm::PARAMS,
         codec_param: None,
@@ -154,7 +152,7 @@ pub static ENGINES: &[Engine] = &[
         class: "CompactDbm",
         extension: "kumz",
         storage: Storage::Memory,
-        ordered: false,
+        order: Order::Unordered,
         summary: "in-memory map of compressed buckets: many times denser than a hash table, snapshot file",
         params: CompactDbm::PARAMS,
         codec_param: Some("bucket_comp"),
@@ -171,7 +169,7 @@ pub static ENGINES: &[Engine] = &[
         class: "SegCacheDbm",
         extension: "kums",
         storage: Storage::Memory,
-        ordered: false,
+        order: Order::Unordered,
         summary: "in-memory cache of records packed into segments, evicted a segment at a time; cap_rec_num and cap_mem_bytes",
         params: SegCacheDbm::PARAMS,
         codec_param: None,
@@ -208,6 +206,12 @@ pub fn served_by_default() -> Result<&'static Engine> {
     engine("segcache")
 }
 
+/// The engine a database opens as where a default is wanted and its name has no engine's
+/// extension: Python's `kura.dbm.open` of any file name, as `dbm.open` takes any name.
+pub fn default_engine() -> Result<&'static Engine> {
+    engine("hash")
+}
+
 /// The engine `kura bench` measures when it is given no `--engine`, as `tkrzw_dbm_perf`
 /// measures its hash database.
 pub fn benchmarked_by_default() -> Result<&'static Engine> {
@@ -236,13 +240,7 @@ pub fn engine_of_file(path: &Path) -> Result<Option<&'static Engine>> {
 
 /// The engine whose marks the file at `path` starts with, if any.
 fn engine_of_head(path: &Path) -> Result<Option<&'static Engine>> {
-    use std::io::Read;
-    let head_len = ENGINES.iter().flat_map(|e| e.magic).map(|mark| mark.end()).max().unwrap_or(0);
-    let context = || format!("read {}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| Error::io(context(), e))?;
-    let mut head = Vec::with_capacity(head_len);
-    file.take(head_len as u64).read_to_end(&mut head).map_err(|e| Error::io(context(), e))?;
-    Ok(ENGINES.iter().find(|engine| engine.marks(&head)))
+    crate::engine::of_file(ENGINES, path)
 }
 
 /// The engine named by `params` (`engine=hash`), else ShardDbm when a shard parameter is
@@ -267,14 +265,28 @@ pub fn resolve(path: &Path, params: &Params) -> Result<&'static Engine> {
     })
 }
 
+/// The engine that keeps the records of the database at `path` opened with `params`: its
+/// engine (`resolve`), or for a shard set its shards' engine (`inner_engine=`, else the base
+/// path's extension, else the first shard file's marks: no trial open).
+pub fn records_engine(path: &Path, params: &Params) -> Result<&'static Engine> {
+    let engine = resolve(path, params)?;
+    if engine.shard_set {
+        return shard_dbm::inner_engine_of(ENGINES, path, params);
+    }
+    Ok(engine)
+}
+
+/// Whether the database at `path` opened with `params` keeps its keys in order: its engine's
+/// `Order`, which for a shard set is its shards' engine's (a set of trees is ordered).
+pub fn ordered(path: &Path, params: &Params) -> Result<bool> {
+    Ok(records_engine(path, params)?.is_ordered())
+}
+
 /// The parameter that names the codec of the database at `path` opened with `params`
 /// (`record_comp`, `bucket_comp`): its engine's, or for a shard set its shards' engine's.
 /// InvalidArgument when that engine compresses nothing.
 pub fn codec_param(path: &Path, params: &Params) -> Result<&'static str> {
-    let mut engine = resolve(path, params)?;
-    if engine.shard_set {
-        engine = shard_dbm::inner_engine_of(ENGINES, path, params)?;
-    }
+    let engine = records_engine(path, params)?;
     engine
         .codec_param
         .ok_or_else(|| Error::invalid(format!("{} stores values as given: it takes no codec", engine.class)))
@@ -330,6 +342,7 @@ mod tests {
         assert!(super::engine("nope").is_err());
         assert!(served_by_default().unwrap().is_in_memory());
         assert_eq!(benchmarked_by_default().unwrap().storage, Storage::File);
+        assert!(!default_engine().unwrap().is_in_memory() && !default_engine().unwrap().shard_set);
         assert!(resolve(Path::new("x.txt"), &Params::new()).is_err());
     }
 
@@ -338,7 +351,7 @@ mod tests {
     #[test]
     fn import_sizes_are_among_the_sizing_params() {
         for engine in ENGINES {
-            for name in (engine.import_params)(1000).names() {
+            for name in engine.import_params(1000).names() {
                 assert!(engine.sized_by.contains(&name), "{}: {name}", engine.name);
             }
             for name in engine.sized_by {
@@ -355,13 +368,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for engine in ENGINES {
             let path = dir.path().join(format!("db.{}", engine.extension));
-            let db = engine.open(&path, OpenMode::Create, &(engine.bench_params)(1000)).unwrap();
+            let db = engine.open(&path, OpenMode::Create, &engine.bench_params(1000)).unwrap();
             db.set(b"k", b"v", true).unwrap();
-            let properties = db.inspect().unwrap();
-            let class = properties.iter().find(|(n, _)| n == "class").map(|(_, v)| v.as_str());
-            assert_eq!(class, Some(engine.class), "{}", engine.name);
-            assert_eq!(db.ordered_cursor().is_ok(), engine.ordered, "{}", engine.name);
-            assert_eq!(db.is_ordered(), engine.ordered, "{}", engine.name);
+            let stats = db.inspect().unwrap();
+            assert_eq!(stats.class, engine.class, "{}", engine.name);
+            if !engine.shard_set {
+                assert_eq!(stats.codec.map(|c| c.param), engine.codec_param, "{}", engine.name);
+            }
+            let params = engine.bench_params(1000);
+            assert_eq!(db.ordered_cursor().is_ok(), ordered(&path, &params).unwrap(), "{}", engine.name);
+            assert_eq!(db.is_ordered(), ordered(&path, &params).unwrap(), "{}", engine.name);
+            if engine.order != Order::AsShards {
+                assert_eq!(db.is_ordered(), engine.is_ordered(), "{}", engine.name);
+            }
             db.close().unwrap();
             // Told by its first bytes, under any name.
             assert_eq!(engine_of_file(&path).unwrap(), Some(engine), "{}", engine.name);

@@ -143,7 +143,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for engine in crate::registry::engines() {
             let path = dir.path().join(format!("db.{}", engine.extension));
-            let params = (engine.bench_params)(1000);
+            let params = engine.bench_params(1000);
             let db = TypedDbm::new(Arc::from(crate::registry::open(&path, OpenMode::Create, &params).unwrap()));
             let typed = match &db {
                 TypedDbm::Hash(_) => "HashDbm",
@@ -153,7 +153,7 @@ mod tests {
             let expected = if matches!(engine.class, "HashDbm" | "TreeDbm") { engine.class } else { "other" };
             assert_eq!(typed, expected, "{}", engine.name);
             assert_eq!(db.tree().is_some(), engine.class == "TreeDbm", "{}", engine.name);
-            assert_eq!(db.is_ordered(), engine.ordered, "{}", engine.name);
+            assert_eq!(db.is_ordered(), engine.is_ordered(), "{}", engine.name);
 
             let mut model = BTreeMap::new();
             let mut rng = SplitMix64::new(5);
@@ -183,8 +183,8 @@ mod tests {
         }
     }
 
-    /// A shard set is ordered when its shards are, whatever its registry entry (which
-    /// describes the default hash shards) says.
+    /// A shard set is ordered when its shards are, as its registry entry's `Order::AsShards`
+    /// and `registry::ordered` say.
     #[test]
     fn a_shard_set_is_ordered_when_its_shards_are() {
         let dir = tempfile::tempdir().unwrap();
@@ -194,7 +194,14 @@ mod tests {
             let db = TypedDbm::new(Arc::from(crate::registry::open(&path, OpenMode::Create, &params).unwrap()));
             assert!(matches!(db, TypedDbm::Other(_)), "{inner}");
             assert_eq!(db.is_ordered(), ordered, "{inner}");
+            // The registry says so from the parameters, and from the files once they exist.
+            assert_eq!(crate::registry::ordered(&path, &params).unwrap(), ordered, "{inner}");
             db.shared().close().unwrap();
+            assert_eq!(
+                crate::registry::ordered(&path, &crate::dbm::Params::new()).unwrap(),
+                ordered,
+                "{inner} by its files"
+            );
         }
     }
 }

@@ -137,7 +137,7 @@ fn tree_files() {
 #[test]
 fn memory_snapshots() {
     for engine in kura::engines().iter().filter(|e| e.is_in_memory()) {
-        let params = (engine.bench_params)(u64::from(RECORDS)).with("engine", engine.name);
+        let params = engine.bench_params(u64::from(RECORDS)).with("engine", engine.name);
         flip_and_check(engine.name, engine.extension, &params);
     }
 }

@@ -181,8 +181,8 @@ fn a_key_in_the_wrong_bucket_a_wrong_count_or_a_bad_layout_is_broken_data() {
 #[test]
 fn an_oversized_key_or_value_is_a_clear_limit_error_and_changes_nothing() {
     let dbm = CompactDbm::new(&Params::parse("num_buckets=256").unwrap()).unwrap();
-    let big_key = vec![b'k'; kura::compact_dbm::MAX_KEY_LEN + 1];
-    let big_value = vec![b'v'; kura::compact_dbm::MAX_VALUE_LEN + 1];
+    let big_key = vec![b'k'; kura::CompactDbm::MAX_KEY_LEN + 1];
+    let big_value = vec![b'v'; kura::CompactDbm::MAX_VALUE_LEN + 1];
     let error = dbm.set(&big_key, b"v", true).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Limit);
     assert!(error.message().contains("key"), "{}", error.message());
@@ -195,7 +195,7 @@ fn an_oversized_key_or_value_is_a_clear_limit_error_and_changes_nothing() {
     assert_eq!(dbm.write_batch(&batch).unwrap_err().kind(), ErrorKind::Limit);
     assert_eq!(dbm.count().unwrap(), 0, "a refused batch stores nothing");
     assert_eq!(dbm.get(&big_key).unwrap_err().kind(), ErrorKind::NotFound);
-    let at_limit = vec![b'v'; kura::compact_dbm::MAX_VALUE_LEN];
+    let at_limit = vec![b'v'; kura::CompactDbm::MAX_VALUE_LEN];
     dbm.set(b"k", &at_limit, true).unwrap();
     assert_eq!(dbm.get(b"k").unwrap().len(), at_limit.len());
 }

@@ -66,7 +66,7 @@ fn import_into_kumz_equals_the_input_with_every_bucket_built_once() {
         assert!(content(&path) == model, "{codec}: the database differs from the input");
         if codec == "zstd-dict" {
             let dbm = CompactDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
-            let properties = dbm.inspect().unwrap();
+            let properties = dbm.inspect().unwrap().properties();
             let dict = properties.iter().find(|(n, _)| n == "dict_size").map(|(_, v)| v.clone()).unwrap();
             assert_ne!(dict, "0", "the dictionary was trained");
         }

@@ -34,7 +34,7 @@ fn inspect_memory_bytes_is_within_ten_percent_of_the_measured_rss_growth() {
     let dbm = CompactDbm::new(&Params::parse(&format!("bucket_comp=lz4,expected_records={RECORDS}")).unwrap()).unwrap();
     dbm.write_batch(&batch).unwrap();
     let grown = resident_bytes().saturating_sub(before);
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     let memory: u64 = properties.iter().find(|(n, _)| n == "memory_bytes").map(|(_, v)| v.parse().unwrap()).unwrap();
     let count = dbm.count().unwrap();
     eprintln!(

@@ -39,7 +39,7 @@ fn check_content(dbm: &dyn Dbm, model: &Model) {
     assert_eq!(content.len(), model.len());
     assert!(content == *model, "content differs from the model");
     assert_eq!(dbm.count().unwrap(), model.len() as u64);
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     assert_eq!(property(&properties, "count"), model.len().to_string());
     let raw: usize = model.iter().map(|(k, v)| k.len() + v.len()).sum();
     assert!(property(&properties, "raw_bytes").parse::<usize>().unwrap() >= raw);
@@ -74,7 +74,7 @@ fn run(path: &Path, codec: CodecKind, seed: u64) {
     let mut model = Model::new();
     dbm.write_batch(&bulk(&mut rng, &mut model, 1500)).unwrap();
     if codec == CodecKind::ZstdDict {
-        let properties = dbm.inspect().unwrap();
+        let properties = dbm.inspect().unwrap().properties();
         assert_ne!(property(&properties, "dict_size"), "0", "the first bulk batch trains the dictionary");
     }
     for step in 0..1500u32 {
@@ -159,7 +159,7 @@ fn run(path: &Path, codec: CodecKind, seed: u64) {
                 let to = kinds[rng.below(kinds.len() as u64) as usize];
                 let buckets = [256u64, 300, 1000, 4096][rng.below(4) as usize];
                 dbm.rebuild(&Params::parse(&format!("bucket_comp={to},num_buckets={buckets}")).unwrap()).unwrap();
-                let properties = dbm.inspect().unwrap();
+                let properties = dbm.inspect().unwrap().properties();
                 assert_eq!(property(&properties, "bucket_comp"), to.name());
                 assert_eq!(property(&properties, "num_buckets"), (buckets.div_ceil(256) * 256).to_string());
                 check_content(&dbm, &model);
@@ -198,13 +198,13 @@ fn opens_through_the_registry_by_extension_and_sizes_buckets_from_expected_recor
     let path = dir.path().join("sized.kumz");
     let dbm = kura::open(&path, OpenMode::Create, &Params::parse("expected_records=100000,bucket_records=8").unwrap())
         .unwrap();
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     assert_eq!(property(&properties, "class"), "CompactDbm");
     assert_eq!(property(&properties, "num_buckets"), (12500u64.div_ceil(256) * 256).to_string());
     assert_eq!(property(&properties, "bucket_comp"), "zstd");
     let default = CompactDbm::new(&Params::new()).unwrap();
-    let properties = default.inspect().unwrap();
-    assert_eq!(property(&properties, "num_buckets"), (kura::compact_dbm::DEFAULT_EXPECTED_RECORDS / 16).to_string());
+    let properties = default.inspect().unwrap().properties();
+    assert_eq!(property(&properties, "num_buckets"), (kura::CompactDbm::DEFAULT_EXPECTED_RECORDS / 16).to_string());
     assert!(CompactDbm::new(&Params::parse("bucket_comp=nope").unwrap()).is_err());
     assert!(CompactDbm::new(&Params::parse("buckets=3").unwrap()).is_err());
 }
@@ -220,13 +220,13 @@ fn a_rebuild_without_a_count_sizes_buckets_for_the_records_and_should_be_rebuilt
     assert!(dbm.should_be_rebuilt().unwrap(), "78 records a bucket is over four times the target");
     dbm.rebuild(&Params::new()).unwrap();
     assert!(!dbm.should_be_rebuilt().unwrap());
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     assert_eq!(property(&properties, "num_buckets"), (1250u64.div_ceil(256) * 256).to_string());
     assert_eq!(property(&properties, "bucket_comp"), "lz4");
     assert_eq!(dbm.get(b"00012345").unwrap(), b"value 12345");
     assert_eq!(dbm.count().unwrap(), 20000);
     dbm.rebuild(&Params::parse("bucket_records=4").unwrap()).unwrap();
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     assert_eq!(
         property(&properties, "num_buckets"),
         (5000u64.div_ceil(256) * 256).to_string(),
@@ -243,11 +243,12 @@ fn a_zstd_dict_rebuild_trains_a_dictionary_that_shrinks_the_buckets() {
     for _ in 0..4 {
         dbm.write_batch(&bulk(&mut rng, &mut model, 1500)).unwrap();
     }
-    let compressed =
-        |dbm: &CompactDbm| -> u64 { property(&dbm.inspect().unwrap(), "compressed_bytes").parse().unwrap() };
+    let compressed = |dbm: &CompactDbm| -> u64 {
+        property(&dbm.inspect().unwrap().properties(), "compressed_bytes").parse().unwrap()
+    };
     let before = compressed(&dbm);
     dbm.rebuild(&Params::parse("bucket_comp=zstd-dict,num_buckets=4096").unwrap()).unwrap();
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     assert_ne!(property(&properties, "dict_size"), "0");
     assert!(compressed(&dbm) < before, "{} !< {before}", compressed(&dbm));
     check_content(&dbm, &model);

@@ -71,8 +71,8 @@ fn params_for(engine: &Engine) -> Params {
         // A checkpoint writes the pages changed since the last one while the journal still
         // holds them: on a 3 MiB disk, checkpointing every 256 KiB of journal keeps that room
         // within the 512 KiB the test frees (docs/durability.md, full disk).
-        "tree" => (engine.bench_params)(10_000).with("checkpoint_bytes", 256 << 10),
-        _ => (engine.bench_params)(10_000),
+        "tree" => engine.bench_params(10_000).with("checkpoint_bytes", 256 << 10),
+        _ => engine.bench_params(10_000),
     }
 }
 

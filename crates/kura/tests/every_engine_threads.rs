@@ -146,7 +146,7 @@ fn check(db: &dyn Dbm, engine: &str, sums: &[i64], models: &[BTreeMap<Vec<u8>, V
 fn stress(engine: &Engine, path: &Path) {
     let keys = COUNTERS + OWNING_THREADS * KEYS_PER_OWNER;
     // Room for every key many times over, so that CacheDbm never evicts one.
-    let params = (engine.bench_params)(keys * 8);
+    let params = engine.bench_params(keys * 8);
     let db = engine.open(path, OpenMode::Create, &params).unwrap();
     let db: &dyn Dbm = db.as_ref();
     let done = AtomicBool::new(false);

@@ -136,7 +136,7 @@ fn every_committed_fixture_opens_with_every_record() {
             assert_eq!(&db.get(key).unwrap(), value, "{name}");
         }
         assert!(db.get(b"to be removed").unwrap_err().is_not_found(), "{name}");
-        let properties: BTreeMap<String, String> = db.inspect().unwrap().into_iter().collect();
+        let properties: BTreeMap<String, String> = db.inspect().unwrap().properties().into_iter().collect();
         if let Some(codec) = codec {
             let stored = properties.get("record_comp").or(properties.get("bucket_comp"));
             assert_eq!(stored.map(String::as_str), Some(codec), "{name}");
@@ -181,7 +181,7 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         db.close().unwrap();
         assert_eq!(hash_format_version(&path), kept, "{name}: the version after writes");
         let reopened = kura::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
-        let properties: BTreeMap<String, String> = reopened.inspect().unwrap().into_iter().collect();
+        let properties: BTreeMap<String, String> = reopened.inspect().unwrap().properties().into_iter().collect();
         let kept_text = kept.to_string();
         assert_eq!(properties.get("format_version"), Some(&kept_text), "{name}");
         assert_eq!(properties.get("header_copies").map(String::as_str), Some("1"), "{name}");

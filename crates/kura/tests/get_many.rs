@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kura::registry::ENGINES;
+use kura::engines;
 use kura::split_mix::SplitMix64;
 use kura::{Dbm, Engine, OpenMode, Params};
 
@@ -24,7 +24,7 @@ const KEY_SPACE: u64 = 3000;
 /// overrides' less common paths.
 fn configurations() -> Vec<(&'static Engine, Params)> {
     let mut all: Vec<(&'static Engine, Params)> =
-        ENGINES.iter().map(|e| (e, (e.bench_params)(10 * KEY_SPACE))).collect();
+        engines().iter().map(|e| (e, e.bench_params(10 * KEY_SPACE))).collect();
     let engine = |name| kura::registry::engine(name).unwrap();
     // Chains of ~50 records per bucket, records compressed: every group walks long chains.
     all.push((engine("hash"), Params::new().with("num_buckets", 64).with("record_comp", "zstd")));
@@ -33,7 +33,7 @@ fn configurations() -> Vec<(&'static Engine, Params)> {
     // Keys ordered as numbers: the batch is sorted by the comparator, not bytewise.
     all.push((engine("tree"), Params::new().with("max_page_size", 256).with("key_comparator", "numeric")));
     // Two cache slots: a group locks few slots and finds several keys in each.
-    all.push((engine("cache"), (engine("cache").bench_params)(10 * KEY_SPACE).with("num_slots", 2)));
+    all.push((engine("cache"), engine("cache").bench_params(10 * KEY_SPACE).with("num_slots", 2)));
     // Compressed buckets of ~16 records and a small decoded-bucket cache: keys of a batch share
     // buckets, some decoded, some taken from the cache.
     all.push((

@@ -92,7 +92,7 @@ fn every_header_byte_flip_is_detected() {
     let dir = tempfile::tempdir().unwrap();
     let original = std::fs::read(make_db(dir.path(), CodecKind::None)).unwrap();
     let path = dir.path().join("flip.kuh");
-    let property = |db: &HashDbm, name: &str| db.inspect().unwrap().into_iter().find(|(n, _)| n == name).unwrap().1;
+    let property = |db: &HashDbm, name: &str| db.inspect().unwrap().property(name).unwrap();
     for at in 0..128 {
         for (copies, damage) in [(&[at][..], "first"), (&[512 + at][..], "copy"), (&[at, 512 + at][..], "both")] {
             let mut bytes = original.clone();
@@ -186,7 +186,7 @@ fn flipped_record_bytes_are_detected_and_restore_salvages_the_rest() {
 }
 
 fn property(db: &HashDbm, name: &str) -> String {
-    db.inspect().unwrap().into_iter().find(|(n, _)| n == name).unwrap().1
+    db.inspect().unwrap().properties().into_iter().find(|(n, _)| n == name).unwrap().1
 }
 
 #[test]
@@ -267,7 +267,7 @@ fn bad_arguments_are_invalid() {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{params}: {e}");
     }
     let db = HashDbm::open(&path, OpenMode::Create, &Params::new()).unwrap();
-    let huge = vec![b'k'; kura::hash_dbm::MAX_KEY_SIZE + 1];
+    let huge = vec![b'k'; kura::MAX_KEY_SIZE + 1];
     assert_eq!(db.set(&huge, b"v", true).unwrap_err().kind(), ErrorKind::InvalidArgument);
     db.close().unwrap();
     let e = HashDbm::open(&path, OpenMode::Write, &Params::parse("record_comp=zstd").unwrap()).unwrap_err();

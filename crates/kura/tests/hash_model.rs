@@ -174,7 +174,10 @@ fn run(codec: CodecKind, appending: bool, ops: Vec<Op>) {
                 let codec = CodecKind::ALL[codec];
                 let params = Params::new().with("record_comp", codec.name()).with("num_buckets", buckets);
                 db.rebuild(&params).unwrap();
-                assert_eq!(db.inspect().unwrap().iter().find(|(n, _)| n == "record_comp").unwrap().1, codec.name());
+                assert_eq!(
+                    db.inspect().unwrap().properties().iter().find(|(n, _)| n == "record_comp").unwrap().1,
+                    codec.name()
+                );
             }
             Op::Reopen => {
                 db.close().unwrap();

@@ -217,7 +217,7 @@ fn make_hash(path: &Path, model: &Model) {
     for i in 0..40 {
         db.remove(format!("gone:{i}").as_bytes()).unwrap();
     }
-    let properties = db.inspect().unwrap();
+    let properties = db.inspect().unwrap().properties();
     let dictionary: usize = properties.iter().find(|(n, _)| n == "dictionary_size").unwrap().1.parse().unwrap();
     assert!(dictionary > 0, "the rebuild trained no dictionary");
     db.close().unwrap();
@@ -435,7 +435,7 @@ fn make_tree(path: &Path, model: &Model) {
     for i in 0..40 {
         db.remove(format!("gone:{i}").as_bytes()).unwrap();
     }
-    let properties = db.inspect().unwrap();
+    let properties = db.inspect().unwrap().properties();
     let dictionary: usize = properties.iter().find(|(n, _)| n == "dictionary_size").unwrap().1.parse().unwrap();
     assert!(dictionary > 0, "the rebuild trained no dictionary");
     db.close().unwrap();
@@ -545,7 +545,7 @@ fn memory_snapshot_bit_flips_are_refused() {
     let model = model(60);
     for engine in kura::engines().iter().filter(|e| e.is_in_memory()) {
         let path = dir.path().join(format!("flips.{}", engine.extension));
-        let params = (engine.bench_params)(model.len() as u64);
+        let params = engine.bench_params(model.len() as u64);
         let db = engine.open(&path, OpenMode::Truncate, &params).unwrap();
         for (key, value) in &model {
             db.set(key, value, true).unwrap();

@@ -22,7 +22,7 @@ fn chmod(path: &Path, mode: u32) {
 }
 
 fn params_for(engine: &kura::Engine) -> Params {
-    (engine.bench_params)(100)
+    engine.bench_params(100)
 }
 
 fn assert_io_error(result: kura::Result<Box<dyn Dbm>>, path: &Path, kinds: &[ErrorKind], what: &str) {

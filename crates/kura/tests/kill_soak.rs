@@ -541,7 +541,7 @@ fn shard_headers(base: &Path, count: usize) -> String {
                 file.read_exact_at(&mut start, 0)
             });
             match read {
-                Ok(()) => format!("shard {index}: {}", kura::tree_dbm::forge::describe_headers(&start)),
+                Ok(()) => format!("shard {index}: {}", kura::forge::describe_headers(&start)),
                 Err(e) => format!("shard {index}: {e}"),
             }
         })

@@ -193,7 +193,7 @@ proptest! {
                 prop_assert!(dbm.mem_usage() <= cap, "{} > {}", dbm.mem_usage(), cap);
             }
         }
-        let properties: HashMap<String, String> = dbm.inspect().unwrap().into_iter().collect();
+        let properties: HashMap<String, String> = dbm.inspect().unwrap().properties().into_iter().collect();
         prop_assert_eq!(&properties["count"], &dbm.count().unwrap().to_string());
         prop_assert_eq!(&properties["cap_rec_num"], &cap_records.to_string());
         prop_assert!(properties.contains_key("evictions"));
@@ -215,7 +215,7 @@ fn eviction_is_counted_and_reported() {
     assert_eq!(survivors.len(), 100);
     assert!(survivors.contains(&999));
     assert!(survivors.iter().all(|&i| i >= 700));
-    let properties: HashMap<String, String> = dbm.inspect().unwrap().into_iter().collect();
+    let properties: HashMap<String, String> = dbm.inspect().unwrap().properties().into_iter().collect();
     assert_eq!(properties["evictions"], "900");
     assert_eq!(properties["class"], "CacheDbm");
 }
@@ -247,6 +247,7 @@ fn noevict_refuses_writes_when_full_and_evicts_nothing() {
         .unwrap()
         .inspect()
         .unwrap()
+        .properties()
         .into_iter()
         .collect();
     assert_eq!(properties["policy"], "noevict");

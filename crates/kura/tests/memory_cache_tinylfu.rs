@@ -130,7 +130,7 @@ proptest! {
                 prop_assert_eq!(Some(v), model.get(k), "a cached record differs from the last value set");
             }
         }
-        let properties: HashMap<String, String> = dbm.inspect().unwrap().into_iter().collect();
+        let properties: HashMap<String, String> = dbm.inspect().unwrap().properties().into_iter().collect();
         prop_assert_eq!(&properties["policy"], "tinylfu");
         prop_assert_eq!(&properties["rejections"], &dbm.rejections().to_string());
         prop_assert_eq!(&properties["count"], &dbm.count().unwrap().to_string());
@@ -220,7 +220,7 @@ fn the_policy_is_checked_and_reported() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.to_string().contains("tinylfu"), "{err}");
     let lru = CacheDbm::new(&Params::parse("cap_rec_num=10").unwrap()).unwrap();
-    let properties: HashMap<String, String> = lru.inspect().unwrap().into_iter().collect();
+    let properties: HashMap<String, String> = lru.inspect().unwrap().properties().into_iter().collect();
     assert_eq!((properties["policy"].as_str(), properties["rejections"].as_str()), ("lru", "0"));
     assert_eq!(lru.policy(), "lru");
     assert_eq!(tinylfu("cap_rec_num=10").policy(), "tinylfu");
@@ -252,7 +252,7 @@ fn the_snapshot_file_keeps_the_records() {
     let reopened = open(&path, OpenMode::ReadOnly, &params).unwrap();
     let after: HashMap<Vec<u8>, Vec<u8>> = reopened.records().unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(after, before);
-    assert!(reopened.inspect().unwrap().contains(&("policy".to_string(), "tinylfu".to_string())));
+    assert!(reopened.inspect().unwrap().properties().contains(&("policy".to_string(), "tinylfu".to_string())));
 }
 
 #[test]

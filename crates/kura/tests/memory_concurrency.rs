@@ -170,7 +170,7 @@ fn small_cache_under_threads_keeps_its_caps() {
     for handle in handles {
         handle.join().unwrap();
     }
-    let properties: HashMap<String, String> = dbm.inspect().unwrap().into_iter().collect();
+    let properties: HashMap<String, String> = dbm.inspect().unwrap().properties().into_iter().collect();
     assert!(dbm.count().unwrap() <= 64);
     assert!(properties["mem_usage"].parse::<u64>().unwrap() <= 16 * 1024);
     assert!(properties["evictions"].parse::<u64>().unwrap() > 0);

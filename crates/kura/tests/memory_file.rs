@@ -133,7 +133,7 @@ fn cache_keeps_recency_order_across_reopen_and_applies_smaller_caps() {
 /// The cache's own parameters, as `inspect` reports them.
 fn cache_settings(dbm: &dyn Dbm) -> Vec<(String, String)> {
     let wanted = ["cap_rec_num", "cap_mem_bytes", "num_slots", "policy"];
-    dbm.inspect().unwrap().into_iter().filter(|(name, _)| wanted.contains(&name.as_str())).collect()
+    dbm.inspect().unwrap().properties().into_iter().filter(|(name, _)| wanted.contains(&name.as_str())).collect()
 }
 
 #[test]

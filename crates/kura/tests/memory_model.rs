@@ -213,7 +213,7 @@ fn hash_engines_have_no_ordered_cursor() {
     let dir = tempfile::tempdir().unwrap();
     let dbm = open(dir.path().join("a.kumt"), OpenMode::Create, &Params::new()).unwrap();
     assert_eq!(dbm.ordered_cursor().err().unwrap().kind(), ErrorKind::Infeasible);
-    assert_eq!(dbm.inspect().unwrap()[0], ("class".to_string(), "TinyDbm".to_string()));
+    assert_eq!(dbm.inspect().unwrap().properties()[0], ("class".to_string(), "TinyDbm".to_string()));
     let unknown = open(dir.path().join("b.kumt"), OpenMode::Create, &Params::parse("bogus=1").unwrap());
     assert_eq!(unknown.err().unwrap().kind(), ErrorKind::InvalidArgument);
 }
@@ -228,7 +228,8 @@ fn in_memory_without_a_path() {
         assert_eq!(dbm.increment(b"n", 5, 10).unwrap(), 15);
         dbm.synchronize(true).unwrap();
         assert_eq!(dbm.count().unwrap(), 2);
-        let inspected: std::collections::HashMap<String, String> = dbm.inspect().unwrap().into_iter().collect();
+        let inspected: std::collections::HashMap<String, String> =
+            dbm.inspect().unwrap().properties().into_iter().collect();
         for name in ["class", "count", "file_size", "healthy"] {
             assert!(inspected.contains_key(name), "{engine} lacks {name}");
         }

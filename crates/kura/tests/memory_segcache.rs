@@ -371,7 +371,7 @@ fn snapshot_round_trip_and_damaged_snapshot_refused() {
     for (k, v) in &written {
         assert_eq!(&db.get(k).unwrap(), v);
     }
-    assert!(db.inspect().unwrap().contains(&("cap_mem_bytes".to_string(), (1u64 << 20).to_string())));
+    assert!(db.inspect().unwrap().properties().contains(&("cap_mem_bytes".to_string(), (1u64 << 20).to_string())));
     drop(db);
     let mut bytes = std::fs::read(&path).unwrap();
     let middle = bytes.len() / 2;

@@ -422,7 +422,7 @@ fn memory_engine_snapshots_are_old_or_new_whole() {
     for engine in kura::engines().iter().filter(|e| e.storage == Storage::Memory) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(format!("db.{}", engine.extension));
-        let params = (engine.bench_params)(KEYS);
+        let params = engine.bench_params(KEYS);
         let mut rng = SplitMix64::new(7);
         let mut tracker = Tracker::new();
         let db = engine.open(&path, OpenMode::Truncate, &params).unwrap();

@@ -13,10 +13,7 @@ use kura::{DbmExt, ErrorKind, OpenMode, Params};
 /// The parameters an engine needs to open (CacheDbm's cap), sized small (HashDbm's buckets),
 /// from the registry.
 fn params_of(engine: &kura::Engine) -> Params {
-    (engine.bench_params)(100)
-        .or_defaults(&(engine.import_params)(100))
-        .without("num_shards")
-        .with("engine", engine.name)
+    engine.bench_params(100).or_defaults(&engine.import_params(100)).without("num_shards").with("engine", engine.name)
 }
 
 fn contents(path: &std::path::Path, params: &Params) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -59,19 +56,19 @@ fn truncating_a_shard_set_another_handle_holds_is_refused_and_removes_no_file() 
         let error = kura::open(&base, OpenMode::Truncate, &Params::new().with("num_shards", wanted)).err().unwrap();
         assert_eq!(error.kind(), ErrorKind::Locked, "{error}");
     }
-    assert_eq!(kura::shard_dbm::naming::existing_shards(&base).unwrap().len(), 3);
+    assert_eq!(kura::shard_dbm::existing_shards(&base).unwrap().len(), 3);
     assert_eq!(held.get(b"k").unwrap(), b"v");
     held.close().unwrap();
     assert_eq!(kura::open(&base, OpenMode::ReadOnly, &Params::new()).unwrap().get(b"k").unwrap(), b"v");
     // Once nobody holds it, truncating is what was asked.
     kura::open(&base, OpenMode::Truncate, &Params::new().with("num_shards", 2)).unwrap().close().unwrap();
-    assert_eq!(kura::shard_dbm::naming::existing_shards(&base).unwrap().len(), 2);
+    assert_eq!(kura::shard_dbm::existing_shards(&base).unwrap().len(), 2);
 }
 
 #[test]
 fn a_restore_never_writes_over_an_existing_database() {
     let dir = tempfile::tempdir().unwrap();
-    for engine in kura::engines().iter().filter(|e| matches!(e.restore, kura::registry::Restore::Salvage(_))) {
+    for engine in kura::engines().iter().filter(|e| e.can_restore()) {
         let params = params_of(engine);
         let with_shards = if engine.shard_set { params.clone().with("num_shards", 2) } else { params.clone() };
         let source = dir.path().join(format!("source.{}", engine.extension));

@@ -111,7 +111,7 @@ fn restore_salvages_every_shard_into_a_new_set() {
     let base = dir.path().join("db.kut");
     make_set(&base, 3, &Params::new());
     let dest = dir.path().join("new.kut");
-    assert_eq!(ShardDbm::restore_set(&base, &dest, kura::registry::ENGINES).unwrap().records, 100);
+    assert_eq!(ShardDbm::restore_set(&base, &dest, kura::engines()).unwrap().records, 100);
     let db = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
     assert_eq!(db.count().unwrap(), 100);
     assert_eq!(db.get(b"k42").unwrap(), b"v");
@@ -142,7 +142,7 @@ fn restore_reports_shard_by_shard_and_keeps_the_shards_a_missing_one_leaves() {
     std::fs::remove_file(shard_path(&base, 2, 3)).unwrap();
 
     let dest = dir.path().join("new.kuh");
-    let report = ShardDbm::restore_set(&base, &dest, kura::registry::ENGINES).unwrap();
+    let report = ShardDbm::restore_set(&base, &dest, kura::engines()).unwrap();
     let per_shard: Vec<(u64, u64)> = report.shards.iter().map(|s| (s.records, s.dropped_records)).collect();
     assert_eq!(per_shard, [(in_0, 0), (in_1 - 1, 1), (0, 0)], "{report:?}");
     assert!(report.shards[0].dropped.is_empty(), "{report:?}");

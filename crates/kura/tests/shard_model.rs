@@ -188,9 +188,9 @@ fn run(ops: &[Op], base_name: &str, create_params: &Params, num_shards: usize, o
                 db.close().unwrap();
                 // By path alone: the registry sees the shard files and counts them.
                 db = open(&base, OpenMode::Write, &Params::new());
-                let properties = db.inspect().unwrap();
-                let shards = properties.iter().find(|(n, _)| n == "num_shards").unwrap();
-                assert_eq!(shards.1, num_shards.to_string());
+                let stats = db.inspect().unwrap();
+                assert_eq!(stats.number("num_shards"), Some(num_shards as u64));
+                assert_eq!(stats.shards.len(), num_shards);
             }
             Op::Rebuild => db.rebuild(&Params::new()).unwrap(),
             Op::Clear => {
@@ -203,11 +203,20 @@ fn run(ops: &[Op], base_name: &str, create_params: &Params, num_shards: usize, o
     db.close().unwrap();
     let reopened = open(&base, OpenMode::ReadOnly, &Params::new());
     check_all(reopened.as_ref(), &model, ordered);
-    let properties = reopened.inspect().unwrap();
-    let figure = |name: &str| -> u64 { properties.iter().find(|(n, _)| n == name).unwrap().1.parse().unwrap() };
-    let per_shard: u64 = (0..num_shards).map(|i| figure(&format!("shard_{i:05}_count"))).sum();
-    assert_eq!(per_shard, figure("count"), "the shards' counts add up to the total");
-    assert_eq!(figure("count"), model.len() as u64);
+    let stats = reopened.inspect().unwrap();
+    let per_shard: u64 = stats.shards.iter().map(|shard| shard.count).sum();
+    assert_eq!(per_shard, stats.count, "the shards' counts add up to the total");
+    assert_eq!(stats.count, model.len() as u64);
+    let sizes: u64 = stats.shards.iter().map(|shard| shard.file_size).sum();
+    assert_eq!(sizes, stats.file_size, "the shards' sizes add up to the total");
+    // The shown form carries the same figures.
+    let properties = stats.properties();
+    let shown = |name: &str| properties.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    assert_eq!(shown("count"), Some(stats.count.to_string()));
+    for (i, shard) in stats.shards.iter().enumerate() {
+        assert_eq!(shown(&format!("shard_{i:05}_count")), Some(shard.count.to_string()));
+        assert_eq!(shown(&format!("shard_{i:05}_healthy")), Some(shard.healthy.to_string()));
+    }
     reopened.close().unwrap();
 }
 

@@ -2,7 +2,7 @@
 //! stated factor of its rebuilt size, and rebuild brings it back down.
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
-use kura::tree_dbm::TreeDbm;
+use kura::TreeDbm;
 use kura::{Dbm, OpenMode, Params};
 
 /// Stated bound: during churn the file stays under this many times its size after rebuild.

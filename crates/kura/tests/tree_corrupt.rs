@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kura::tree_dbm::{forge, TreeDbm};
+use kura::{forge, TreeDbm};
 use kura::{CodecKind, Dbm, DbmExt, ErrorKind, OpenMode, Params};
 
 const RECORDS: u32 = 3000;

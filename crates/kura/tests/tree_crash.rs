@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use killed_child::KilledChild;
 
-use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{Dbm, DbmExt, OpenMode, Params};
+use kura::{TreeDbm, WriteBatch};
 
 const CHILD_MODE: &str = "KURA_TREE_CRASH_CHILD";
 const CHILD_PATH: &str = "KURA_TREE_CRASH_PATH";

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use killed_child::{report_progress, KilledChild};
 use kura::split_mix::SplitMix64;
-use kura::tree_dbm::TreeDbm;
+use kura::TreeDbm;
 use kura::{Dbm, OpenMode, Params};
 
 const CHILD_PATH: &str = "KURA_TREE_KILL_HEADER_PATH";
@@ -71,7 +71,7 @@ fn killed_header_writes_keep_every_commit() {
         let returned = committed + progress - 1;
         let mut start = [0u8; HEADERS_SIZE];
         std::fs::File::open(&path).unwrap().read_exact_at(&mut start, 0).unwrap();
-        let headers = kura::tree_dbm::forge::describe_headers(&start);
+        let headers = kura::forge::describe_headers(&start);
         let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
         let found = commits_in(&db);
         db.close().unwrap();

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{CodecKind, Dbm, ErrorKind, OpenMode, Params};
+use kura::{TreeDbm, WriteBatch};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

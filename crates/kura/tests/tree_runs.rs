@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use kura::tree_dbm::{TreeDbm, WriteBatch};
 use kura::{Dbm, OpenMode, Params};
+use kura::{TreeDbm, WriteBatch};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

@@ -71,6 +71,6 @@ fn main() {
     phase(dbm, "remove", n, threads, random, &|db, key| {
         let _ = db.remove(key);
     });
-    let properties = dbm.inspect().unwrap();
+    let properties = dbm.inspect().unwrap().properties();
     println!("{properties:?}");
 }

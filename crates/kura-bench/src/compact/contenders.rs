@@ -103,8 +103,7 @@ impl<D: Dbm> Table for Engine<D> {
         Some(self.dbm.set(key, value, true))
     }
     fn memory_bytes(&self) -> Option<u64> {
-        let properties = self.dbm.inspect().ok()?;
-        let find = |name: &str| properties.iter().find(|(n, _)| n == name).and_then(|(_, v)| v.parse().ok());
-        find("memory_bytes").or_else(|| find("file_size"))
+        let stats = self.dbm.inspect().ok()?;
+        Some(stats.number("memory_bytes").unwrap_or(stats.file_size))
     }
 }

@@ -51,7 +51,7 @@ enum Command {
         #[arg(long, default_value = "zstd")]
         codec: String,
         /// CompactDbm's records per bucket.
-        #[arg(long, default_value_t = kura::compact_dbm::DEFAULT_BUCKET_RECORDS)]
+        #[arg(long, default_value_t = kura::CompactDbm::DEFAULT_BUCKET_RECORDS)]
         bucket_records: u64,
         /// Records to load at most.
         #[arg(long, default_value_t = u64::MAX)]

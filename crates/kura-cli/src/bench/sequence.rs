@@ -33,8 +33,8 @@ const RANGE_SEED: u64 = 0x7261_6e67; // "rang"
 
 pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     let engine = engine_of(args)?;
-    if (args.scan || args.range_scan.is_some()) && !engine.ordered {
-        let ordered: Vec<&str> = kura::engines().iter().filter(|e| e.ordered).map(|e| e.name).collect();
+    if (args.scan || args.range_scan.is_some()) && !engine.is_ordered() {
+        let ordered: Vec<&str> = kura::engines().iter().filter(|e| e.is_ordered()).map(|e| e.name).collect();
         return Err(Error::invalid(format!(
             "--scan and --range-scan need an ordered engine ({}), not {}",
             ordered.join(", "),
@@ -43,7 +43,7 @@ pub fn run(args: &BenchArgs, params: &Params) -> kura::Result<()> {
     }
     // What the engine needs for a run of this size, where the user did not say otherwise.
     let records = args.iter.saturating_mul(args.threads as u64);
-    let params = params.or_defaults(&(engine.bench_params)(records)).with("engine", engine.name);
+    let params = params.or_defaults(&engine.bench_params(records)).with("engine", engine.name);
     if !args.json {
         print_line(format_args!("Parameters: {}", params_text(&params)))?;
     }

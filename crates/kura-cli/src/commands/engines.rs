@@ -24,6 +24,14 @@ pub fn list(as_json: bool) -> kura::Result<()> {
                     Fact::Text(text) => json!(text),
                     Fact::Flag(flag) => json!(flag),
                     Fact::Names(names) => json!(names),
+                    // [offset, bytes in hex] pairs.
+                    Fact::Marks(marks) => json!(marks
+                        .iter()
+                        .map(|mark| json!([
+                            mark.offset,
+                            mark.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                        ]))
+                        .collect::<Vec<_>>()),
                     Fact::Nothing => serde_json::Value::Null,
                 };
                 (name.to_string(), value)
@@ -35,7 +43,7 @@ pub fn list(as_json: bool) -> kura::Result<()> {
                 engine.name,
                 engine.extension,
                 engine.storage.name(),
-                if engine.ordered { "ordered" } else { "unordered" },
+                engine.order.name(),
                 engine.summary
             )
         };

@@ -27,7 +27,7 @@ pub fn existing_database(path: &Path) -> kura::Result<Option<String>> {
     if path.exists() {
         return Ok(Some(path.display().to_string()));
     }
-    let shards = kura::shard_dbm::naming::existing_shards(path)?;
+    let shards = kura::shard_dbm::existing_shards(path)?;
     Ok(shards.first().map(|(_, _, first)| {
         format!("the shard set {} ({} files: {} ...)", path.display(), shards.len(), first.display())
     }))
@@ -85,7 +85,7 @@ pub fn restore(path: &Path, new_path: &Path, params: &Params) -> kura::Result<()
 pub fn inspect(path: &Path, params: &Params) -> kura::Result<()> {
     let db = open(path, OpenMode::ReadOnly, params)?;
     let mut out = std::io::stdout().lock();
-    for (name, value) in db.inspect()? {
+    for (name, value) in db.inspect()?.entries() {
         writeln!(out, "{name}={value}").map_err(write_error("stdout"))?;
     }
     out.flush().map_err(write_error("stdout"))?;

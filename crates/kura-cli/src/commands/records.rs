@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::io::Write;
 use std::path::Path;
 
-use kura::tree_dbm::Comparator;
+use kura::Comparator;
 use kura::{Dbm, Error, OpenMode, Params};
 
 use super::{key_line, open, tsv_line, write_error};
@@ -113,13 +113,10 @@ pub fn list(path: &Path, params: &Params, listing: &Listing) -> kura::Result<()>
     db.close()
 }
 
-/// The engine's key order, as its `key_comparator` property names it (bytewise for an
-/// engine that has none, such as BabyDbm).
+/// The engine's key order, as its stats give it (bytewise for an engine that has none of
+/// its own, such as BabyDbm).
 fn key_order(db: &dyn Dbm) -> kura::Result<Comparator> {
-    match db.inspect()?.iter().find(|(name, _)| name == "key_comparator") {
-        Some((_, name)) => Comparator::from_name(name),
-        None => Ok(Comparator::Lexical),
-    }
+    Ok(db.inspect()?.key_order.unwrap_or(Comparator::Lexical))
 }
 
 /// Prints one record; false once the limit is reached.

@@ -137,7 +137,7 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
     raise_descriptor_limit(args.max_connections);
     use_one_malloc_arena();
     let db: Arc<dyn Dbm> = Arc::from(open(args.path.as_ref(), engine, &params, memory_limit)?);
-    let class = db.inspect()?.into_iter().find(|(n, _)| n == "class").map(|(_, v)| v).unwrap_or_default();
+    let class = db.inspect()?.class;
     let shown = args.path.as_ref().map_or_else(|| "memory".to_string(), |p| p.display().to_string());
     let limit = if bounded {
         let cap = params.get_u64("cap_mem_bytes")?.unwrap_or(memory_limit);

@@ -19,7 +19,7 @@ fn is_the_database(output: &Path, path: &Path) -> kura::Result<bool> {
         return Ok(false);
     };
     let same = |file: &Path| std::fs::metadata(file).is_ok_and(|m| (m.dev(), m.ino()) == (target.dev(), target.ino()));
-    Ok(same(path) || kura::shard_dbm::naming::existing_shards(path)?.iter().any(|(_, _, shard)| same(shard)))
+    Ok(same(path) || kura::shard_dbm::existing_shards(path)?.iter().any(|(_, _, shard)| same(shard)))
 }
 
 /// What database lies at `output`, if any: an existing file with an engine's extension, or

@@ -137,10 +137,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for engine in crate::registry::ENGINES {
             let path = dir.path().join(format!("db.{}", engine.extension));
-            let params = (engine.bench_params)(100);
+            let params = engine.bench_params(100);
             let handle = DbHandle::open(path.clone(), "c", &params, None).unwrap();
             assert_eq!(handle.kind(), engine);
-            assert_eq!(handle.is_ordered(), engine.ordered, "{}", engine.name);
+            assert_eq!(handle.is_ordered(), crate::registry::ordered(&path, &params).unwrap(), "{}", engine.name);
             assert_eq!((handle.path(), handle.flag(), handle.is_writable()), (path.as_path(), "c", true));
             handle.live().unwrap().set(b"k", b"v", true).unwrap();
             assert_eq!(handle.live().unwrap().get(b"k").unwrap(), Some(b"v".to_vec()));

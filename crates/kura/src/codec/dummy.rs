@@ -52,7 +52,7 @@ mod tests {
         let mut runs = 0;
         for engine in ENGINES {
             let Some(codec_param) = engine.codec_param else { continue };
-            let params = (engine.bench_params)(1000).with(codec_param, "dummy");
+            let params = engine.bench_params(1000).with(codec_param, "dummy");
             let sharded =
                 Params::new().with("num_shards", 2).with("inner_engine", engine.name).with(codec_param, "dummy");
             let shard = ENGINES.iter().find(|e| e.shard_set).unwrap();

@@ -29,19 +29,20 @@ use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
 use crate::codec::{CodecKind, Effort};
-use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, OpenMode, Params, Processor};
 use crate::engine::Mark;
 use crate::error::Result;
 use crate::memory_dbm::backing::{self, Backing};
 use crate::memory_dbm::key_hash::{hash_key, slot_of};
 use crate::memory_dbm::slotted::Padded;
 use crate::memory_dbm::snapshot;
+use crate::stats::{CodecStat, Stat, Stats};
 use group::{with_scratch, Group, GroupCell, Scratch};
 use layout::Layout;
 use options::{Options, NUM_GROUPS};
 
 pub use cursor::CompactCursor;
-pub use options::{DEFAULT_BUCKET_RECORDS, DEFAULT_EXPECTED_RECORDS, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub(crate) use options::{DEFAULT_BUCKET_RECORDS, DEFAULT_EXPECTED_RECORDS, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 /// The in-memory map of compressed buckets (`.kumz`): see docs/compact.md.
 pub struct CompactDbm {
@@ -55,6 +56,18 @@ pub struct CompactDbm {
 impl CompactDbm {
     /// The parameters `open` takes (the registry lists them; anything else is an error).
     pub const PARAMS: &'static [&'static str] = options::PARAMS;
+
+    /// The longest key it stores, in bytes.
+    pub const MAX_KEY_LEN: usize = MAX_KEY_LEN;
+
+    /// The longest value it stores, in bytes.
+    pub const MAX_VALUE_LEN: usize = MAX_VALUE_LEN;
+
+    /// The records a bucket holds on average when it is sized (`bucket_records`' default).
+    pub const DEFAULT_BUCKET_RECORDS: u64 = DEFAULT_BUCKET_RECORDS;
+
+    /// The records a new database is sized for when `expected_records` is not given.
+    pub const DEFAULT_EXPECTED_RECORDS: u64 = DEFAULT_EXPECTED_RECORDS;
 
     /// The marks its files start with (the registry lists them; `kura.dbm.whichdb` asks).
     pub const MAGIC: &'static [Mark] = &snapshot::magic(&image::CLASS);
@@ -276,28 +289,29 @@ impl Dbm for CompactDbm {
         Ok(Some(self.layout.lock().codec.kind()))
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         self.backing.check_open()?;
         let (count, raw_bytes, stored_bytes) = self.totals();
         let memory = self.memory_bytes();
         let (codec, dictionary, num_buckets, cache_bytes) = {
             let layout = self.layout.lock();
             let buckets = layout.buckets_per_group as u64 * NUM_GROUPS as u64;
-            (layout.codec.kind().name(), layout.codec.dictionary().len(), buckets, layout.cache_bytes)
+            (layout.codec.kind(), layout.codec.dictionary().len(), buckets, layout.cache_bytes)
         };
         let cached: usize = self.groups.iter().map(|cell| cell.cache.lock().memory_bytes()).sum();
         let own = [
-            ("bucket_comp", codec.to_string()),
-            ("num_buckets", num_buckets.to_string()),
-            ("num_groups", NUM_GROUPS.to_string()),
-            ("compressed_bytes", stored_bytes.to_string()),
-            ("raw_bytes", raw_bytes.to_string()),
-            ("memory_bytes", memory.to_string()),
-            ("cache_bytes", cached.to_string()),
-            ("cache_capacity", cache_bytes.to_string()),
-            ("dict_size", dictionary.to_string()),
+            ("num_buckets", Stat::Number(num_buckets)),
+            ("num_groups", Stat::Number(NUM_GROUPS as u64)),
+            ("compressed_bytes", Stat::Number(stored_bytes)),
+            ("raw_bytes", Stat::Number(raw_bytes)),
+            ("memory_bytes", Stat::Number(memory)),
+            ("cache_bytes", Stat::Number(cached as u64)),
+            ("cache_capacity", Stat::Number(cache_bytes)),
+            ("dict_size", Stat::Number(dictionary as u64)),
         ];
-        Ok(self.backing.properties("CompactDbm", count, memory, own))
+        let mut stats = self.backing.stats("CompactDbm", count, memory, own);
+        stats.codec = Some(CodecStat { param: "bucket_comp", kind: codec });
+        Ok(stats)
     }
 
     fn is_writable(&self) -> bool {

@@ -42,16 +42,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 pub use header::UpdateMode;
-pub use options::{HashOptions, DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
+pub(crate) use options::HashOptions;
+pub use options::{DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
 pub use record::MAX_KEY_SIZE;
 
 use crate::batch::WriteBatch;
 use crate::codec::{CodecKind, DictionaryTraining};
 use crate::dbm::OpenMode;
-use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
 use crate::engine::{Mark, RestoreReport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{open_regular_file, remove_if_exists, replace_file, sibling_path, FileLock, LockMode};
+use crate::stats::{CodecStat, Stat, Stats};
 use chain_lock::{Chain, ChainLock, ChainMut, WholeFile};
 use cursor::HashCursor;
 use journaled::HashJournal;
@@ -770,35 +772,33 @@ impl Dbm for HashDbm {
         self.with_any(|s| Ok(Some(s.header.codec)))
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         self.with_any(|s| {
             let h = &s.header;
-            let props = [
-                ("class", "HashDbm".to_string()),
-                ("path", self.path.display().to_string()),
-                ("record_comp", h.codec.name().to_string()),
-                ("update_mode", h.update_mode.name().to_string()),
-                ("count", s.count().to_string()),
-                ("file_size", (if s.is_writable() { s.space.end() } else { s.file_len() }).to_string()),
-                ("num_buckets", h.num_buckets.to_string()),
-                ("healthy", s.healthy.to_string()),
+            let file_size = if s.is_writable() { s.space.end() } else { s.file_len() };
+            let mut stats = Stats::new("HashDbm", s.count(), file_size, s.healthy);
+            stats.path = Some(self.path.clone());
+            stats.codec = Some(CodecStat { param: "record_comp", kind: h.codec });
+            stats.details = vec![
+                ("update_mode", Stat::Name(h.update_mode.name())),
+                ("num_buckets", Stat::Number(h.num_buckets)),
                 // The header's copies (2 from format version 4), and what the open found:
                 // none, first (the header at 0 failed its check, the copy was used), copy,
                 // differ; repaired when a writable open wrote both anew.
-                ("header_copies", (if h.has_copy() { "2" } else { "1" }).to_string()),
-                ("header_damage", s.copies.damage_name().to_string()),
-                ("header_repaired", s.copies_repaired.to_string()),
-                ("restored", self.restored.load(Ordering::Relaxed).to_string()),
-                ("writable", self.writable.to_string()),
-                ("free_blocks", s.space.free_blocks().to_string()),
-                ("free_bytes", s.space.free_bytes().to_string()),
-                ("dictionary_size", s.codec.dictionary().len().to_string()),
-                ("bucket_cache_bytes", s.bucket_cache_size().to_string()),
-                ("max_file_size", h.max_file_size.to_string()),
+                ("header_copies", Stat::Number(if h.has_copy() { 2 } else { 1 })),
+                ("header_damage", Stat::Name(s.copies.damage_name())),
+                ("header_repaired", Stat::Flag(s.copies_repaired)),
+                ("restored", Stat::Flag(self.restored.load(Ordering::Relaxed))),
+                ("writable", Stat::Flag(self.writable)),
+                ("free_blocks", Stat::Number(s.space.free_blocks() as u64)),
+                ("free_bytes", Stat::Number(s.space.free_bytes())),
+                ("dictionary_size", Stat::Number(s.codec.dictionary().len() as u64)),
+                ("bucket_cache_bytes", Stat::Number(s.bucket_cache_size() as u64)),
+                ("max_file_size", Stat::Number(h.max_file_size)),
                 // As read at open: a version below 3 has no wide record checks until a rebuild.
-                ("format_version", h.version.to_string()),
+                ("format_version", Stat::Number(u64::from(h.version))),
             ];
-            Ok(props.into_iter().map(|(n, v)| (n.to_string(), v)).collect())
+            Ok(stats)
         })
     }
 

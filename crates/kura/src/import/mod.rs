@@ -157,7 +157,7 @@ impl SizeAtEnd {
     /// the user's own values of the engine's parameters (a compact map's `num_buckets` wins
     /// over the `expected_records` sized here, as when a counted input creates it).
     fn params(&self, records: u64) -> Params {
-        let sized = (self.engine.import_params)(records.div_ceil(self.ways.max(1)));
+        let sized = self.engine.import_params(records.div_ceil(self.ways.max(1)));
         let mut params = Params::new();
         for name in self.engine.params {
             if let Some(value) = self.given.get(name) {
@@ -189,7 +189,7 @@ fn open_target(
     if !sharded {
         let new_unsized = !path.exists() && to_size(engine, params);
         let params = match countable {
-            Some(input) if new_unsized => params.or_defaults(&(engine.import_params)(count_lines(input)?)),
+            Some(input) if new_unsized => params.or_defaults(&engine.import_params(count_lines(input)?)),
             _ => params.clone(),
         };
         return engine
@@ -222,7 +222,7 @@ fn open_target(
         if to_size(inner, &params) {
             match countable {
                 Some(input) => {
-                    params = params.or_defaults(&(inner.import_params)(count_lines(input)?.div_ceil(count)));
+                    params = params.or_defaults(&inner.import_params(count_lines(input)?.div_ceil(count)));
                 }
                 None => size_at_end = Some(SizeAtEnd { engine: inner, given: params.clone(), ways: count }),
             }

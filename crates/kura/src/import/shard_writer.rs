@@ -114,7 +114,7 @@ impl ShardWriter {
         let mut size_at_end = None;
         if to_size(inner, &inner_params) {
             match options.expected_records {
-                Some(records) => inner_params = inner_params.or_defaults(&(inner.import_params)(records)),
+                Some(records) => inner_params = inner_params.or_defaults(&inner.import_params(records)),
                 None => size_at_end = Some(SizeAtEnd { engine: inner, given: inner_params.clone(), ways: 1 }),
             }
         }

@@ -12,11 +12,12 @@ use super::btree::{OrderedTree, Put};
 use super::record::RecordBytes;
 use super::snapshot;
 use crate::dbm::OpenMode;
-use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, OrderedCursor, Params, Processor};
 use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi_get::SEGMENT;
 use crate::spin_lock::SpinRwLock;
+use crate::stats::Stats;
 
 const CLASS: u8 = b'b';
 
@@ -185,9 +186,9 @@ impl Dbm for BabyDbm {
         Ok(self.memory_usage())
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         let count = self.count()?;
-        Ok(self.backing.properties("BabyDbm", count, self.memory_usage(), []))
+        Ok(self.backing.stats("BabyDbm", count, self.memory_usage(), []))
     }
 
     fn is_writable(&self) -> bool {

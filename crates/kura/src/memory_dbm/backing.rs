@@ -11,10 +11,10 @@ use parking_lot::Mutex;
 use super::snapshot::{Snapshot, SnapshotWriter};
 use super::snapshot_salvage::Salvage;
 use crate::dbm::OpenMode;
-use crate::dbm::Properties;
 use crate::engine::RestoreReport;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, replace_file, sibling_path};
+use crate::stats::{Stat, Stats};
 
 pub struct Backing {
     /// The snapshot file, or None for a purely in-memory database.
@@ -141,24 +141,20 @@ impl Backing {
         save()
     }
 
-    /// `Dbm::inspect` of every memory engine: the properties all report (`file_size` is the
-    /// memory in use, there being no file of records), then the engine's `own`, then the
-    /// backing file's `path` if there is one.
-    pub fn properties(
+    /// `Dbm::inspect` of every memory engine: the stats all report (`file_size` is the
+    /// memory in use, there being no file of records; always healthy), the backing file's
+    /// `path` if there is one, then the engine's `own` figures.
+    pub fn stats(
         &self,
-        class: &str,
+        class: &'static str,
         count: u64,
         memory_usage: u64,
-        own: impl IntoIterator<Item = (&'static str, String)>,
-    ) -> Properties {
-        let common = [
-            ("class", class.to_string()),
-            ("count", count.to_string()),
-            ("file_size", memory_usage.to_string()),
-            ("healthy", "true".to_string()),
-        ];
-        let path = self.path().map(|path| ("path", path.display().to_string()));
-        common.into_iter().chain(own).chain(path).map(|(name, value)| (name.to_string(), value)).collect()
+        own: impl IntoIterator<Item = (&'static str, Stat)>,
+    ) -> Stats {
+        let mut stats = Stats::new(class, count, memory_usage, true);
+        stats.path = self.path().map(Path::to_path_buf);
+        stats.details.extend(own);
+        stats
     }
 
     /// Marks the database closed; false if it already was.

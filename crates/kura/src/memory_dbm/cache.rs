@@ -34,10 +34,11 @@ use super::slot_group::SlotGroup;
 use super::slotted::{share, Padded, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
-use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
 use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi_get::{groups, MAX_LOCKS};
+use crate::stats::{Caps, Stat, Stats};
 
 /// Default slot count: as Tkrzw's CacheDBM; plenty for a few threads, and few enough that
 /// per-slot LRU stays close to a global LRU.
@@ -710,19 +711,18 @@ impl Dbm for CacheDbm {
         Ok(self.mem_usage())
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         let count = self.count()?;
         let mem_usage = self.mem_usage();
         let own = [
-            ("mem_usage", mem_usage.to_string()),
-            ("evictions", self.evictions().to_string()),
-            ("cap_rec_num", self.cap_rec_num.to_string()),
-            ("cap_mem_bytes", self.cap_mem_bytes.map_or("unlimited".to_string(), |c| c.to_string())),
-            ("num_slots", self.slots.len().to_string()),
-            ("policy", self.policy.name().to_string()),
-            ("rejections", self.rejections().to_string()),
+            ("mem_usage", Stat::Number(mem_usage)),
+            ("num_slots", Stat::Number(self.slots.len() as u64)),
+            ("policy", Stat::Name(self.policy.name())),
+            ("rejections", Stat::Number(self.rejections())),
         ];
-        Ok(self.backing.properties("CacheDbm", count, mem_usage, own))
+        let mut stats = self.backing.stats("CacheDbm", count, mem_usage, own);
+        stats.caps = Some(Caps { records: self.cap_rec_num, memory: self.cap_mem_bytes, evictions: self.evictions() });
+        Ok(stats)
     }
 
     fn is_writable(&self) -> bool {

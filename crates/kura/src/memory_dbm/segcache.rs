@@ -49,11 +49,12 @@ use super::slotted::{share, Padded, RecordView, SlotRecords, Slotted, SlottedCur
 use super::snapshot::{self, Snapshot};
 use crate::dbm::ExpiringProcessor;
 use crate::dbm::OpenMode;
-use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
 use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expiry::{Clock, Expiry};
 use crate::multi_get::MAX_LOCKS;
+use crate::stats::{Caps, Stat, Stats};
 
 /// Default slot count, as CacheDbm's.
 pub const DEFAULT_NUM_SLOTS: usize = 16;
@@ -699,21 +700,20 @@ impl Dbm for SegCacheDbm {
         Ok(self.mem_usage())
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         let count = self.count()?;
         let mem_usage = self.mem_usage();
         let segments: usize = self.slots.iter().map(|s| s.lock().segments.count()).sum();
         let own = [
-            ("mem_usage", mem_usage.to_string()),
-            ("evictions", self.evictions().to_string()),
-            ("expired", self.expired().to_string()),
-            ("cap_rec_num", self.cap_rec_num.to_string()),
-            ("cap_mem_bytes", self.cap_mem_bytes.map_or("unlimited".to_string(), |c| c.to_string())),
-            ("num_slots", self.slots.len().to_string()),
-            ("policy", self.policy().to_string()),
-            ("segments", segments.to_string()),
+            ("mem_usage", Stat::Number(mem_usage)),
+            ("expired", Stat::Number(self.expired())),
+            ("num_slots", Stat::Number(self.slots.len() as u64)),
+            ("policy", Stat::Name(self.policy())),
+            ("segments", Stat::Number(segments as u64)),
         ];
-        Ok(self.backing.properties("SegCacheDbm", count, mem_usage, own))
+        let mut stats = self.backing.stats("SegCacheDbm", count, mem_usage, own);
+        stats.caps = Some(Caps { records: self.cap_rec_num, memory: self.cap_mem_bytes, evictions: self.evictions() });
+        Ok(stats)
     }
 
     fn is_writable(&self) -> bool {

@@ -16,10 +16,11 @@ use super::slot_group::{SlotGroup, SlotLookup};
 use super::slotted::{Padded, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot;
 use crate::dbm::OpenMode;
-use crate::dbm::{Action, Cursor, Dbm, Params, Processor, Properties};
+use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
 use crate::engine::Mark;
 use crate::error::{Error, Result};
 use crate::multi_get::{groups, try_each_in_turn, GROUP};
+use crate::stats::{Stat, Stats};
 
 /// Slots: enough that two threads rarely meet and that a table doubling (which holds one
 /// slot's lock) stalls only 1/64 of the keys.
@@ -254,11 +255,12 @@ impl Dbm for TinyDbm {
         Ok(self.memory_usage())
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         let count = self.count()?;
         let num_buckets: usize = self.slots.iter().map(|s| s.read().num_cells()).sum();
-        let own = [("num_slots", self.slots.len().to_string()), ("num_buckets", num_buckets.to_string())];
-        Ok(self.backing.properties("TinyDbm", count, self.memory_usage(), own))
+        let own =
+            [("num_slots", Stat::Number(self.slots.len() as u64)), ("num_buckets", Stat::Number(num_buckets as u64))];
+        Ok(self.backing.stats("TinyDbm", count, self.memory_usage(), own))
     }
 
     fn is_writable(&self) -> bool {

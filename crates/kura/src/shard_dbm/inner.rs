@@ -3,16 +3,16 @@
 //! The inner engine comes from `inner_engine=NAME`, else from the base path's extension
 //! (`casket.kut` with `num_shards=4`: TreeDbm shards `casket.kut-00000-of-00004`, as Tkrzw
 //! names them), else, for an existing set under a base of no engine's extension (`.kus`), from
-//! the first shard file itself: the file engine whose read-only open accepts it. The memory
-//! engines' snapshots share one format that each of them reads, so a set of memory shards
-//! needs their extension on the base (`casket.kumb`) or `inner_engine=`. A new set under a
+//! the first shard file's first bytes: the engine whose marks (`Engine::magic`, a memory
+//! snapshot's class byte included) it starts with, with no trial open. A new set under a
 //! base of no engine's extension is HashDbm, the default engine.
 
 use std::path::Path;
 
-use crate::dbm::{Dbm, OpenMode, Params};
+use crate::dbm::{Dbm, Params};
 use crate::engine::{self, Engine};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::tree_dbm::comparator::Comparator;
 
 use super::naming::shard_path;
 
@@ -62,43 +62,38 @@ pub fn engine_for_restore(engines: &'static [Engine], base: &Path, count: usize)
     Err(first_error.unwrap_or_else(|| Error::broken(format!("{}: a set of no shards", base.display()))))
 }
 
-/// The file engine that opens `path` read-only (each checks its own header magic).
+/// The engine whose marks (`Engine::magic`: its magic, and a memory snapshot's class byte)
+/// the shard file at `path` starts with: told by its first bytes, with no trial open.
 fn probe(engines: &'static [Engine], path: &Path) -> Result<&'static Engine> {
-    for engine in engines.iter().filter(|e| e.name != SHARD_ENGINE && !e.is_in_memory()) {
-        match engine.open(path, OpenMode::ReadOnly, &Params::new()) {
-            Ok(db) => {
-                db.close()?;
-                return Ok(engine);
-            }
-            // Held by a writer of another process: the set is locked, whatever its engine.
-            Err(e) if e.kind() == ErrorKind::Locked => return Err(e),
-            Err(_) => {}
-        }
+    match engine::of_file(engines, path)? {
+        Some(engine) if !engine.shard_set => Ok(engine),
+        _ => Err(Error::broken(format!(
+            "{}: this shard file starts with no engine's magic; give inner_engine=NAME or check the file",
+            path.display()
+        ))),
     }
-    Err(Error::broken(format!(
-        "{}: no file engine opens this shard file; give inner_engine=NAME (memory engines' snapshots \
-         cannot be told apart) or check the file",
-        path.display()
-    )))
 }
 
-/// Properties every shard of one set must share: the merge needs one key order, and a set
-/// whose shards compress differently was assembled from different sets.
-const SHARED_PROPERTIES: &[&str] = &["class", "record_comp", "key_comparator"];
+/// What every shard of one set must share, as shown (name, value): the merge needs one key
+/// order, and a set whose shards compress differently was assembled from different sets.
+fn shared(db: &dyn Dbm) -> Result<[(&'static str, &'static str); 3]> {
+    let stats = db.inspect()?;
+    Ok([
+        ("class", stats.class),
+        stats.codec.map_or(("codec", "(none)"), |codec| (codec.param, codec.kind.name())),
+        ("key_comparator", stats.key_order.map_or("(none)", Comparator::name)),
+    ])
+}
 
 /// BrokenData naming the first shard whose engine, codec or key order differs from shard 0's.
 pub fn check_consistent(base: &Path, shards: &[Box<dyn Dbm>]) -> Result<()> {
-    let shared = |db: &dyn Dbm| -> Result<Vec<(String, String)>> {
-        Ok(db.inspect()?.into_iter().filter(|(name, _)| SHARED_PROPERTIES.contains(&name.as_str())).collect())
-    };
     let Some(first) = shards.first() else {
         return Ok(());
     };
     let expected = shared(first.as_ref())?;
     for (index, shard) in shards.iter().enumerate().skip(1) {
         let actual = shared(shard.as_ref())?;
-        if let Some((name, value)) = actual.iter().find(|pair| !expected.contains(pair)) {
-            let wanted = expected.iter().find(|(n, _)| n == name).map_or("(none)", |(_, v)| v.as_str());
+        if let Some(((name, value), (_, wanted))) = actual.iter().zip(&expected).find(|(a, e)| a != e) {
             return Err(Error::broken(format!(
                 "{}: its {name} is {value} but shard 0's is {wanted}: the shards of a set must all share \
                  one engine, codec and key order",

@@ -15,21 +15,22 @@
 mod chain;
 mod inner;
 mod merge;
-pub mod naming;
+pub(crate) mod naming;
 mod parallel;
 mod restore;
-pub mod route;
+pub(crate) mod route;
 
 use std::path::{Path, PathBuf};
 
 use crate::batch::WriteBatch;
 use crate::codec::CodecKind;
-use crate::dbm::{Cursor, Dbm, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor, Properties};
+use crate::dbm::{Cursor, Dbm, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::stats::{Stat, Stats};
 use crate::tree_dbm::Comparator;
 
-pub use naming::{find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
+pub use naming::{check_count, existing_shards, find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
 pub use route::shard_of;
 
 /// The engine the shards of the set under `base` are (or, for a new set, will be) made of.
@@ -162,11 +163,8 @@ impl ShardDbm {
             shards.push(shard);
         }
         inner::check_consistent(&base, &shards)?;
-        let comparator = match shards.first().map(|s| s.inspect()).transpose()? {
-            Some(properties) => match properties.iter().find(|(name, _)| name == "key_comparator") {
-                Some((_, name)) => Comparator::from_name(name)?,
-                None => Comparator::default(),
-            },
+        let comparator = match shards.first() {
+            Some(first) => first.inspect()?.key_order.unwrap_or_default(),
             None => Comparator::default(),
         };
         Ok(ShardDbm { base, inner, shards, comparator })
@@ -402,44 +400,24 @@ impl Dbm for ShardDbm {
         self.shards.first().map_or(Ok(None), |shard| shard.codec())
     }
 
-    fn inspect(&self) -> Result<Properties> {
-        let per_shard = self.shards.iter().map(|s| s.inspect()).collect::<Result<Vec<_>>>()?;
-        let property = |properties: &Properties, name: &str| -> Option<String> {
-            properties.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
-        };
-        let mut count = 0u64;
-        let mut file_size = 0u64;
-        let mut healthy = true;
-        let mut shards = Vec::new();
-        for (index, (shard, properties)) in self.shards.iter().zip(&per_shard).enumerate() {
-            let shard_count = shard.count()?;
-            let shard_size = shard.file_size()?;
-            let shard_healthy = property(properties, "healthy").is_none_or(|v| v == "true");
-            count = count.saturating_add(shard_count);
-            file_size = file_size.saturating_add(shard_size);
-            healthy &= shard_healthy;
-            shards.push((format!("shard_{index:05}_count"), shard_count.to_string()));
-            shards.push((format!("shard_{index:05}_file_size"), shard_size.to_string()));
-            shards.push((format!("shard_{index:05}_healthy"), shard_healthy.to_string()));
+    /// The set's stats sum its shards' typed figures (count, size, health) and share shard
+    /// 0's codec and key order, which every shard has (`inner::check_consistent`); each
+    /// shard's own stats follow in `Stats::shards`.
+    fn inspect(&self) -> Result<Stats> {
+        let shards = self.shards.iter().map(|s| s.inspect()).collect::<Result<Vec<_>>>()?;
+        let count = shards.iter().fold(0u64, |sum, shard| sum.saturating_add(shard.count));
+        let file_size = shards.iter().fold(0u64, |sum, shard| sum.saturating_add(shard.file_size));
+        let healthy = shards.iter().all(|shard| shard.healthy);
+        let mut stats = Stats::new("ShardDbm", count, file_size, healthy);
+        stats.path = Some(self.base.clone());
+        if let Some(first) = shards.first() {
+            stats.codec = first.codec;
+            stats.key_order = first.key_order;
         }
-        let mut properties = vec![
-            ("class".to_string(), "ShardDbm".to_string()),
-            ("path".to_string(), self.base.display().to_string()),
-            ("inner_engine".to_string(), self.inner.name.to_string()),
-            ("num_shards".to_string(), self.shards.len().to_string()),
-            ("count".to_string(), count.to_string()),
-            ("file_size".to_string(), file_size.to_string()),
-            ("healthy".to_string(), healthy.to_string()),
-        ];
-        if let Some(first) = per_shard.first() {
-            for name in ["record_comp", "key_comparator"] {
-                if let Some(value) = property(first, name) {
-                    properties.push((name.to_string(), value));
-                }
-            }
-        }
-        properties.extend(shards);
-        Ok(properties)
+        stats.details =
+            vec![("inner_engine", Stat::Name(self.inner.name)), ("num_shards", Stat::Number(self.shards.len() as u64))];
+        stats.shards = shards;
+        Ok(stats)
     }
 
     fn is_writable(&self) -> bool {
@@ -456,7 +434,7 @@ impl Dbm for ShardDbm {
 
     /// Its shards' engine's.
     fn is_ordered(&self) -> bool {
-        self.inner.ordered
+        self.inner.is_ordered()
     }
 
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {

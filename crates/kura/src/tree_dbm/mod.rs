@@ -14,7 +14,7 @@
 mod btree;
 mod cache;
 mod check;
-mod comparator;
+pub(crate) mod comparator;
 mod cursor;
 mod durable;
 #[cfg(test)]
@@ -48,21 +48,21 @@ use std::sync::Arc;
 
 use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockWriteGuard};
 
-pub use crate::batch::{BatchOp, WriteBatch};
-pub use crate::journal::journal_path;
+pub(crate) use crate::batch::WriteBatch;
 pub use comparator::Comparator;
 pub use cursor::TreeCursor;
-pub use options::{DEFAULT_CACHE_BYTES, DEFAULT_MAX_PAGE_SIZE};
+pub(crate) use options::DEFAULT_CACHE_BYTES;
 pub use range::{KeyRange, TreeRange};
 
 use crate::codec::CodecKind;
 use crate::dbm::OpenMode;
-use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor, Properties};
+use crate::dbm::{Cursor, Dbm, OrderedCursor, Params, Processor};
 use crate::engine::Mark;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, sibling_path};
 use crate::journal::{self, SyncState};
 use crate::spin_lock::SpinRwLock;
+use crate::stats::{CodecStat, Stat, Stats};
 use btree::BTree;
 use options::TreeOptions;
 use pager::Pager;
@@ -412,30 +412,27 @@ impl Dbm for TreeDbm {
         Ok(Some(self.read_store()?.tree.pager.codec().kind()))
     }
 
-    fn inspect(&self) -> Result<Properties> {
+    fn inspect(&self) -> Result<Stats> {
         let store = self.read_store()?;
         let tree = &store.tree;
         let header = tree.pager.header();
         let space = tree.pager.space();
-        let properties = [
-            ("class", "TreeDbm".to_string()),
-            ("path", self.path.display().to_string()),
-            ("record_comp", tree.pager.codec().kind().name().to_string()),
-            ("key_comparator", header.comparator.name().to_string()),
-            ("max_page_size", header.max_page_size.to_string()),
-            ("count", tree.count().to_string()),
-            ("file_size", tree.pager.used_size().to_string()),
-            ("tree_height", tree.height().to_string()),
-            ("free_bytes", space.free_bytes().to_string()),
-            ("free_slots", space.free_slots().to_string()),
-            ("dirty_pages", tree.dirty_pages().to_string()),
-            ("journal_bytes", store.journal().bytes().to_string()),
-            ("cache_bytes_used", tree.pager.cache().bytes().to_string()),
-            ("dictionary_size", tree.pager.codec().dictionary().len().to_string()),
-            ("healthy", "true".to_string()),
-            ("restored", self.was_restored().to_string()),
+        let mut stats = Stats::new("TreeDbm", tree.count(), tree.pager.used_size(), true);
+        stats.path = Some(self.path.clone());
+        stats.codec = Some(CodecStat { param: "record_comp", kind: tree.pager.codec().kind() });
+        stats.key_order = Some(header.comparator);
+        stats.details = vec![
+            ("max_page_size", Stat::Number(u64::from(header.max_page_size))),
+            ("tree_height", Stat::Number(tree.height() as u64)),
+            ("free_bytes", Stat::Number(space.free_bytes())),
+            ("free_slots", Stat::Number(space.free_slots() as u64)),
+            ("dirty_pages", Stat::Number(tree.dirty_pages() as u64)),
+            ("journal_bytes", Stat::Number(store.journal().bytes())),
+            ("cache_bytes_used", Stat::Number(tree.pager.cache().bytes() as u64)),
+            ("dictionary_size", Stat::Number(tree.pager.codec().dictionary().len() as u64)),
+            ("restored", Stat::Flag(self.was_restored())),
         ];
-        Ok(properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        Ok(stats)
     }
 
     fn is_writable(&self) -> bool {
