@@ -13,12 +13,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use kura::split_mix::SplitMix64;
-use kura::{Dbm, OpenMode, Params};
+use kura::{Engine, OpenMode};
 
 /// Records of the table that stays in the caches (its lines fit in a core's L2).
 const IN_CACHE: u64 = 20_000;
 const BATCH: usize = 64;
 const ROUNDS: usize = 3;
+
+/// The engines measured: the hashed and ordered ones a user picks for lookups (not CompactDbm,
+/// whose reads decompress a bucket, nor a shard set, which is its shards').
+const MEASURED: [&str; 4] = ["hash", "tiny", "cache", "tree"];
 
 /// A key as `kura bench` formats it (`%08d`), kept in place rather than formatted per get.
 type Key = [u8; 8];
@@ -33,12 +37,13 @@ fn main() -> kura::Result<()> {
          most a batch could gain (get / in-cache get_many) |"
     );
     let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for engine in ["hash", "tiny", "cache", "tree"] {
+    for name in MEASURED {
+        let engine = kura::registry::engine(name)?;
         let (small_get, small_batch) = measure(engine, IN_CACHE, large)?;
         let (get, batch) = measure(engine, large, large)?;
         let _ = writeln!(
             out,
-            "| {engine} | {small_get:.0} | {small_batch:.0} | {get:.0} | {batch:.0} | {:.2}x | {:.2}x |",
+            "| {name} | {small_get:.0} | {small_batch:.0} | {get:.0} | {batch:.0} | {:.2}x | {:.2}x |",
             get / batch,
             get / small_batch
         );
@@ -49,9 +54,11 @@ fn main() -> kura::Result<()> {
 /// Fills a new `engine` database with `records` records of 8-byte values and returns the best
 /// time per key of a single get and of a batched get, each timed over passes through every key
 /// in a shuffled order, at least `lookups` lookups (a short timing would measure the clock).
-fn measure(engine: &str, records: u64, lookups: u64) -> kura::Result<(f64, f64)> {
+fn measure(engine: &Engine, records: u64, lookups: u64) -> kura::Result<(f64, f64)> {
     let path = scratch_path(engine);
-    let db = open(engine, records, &path)?;
+    // Sized for its records as an import sizes it: one bucket a record for the hash engine, a
+    // cache that evicts nothing.
+    let db = engine.open(&path, OpenMode::Truncate, &engine.import_params(records))?;
     let mut keys: Vec<Key> = (0..records).map(format_key).collect();
     for key in &keys {
         db.set(key, b"abcdefgh", true)?;
@@ -77,41 +84,19 @@ fn measure(engine: &str, records: u64, lookups: u64) -> kura::Result<(f64, f64)>
         best_batch = best_batch.min(per_key(started, timed));
     }
     drop(db);
-    if let Some(path) = path {
-        let _ = std::fs::remove_file(path);
-    }
+    let _ = std::fs::remove_file(path);
     // Every key was written: a miss would mean the figures timed something else.
     let expected = 2 * ROUNDS as u64 * timed;
     if found != expected {
-        return Err(kura::Error::broken(format!("{engine}: {found} of {expected} lookups found")));
+        return Err(kura::Error::broken(format!("{}: {found} of {expected} lookups found", engine.name)));
     }
     Ok((best_get, best_batch))
 }
 
-fn open(engine: &str, records: u64, path: &Option<PathBuf>) -> kura::Result<Box<dyn Dbm>> {
-    // One bucket per record for the hash engine, as `kura bench` sizes it; a cache that
-    // evicts nothing.
-    let params = match engine {
-        "hash" => Params::parse(&format!("num_buckets={records}"))?,
-        "cache" => Params::parse(&format!("cap_rec_num={}", records * 2))?,
-        _ => Params::default(),
-    };
-    match (engine, path) {
-        ("tiny", _) => Ok(Box::new(kura::TinyDbm::new(&params)?)),
-        ("cache", _) => Ok(Box::new(kura::CacheDbm::new(&params)?)),
-        (_, Some(path)) => kura::open(path, OpenMode::Truncate, &params),
-        (_, None) => Err(kura::Error::invalid(format!("{engine} needs a file"))),
-    }
-}
-
-/// A temporary file for the file engines, none for the in-memory ones.
-fn scratch_path(engine: &str) -> Option<PathBuf> {
-    let extension = match engine {
-        "hash" => "kuh",
-        "tree" => "kut",
-        _ => return None,
-    };
-    Some(std::env::temp_dir().join(format!("kura-batch-bounds-{}.{extension}", std::process::id())))
+/// A temporary file named with the engine's extension (a memory engine's snapshot, written at
+/// close, outside the timings).
+fn scratch_path(engine: &Engine) -> PathBuf {
+    std::env::temp_dir().join(format!("kura-batch-bounds-{}.{}", std::process::id(), engine.extension))
 }
 
 fn per_key(started: Instant, records: u64) -> f64 {
