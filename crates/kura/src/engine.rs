@@ -257,6 +257,15 @@ impl Engine {
     }
 }
 
+/// The default engine of `engines`: the first, which is a single-file engine (a shard set
+/// cannot be the default, being made of another engine).
+pub fn default_of(engines: &'static [Engine]) -> Result<&'static Engine> {
+    engines
+        .first()
+        .filter(|e| !e.shard_set)
+        .ok_or_else(|| Error::internal("the engine list starts with its default engine, which is no shard set"))
+}
+
 /// The engine called `name` in `engines`.
 pub fn named(engines: &'static [Engine], name: &str) -> Result<&'static Engine> {
     engines.iter().find(|e| e.name == name).ok_or_else(|| {

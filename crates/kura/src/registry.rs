@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use crate::compact_dbm::CompactDbm;
+use crate::engine;
 pub use crate::engine::{Engine, Fact, Order, Restore, RestoreReport, Storage};
 
 use crate::check::{CheckReport, Place};
@@ -43,7 +44,9 @@ fn compact_sized_params(records: u64) -> Params {
     Params::new().with("expected_records", records.max(1))
 }
 
-/// Every engine, in the order help texts list them.
+/// Every engine, in the order help texts list them. The first is the default engine
+/// (`default_engine`): what a database opens as where its name has no engine's extension,
+/// and what a new shard set is made of unless told.
 pub(crate) static ENGINES: &[Engine] = &[
     Engine {
         name: "hash",
@@ -209,7 +212,7 @@ pub fn served_by_default() -> Result<&'static Engine> {
 /// The engine a database opens as where a default is wanted and its name has no engine's
 /// extension: Python's `kura.dbm.open` of any file name, as `dbm.open` takes any name.
 pub fn default_engine() -> Result<&'static Engine> {
-    engine("hash")
+    engine::default_of(ENGINES)
 }
 
 /// The engine `kura bench` measures when it is given no `--engine`, as `tkrzw_dbm_perf`

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use kura::{open, Dbm, OpenMode, Params};
+use kura::{Dbm, OpenMode};
 
 fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -49,20 +49,24 @@ fn phase(dbm: &dyn Dbm, name: &str, n: u64, threads: u64, random: bool, op: &(dy
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let engine = args.get(1).map_or("tiny", String::as_str);
+    // The engine named on the command line (`tiny` when none is: the plainest memory engine).
+    let name = args.get(1).map_or("tiny", String::as_str);
+    let engine = kura::registry::engine(name).unwrap();
     let n: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let threads: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
     let random = args.get(4).is_some_and(|a| a == "random");
-    let cap_mem = args.get(5).map(|c| format!(",cap_mem_bytes={c}")).unwrap_or_default();
+    let cap_mem: Option<u64> = args.get(5).and_then(|c| c.parse().ok());
     let value_size: usize = args.get(6).and_then(|a| a.parse().ok()).unwrap_or(8);
     let value = vec![b'v'; value_size];
     let value = value.as_slice();
-    let params = match engine {
-        "cache" => format!("engine=cache,cap_rec_num={}{cap_mem}", n * threads),
-        other => format!("engine={other}"),
-    };
-    println!("{engine} records={n} threads={threads} random={random} rss_at_start={}", rss_bytes());
-    let dbm = open("", OpenMode::Create, &Params::parse(&params).unwrap()).unwrap();
+    // What the engine needs to hold every record of the run (CacheDbm's record cap), and a
+    // memory cap when one is given.
+    let mut params = engine.bench_params(n * threads);
+    if let Some(cap) = cap_mem {
+        params = params.with("cap_mem_bytes", cap);
+    }
+    println!("{name} records={n} threads={threads} random={random} rss_at_start={}", rss_bytes());
+    let dbm = engine.open(std::path::Path::new(""), OpenMode::Create, &params).unwrap();
     let dbm = dbm.as_ref();
     phase(dbm, "set", n, threads, random, &|db, key| db.set(key, value, true).unwrap());
     phase(dbm, "get", n, threads, random, &|db, key| {

@@ -18,8 +18,6 @@ use super::naming::shard_path;
 
 /// The registry name of the shard engine itself, which cannot be its own inner engine.
 pub const SHARD_ENGINE: &str = "shard";
-/// The engine of a new set under a base of no engine's extension: the default engine.
-const DEFAULT_INNER_ENGINE: &str = "hash";
 
 /// The engine a set's shards are made of; `existing` is the set's shard count if it exists.
 pub fn inner_engine(
@@ -40,7 +38,8 @@ pub fn inner_engine(
     }
     match existing {
         Some(count) => probe(engines, &shard_path(base, 0, count)),
-        None => engine::named(engines, DEFAULT_INNER_ENGINE),
+        // A new set under a base of no engine's extension: the default engine.
+        None => engine::default_of(engines),
     }
 }
 
