@@ -359,39 +359,31 @@ def floor_notes(best, floors, settings):
         value = value_of(best, store, phase)
         return value / count if value else None
 
-    def best_peer(phase, count):
-        found = [(per(p, phase, count), p) for p in PEERS if per(p, phase, count)]
-        return min(found) if found else (None, None)
+    def figures(phase, count, show):
+        """Kura's stores' and the best peer's time per operation of `phase`, as `show` writes
+        a time per operation: "Kura TreeDbm 154 µs, Kura HashDbm 130 µs, fjall 148 µs"."""
+        stores = [k for k in KURA if per(k, phase, count)]
+        peers = sorted((per(p, phase, count), p) for p in PEERS if per(p, phase, count))
+        stores += [peers[0][1]] if peers else []
+        return ", ".join(f"{TITLES[s]} {show(per(s, phase, count))}" for s in stores)
 
     kuras = [k for k in KURA if k in best]
     sync = floors.get(FLOOR_SYNC)
     if sync and kuras:
         commits = best[kuras[0]].get("individual writes", {}).get("ops") or 1000
-        parts = [f"{TITLES[k]} {per(k, 'individual writes', commits) * 1e6:.0f} µs" for k in kuras
-                 if per(k, "individual writes", commits)]
-        value, peer = best_peer("individual writes", commits)
-        if peer:
-            parts.append(f"{TITLES[peer]} {value * 1e6:.0f} µs")
-        notes.append(f"A durable commit of one record: {', '.join(parts)}, against one `fdatasync` of a 4 KiB "
-                     f"write alone, {per_op(sync) * 1e6:.0f} µs.")
+        shown = figures("individual writes", commits, lambda seconds: f"{seconds * 1e6:.0f} µs")
+        notes.append(f"A durable commit of one record: {shown}, against one `fdatasync` of a 4 KiB write alone, "
+                     f"{per_op(sync) * 1e6:.0f} µs.")
     reads = settings.get("reads") or settings["records"]
     load, read_1, read_32 = floors.get(FLOOR_LOAD), floors.get(FLOOR_READ_1), floors.get(FLOOR_READ_32)
     if kuras and not settings.get("memory_limit") and load:
-        parts = [f"{TITLES[k]} {per(k, 'random reads', reads) * 1e9:.0f} ns" for k in kuras
-                 if per(k, "random reads", reads)]
-        value, peer = best_peer("random reads", reads)
-        if peer:
-            parts.append(f"{TITLES[peer]} {value * 1e9:.0f} ns")
-        notes.append(f"A random read on one thread: {', '.join(parts)}; one dependent load from memory (a random "
+        shown = figures("random reads", reads, lambda seconds: f"{seconds * 1e9:.0f} ns")
+        notes.append(f"A random read on one thread: {shown}; one dependent load from memory (a random "
                      f"address in 256 MiB, TLB miss included) takes {per_op(load) * 1e9:.0f} ns, so a lookup "
                      f"that must wait for a few of them in a row cannot take less than a few times that.")
     if kuras and settings.get("memory_limit") and read_1 and read_32:
-        parts = [f"{TITLES[k]} {reads / value_of(best, k, 'random reads'):,.0f}/s" for k in kuras
-                 if value_of(best, k, "random reads")]
-        value, peer = best_peer("random reads", reads)
-        if peer:
-            parts.append(f"{TITLES[peer]} {1 / value:,.0f}/s")
-        notes.append(f"Random reads on one thread, gets a second: {', '.join(parts)}; the disk reads "
+        shown = figures("random reads", reads, lambda seconds: f"{1 / seconds:,.0f}/s")
+        notes.append(f"Random reads on one thread, gets a second: {shown}; the disk reads "
                      f"{1 / per_op(read_1):,.0f} random 8 KiB pages a second one at a time, "
                      f"{1 / per_op(read_32):,.0f} with 32 in flight (the most several threads or read-ahead "
                      f"could get from it).")
