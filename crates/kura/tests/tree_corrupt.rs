@@ -1,6 +1,7 @@
 //! Damaged tree files: structural corruption (cycles, wrong heights, unordered keys),
 //! truncation, bad compressed pages and random byte flips give typed errors, never a panic,
-//! a hang or a huge allocation; `restore_file` salvages what is readable.
+//! a hang or a huge allocation, read through the mapping and with `pread` (a cache so small
+//! that the file exceeds it); `restore_file` salvages what is readable.
 #![expect(
     clippy::unwrap_used,
     clippy::indexing_slicing,
@@ -19,29 +20,43 @@ fn build(dir: &Path, codec: CodecKind) -> PathBuf {
     let params = Params::new().with("record_comp", codec.name()).with("max_page_size", 512);
     let db = TreeDbm::open(&path, OpenMode::Create, &params).unwrap();
     for i in 0..RECORDS {
-        db.set(
-            format!("key{i:06}").as_bytes(),
-            format!("value-{i}-{}", "x".repeat((i % 50) as usize)).as_bytes(),
-            true,
-        )
-        .unwrap();
+        db.set(format!("key{i:06}").as_bytes(), &value_of(i), true).unwrap();
     }
     db.close().unwrap();
     path
 }
 
-/// Reads everything every way; returns the first error (there must be one).
+/// A cache so small that every file here is more than twice it: pages are then read with
+/// `pread` into a buffer, not through the mapping (tree_dbm/pager.rs, `with_slot_read`).
+const TINY_CACHE_BYTES: u64 = 4096;
+
+/// The value `build` writes for record `i`.
+fn value_of(i: u32) -> Vec<u8> {
+    format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes()
+}
+
+/// Reads everything every way, through the mapping and then by `pread` (a tiny cache);
+/// returns the first error (both must meet one, of the same kind).
 fn read_all(path: &Path) -> kura::Error {
-    let db = match TreeDbm::open(path, OpenMode::ReadOnly, &Params::new()) {
+    let mapped = read_all_with(path, &Params::new());
+    let read = read_all_with(path, &Params::new().with("cache_bytes", TINY_CACHE_BYTES));
+    assert_eq!(read.kind(), mapped.kind(), "pread: {} / mapping: {}", read.message(), mapped.message());
+    mapped
+}
+
+fn read_all_with(path: &Path, params: &Params) -> kura::Error {
+    let db = match TreeDbm::open(path, OpenMode::ReadOnly, params) {
         Ok(db) => db,
         Err(e) => return e,
     };
     let mut first = None;
     for i in (0..RECORDS).step_by(7) {
-        if let Err(e) = db.get(format!("key{i:06}").as_bytes()) {
-            if e.kind() != ErrorKind::NotFound {
+        match db.get(format!("key{i:06}").as_bytes()) {
+            Ok(value) => assert_eq!(value, value_of(i), "key {i}: a value never written"),
+            Err(e) if e.kind() != ErrorKind::NotFound => {
                 first.get_or_insert(e);
             }
+            Err(_) => {}
         }
     }
     for item in db.range(..) {
@@ -251,10 +266,14 @@ fn random_byte_flips_never_panic() {
             damaged[at] ^= 1 << (x >> 60 & 7);
         }
         std::fs::write(&path, &damaged).unwrap();
-        if let Ok(db) = TreeDbm::open(&path, OpenMode::ReadOnly, &Params::new()) {
-            let _ = db.range(..).take(RECORDS as usize + 10).count();
-            let _ = db.range(..).rev().take(RECORDS as usize + 10).count();
-            let _ = db.get(b"key000123");
+        for params in [Params::new(), Params::new().with("cache_bytes", TINY_CACHE_BYTES)] {
+            if let Ok(db) = TreeDbm::open(&path, OpenMode::ReadOnly, &params) {
+                let _ = db.range(..).take(RECORDS as usize + 10).count();
+                let _ = db.range(..).rev().take(RECORDS as usize + 10).count();
+                if let Ok(value) = db.get(b"key000123") {
+                    assert_eq!(value, value_of(123), "round {round}: a value never written");
+                }
+            }
         }
         if let Ok(db) = TreeDbm::open(&path, OpenMode::Write, &Params::new()) {
             let _ = db.set(b"key000500", b"new", true);
