@@ -108,6 +108,14 @@ impl Publish {
     }
 }
 
+/// BrokenData unless `offset` can start a slot: past the file headers, slot-aligned.
+fn check_slot_offset(offset: u64) -> Result<()> {
+    if offset < DATA_START || !offset.is_multiple_of(SLOT_ALIGN) {
+        return Err(broken_slot(offset, "misaligned or inside the file header"));
+    }
+    Ok(())
+}
+
 impl Pager {
     /// Creates an empty tree file at `path`, replacing any content; locked for writing.
     pub fn create(path: &Path, options: &PagerOptions) -> Result<Pager> {
@@ -315,9 +323,7 @@ impl Pager {
 
     /// The slot header at `offset`, checked against the file.
     pub fn slot_header(&self, offset: u64) -> Result<SlotHeader> {
-        if offset < DATA_START || !offset.is_multiple_of(SLOT_ALIGN) {
-            return Err(broken_slot(offset, "misaligned or inside the file header"));
-        }
+        check_slot_offset(offset)?;
         // SAFETY: see the module comment: `&self` excludes the writer, and slots of the
         // committed tree are never rewritten while it is current.
         let bytes = unsafe { self.file.slice(offset, SLOT_HEADER_SIZE) }?;
@@ -350,9 +356,7 @@ impl Pager {
     /// slot is at most that long unless its page outgrew `max_page_size`, which a second read
     /// completes), into a buffer per thread as `DECOMPRESSED` is.
     fn with_slot_read<T>(&self, offset: u64, use_raw: impl FnOnce(SlotKind, &[u8]) -> Result<T>) -> Result<T> {
-        if offset < DATA_START || !offset.is_multiple_of(SLOT_ALIGN) {
-            return Err(broken_slot(offset, "misaligned or inside the file header"));
-        }
+        check_slot_offset(offset)?;
         READ.with(|buffer| {
             let mut own = Vec::new();
             let mut shared = buffer.try_borrow_mut();
