@@ -4,8 +4,12 @@
 //! docs/compact.md:
 //!
 //! ```text
-//! record 0      key: empty           value: format:u8=1 codec:u8 buckets_per_group:u32 LE
-//!                                           num_groups:u32 LE record_count:u64 LE dictionary
+//! record 0      key: empty           value: format:u8=2 codec:u8 buckets_per_group:u32 LE
+//!                                           num_groups:u32 LE record_count:u64 LE
+//!                                           trained_at:u64 LE trained_records:u64 LE
+//!                                           trigger:u8 dictionary
+//!                                           (format 1, read still: no trained_at, trained_records
+//!                                           and trigger)
 //! record 1..n   key: bucket:u32 LE   value: checksum:u64 LE (xxh3-64 of the block) block
 //! record n+1    key: empty           value: the layout record again (snapshot version 3 on)
 //! ```
@@ -26,6 +30,7 @@ use super::block;
 use super::bucket;
 use super::group::{bucket_in_group, Group};
 use super::options::{MAX_BUCKETS, NUM_GROUPS};
+use super::training::{Trained, Trigger};
 use crate::codec::{Codec, CodecKind};
 use crate::dbm::OpenMode;
 use crate::engine::RestoreReport;
@@ -36,18 +41,25 @@ use crate::memory_dbm::snapshot::SnapshotWriter;
 use crate::memory_dbm::snapshot_salvage::Salvage;
 
 pub const CLASS: u8 = b'z';
-const FORMAT: u8 = 1;
-const META_LEN: usize = 1 + 1 + 4 + 4 + 8;
+/// The layout record's format: 2 adds the training facts (`training.rs`) before the
+/// dictionary; format 1 (snapshots before 2026-11-29) is still read, its training unknown.
+const FORMAT: u8 = 2;
+const FORMAT_1: u8 = 1;
+/// The fixed fields of format 1, then what format 2 adds.
+const META_LEN_1: usize = 1 + 1 + 4 + 4 + 8;
+const META_LEN: usize = META_LEN_1 + 8 + 8 + 1;
 
 fn broken(what: impl std::fmt::Display) -> Error {
     Error::broken(format!("compact snapshot: {what}"))
 }
 
-/// Writes the layout record.
+/// Writes the layout record (format 2): the codec, the bucket count, the record count, how
+/// the dictionary was trained (all zero when that is not known) and the dictionary.
 pub fn write_meta(
     writer: &mut SnapshotWriter,
     codec: &Codec,
     buckets_per_group: usize,
+    trained: Option<Trained>,
     record_count: u64,
 ) -> Result<()> {
     let per_group = u32::try_from(buckets_per_group).map_err(|_| Error::invalid("too many buckets to save"))?;
@@ -57,6 +69,10 @@ pub fn write_meta(
     meta.extend_from_slice(&per_group.to_le_bytes());
     meta.extend_from_slice(&(NUM_GROUPS as u32).to_le_bytes());
     meta.extend_from_slice(&record_count.to_le_bytes());
+    let trained = trained.filter(|_| !codec.dictionary().is_empty());
+    meta.extend_from_slice(&trained.map_or(0, |t| t.at).to_le_bytes());
+    meta.extend_from_slice(&trained.map_or(0, |t| t.records).to_le_bytes());
+    meta.push(trained.map_or(0, |t| t.trigger.id()));
     meta.extend_from_slice(codec.dictionary());
     writer.record(&[], &meta)
 }
@@ -75,23 +91,49 @@ pub struct Loaded {
     pub codec: Arc<Codec>,
     pub buckets_per_group: usize,
     pub groups: Vec<Group>,
+    pub trained: Option<Trained>,
 }
 
 struct Meta {
     codec: Arc<Codec>,
     buckets_per_group: usize,
     record_count: u64,
+    trained: Option<Trained>,
+}
+
+/// The training facts of a format-2 layout record (`fields`: its 17 bytes after the record
+/// count): None when its trigger is 0 (no dictionary, or not known); an unknown trigger, or
+/// a trigger without a dictionary, is a damaged record.
+fn parse_trained(fields: &[u8], has_dictionary: bool) -> Result<Option<Trained>> {
+    let u64_at = |at: usize| -> Result<u64> {
+        let bytes = fields.get(at..at + 8).ok_or_else(|| broken("short layout record"))?;
+        Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| broken("short layout record"))?))
+    };
+    let (at, records) = (u64_at(0)?, u64_at(8)?);
+    match *fields.get(16).ok_or_else(|| broken("short layout record"))? {
+        0 if at == 0 && records == 0 => Ok(None),
+        0 => Err(broken("training facts without a trigger")),
+        id => {
+            let trigger = Trigger::from_id(id).ok_or_else(|| broken(format!("unknown training trigger {id}")))?;
+            if !has_dictionary {
+                return Err(broken("training facts without a dictionary"));
+            }
+            Ok(Some(Trained { at, records, trigger }))
+        }
+    }
 }
 
 fn parse_meta(value: &[u8]) -> Result<Meta> {
-    let (head, dictionary) = value.split_at_checked(META_LEN).ok_or_else(|| broken("short layout record"))?;
+    let meta_len = match value.first() {
+        Some(&FORMAT) => META_LEN,
+        Some(&FORMAT_1) => META_LEN_1,
+        _ => return Err(broken("unsupported format")),
+    };
+    let (head, dictionary) = value.split_at_checked(meta_len).ok_or_else(|| broken("short layout record"))?;
     let u32_at = |at: usize| -> Result<u32> {
         let bytes = head.get(at..at + 4).ok_or_else(|| broken("short layout record"))?;
         Ok(u32::from_le_bytes(bytes.try_into().map_err(|_| broken("short layout record"))?))
     };
-    if head.first() != Some(&FORMAT) {
-        return Err(broken("unsupported format"));
-    }
     let kind = CodecKind::from_id(*head.get(1).ok_or_else(|| broken("short layout record"))?)?;
     let buckets_per_group = u32_at(2)? as usize;
     let num_buckets = buckets_per_group as u64 * NUM_GROUPS as u64;
@@ -100,8 +142,12 @@ fn parse_meta(value: &[u8]) -> Result<Meta> {
     }
     let count_bytes = head.get(10..18).ok_or_else(|| broken("short layout record"))?;
     let record_count = u64::from_le_bytes(count_bytes.try_into().map_err(|_| broken("short layout record"))?);
+    let trained = match head.get(META_LEN_1..) {
+        Some(fields) if !fields.is_empty() => parse_trained(fields, !dictionary.is_empty())?,
+        _ => None,
+    };
     let codec = block::codec(kind, dictionary.to_vec()).map_err(|e| broken(format!("codec: {}", e.message())))?;
-    Ok(Meta { codec: Arc::new(codec), buckets_per_group, record_count })
+    Ok(Meta { codec: Arc::new(codec), buckets_per_group, record_count, trained })
 }
 
 /// A bucket read from the snapshot and checked, waiting for its group's table (24 bytes
@@ -201,7 +247,7 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
             group.install((u64::from(*id) % per_group) as usize, block, i64::from(*records))?;
         }
     }
-    Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups })
+    Ok(Loaded { codec: meta.codec, buckets_per_group: meta.buckets_per_group, groups, trained: meta.trained })
 }
 
 /// `kura restore` of a CompactDbm snapshot: every bucket of every intact block of `source`
@@ -247,9 +293,9 @@ pub fn salvage_file(source: &Path, dest: &Path) -> Result<RestoreReport> {
     report.dropped_records = meta.record_count.saturating_sub(records);
     let target = backing::Backing::open(dest, OpenMode::Truncate, CLASS)?.backing;
     target.save(salvage.params().unwrap_or_default(), |writer| {
-        write_meta(writer, &meta.codec, meta.buckets_per_group, records)?;
+        write_meta(writer, &meta.codec, meta.buckets_per_group, meta.trained, records)?;
         kept.iter().try_for_each(|bucket| write_bucket(writer, u64::from(bucket.id), &bucket.block))?;
-        write_meta(writer, &meta.codec, meta.buckets_per_group, records)
+        write_meta(writer, &meta.codec, meta.buckets_per_group, meta.trained, records)
     })?;
     Ok(report)
 }
