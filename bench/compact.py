@@ -37,7 +37,7 @@ DRIVER = os.path.join(harness.release_dir(), "kura-compact-bench")
 TKRZW_TINY = os.path.join(WORK, "tkrzw_tiny")
 
 # CompactDbm settings measured: (codec, records per bucket[, more parameters]). The default is
-# zstd, 16; zstd-dict with 1 (long records, with a 1 MiB dictionary) to 3 (short ones) records
+# zstd-dict, 4, with a 1 MiB dictionary (zstd, 16 until 2026-11-29; ITEM6 below); zstd-dict with 1 (long records, with a 1 MiB dictionary) to 3 (short ones) records
 # a bucket is the dense-and-fast read setting (docs/compact.md).
 # One record a bucket (zstd, zstd-dict) is the fast end of each curve: the fastest sets and
 # gets a codec gives, at the density the per-bucket costs leave (docs/compact.md).
@@ -306,7 +306,7 @@ def measure_item6(out):
         with open(out) as f:
             document = json.load(f)
     document["item6"] = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                         "records": records, "gets": gets, "rounds": rounds, "runs": runs}
+                         "records": records, "gets": gets, "rounds": rounds, "niceness": os.nice(0), "runs": runs}
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(document, f, indent=1)
@@ -325,7 +325,8 @@ def item6_lines(item6):
              f"{item6['date']}: {item6['records']:,} dictionary records set one by one from Python into "
              "`kura.open(path, \"c\", engine=...)` with no other parameter, then every value read back, "
              f"then {item6['gets']:,} random gets on one thread, each value compared with the one written. "
-             f"{item6['rounds']} rounds, the maps taking turns, one process each. Memory is the resident-set "
+             f"{item6['rounds']} rounds, the maps taking turns, one process each, at niceness "
+             f"{item6.get('niceness', 0)}. Memory is the resident-set "
              "growth over the load (after malloc_trim); `memory_bytes` is CompactDbm's own account. The load "
              "average is the machine's (2 shared cores) when the gets began.", "",
              "| round | map | params | bytes/record | memory_bytes/record | get 1T | load avg | dictionary | "
@@ -438,7 +439,26 @@ def report(source, md, png):
         print("compact: matplotlib missing, no plot", file=sys.stderr)
         return
     names = [n for n in DATASETS if any(r["dataset"] == n for r in rows)]
-    figure, axes = plt.subplots(1, max(1, len(names)), figsize=(6 * max(1, len(names)), 5), squeeze=False)
+    item6 = document.get("item6")
+    panels = len(names) + (1 if item6 else 0)
+    figure, axes = plt.subplots(1, max(1, panels), figsize=(6 * max(1, panels), 5), squeeze=False)
+    if item6:
+        axis = axes[0][-1]
+        settings = sorted({(r["engine"], r["params"]) for r in item6["runs"]})
+        for engine, params in settings:
+            runs = [r for r in item6["runs"] if r["engine"] == engine and r["params"] == params]
+            axis.plot([r["bytes_per_record"] for r in runs], [r["get_qps_1"] for r in runs], "o" if engine == "compact"
+                      else "s", label=f"{'CompactDbm' if engine == 'compact' else 'TinyDbm'} {params or 'default'}")
+        tiny = [r["bytes_per_record"] for r in item6["runs"] if r["engine"] == "tiny"]
+        if tiny:
+            axis.axvline(median(tiny) * ITEM6_TARGET["memory_vs_tiny_at_most"], color="grey", linestyle=":",
+                         label=f"{ITEM6_TARGET['memory_vs_tiny_at_most']}x TinyDbm")
+        axis.axhline(ITEM6_TARGET["get_qps_at_least"], color="grey", linestyle="--", label="200k gets/s")
+        axis.set_title(f"issue 42 item 6: from Python, {item6['records']:,} dictionary records, each run", fontsize=9)
+        axis.set_xlabel("bytes per record (RSS growth / records)")
+        axis.set_ylabel("gets per second, 1 thread")
+        axis.set_xscale("log")
+        axis.legend(fontsize=7)
     for axis, name in zip(axes[0], names):
         data_rows = [r for r in rows if r["dataset"] == name]
         curves = sorted({(r["codec"], r.get("params") or "") for r in data_rows if r["contender"] == "compact"})
