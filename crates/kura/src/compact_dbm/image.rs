@@ -62,6 +62,11 @@ pub fn write_meta(
     trained: Option<Trained>,
     record_count: u64,
 ) -> Result<()> {
+    writer.record(&[], &meta_bytes(codec, buckets_per_group, trained, record_count)?)
+}
+
+/// The layout record's value (format 2).
+fn meta_bytes(codec: &Codec, buckets_per_group: usize, trained: Option<Trained>, record_count: u64) -> Result<Vec<u8>> {
     let per_group = u32::try_from(buckets_per_group).map_err(|_| Error::invalid("too many buckets to save"))?;
     let mut meta = Vec::with_capacity(META_LEN + codec.dictionary().len());
     meta.push(FORMAT);
@@ -74,7 +79,7 @@ pub fn write_meta(
     meta.extend_from_slice(&trained.map_or(0, |t| t.records).to_le_bytes());
     meta.push(trained.map_or(0, |t| t.trigger.id()));
     meta.extend_from_slice(codec.dictionary());
-    writer.record(&[], &meta)
+    Ok(meta)
 }
 
 /// Writes one non-empty bucket's record.
@@ -298,4 +303,71 @@ pub fn salvage_file(source: &Path, dest: &Path) -> Result<RestoreReport> {
         write_meta(writer, &meta.codec, meta.buckets_per_group, meta.trained, records)
     })?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    use super::*;
+
+    /// The layout record's fields as docs/compact.md lists them under "record 0": (name, width
+    /// in bytes, or None for the dictionary, the rest of the value).
+    fn documented_fields() -> Vec<(String, Option<usize>)> {
+        let doc = include_str!("../../../../docs/compact.md");
+        let start = doc.find("record 0  key_len = 0").unwrap();
+        let end = start + doc.get(start..).unwrap().find("record i ").unwrap();
+        doc.get(start..end)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let field = line.split_whitespace().next()?;
+                let width = line.split(':').nth(1).and_then(|rest| rest.split_whitespace().next());
+                match (field.strip_suffix(':'), width) {
+                    (Some(name), Some("u8")) => Some((name.to_string(), Some(1))),
+                    (Some(name), Some("u32")) => Some((name.to_string(), Some(4))),
+                    (Some(name), Some("u64")) => Some((name.to_string(), Some(8))),
+                    (None, _) if field == "dictionary" => Some((field.to_string(), None)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_layout_record_is_laid_out_as_docs_compact_md_says() {
+        let samples: Vec<Vec<u8>> =
+            (0..400u32).map(|i| format!("{{\"word\":\"w{i}\",\"gloss\":\"sense {}\"}}", i % 17).into_bytes()).collect();
+        let dictionary = crate::codec::train_dictionary(&samples, 1024).unwrap();
+        assert!(!dictionary.is_empty());
+        let codec = block::codec(CodecKind::ZstdDict, dictionary.clone()).unwrap();
+        let trained = Trained { at: 1_795_900_000, records: 400, trigger: Trigger::Rebuild };
+        let meta = meta_bytes(&codec, 3, Some(trained), 777).unwrap();
+        let expected: Vec<(&str, u64)> = vec![
+            ("format", u64::from(FORMAT)),
+            ("codec", u64::from(CodecKind::ZstdDict.id())),
+            ("buckets_per_group", 3),
+            ("num_groups", NUM_GROUPS as u64),
+            ("record_count", 777),
+            ("trained_at", trained.at),
+            ("trained_records", trained.records),
+            ("trigger", u64::from(trained.trigger.id())),
+        ];
+        let fields = documented_fields();
+        assert_eq!(fields.len(), expected.len() + 1, "{fields:?}");
+        let mut at = 0;
+        for ((name, width), (expected_name, value)) in fields.iter().zip(&expected) {
+            assert_eq!(name, expected_name);
+            let width = width.unwrap();
+            let mut bytes = [0u8; 8];
+            bytes.get_mut(..width).unwrap().copy_from_slice(meta.get(at..at + width).unwrap());
+            assert_eq!(u64::from_le_bytes(bytes), *value, "{name} at {at}");
+            at += width;
+        }
+        assert_eq!(at, META_LEN);
+        assert_eq!(fields.last().unwrap(), &("dictionary".to_string(), None));
+        assert_eq!(meta.get(at..).unwrap(), &dictionary[..]);
+        let parsed = parse_meta(&meta).unwrap();
+        assert_eq!((parsed.buckets_per_group, parsed.record_count, parsed.trained), (3, 777, Some(trained)));
+    }
 }
