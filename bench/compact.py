@@ -155,8 +155,12 @@ extension = {"compact": ".kumz", "tiny": ".kumt"}[engine]
 before = rss()
 started = time.perf_counter()
 db = kura.open(os.path.join(work, "item6" + extension), "c", engine=engine, **params)
+clock = time.perf_counter
+slowest = 0.0
 for key, value in zip(keys, values):
+    before_set = clock()
     db[key] = value
+    slowest = max(slowest, clock() - before_set)
 load = len(keys) / (time.perf_counter() - started)
 grown = rss() - before
 for key, value in zip(keys, values):
@@ -181,7 +185,7 @@ for name in os.listdir(work):
 os.rmdir(work)
 print(json.dumps({"engine": engine, "params": ",".join(f"{k}={v}" for k, v in params.items()), "records": n,
                   "rss_growth": grown, "bytes_per_record": grown / n, "load_qps": load, "get_qps_1": get_qps,
-                  "gets": gets, "load_average": load_average,
+                  "gets": gets, "load_average": load_average, "slowest_set_s": slowest,
                   "raw_bytes": sum(len(k) + len(v) for k, v in zip(keys, values)),
                   "stats": {k: v for k, v in stats.items() if isinstance(v, (int, str, bool))}}))
 """
@@ -330,17 +334,19 @@ def item6_lines(item6):
              "growth over the load (after malloc_trim); `memory_bytes` is CompactDbm's own account. The load "
              "average is the machine's (2 shared cores) when the gets began.", "",
              "| round | map | params | bytes/record | memory_bytes/record | get 1T | load avg | dictionary | "
-             "bucket_records |",
-             "|---:|---|---|---:|---:|---:|---:|---|---:|"]
+             "bucket_records | slowest set |",
+             "|---:|---|---|---:|---:|---:|---:|---|---:|---:|"]
     for r in runs:
         stats = r.get("stats", {})
         own = stats.get("memory_bytes")
         own_per = "-" if own is None else f"{own / r['records']:.1f}"
+        slowest = "-" if "slowest_set_s" not in r else f"{r['slowest_set_s'] * 1000:.1f} ms"
         dictionary = (f"{stats.get('dict_size', 0):,} B, {stats.get('dict_trigger', '-')} at "
                       f"{stats.get('dict_trained_records', 0):,}") if stats.get("dict_trained") else "-"
         lines.append(f"| {r['round']} | {r['engine']} | {r['params'] or 'default'} | {r['bytes_per_record']:.1f} | "
                      f"{own_per} | {fmt_qps(r['get_qps_1'])} | "
-                     f"{r['load_average']:.2f} | {dictionary} | {stats.get('bucket_records', '-')} |")
+                     f"{r['load_average']:.2f} | {dictionary} | {stats.get('bucket_records', '-')} | "
+                     f"{slowest} |")
     lines.append("")
     by = lambda engine, params: [r for r in runs if r["engine"] == engine and r["params"] == params]
     tiny = by("tiny", "")
