@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """CompactDbm's density benchmark (issue 16): bytes per record against get and set QPS.
 
-Two steps:
+Steps:
   measure  runs every map on every data set, one process per map so that nothing else moves
            its resident set, and writes bench/results/compact.json;
+  item6    issue 42 item 6 only: CompactDbm's default and TinyDbm from Python (PYTHON_DEFAULT
+           below), merged into that JSON under "item6", then the report;
   report   reads ONLY that JSON and writes bench/results/compact.md (tables, ratios against the
            HashMap and TinyDbm measured in the same run, the targets) and compact.png (bytes
            per record against get QPS: the curve bucket size moves CompactDbm along).
@@ -35,7 +37,7 @@ DRIVER = os.path.join(harness.release_dir(), "kura-compact-bench")
 TKRZW_TINY = os.path.join(WORK, "tkrzw_tiny")
 
 # CompactDbm settings measured: (codec, records per bucket[, more parameters]). The default is
-# zstd, 16; zstd-dict with 1 (long records, with a 1 MiB dictionary) to 3 (short ones) records
+# zstd-dict, 4, with a 1 MiB dictionary (zstd, 16 until 2026-11-29; ITEM6 below); zstd-dict with 1 (long records, with a 1 MiB dictionary) to 3 (short ones) records
 # a bucket is the dense-and-fast read setting (docs/compact.md).
 # One record a bucket (zstd, zstd-dict) is the fast end of each curve: the fastest sets and
 # gets a codec gives, at the density the per-bucket costs leave (docs/compact.md).
@@ -114,6 +116,78 @@ set_qps = sets / (time.perf_counter() - started)
 print(json.dumps({"contender": "python-dict", "records": n, "rss_growth": grown,
                   "bytes_per_record": grown / n, "load_qps": load, "get_qps_1": get_qps,
                   "set_qps_1": set_qps, "raw_bytes": sum(len(k) + len(v) for k, v in records)}))
+"""
+
+
+# Issue 42, item 6: CompactDbm's default from Python. `kura.open(path, "c", engine=...)` with
+# no other parameter, the records set one by one (`db[k] = v`, as a Python program fills a
+# dict), against TinyDbm opened the same way. Memory: the process's resident-set growth over
+# the load after malloc_trim, as for every map above (the engine's own `memory_bytes` is
+# reported beside it). Gets: one thread, random keys, every value compared with the one
+# written; before them every record is read back once and checked.
+ITEM6_RECORDS = 200_000
+ITEM6_TARGET = {"memory_vs_tiny_at_most": 0.35, "get_qps_at_least": 200_000}
+PYTHON_DEFAULT = r"""
+import ctypes, json, os, random, sys, tempfile, time
+import kura
+libc = ctypes.CDLL("libc.so.6")
+def rss():
+    libc.malloc_trim(0)
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+path, engine, limit, gets = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+params = dict(p.split("=", 1) for p in sys.argv[5].split(",") if p) if len(sys.argv) > 5 else {}
+table = {}
+with open(path, "rb") as f:
+    for line in f:
+        if len(table) >= limit:
+            break
+        key, sep, value = line.rstrip(b"\n").partition(b"\t")
+        if sep:
+            table[key] = value
+keys = list(table)
+values = [table[k] for k in keys]
+del table
+order = list(range(len(keys)))
+random.Random(0x6b757261).shuffle(order)
+work = tempfile.mkdtemp()
+extension = {"compact": ".kumz", "tiny": ".kumt"}[engine]
+before = rss()
+started = time.perf_counter()
+db = kura.open(os.path.join(work, "item6" + extension), "c", engine=engine, **params)
+clock = time.perf_counter
+slowest = 0.0
+for key, value in zip(keys, values):
+    before_set = clock()
+    db[key] = value
+    slowest = max(slowest, clock() - before_set)
+load = len(keys) / (time.perf_counter() - started)
+grown = rss() - before
+for key, value in zip(keys, values):
+    if db[key] != value:
+        sys.exit(f"item6: {engine}: a value read back differs from the one written")
+n = len(order)
+gets = max(1, gets)
+load_average = os.getloadavg()[0]
+wrong = 0
+started = time.perf_counter()
+for i in range(gets):
+    j = order[i % n]
+    if db[keys[j]] != values[j]:
+        wrong += 1
+get_qps = gets / (time.perf_counter() - started)
+if wrong:
+    sys.exit(f"item6: {engine}: {wrong} gets returned a value never written for their key")
+stats = db.inspect()
+db.close()
+for name in os.listdir(work):
+    os.remove(os.path.join(work, name))
+os.rmdir(work)
+print(json.dumps({"engine": engine, "params": ",".join(f"{k}={v}" for k, v in params.items()), "records": n,
+                  "rss_growth": grown, "bytes_per_record": grown / n, "load_qps": load, "get_qps_1": get_qps,
+                  "gets": gets, "load_average": load_average, "slowest_set_s": slowest,
+                  "raw_bytes": sum(len(k) + len(v) for k, v in zip(keys, values)),
+                  "stats": {k: v for k, v in stats.items() if isinstance(v, (int, str, bool))}}))
 """
 
 
@@ -210,6 +284,90 @@ def measure(out):
         json.dump(document, f, indent=1)
 
 
+def measure_item6(out):
+    """Issue 42 item 6 (see ITEM6_RECORDS): CompactDbm's default and TinyDbm from Python, taking
+    turns, BENCH_COMPACT_ITEM6_ROUNDS rounds (default 3); BENCH_COMPACT_ITEM6_CURVE adds
+    CompactDbm settings (`;`-separated parameter lists, e.g. `bucket_records=2;bucket_records=8`),
+    the trade-off curve around the default. Merged into the JSON `out` under "item6"."""
+    path = dataset_path("dictionary", 10**12)
+    if path is None:
+        print("compact: no dictionary data set (make dictionary), item 6 skipped", file=sys.stderr)
+        return
+    records = min(ITEM6_RECORDS, env_int("BENCH_COMPACT_RECORDS", ITEM6_RECORDS))
+    gets = env_int("BENCH_ITER", 1_000_000)
+    rounds = env_int("BENCH_COMPACT_ITEM6_ROUNDS", 3)
+    curve = [c for c in os.environ.get("BENCH_COMPACT_ITEM6_CURVE", "").split(";") if c]
+    runs = []
+    for turn in range(rounds):
+        for engine, params in [("compact", ""), ("tiny", ""), *(("compact", c) for c in curve)]:
+            row = run([sys.executable, "-c", PYTHON_DEFAULT, path, engine, str(records), str(gets), params])
+            row["round"] = turn
+            print(f"compact: item 6 round {turn} {engine} {params}: {row['bytes_per_record']:.1f} B/record, "
+                  f"get {row['get_qps_1']:.0f} QPS (load average {row['load_average']:.2f})", file=sys.stderr)
+            runs.append(row)
+    document = {}
+    if os.path.exists(out):
+        with open(out) as f:
+            document = json.load(f)
+    document["item6"] = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                         "records": records, "gets": gets, "rounds": rounds, "niceness": os.nice(0), "runs": runs}
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(document, f, indent=1)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def item6_lines(item6):
+    """The report's section on issue 42 item 6: every run, then the medians against the target."""
+    runs = item6["runs"]
+    lines = ["## Issue 42, item 6: CompactDbm's default from Python", "",
+             f"{item6['date']}: {item6['records']:,} dictionary records set one by one from Python into "
+             "`kura.open(path, \"c\", engine=...)` with no other parameter, then every value read back, "
+             f"then {item6['gets']:,} random gets on one thread, each value compared with the one written. "
+             f"{item6['rounds']} rounds, the maps taking turns, one process each, at niceness "
+             f"{item6.get('niceness', 0)}. Memory is the resident-set "
+             "growth over the load (after malloc_trim); `memory_bytes` is CompactDbm's own account. The load "
+             "average is the machine's (2 shared cores) when the gets began.", "",
+             "| round | map | params | bytes/record | memory_bytes/record | get 1T | load avg | dictionary | "
+             "bucket_records | slowest set |",
+             "|---:|---|---|---:|---:|---:|---:|---|---:|---:|"]
+    for r in runs:
+        stats = r.get("stats", {})
+        own = stats.get("memory_bytes")
+        own_per = "-" if own is None else f"{own / r['records']:.1f}"
+        slowest = "-" if "slowest_set_s" not in r else f"{r['slowest_set_s'] * 1000:.1f} ms"
+        dictionary = (f"{stats.get('dict_size', 0):,} B, {stats.get('dict_trigger', '-')} at "
+                      f"{stats.get('dict_trained_records', 0):,}") if stats.get("dict_trained") else "-"
+        lines.append(f"| {r['round']} | {r['engine']} | {r['params'] or 'default'} | {r['bytes_per_record']:.1f} | "
+                     f"{own_per} | {fmt_qps(r['get_qps_1'])} | "
+                     f"{r['load_average']:.2f} | {dictionary} | {stats.get('bucket_records', '-')} | "
+                     f"{slowest} |")
+    lines.append("")
+    by = lambda engine, params: [r for r in runs if r["engine"] == engine and r["params"] == params]
+    tiny = by("tiny", "")
+    if tiny:
+        tiny_bytes = median([r["bytes_per_record"] for r in tiny])
+        lines += ["| map | params | median bytes/record | of TinyDbm | median get 1T | met (<= "
+                  f"{ITEM6_TARGET['memory_vs_tiny_at_most']}x, >= {ITEM6_TARGET['get_qps_at_least'] // 1000}k) |",
+                  "|---|---|---:|---:|---:|---|"]
+        settings = sorted({(r["engine"], r["params"]) for r in runs}, key=lambda s: (s[0] != "compact", s[1] != "", s))
+        for engine, params in settings:
+            rows = by(engine, params)
+            per = median([r["bytes_per_record"] for r in rows])
+            qps = median([r["get_qps_1"] for r in rows])
+            ratio = per / max(tiny_bytes, 1e-9)
+            met = "-" if engine != "compact" else ("yes" if ratio <= ITEM6_TARGET["memory_vs_tiny_at_most"]
+                                                    and qps >= ITEM6_TARGET["get_qps_at_least"] else "NO")
+            lines.append(f"| {engine} | {params or 'default'} | {per:.1f} | {ratio:.3f}x | {fmt_qps(qps)} | {met} |")
+        lines.append("")
+    return lines
+
+
 def find(rows, data, ident):
     return next((r for r in rows if r["dataset"] == data and r["id"] == ident), None)
 
@@ -275,6 +433,8 @@ def report(source, md, png):
         shown = "-" if value is None else (f"{value:,.0f}" if value > 1000 else f"{value:.2f}")
         lines.append(f"| {target['data']} | {target['subject']} | {metric} | {sign} {bound:,} | {shown} | {met} |")
     lines.append("")
+    if "item6" in document:
+        lines += item6_lines(document["item6"])
     with open(md, "w") as f:
         f.write("\n".join(lines))
     try:
@@ -285,7 +445,26 @@ def report(source, md, png):
         print("compact: matplotlib missing, no plot", file=sys.stderr)
         return
     names = [n for n in DATASETS if any(r["dataset"] == n for r in rows)]
-    figure, axes = plt.subplots(1, max(1, len(names)), figsize=(6 * max(1, len(names)), 5), squeeze=False)
+    item6 = document.get("item6")
+    panels = len(names) + (1 if item6 else 0)
+    figure, axes = plt.subplots(1, max(1, panels), figsize=(6 * max(1, panels), 5), squeeze=False)
+    if item6:
+        axis = axes[0][-1]
+        settings = sorted({(r["engine"], r["params"]) for r in item6["runs"]})
+        for engine, params in settings:
+            runs = [r for r in item6["runs"] if r["engine"] == engine and r["params"] == params]
+            axis.plot([r["bytes_per_record"] for r in runs], [r["get_qps_1"] for r in runs], "o" if engine == "compact"
+                      else "s", label=f"{'CompactDbm' if engine == 'compact' else 'TinyDbm'} {params or 'default'}")
+        tiny = [r["bytes_per_record"] for r in item6["runs"] if r["engine"] == "tiny"]
+        if tiny:
+            axis.axvline(median(tiny) * ITEM6_TARGET["memory_vs_tiny_at_most"], color="grey", linestyle=":",
+                         label=f"{ITEM6_TARGET['memory_vs_tiny_at_most']}x TinyDbm")
+        axis.axhline(ITEM6_TARGET["get_qps_at_least"], color="grey", linestyle="--", label="200k gets/s")
+        axis.set_title(f"issue 42 item 6: from Python, {item6['records']:,} dictionary records, each run", fontsize=9)
+        axis.set_xlabel("bytes per record (RSS growth / records)")
+        axis.set_ylabel("gets per second, 1 thread")
+        axis.set_xscale("log")
+        axis.legend(fontsize=7)
     for axis, name in zip(axes[0], names):
         data_rows = [r for r in rows if r["dataset"] == name]
         curves = sorted({(r["codec"], r.get("params") or "") for r in data_rows if r["contender"] == "compact"})
@@ -310,14 +489,16 @@ def report(source, md, png):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["measure", "report", "all"])
+    parser.add_argument("step", choices=["measure", "item6", "report", "all"])
     parser.add_argument("--json", default=os.path.join(RESULTS, "compact.json"))
     parser.add_argument("--md", default=os.path.join(RESULTS, "compact.md"))
     parser.add_argument("--png", default=os.path.join(RESULTS, "compact.png"))
     args = parser.parse_args()
     if args.step in ("measure", "all"):
         measure(args.json)
-    if args.step in ("report", "all"):
+    if args.step in ("item6", "all"):
+        measure_item6(args.json)
+    if args.step in ("item6", "report", "all"):
         report(args.json, args.md, args.png)
 
 

@@ -199,3 +199,43 @@ fn an_oversized_key_or_value_is_a_clear_limit_error_and_changes_nothing() {
     dbm.set(b"k", &at_limit, true).unwrap();
     assert_eq!(dbm.get(b"k").unwrap().len(), at_limit.len());
 }
+
+#[test]
+fn the_layout_records_training_facts_are_checked_and_a_format_1_layout_still_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    // The layout record, and its copy last, changed alike (a copy that differs is refused
+    // on its own).
+    let relaid = |bytes: &[u8], change: &dyn Fn(&mut Vec<u8>)| {
+        let (header, mut records) = split(bytes);
+        let last = records.len() - 1;
+        change(&mut records[0].1);
+        change(&mut records[last].1);
+        assemble(&header, &records)
+    };
+    // Format 2: format, codec, buckets per group (4), groups (4), count (8), then the training
+    // facts: at (8), records (8), trigger (1), then the dictionary.
+    let (path, bytes) = snapshot(dir.path(), "zstd-dict", 3000);
+    assert_eq!(split(&bytes).1[0].1[34], 2, "a batch trained the dictionary");
+    let unknown = relaid(&bytes, &|meta| meta[34] = 9);
+    assert_eq!(open_error(&path, &unknown), ErrorKind::BrokenData);
+    let no_trigger = relaid(&bytes, &|meta| meta[34] = 0);
+    assert_eq!(open_error(&path, &no_trigger), ErrorKind::BrokenData, "facts without a trigger");
+    let (zstd_path, zstd_bytes) = snapshot(dir.path(), "zstd", 300);
+    let no_dictionary = relaid(&zstd_bytes, &|meta| meta[34] = 1);
+    assert_eq!(open_error(&zstd_path, &no_dictionary), ErrorKind::BrokenData, "a trigger without a dictionary");
+    // The same snapshot in format 1 (written before the training facts): it opens, with its
+    // dictionary and every record, its training unknown.
+    let format_1 = relaid(&bytes, &|meta| {
+        meta[0] = 1;
+        meta.drain(18..35);
+    });
+    std::fs::write(&path, format_1).unwrap();
+    let dbm = CompactDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert_eq!(dbm.get(b"key000042").unwrap(), format!("value of record 42 {}", "abc".repeat(2)).into_bytes());
+    let stats = dbm.inspect().unwrap();
+    assert_eq!(
+        stats.details.iter().find(|(n, _)| *n == "dict_trained").map(|(_, s)| s.clone()),
+        Some(kura::Stat::Flag(true))
+    );
+    assert!(stats.details.iter().all(|(n, _)| *n != "dict_trigger"), "no training facts in format 1");
+}

@@ -201,10 +201,14 @@ fn opens_through_the_registry_by_extension_and_sizes_buckets_from_expected_recor
     let properties = dbm.inspect().unwrap().properties();
     assert_eq!(property(&properties, "class"), "CompactDbm");
     assert_eq!(property(&properties, "num_buckets"), (12500u64.div_ceil(256) * 256).to_string());
-    assert_eq!(property(&properties, "bucket_comp"), "zstd");
+    assert_eq!(property(&properties, "bucket_comp"), "zstd-dict", "the default codec");
+    assert_eq!(property(&properties, "dict_trained"), "false");
     let default = CompactDbm::new(&Params::new()).unwrap();
     let properties = default.inspect().unwrap().properties();
-    assert_eq!(property(&properties, "num_buckets"), (kura::CompactDbm::DEFAULT_EXPECTED_RECORDS / 16).to_string());
+    assert_eq!(
+        property(&properties, "num_buckets"),
+        (CompactDbm::DEFAULT_EXPECTED_RECORDS / CompactDbm::DEFAULT_BUCKET_RECORDS).to_string()
+    );
     assert!(CompactDbm::new(&Params::parse("bucket_comp=nope").unwrap()).is_err());
     assert!(CompactDbm::new(&Params::parse("buckets=3").unwrap()).is_err());
 }
@@ -221,15 +225,16 @@ fn a_rebuild_without_a_count_sizes_buckets_for_the_records_and_should_be_rebuilt
     dbm.rebuild(&Params::new()).unwrap();
     assert!(!dbm.should_be_rebuilt().unwrap());
     let properties = dbm.inspect().unwrap().properties();
-    assert_eq!(property(&properties, "num_buckets"), (1250u64.div_ceil(256) * 256).to_string());
+    let sized = 20000u64.div_ceil(CompactDbm::DEFAULT_BUCKET_RECORDS);
+    assert_eq!(property(&properties, "num_buckets"), (sized.div_ceil(256) * 256).to_string());
     assert_eq!(property(&properties, "bucket_comp"), "lz4");
     assert_eq!(dbm.get(b"00012345").unwrap(), b"value 12345");
     assert_eq!(dbm.count().unwrap(), 20000);
-    dbm.rebuild(&Params::parse("bucket_records=4").unwrap()).unwrap();
+    dbm.rebuild(&Params::parse("bucket_records=16").unwrap()).unwrap();
     let properties = dbm.inspect().unwrap().properties();
     assert_eq!(
         property(&properties, "num_buckets"),
-        (5000u64.div_ceil(256) * 256).to_string(),
+        (1250u64.div_ceil(256) * 256).to_string(),
         "sized for the records held"
     );
     assert_eq!(dbm.get(b"00012345").unwrap(), b"value 12345");

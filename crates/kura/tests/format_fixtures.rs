@@ -64,6 +64,9 @@ const FIXTURES: &[(&str, &str)] = &[
     ("baby-v3.kumb", ""),
     ("cache-v3.kumc", "cap_rec_num=10000,policy=tinylfu"),
     ("compact-v3-zstd.kumz", "num_buckets=256,bucket_comp=zstd"),
+    // CompactDbm's layout record format 2 (how its dictionary was trained); the three compact
+    // fixtures above have format 1.
+    ("compact-layout2-zstd-dict.kumz", "num_buckets=256,bucket_comp=zstd-dict"),
 ];
 
 /// The records every fixture holds: 400 keys with values of varied length and
@@ -101,8 +104,10 @@ fn write_fixture(path: &Path, params: &str) {
     }
     db.remove(b"to be removed").unwrap();
     db.remove(b"to be updated").unwrap();
-    if params.get("record_comp") == Some("zstd-dict") {
-        db.rebuild(&Params::parse("record_comp=zstd-dict,dict_size=2048").unwrap()).unwrap();
+    for codec_param in ["record_comp", "bucket_comp"] {
+        if params.get(codec_param) == Some("zstd-dict") {
+            db.rebuild(&Params::parse(&format!("{codec_param}=zstd-dict,dict_size=2048")).unwrap()).unwrap();
+        }
     }
     db.close().unwrap();
 }

@@ -13,6 +13,7 @@ use super::block;
 use super::bucket::{self, BucketRecords};
 use super::group::{bucket_in_group, with_scratch, Group, GroupCell, Scratch};
 use super::options::{self, Options, DEFAULT_BUCKET_RECORDS, NUM_GROUPS};
+use super::training::{Trained, Trigger, MIN_BATCH_RECORDS};
 use super::CompactDbm;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::codec::{Codec, DictionaryTraining, Effort};
@@ -20,16 +21,15 @@ use crate::error::Result;
 use crate::memory_dbm::key_hash::hash_key;
 use crate::memory_dbm::slotted::Padded;
 
-/// The fewest records a batch must bring for the first dictionary to be trained on it: a
-/// smaller sample would make a poor dictionary that every bucket then carries.
-const MIN_TRAINING_RECORDS: usize = 1000;
-
 pub struct Layout {
     pub codec: Arc<Codec>,
     pub buckets_per_group: usize,
     pub dictionary_size: usize,
     /// The decoded-bucket cache's capacity over all groups.
     pub cache_bytes: u64,
+    /// How the dictionary the codec has was trained (None: no dictionary, or one from a
+    /// snapshot that did not say).
+    pub trained: Option<Trained>,
 }
 
 fn needs_dictionary(codec: &Codec) -> bool {
@@ -47,7 +47,7 @@ fn sample(training: &mut DictionaryTraining, key: &[u8], value: &[u8], buffer: &
 /// large enough batch, and re-encodes the buckets it already has with it, before the batch's
 /// buckets are encoded.
 pub fn train_on_batch(dbm: &CompactDbm, batch: &WriteBatch) -> Result<()> {
-    if batch.len() < MIN_TRAINING_RECORDS {
+    if batch.len() < MIN_BATCH_RECORDS {
         return Ok(());
     }
     let mut layout = dbm.layout.lock();
@@ -56,9 +56,11 @@ pub fn train_on_batch(dbm: &CompactDbm, batch: &WriteBatch) -> Result<()> {
     }
     let mut training = DictionaryTraining::new(layout.dictionary_size);
     let mut buffer = Vec::new();
+    let mut sets = 0u64;
     for op in batch.ops() {
         if let BatchOp::Set { key, value } = op {
             sample(&mut training, key, value, &mut buffer);
+            sets += 1;
         }
     }
     let dictionary = training.train()?;
@@ -66,7 +68,38 @@ pub fn train_on_batch(dbm: &CompactDbm, batch: &WriteBatch) -> Result<()> {
         return Ok(());
     }
     layout.codec = Arc::new(block::codec(layout.codec.kind(), dictionary)?);
-    move_groups(&dbm.groups, &layout)
+    layout.trained = Some(Trained::now(sets, Trigger::Batch));
+    move_groups(&dbm.groups, &layout, Effort::Dense)
+}
+
+/// After a write: a `zstd-dict` database without a dictionary that has reached its
+/// `AutoTraining` (`train_records`, `train_bytes`)
+/// trains one on a sample of all its records and re-encodes its buckets with it, group by
+/// group (each group write-locked only while its own buckets are re-encoded, so readers of
+/// the other 255 go on), at the quick level that the single writes to come use too. Returns
+/// at once when another thread holds the layout (it is training, rebuilding or saving: the
+/// next write asks again). A sample that teaches zstd nothing (all records alike) makes no
+/// dictionary; the table then asks again when it has twice the records.
+pub fn train_when_due(dbm: &CompactDbm) -> Result<()> {
+    let Some(mut layout) = dbm.layout.try_lock() else { return Ok(()) };
+    if !needs_dictionary(&layout.codec) {
+        return Ok(());
+    }
+    let (records, raw_bytes) = dbm.groups.iter().fold((0u64, 0u64), |(records, raw), cell| {
+        let group = cell.lock.read();
+        (records + group.records, raw + group.raw_bytes)
+    });
+    if !dbm.auto_training.is_due(records, raw_bytes) || records < dbm.auto_training_from() {
+        return Ok(());
+    }
+    let dictionary = train_on_records(&dbm.groups, layout.dictionary_size)?;
+    if dictionary.is_empty() {
+        dbm.defer_auto_training(records.saturating_mul(2));
+        return Ok(());
+    }
+    layout.codec = Arc::new(block::codec(layout.codec.kind(), dictionary)?);
+    layout.trained = Some(Trained::now(records, Trigger::Auto));
+    move_groups(&dbm.groups, &layout, Effort::Quick)
 }
 
 /// `Dbm::rebuild`: the codec, bucket count and cache size given (the bucket count sized for
@@ -89,8 +122,9 @@ pub fn rebuild(dbm: &CompactDbm, options: &Options) -> Result<()> {
     let kind = options.codec.unwrap_or(layout.codec.kind());
     let dictionary =
         if kind.uses_dictionary() { train_on_records(&dbm.groups, layout.dictionary_size)? } else { Vec::new() };
+    layout.trained = (!dictionary.is_empty()).then(|| Trained::now(records, Trigger::Rebuild));
     layout.codec = Arc::new(block::codec(kind, dictionary)?);
-    move_groups(&dbm.groups, &layout)?;
+    move_groups(&dbm.groups, &layout, Effort::Dense)?;
     // Every bucket was encoded just now: the contexts that did it are not needed until the
     // next write, which makes one again.
     layout.codec.release_compressors();
@@ -117,11 +151,11 @@ fn train_on_records(groups: &[Padded<GroupCell>], dictionary_size: usize) -> Res
     training.train()
 }
 
-/// Moves every group to `layout`: its bucket count and codec.
-fn move_groups(groups: &[Padded<GroupCell>], layout: &Layout) -> Result<()> {
+/// Moves every group to `layout`, its bucket count and codec, encoding at `effort`.
+fn move_groups(groups: &[Padded<GroupCell>], layout: &Layout, effort: Effort) -> Result<()> {
     for cell in groups {
         let mut group = cell.lock.write();
-        let moved = with_scratch(|scratch| relayout(&group, layout, scratch))?;
+        let moved = with_scratch(|scratch| relayout(&group, layout, effort, scratch))?;
         *group = moved;
         cell.cache.lock().clear();
     }
@@ -129,8 +163,8 @@ fn move_groups(groups: &[Padded<GroupCell>], layout: &Layout) -> Result<()> {
 }
 
 /// The group `group` re-bucketed to `layout.buckets_per_group` buckets encoded with
-/// `layout.codec`. Each new bucket is encoded once.
-fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Group> {
+/// `layout.codec` at `effort`. Each new bucket is encoded once.
+fn relayout(group: &Group, layout: &Layout, effort: Effort, scratch: &mut Scratch) -> Result<Group> {
     let mut moved = Group::new(Arc::clone(&layout.codec), layout.buckets_per_group);
     // The blocks' present size is a fair guess of their new one; spare room is given back.
     moved.reserve_blocks(usize::try_from(group.stored_bytes).unwrap_or(0));
@@ -139,7 +173,7 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
         for (index, stored) in group.blocks().enumerate() {
             let raw = block::decode(&group.codec, stored, decoded)?;
             let count = bucket::validate(raw, |_| Ok(()))?;
-            block::encode(&layout.codec, raw, Effort::Dense, frame, encoded)?;
+            block::encode(&layout.codec, raw, effort, frame, encoded)?;
             moved.install(index, encoded, i64::try_from(count).unwrap_or(i64::MAX))?;
         }
         moved.shrink_blocks();
@@ -164,7 +198,7 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
         for (_, key, value) in records.get(start..end).unwrap_or_default() {
             bucket::put_record(merged, key, value);
         }
-        block::encode(&layout.codec, merged, Effort::Dense, frame, encoded)?;
+        block::encode(&layout.codec, merged, effort, frame, encoded)?;
         moved.install(target, encoded, (end - start) as i64)?;
         start = end;
     }
@@ -173,11 +207,11 @@ fn relayout(group: &Group, layout: &Layout, scratch: &mut Scratch) -> Result<Gro
 }
 
 /// True when buckets hold four times the records they were sized for, or a `zstd-dict`
-/// database has records but no dictionary yet.
+/// database has records enough to train on but no dictionary yet.
 pub fn should_be_rebuilt(dbm: &CompactDbm) -> bool {
     let records: u64 = dbm.groups.iter().map(|cell| cell.lock.read().records).sum();
     let layout = dbm.layout.lock();
     let buckets = (layout.buckets_per_group * NUM_GROUPS) as u64;
     records > buckets.saturating_mul(DEFAULT_BUCKET_RECORDS * 4)
-        || (needs_dictionary(&layout.codec) && records >= MIN_TRAINING_RECORDS as u64)
+        || (needs_dictionary(&layout.codec) && records >= MIN_BATCH_RECORDS as u64)
 }

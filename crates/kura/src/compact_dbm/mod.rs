@@ -7,7 +7,8 @@
 //! Its parts: `options.rs` (parameters and defaults), `bucket.rs` (a bucket's records, sorted),
 //! `block.rs` (a bucket encoded with the codec), `group.rs` (buckets behind one lock, with
 //! their counters), `cache.rs` (a group's decoded buckets), `batch.rs` (`write_batch`: each
-//! bucket encoded once per batch), `layout.rs` (rebuild and dictionary training), `cursor.rs`,
+//! bucket encoded once per batch), `layout.rs` (rebuild and dictionary training),
+//! `training.rs` (when a dictionary is trained, and what is known of it), `cursor.rs`,
 //! `image.rs` (the snapshot's records).
 
 mod arena;
@@ -21,8 +22,10 @@ mod group;
 mod image;
 mod layout;
 mod options;
+mod training;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -50,6 +53,11 @@ pub struct CompactDbm {
     /// The codec and bucket count the groups have (or are being moved to by a rebuild);
     /// held by rebuilds, dictionary training and snapshot saves, one at a time.
     layout: Mutex<Layout>,
+    /// The fewest records at which a write asks whether the dictionary is due
+    /// (`layout::train_when_due`): 0, or twice the records of a sample that made none.
+    auto_training_from: AtomicU64,
+    /// When single writes train the dictionary (`train_records`, `train_bytes`).
+    auto_training: training::AutoTraining,
     backing: Backing,
 }
 
@@ -73,7 +81,8 @@ impl CompactDbm {
     pub const MAGIC: &'static [Mark] = &snapshot::magic(&image::CLASS);
 
     /// A database with no file. Parameters: `bucket_comp` (none, lz4, zstd, zstd-dict, ...),
-    /// `num_buckets` or `expected_records` and `bucket_records`, `cache_bytes`, `dict_size`.
+    /// `num_buckets` or `expected_records` and `bucket_records`, `cache_bytes`, `dict_size`,
+    /// `train_records` and `train_bytes`.
     pub fn new(params: &Params) -> Result<CompactDbm> {
         Self::open(Path::new(""), OpenMode::Create, params)
     }
@@ -86,14 +95,15 @@ impl CompactDbm {
 
     /// Opens `path` (empty: no file), loading its snapshot as `mode` says. The codec and the
     /// bucket count given apply to a new database; an existing snapshot keeps its own (change
-    /// them with `rebuild`). `cache_bytes` and `dict_size` always apply.
+    /// them with `rebuild`). `cache_bytes`, `dict_size`, `train_records` and `train_bytes` always
+    /// apply.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<CompactDbm> {
         let options = Options::parse(params)?;
         let opened = Backing::open(path.as_ref(), mode, image::CLASS)?;
-        let (codec, buckets_per_group, groups) = match &opened.snapshot {
+        let (codec, buckets_per_group, groups, trained) = match &opened.snapshot {
             Some(bytes) => {
                 let loaded = image::load(bytes)?;
-                (loaded.codec, loaded.buckets_per_group, loaded.groups)
+                (loaded.codec, loaded.buckets_per_group, loaded.groups, loaded.trained)
             }
             None => {
                 let codec = Arc::new(block::codec(options.codec.unwrap_or(options::DEFAULT_CODEC), Vec::new())?);
@@ -101,15 +111,21 @@ impl CompactDbm {
                     .buckets_per_group(options::DEFAULT_EXPECTED_RECORDS)
                     .unwrap_or_else(|| options::buckets_per_group_for(options::DEFAULT_EXPECTED_RECORDS));
                 let groups = (0..NUM_GROUPS).map(|_| Group::new(Arc::clone(&codec), per_group)).collect();
-                (codec, per_group, groups)
+                (codec, per_group, groups, None)
             }
         };
         let cache_bytes = options.cache_bytes.unwrap_or(options::DEFAULT_CACHE_BYTES);
         let per_group_cache = usize::try_from(cache_bytes / NUM_GROUPS as u64).unwrap_or(usize::MAX);
         let groups = groups.into_iter().map(|g| Padded(GroupCell::new(g, per_group_cache))).collect();
         let dictionary_size = options::dictionary_size(&options);
-        let layout = Layout { codec, buckets_per_group, dictionary_size, cache_bytes };
-        let dbm = CompactDbm { groups, layout: Mutex::new(layout), backing: opened.backing };
+        let layout = Layout { codec, buckets_per_group, dictionary_size, cache_bytes, trained };
+        let dbm = CompactDbm {
+            groups,
+            layout: Mutex::new(layout),
+            auto_training_from: AtomicU64::new(0),
+            auto_training: options.auto_training,
+            backing: opened.backing,
+        };
         if opened.write_now {
             dbm.save()?;
         }
@@ -126,7 +142,7 @@ impl CompactDbm {
         self.backing.save("", |writer| {
             let guards: Vec<_> = self.groups.iter().map(|g| g.lock.read()).collect();
             let count = guards.iter().map(|g| g.records).sum();
-            image::write_meta(writer, &layout.codec, layout.buckets_per_group, count)?;
+            image::write_meta(writer, &layout.codec, layout.buckets_per_group, layout.trained, count)?;
             let mut id = 0u64;
             for group in &guards {
                 for block in group.blocks() {
@@ -138,7 +154,7 @@ impl CompactDbm {
             }
             // The layout again, last: a copy for `kura restore` when the first one's block is
             // damaged.
-            image::write_meta(writer, &layout.codec, layout.buckets_per_group, count)
+            image::write_meta(writer, &layout.codec, layout.buckets_per_group, layout.trained, count)
         })
     }
 
@@ -164,6 +180,24 @@ impl CompactDbm {
             let group = cell.lock.read();
             (records + group.records, raw + group.raw_bytes, stored + group.stored_bytes)
         })
+    }
+
+    /// See `auto_training_from`.
+    fn auto_training_from(&self) -> u64 {
+        self.auto_training_from.load(Ordering::Relaxed)
+    }
+
+    /// Asks writes to check for a due dictionary again only from `records` records on.
+    fn defer_auto_training(&self, records: u64) {
+        self.auto_training_from.store(records, Ordering::Relaxed);
+    }
+
+    /// Whether `group`, just written, suggests the table is due a dictionary (`training.rs`):
+    /// its codec awaits one and its share of the table has reached `AUTO_TRAIN`.
+    fn may_train(&self, group: &Group) -> bool {
+        group.codec.awaits_dictionary()
+            && self.auto_training.is_due_in_group(group.records, group.raw_bytes, NUM_GROUPS as u64)
+            && group.records.saturating_mul(NUM_GROUPS as u64) >= self.auto_training_from()
     }
 
     /// Runs the read-only path of `process`: the processor may only keep.
@@ -193,13 +227,13 @@ impl Dbm for CompactDbm {
         let cell = self.cell(hash);
         let mut group = cell.lock.write();
         let bucket = group.bucket_of(hash);
-        with_scratch(|scratch| {
+        let written = with_scratch(|scratch| {
             let Scratch { decoded, merged, frame, block: encoded } = scratch;
             let raw = block::decode(&group.codec, group.block(bucket)?, decoded)?;
             let old = bucket::find(raw, key)?;
             let delta = match processor(old) {
-                Action::Keep => return Ok(()),
-                Action::Remove if old.is_none() => return Ok(()),
+                Action::Keep => return Ok(false),
+                Action::Remove if old.is_none() => return Ok(false),
                 Action::Remove => bucket::merge(raw, &[(key, None)], merged)?,
                 Action::Set(value) => {
                     options::check_sizes(key, Some(&value))?;
@@ -210,8 +244,15 @@ impl Dbm for CompactDbm {
             block::encode(&group.codec, merged, Effort::Quick, frame, encoded)?;
             group.install(bucket, encoded, delta)?;
             cell.cache.lock().invalidate(bucket);
-            Ok(())
-        })
+            Ok(true)
+        })?;
+        let train = written && self.may_train(&group);
+        // Training takes the layout lock and then each group's: this one is let go first.
+        drop(group);
+        if train {
+            layout::train_when_due(self)?;
+        }
+        Ok(())
     }
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
@@ -232,6 +273,9 @@ impl Dbm for CompactDbm {
         self.backing.check_writable()?;
         layout::train_on_batch(self, batch)?;
         batch::apply(&self.groups, batch)?;
+        if self.layout.lock().codec.awaits_dictionary() {
+            layout::train_when_due(self)?;
+        }
         if batch.len() >= batch::BULK_RECORDS {
             // A bulk load is over or pausing: the pooled compression contexts (about 5 MiB
             // each for `zstd-dict` at its level) would outweigh many buckets' worth of the
@@ -293,22 +337,30 @@ impl Dbm for CompactDbm {
         self.backing.check_open()?;
         let (count, raw_bytes, stored_bytes) = self.totals();
         let memory = self.memory_bytes();
-        let (codec, dictionary, num_buckets, cache_bytes) = {
+        let (codec, dictionary, num_buckets, cache_bytes, trained) = {
             let layout = self.layout.lock();
             let buckets = layout.buckets_per_group as u64 * NUM_GROUPS as u64;
-            (layout.codec.kind(), layout.codec.dictionary().len(), buckets, layout.cache_bytes)
+            (layout.codec.kind(), layout.codec.dictionary().len(), buckets, layout.cache_bytes, layout.trained)
         };
         let cached: usize = self.groups.iter().map(|cell| cell.cache.lock().memory_bytes()).sum();
-        let own = [
+        let mut own = vec![
             ("num_buckets", Stat::Number(num_buckets)),
             ("num_groups", Stat::Number(NUM_GROUPS as u64)),
+            // Records a bucket holds on average, rounded up: what a get decodes.
+            ("bucket_records", Stat::Number(count.div_ceil(num_buckets.max(1)))),
             ("compressed_bytes", Stat::Number(stored_bytes)),
             ("raw_bytes", Stat::Number(raw_bytes)),
             ("memory_bytes", Stat::Number(memory)),
             ("cache_bytes", Stat::Number(cached as u64)),
             ("cache_capacity", Stat::Number(cache_bytes)),
             ("dict_size", Stat::Number(dictionary as u64)),
+            ("dict_trained", Stat::Flag(dictionary > 0)),
         ];
+        if let Some(trained) = trained.filter(|_| dictionary > 0) {
+            own.push(("dict_trigger", Stat::Name(trained.trigger.name())));
+            own.push(("dict_trained_at", Stat::Number(trained.at)));
+            own.push(("dict_trained_records", Stat::Number(trained.records)));
+        }
         let mut stats = self.backing.stats("CompactDbm", count, memory, own);
         stats.codec = Some(CodecStat { param: "bucket_comp", kind: codec });
         Ok(stats)

@@ -3,12 +3,21 @@
 //! Where the defaults sit and why is in docs/compact.md; the benchmark (`bench/compact.py`)
 //! measures the trade-off they pick a point on.
 
-use crate::codec::{CodecKind, DEFAULT_DICTIONARY_SIZE};
+use super::training::{AutoTraining, AUTO_TRAIN};
+use crate::codec::CodecKind;
 use crate::dbm::Params;
 use crate::error::{Error, Result};
 
-pub(crate) const PARAMS: &[&str] =
-    &["bucket_comp", "num_buckets", "expected_records", "bucket_records", "cache_bytes", "dict_size"];
+pub(crate) const PARAMS: &[&str] = &[
+    "bucket_comp",
+    "num_buckets",
+    "expected_records",
+    "bucket_records",
+    "cache_bytes",
+    "dict_size",
+    "train_records",
+    "train_bytes",
+];
 
 /// Lock groups: a bucket's group is picked by the high half of the key hash, so a group's
 /// records stay in it whatever the bucket count, and a rebuild works group by group.
@@ -16,10 +25,18 @@ pub const NUM_GROUPS: usize = 256;
 /// The record count the bucket array is sized for when the caller does not say.
 pub const DEFAULT_EXPECTED_RECORDS: u64 = 1 << 20;
 /// Records a bucket holds on average at the expected count: a get decodes a whole bucket and
-/// a set re-encodes one, while fewer records a bucket compress worse and cost more table.
-pub const DEFAULT_BUCKET_RECORDS: u64 = 16;
-/// zstd: the densest codec that still decodes a small bucket in a few microseconds.
-pub const DEFAULT_CODEC: CodecKind = CodecKind::Zstd;
+/// a set re-encodes one, while fewer records a bucket compress worse and cost more table. With
+/// a dictionary (the default codec) small buckets lose little density: 4 (docs/compact.md,
+/// "Parameters and where the defaults sit").
+pub const DEFAULT_BUCKET_RECORDS: u64 = 4;
+/// zstd-dict: zstd with a dictionary trained on the table's own records once it has enough
+/// (`training.rs`), which carries the entropy tables a small `zstd` frame builds on every
+/// decode: as dense as `zstd` with 16 records a bucket, at several times its gets.
+pub const DEFAULT_CODEC: CodecKind = CodecKind::ZstdDict;
+/// The dictionary's size: 1 MiB held 152.7 B a record of the dictionary data set where 256 KiB
+/// held 158.0, at the same or better gets (docs/compact.md). A dictionary is at most a tenth of
+/// the records it learns from, so a table trained small gets a smaller one.
+pub const DEFAULT_DICTIONARY_SIZE: usize = 1 << 20;
 /// The decoded-bucket cache: small, for the hot buckets of skewed reads.
 pub const DEFAULT_CACHE_BYTES: u64 = 4 << 20;
 /// The most buckets a database may have: a 4 GiB bucket table, which also bounds what a
@@ -31,7 +48,7 @@ pub const MAX_KEY_LEN: usize = 1 << 20;
 pub const MAX_VALUE_LEN: usize = 1 << 26;
 
 /// Parameters as given; `None` means "the default" at open and "keep" at rebuild.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     pub codec: Option<CodecKind>,
     num_buckets: Option<u64>,
@@ -39,6 +56,9 @@ pub struct Options {
     bucket_records: Option<u64>,
     pub cache_bytes: Option<u64>,
     pub dict_size: Option<usize>,
+    /// When single writes train the dictionary (`training.rs`): `train_records` and
+    /// `train_bytes` over `AUTO_TRAIN`.
+    pub auto_training: AutoTraining,
 }
 
 impl Options {
@@ -57,6 +77,11 @@ impl Options {
             .get_u64("dict_size")?
             .map(|n| usize::try_from(n).map_err(|_| Error::invalid("dict_size: too large")))
             .transpose()?;
+        let auto_training = AutoTraining {
+            records: params.get_u64("train_records")?.unwrap_or(AUTO_TRAIN.records),
+            raw_bytes: params.get_u64("train_bytes")?.unwrap_or(AUTO_TRAIN.raw_bytes),
+            ..AUTO_TRAIN
+        };
         Ok(Options {
             codec,
             num_buckets,
@@ -64,6 +89,7 @@ impl Options {
             bucket_records,
             cache_bytes: params.get_u64("cache_bytes")?,
             dict_size,
+            auto_training,
         })
     }
 
