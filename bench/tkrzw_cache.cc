@@ -18,7 +18,9 @@
 //
 // Build: g++ -O2 -std=c++17 $(pkg-config --cflags tkrzw) bench/tkrzw_cache.cc -o tkrzw_cache \
 //        $(pkg-config --libs tkrzw)        (the Makefile's target does this)
-// Usage: tkrzw_cache [RECORDS] [VALUE_SIZE]   (default 1000000 and 100); prints one JSON line.
+// Usage: tkrzw_cache [RECORDS] [VALUE_SIZE] [CAP_REC_NUM]   (default 1000000, 100 and the cap
+// above); prints one JSON line. CacheDBM sizes its bucket arrays by the cap (1.2 buckets of 8
+// bytes per capped record), so a smaller cap that still evicts nothing shows what that costs.
 
 #include <algorithm>
 #include <chrono>
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
   SplitMix64 rng(SHUFFLE_SEED);
   for (size_t last = shuffled.size() - 1; last > 0; last--) std::swap(shuffled[last], shuffled[rng.Below(last + 1)]);
 
-  const int64_t cap_rec_num = static_cast<int64_t>(records * 5 / 4 + 1024);
+  const int64_t cap_rec_num =
+      argc > 3 ? std::stoll(argv[3]) : static_cast<int64_t>(records * 5 / 4 + 1024);
   const uint64_t rss_before = ResidentBytes();
   tkrzw::CacheDBM dbm(cap_rec_num, -1);
   const std::string letters = Letters(value_size);
