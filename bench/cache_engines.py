@@ -17,7 +17,8 @@ is evicted: both check the count), sets the keys `%08d` of 0..N-1 in order (`kur
 sequential keys) with 100-byte values naming their key, gets every key in the same order and
 then in a shuffled order (the same SplitMix64 shuffle on both sides), copying each value into
 one reused buffer and comparing it with the value set, and prints the resident set's growth
-over the sets (after malloc_trim on both sides). One process per run, one thread.
+over the sets (after malloc_trim on both sides), and, untimed, a digest of every key and value,
+which must be the same on every side. One process per run, one thread.
 
 Each side runs CACHE_ENGINES_REPEAT times (default 3), the three taking turns (the first of a
 round moves each round); per figure the best run counts (highest QPS, least memory). The
@@ -106,6 +107,10 @@ def measure():
         # Taking turns: each round starts with the next side.
         for side in sides[turn % len(sides):] + sides[:turn % len(sides)]:
             runs[side].append(one_run(side, records))
+    digests = {run["workload_digest"] for side_runs in runs.values() for run in side_runs}
+    if len(digests) != 1:
+        sys.exit(f"cache_engines: the programs set different keys or values (digests {sorted(digests)}): "
+                 "bench/tkrzw_cache.cc and crates/kura-bench/src/bin/cache_engines.rs must build the same")
     floor = memory_floor.measure()
     document = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

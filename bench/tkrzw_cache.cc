@@ -14,7 +14,8 @@
 // - get every key in the same order, then every key again in a shuffled order (SplitMix64,
 //   seed "kura", split_mix.h), each value copied into one reused std::string and compared
 //   with the value set: a missing or wrong value stops the driver with exit status 1;
-// - the resident set after the sets minus before them (/proc/self/statm, after malloc_trim).
+// - the resident set after the sets minus before them (/proc/self/statm, after malloc_trim);
+// - untimed, a digest of every key and value (FNV-1a), which must equal Kura's side's.
 //
 // Build: g++ -O2 -std=c++17 $(pkg-config --cflags tkrzw) bench/tkrzw_cache.cc -o tkrzw_cache \
 //        $(pkg-config --libs tkrzw)        (the Makefile's target does this)
@@ -78,6 +79,21 @@ std::string Letters(size_t size) {
   return letters;
 }
 
+// FNV-1a over every key and value of the workload, in set order, computed untimed: the
+// benchmark script checks that both sides print the same, i.e. that they did the same work.
+uint64_t WorkloadDigest(uint64_t records, size_t value_size, const std::string& letters) {
+  uint64_t digest = 0xcbf29ce484222325ULL;
+  std::string key, value;
+  for (uint64_t index = 0; index < records; index++) {
+    MakeKey(index, &key);
+    MakeValue(key, index, value_size, letters, &value);
+    for (const std::string* bytes : {&key, &value}) {
+      for (const char byte : *bytes) digest = (digest ^ static_cast<uint8_t>(byte)) * 0x100000001b3ULL;
+    }
+  }
+  return digest;
+}
+
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -113,6 +129,7 @@ int main(int argc, char** argv) {
   SplitMix64 rng(SHUFFLE_SEED);
   for (size_t last = shuffled.size() - 1; last > 0; last--) std::swap(shuffled[last], shuffled[rng.Below(last + 1)]);
 
+  const uint64_t digest = WorkloadDigest(records, value_size, Letters(value_size));
   const int64_t cap_rec_num =
       argc > 3 ? std::stoll(argv[3]) : static_cast<int64_t>(records * 5 / 4 + 1024);
   const uint64_t rss_before = ResidentBytes();
@@ -144,11 +161,13 @@ int main(int argc, char** argv) {
       "{\"engine\":\"tkrzw-cache\",\"records\":%llu,\"value_size\":%zu,\"cap_rec_num\":%lld,"
       "\"count\":%lld,\"set_s\":%.6f,\"set_qps\":%.1f,\"get_s\":%.6f,\"get_qps\":%.1f,"
       "\"get_random_s\":%.6f,\"get_random_qps\":%.1f,\"rss_before\":%llu,\"rss_after_set\":%llu,"
-      "\"rss_growth\":%llu,\"bytes_per_record\":%.2f,\"values_checked\":%llu}\n",
+      "\"rss_growth\":%llu,\"bytes_per_record\":%.2f,\"values_checked\":%llu,"
+      "\"workload_digest\":\"%016llx\"}\n",
       static_cast<unsigned long long>(records), value_size, static_cast<long long>(cap_rec_num),
       static_cast<long long>(count), set_s, records / set_s, get_s, records / get_s, get_random_s,
       records / get_random_s, static_cast<unsigned long long>(rss_before),
       static_cast<unsigned long long>(rss_after), static_cast<unsigned long long>(grown),
-      static_cast<double>(grown) / records, static_cast<unsigned long long>(2 * records));
+      static_cast<double>(grown) / records, static_cast<unsigned long long>(2 * records),
+      static_cast<unsigned long long>(digest));
   return 0;
 }

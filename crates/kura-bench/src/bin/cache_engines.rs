@@ -11,7 +11,8 @@
 //! - every key got in the same order, then again in a shuffled order (SplitMix64, seed "kura"),
 //!   each value copied into one reused buffer (`get_with`, as Tkrzw's `Get` copies into one
 //!   reused `std::string`) and compared with the value set: a missing or wrong value is an error;
-//! - the resident set after the sets minus before them (`resident.rs`, as the C++ driver).
+//! - the resident set after the sets minus before them (`resident.rs`, as the C++ driver);
+//! - untimed, a digest of every key and value (FNV-1a), which must equal the C++ driver's.
 //!
 //! `kura bench` prints the resident set but not its growth, and counts misses without checking
 //! values, hence this program. Prints one JSON line:
@@ -59,6 +60,21 @@ fn make_value(key: &[u8], index: u64, size: usize, letters: &[u8], value: &mut V
     value.extend_from_slice(letters.get(start..start + size - prefix).unwrap_or_default());
 }
 
+/// FNV-1a over every key and value of the workload, in set order, computed untimed:
+/// `bench/cache_engines.py` checks that both sides print the same, i.e. did the same work.
+fn workload_digest(records: u64, value_size: usize, letters: &[u8]) -> u64 {
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    let mut digest = 0xcbf2_9ce4_8422_2325_u64;
+    for index in 0..records {
+        make_key(index, &mut key);
+        make_value(&key, index, value_size, letters, &mut value);
+        for &byte in key.iter().chain(value.iter()) {
+            digest = (digest ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    digest
+}
+
 /// Gets every key of `order`, checking each value; the seconds it took.
 fn timed_gets(db: &dyn Dbm, order: &[u64], value_size: usize) -> kura::Result<f64> {
     let letters = letters(value_size);
@@ -91,6 +107,7 @@ fn run(name: &str, records: u64, value_size: usize) -> kura::Result<serde_json::
     let mut shuffled = in_order.clone();
     SplitMix64::new(SHUFFLE_SEED).shuffle(&mut shuffled);
     let params = engine.bench_params(records);
+    let digest = workload_digest(records, value_size, &letters(value_size));
     let rss_before = resident_bytes();
     let db = engine.open(Path::new(""), OpenMode::Create, &params)?;
     let letters = letters(value_size);
@@ -122,6 +139,7 @@ fn run(name: &str, records: u64, value_size: usize) -> kura::Result<serde_json::
         "get_random_s": get_random_s, "get_random_qps": records as f64 / get_random_s,
         "rss_before": rss_before, "rss_after_set": rss_after, "rss_growth": grown,
         "bytes_per_record": grown as f64 / records as f64, "values_checked": 2 * records,
+        "workload_digest": format!("{digest:016x}"),
     });
     db.close()?;
     Ok(line)
