@@ -17,7 +17,8 @@
 # the Ruby one with BENCH_RUBY_RECORDS=100000 BENCH_RUBY_ZSTD_RECORDS=20000 (bench/ruby.py),
 # bench/shard.py with SHARD_LINES=200000 SHARD_DICT_LIMIT=50000 SHARD_ITER=100000,
 # CompactDbm's density table with BENCH_COMPACT_RECORDS=100000 (bench/compact.py), the
-# batched gets beyond the caches with BEYOND_RECORDS=1000000 (bench/beyond_caches.py), and the
+# batched gets beyond the caches with BEYOND_RECORDS=1000000 (bench/beyond_caches.py), the cache
+# engines against Tkrzw CacheDBM with CACHE_ENGINES_RECORDS=100000 (bench/cache_engines.py), and the
 # server's with BENCH_SERVER_SECONDS=2 BENCH_SERVER_ITEMS=50000 BENCH_SERVER_REPEAT=1
 # BENCH_SERVER_LATENCY_SECONDS=2; the peers' with PEERS_RECORDS=20000 PEERS_ROUNDS=1 (bench/peers.py);
 # kura.dask's with DASK_ROWS=1000000 DASK_SERVER_ROWS=100000 (bench/dask_load.py, docs/distributed.md).
@@ -250,8 +251,15 @@ $(VENV)/.matplotlib:
 
 venv: $(VENV)/.matplotlib
 
+# Tkrzw's CacheDBM at the engine level, which tkrzw_dbm_perf cannot time on gets: the C++ side
+# of bench/cache_engines.py (issue 42), against the installed Tkrzw (libtkrzw-dev, make deps).
+TKRZW_CACHE := bench/data/work/tkrzw_cache
+$(TKRZW_CACHE): bench/tkrzw_cache.cc bench/split_mix.h
+	@mkdir -p $(dir $@)
+	g++ -O2 -std=c++17 $$(pkg-config --cflags tkrzw) bench/tkrzw_cache.cc -o $@ $$(pkg-config --libs tkrzw)
+
 ## bench: Kura against Tkrzw; results in bench/results/
-bench: build venv dictionary python ruby
+bench: build venv dictionary python ruby $(TKRZW_CACHE)
 	$(VENV)/bin/python bench/run.py
 	$(VENV)/bin/python bench/ruby.py measure report
 	$(VENV)/bin/python -m pip install --quiet plyvel lmdb || echo "bench: plyvel/lmdb not installable, skipped"
@@ -259,6 +267,7 @@ bench: build venv dictionary python ruby
 	$(VENV)/bin/python bench/shard.py measure && $(VENV)/bin/python bench/shard.py report
 	$(VENV)/bin/python bench/compact.py all
 	$(VENV)/bin/python bench/beyond_caches.py all
+	$(VENV)/bin/python bench/cache_engines.py all
 	$(CARGO) build --release -p kura-server --example load_client
 	$(VENV)/bin/python bench/server.py
 	$(VENV)/bin/python bench/dask_load.py

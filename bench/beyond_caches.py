@@ -32,7 +32,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness as bench  # noqa: E402  (paths, run, log, env_int, remove_files)
+import harness as bench  # noqa: E402  (paths, run, log, env_int, remove_files, run_steps)
 from measure import machine, memory_floor, repeats, tkrzw_output  # noqa: E402
 from render.figures import qps  # noqa: E402
 
@@ -168,14 +168,7 @@ def report(json_path=JSON_PATH, md_path=MD_PATH):
 
 
 def main():
-    steps = sys.argv[1:] or ["all"]
-    for step in steps:
-        if step not in ("measure", "report", "all"):
-            sys.exit(f"usage: {sys.argv[0]} measure|report|all")
-    if "measure" in steps or "all" in steps:
-        measure()
-    if "report" in steps or "all" in steps:
-        report()
+    bench.run_steps(sys.argv[1:], measure, report)
 
 
 if __name__ == "__main__":

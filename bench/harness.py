@@ -102,6 +102,19 @@ def remove_files(*paths):
             os.remove(member)
 
 
+def run_steps(steps, measure, report):
+    """The command line of a benchmark script in two steps: `measure` (runs everything, writes
+    its JSON), `report` (reads only that JSON), `all` (both, the default)."""
+    steps = steps or ["all"]
+    for step in steps:
+        if step not in ("measure", "report", "all"):
+            sys.exit(f"usage: {sys.argv[0]} measure|report|all")
+    if "measure" in steps or "all" in steps:
+        measure()
+    if "report" in steps or "all" in steps:
+        report()
+
+
 def env_int(name, default):
     value = os.environ.get(name, "")
     return int(value) if value.strip() else default
