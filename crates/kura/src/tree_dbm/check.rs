@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use super::btree::{BTree, TEMP_BIT};
-use super::format::{MAX_HEIGHT, SLOT_HEADER_SIZE};
+use super::format::MAX_HEIGHT;
 use super::page::Page;
 use super::TreeDbm;
 use crate::check::{CheckReport, Place};
@@ -132,22 +132,6 @@ fn check_rest_of_file(tree: &BTree, pages: &[(u64, u64)], report: &mut CheckRepo
     for &(offset, len) in pages {
         if space.overlaps(offset, len) {
             report.add(Place::Page(offset), "lies in a free slot: the next commit may overwrite it");
-        }
-    }
-    for (start, len) in space.slots() {
-        let end = start + len;
-        let mut at = start;
-        while at + SLOT_HEADER_SIZE as u64 <= end {
-            let Ok(slot) = pager.slot_header(at) else { break };
-            if at + slot.slot_len > end {
-                break;
-            }
-            if let Err(e) = pager.verify_slot(at) {
-                let message = e.message();
-                let message = message.strip_prefix(&format!("tree page at offset {at}: ")).unwrap_or(message);
-                report.add(Place::Page(at), format!("a former page in the free slot {start}..{end}: {message}"));
-            }
-            at += slot.slot_len;
         }
     }
 }

@@ -12,17 +12,18 @@
 //! - it was written by a clean close, its saved free list is intact and the file ends where
 //!   it says (a writer that opened the file since wrote the other copy first and would have
 //!   left its journal beside the file until its own close, which rewrites both copies);
-//! - or it is the durable commit a clean close was made of: the close saved its free list at
-//!   the end of that tree, and the clean header went to the other copy, with the same tree
-//!   (a close publishes the tree it saves first); the free list blob lies at the intact copy's
-//!   end and the file ends right after it, and no journal lies beside the file.
+//! - or it is the durable commit a clean close was made of: the close saved its free list as
+//!   the file's last slot, after every page of that tree, and the clean header went to the
+//!   other copy, with the same tree (a close publishes the tree it saves first; had the
+//!   close published another, its clean header would have overwritten this copy); a free
+//!   list ends the file, and no journal lies beside the file.
 //!
 //! Otherwise a normal open refuses the file (BrokenData, with `kura restore`), and a salvage
 //! drops the intact copy's records and says why: none of them can be proven current.
 
 use std::path::Path;
 
-use super::format::{FileHeader, SlotKind, CHECKSUM_FIELD, HEADER_SIZE};
+use super::format::{FileHeader, SlotKind, CHECKSUM_FIELD, DATA_START, HEADER_SIZE, SLOT_ALIGN, SLOT_HEADER_SIZE};
 use super::pager::Pager;
 use super::space::Space;
 use crate::encoding::repair_one_byte;
@@ -107,9 +108,14 @@ pub fn read_copies(head: &[u8]) -> Result<Copies> {
     }
 }
 
+/// How far back from the end of a file the free list a close saved is looked for.
+const MAX_FREE_LIST_SCAN: u64 = 16 << 20;
+
 /// Whether the current header of `pager` (the only intact copy) is proven to hold the file's
-/// newest tree (see the module comment); the reason when it is not.
-pub fn lone_copy_is_current(pager: &Pager, path: &Path, file_len: u64) -> std::result::Result<(), String> {
+/// newest tree (see the module comment): `Ok(None)`, or `Ok(Some(end))` when its tree is the
+/// one a clean close saved and the used area ends at `end` (its own end field may lie further:
+/// it was written before the close gave back the free tail); the reason when it is not.
+pub fn lone_copy_is_current(pager: &Pager, path: &Path, file_len: u64) -> std::result::Result<Option<u64>, String> {
     let header = pager.header();
     if crate::journal::journal_path(path).exists() {
         return Err("a journal lies beside the file: a writer had it open after that commit".to_string());
@@ -117,19 +123,27 @@ pub fn lone_copy_is_current(pager: &Pager, path: &Path, file_len: u64) -> std::r
     if header.closed_cleanly {
         let list = pager.read_blob(header.free_list).and_then(|bytes| Space::decode(&bytes, header.end));
         return match list {
-            Ok(_) if header.end == file_len => Ok(()),
+            Ok(_) if header.end == file_len => Ok(None),
             Ok(_) => Err(format!("it was closed cleanly, but the file ends at {file_len}, not at {}", header.end)),
             Err(e) => Err(format!("it was closed cleanly, but its free list fails its check ({})", e.message())),
         };
     }
-    let blob = pager.slot_header(header.end).ok().filter(|slot| slot.kind == SlotKind::Blob);
-    let list = blob.map(|slot| (slot, pager.read_blob(header.end).and_then(|b| Space::decode(&b, header.end))));
-    match list {
-        Some((slot, Ok(_))) if header.end + slot.slot_len == file_len => Ok(()),
-        _ => Err(format!(
-            "it is not the header of a clean close, and no free list saved by a close of its tree lies at its end \
-             ({})",
-            header.end
-        )),
+    // The durable commit a clean close was made of: the close saved its free list as the
+    // file's last slot, after every page of that tree.
+    let saved_list = |at: u64| {
+        pager.slot_header(at).ok().filter(|slot| slot.kind == SlotKind::Blob && at + slot.slot_len == file_len)?;
+        pager.read_blob(at).and_then(|bytes| Space::decode(&bytes, at)).ok().map(|_| at)
+    };
+    let lowest = file_len.saturating_sub(MAX_FREE_LIST_SCAN).max(DATA_START);
+    // The last slot position that leaves room for a slot header, aligned down.
+    let last = file_len
+        .checked_sub(SLOT_HEADER_SIZE as u64)
+        .filter(|_| file_len.is_multiple_of(SLOT_ALIGN))
+        .map(|last| last / SLOT_ALIGN * SLOT_ALIGN);
+    let found = last.and_then(|last| (lowest..=last).rev().step_by(SLOT_ALIGN as usize).find_map(saved_list));
+    match found {
+        Some(end) if header.root < end && header.dictionary < end => Ok(Some(end)),
+        _ => Err("it is not the header of a clean close, and no free list a close saved of its tree ends the file"
+            .to_string()),
     }
 }

@@ -234,7 +234,8 @@ impl Pager {
             other.filter(|o| newest.needs_verification() && newest.since_base.map(|s| s.base) == Some(o.sequence));
         // A salvage reads a file cut short to its end (its slots are checked against it).
         let fits = |header: &FileHeader| if salvage { Ok(()) } else { check_length(path, header, file_len) };
-        if base.is_none() {
+        // A lone copy's length is checked once it is known which tree it holds (below).
+        if base.is_none() && copies.lost.is_none() {
             fits(&newest)?;
         }
         let mapped = MappedFile::new(file, path, max_file_size.max(file_len), writable)?;
@@ -256,12 +257,6 @@ impl Pager {
                 }
             }
         }
-        if pager.header.end > file_len {
-            pager.found.push(format!(
-                "the file ends at {file_len}, before the end of the used area its header states ({}): cut short",
-                pager.header.end
-            ));
-        }
         let header = pager.header.clone();
         if header.closed_cleanly && header.free_list != 0 {
             // A bad list is not fatal: the caller recovers free space from the tree instead.
@@ -277,7 +272,13 @@ impl Pager {
         if let Some((at, _)) = &copies.lost {
             // The intact copy may hold an older tree than the lost one: used only when proven
             // the newest (header_copies.rs).
-            if let Err(why) = header_copies::lone_copy_is_current(&pager, path, file_len) {
+            let proof = header_copies::lone_copy_is_current(&pager, path, file_len);
+            if let Ok(Some(end)) = proof {
+                // The close gave back the free tail after this commit: the tree ends there.
+                pager.header.end = end;
+                pager.space = Space::new(end);
+            }
+            if let Err(why) = proof {
                 let what = format!(
                     "the other header copy (commit {}) cannot be proven to hold the newest tree: {why}",
                     pager.header.sequence
@@ -292,6 +293,13 @@ impl Pager {
                 pager.found.push(what);
                 pager.maybe_stale = true;
             }
+            fits(&pager.header)?;
+        }
+        if pager.header.end > file_len {
+            pager.found.push(format!(
+                "the file ends at {file_len}, before the end of the used area its header states ({}): cut short",
+                pager.header.end
+            ));
         }
         if writable {
             for copy in &copies.repaired {
@@ -301,6 +309,8 @@ impl Pager {
             }
             if !copies.repaired.is_empty() {
                 pager.file.sync(true)?;
+                // Put back in the file: their notes (the first ones, `Copies::describe`) go.
+                pager.found.drain(..copies.repaired.len().min(pager.found.len()));
             }
         }
         Ok(pager)
@@ -571,12 +581,6 @@ impl Pager {
     pub fn forget(&mut self, offset: u64) -> Option<Arc<Page>> {
         let pinned = self.pins.unpin(offset);
         self.cache.remove(offset).or(pinned)
-    }
-
-    /// Reads the slot at `offset` whatever it holds, checksum and decompression checked: for
-    /// `kura check`, which verifies the former pages left in free slots too.
-    pub fn verify_slot(&self, offset: u64) -> Result<()> {
-        self.with_slot(offset, |_, _| Ok(()))
     }
 
     /// Reads the page at `offset` without touching the cache.

@@ -57,6 +57,7 @@ impl Space {
     }
 
     /// The free slots, `(offset, length)`, in file order.
+    #[cfg(test)]
     pub fn slots(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.by_offset.iter().map(|(&offset, &len)| (offset, len))
     }
