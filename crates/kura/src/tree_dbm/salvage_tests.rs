@@ -101,7 +101,12 @@ fn subject(dir: &Path, params: &str, records: u32) -> Subject {
     }
     let free = pager.space().slots().map(|(offset, len)| (offset, offset + len)).collect();
     let list = pager.header().free_list;
-    let free_list = (list, list + pager.slot_header(list).unwrap().slot_len);
+    let list_slot = pager.slot_header(list).unwrap();
+    let free_list = (list, list + list_slot.slot_len);
+    let list_stored_end = list + SLOT_HEADER_SIZE as u64 + u64::from(list_slot.stored_len);
+    if list_stored_end < free_list.1 {
+        tails.push((list_stored_end, free_list.1));
+    }
     drop(pager);
     assert_eq!(spans.len(), model.len());
     Subject { image: std::fs::read(&path).unwrap(), model, spans, branches, tails, free, free_list }
