@@ -60,7 +60,7 @@ DEB_PACKAGES += librocksdb-dev
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
-	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak loom bench-peers wheel gem man test-wheel \
+	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak salvage-soak-tree loom bench-peers wheel gem man test-wheel \
 	test-gem test-gem-source test-install test-install-debug test-examples test-readme publish-check
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
@@ -234,15 +234,19 @@ soak:
 	KURA_SOAK_TRIALS=$(SOAK_TRIALS) $(CARGO) test --release -p kura --test kill_soak -- --nocapture killed_writers
 
 ## salvage-soak: `kura restore` and `kura check` after every single-bit flip of a 2,000-record
-## file of each HashDbm configuration, header region included (crates/kura/src/hash_dbm/
-## salvage_tests.rs; figures in docs/durability.md); SALVAGE_CONFIG=lz4 runs one configuration,
-## SALVAGE_STEP=k every k-th byte
+## file of each HashDbm and TreeDbm configuration, header region included (crates/kura/src/
+## hash_dbm/salvage_tests.rs, tree_dbm/salvage_tests.rs; figures in docs/durability.md);
+## SALVAGE_CONFIG=lz4 (or tree_zstd...) runs one configuration, SALVAGE_STEP=k every k-th byte;
+## salvage-soak-tree runs the TreeDbm configurations only
 SALVAGE_RECORDS ?= 2000
 SALVAGE_CONFIG ?=
 SALVAGE_STEP ?= 1
+SALVAGE_ENV = KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) KURA_SALVAGE_CONFIG=$(SALVAGE_CONFIG) \
+	KURA_SALVAGE_STEP=$(SALVAGE_STEP)
 salvage-soak:
-	KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) KURA_SALVAGE_CONFIG=$(SALVAGE_CONFIG) KURA_SALVAGE_STEP=$(SALVAGE_STEP) \
-		$(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture
+	$(SALVAGE_ENV) $(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture
+salvage-soak-tree:
+	$(SALVAGE_ENV) $(CARGO) test --release -p kura --lib tree_salvage_soak -- --ignored --nocapture
 
 $(VENV)/.matplotlib:
 	$(PYTHON) -m venv $(VENV)

@@ -374,43 +374,11 @@ impl Hints {
 }
 
 /// A header that fails to decode but differs in one byte from one that decodes: the damaged
-/// byte, located by the 64-bit header checksum, and the header with it put back. A byte of
-/// the checksum field itself is found by the checksum of the other bytes differing from the
-/// stored one in that byte alone. Two different bytes that each give a valid header would
-/// need a 64-bit checksum collision; the search then gives up (None) rather than guess.
+/// byte, located by the 64-bit header checksum, and the header with it put back
+/// (`encoding::repair_one_byte`, which TreeDbm's header copies share).
 pub fn repair_one_byte(bytes: &[u8]) -> Option<(Header, usize)> {
-    let mut work: [u8; HEADER_BYTES] = bytes.get(..HEADER_BYTES)?.try_into().ok()?;
-    let stored = u64::from_le_bytes(work.get(CHECKSUM_FIELD.offset()..CHECKSUM_FIELD.end())?.try_into().ok()?);
-    let mut found: Option<(Header, usize)> = None;
-    let computed = xxh3_64(work.get(..CHECKSUM_FIELD.offset())?);
-    let differing: Vec<usize> =
-        (0..8).filter(|&i| computed.to_le_bytes().get(i) != stored.to_le_bytes().get(i)).collect();
-    if let [only] = differing.as_slice() {
-        let mut fixed = work;
-        fixed.get_mut(CHECKSUM_FIELD.offset()..CHECKSUM_FIELD.end())?.copy_from_slice(&computed.to_le_bytes());
-        if let Ok(header) = Header::decode_fields(&fixed) {
-            found = Some((header, CHECKSUM_FIELD.offset() + only));
-        }
-    }
-    for position in 0..CHECKSUM_FIELD.offset() {
-        let original = *work.get(position)?;
-        for candidate in 0..=u8::MAX {
-            if candidate == original {
-                continue;
-            }
-            *work.get_mut(position)? = candidate;
-            if xxh3_64(work.get(..CHECKSUM_FIELD.offset())?) == stored {
-                if let Ok(header) = Header::decode_fields(&work) {
-                    if found.is_some() {
-                        return None;
-                    }
-                    found = Some((header, position));
-                }
-            }
-        }
-        *work.get_mut(position)? = original;
-    }
-    found
+    crate::encoding::repair_one_byte(bytes, CHECKSUM_FIELD, |b: &[u8; HEADER_BYTES]| Header::decode_fields(b).ok())
+        .map(|repaired| (repaired.value, repaired.byte))
 }
 
 /// A sound header of the current version, for the tests of the header and its copies.

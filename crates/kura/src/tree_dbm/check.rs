@@ -7,6 +7,14 @@
 //! level its parent implies and is reached once, that keys ascend within each leaf and from
 //! one leaf to the next under the tree's comparator, and that the leaves hold the count the
 //! tree keeps. A damaged page is one problem; the walk skips what lies under it and goes on.
+//!
+//! Then the rest of the file: what the open found (a header copy that failed its check,
+//! repaired or lost; a saved free-slot list that failed its check and was ignored; a file
+//! cut short), the dictionary and the saved free-slot list read again from the file, every
+//! free slot against the tree's pages (a page inside a free slot would be overwritten by the
+//! next commit), and the former pages a free slot still holds from its start on: a slot
+//! whose header reads whole there and whose bytes fail its checksum is damage too (a writer
+//! writes every slot whole, so a sound file has none).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -40,6 +48,8 @@ fn check_tree(tree: &BTree) -> CheckReport {
     let path = tree.pager.path().display().to_string();
     let comparator = tree.comparator();
     let mut seen = HashSet::new();
+    // The file's slots of the tree's committed pages, `(offset, slot length)`.
+    let mut slots = Vec::new();
     let mut previous: Option<Vec<u8>> = None;
     let mut in_leaves = 0u64;
     // Children are pushed last first, so that leaves come off the stack in key order.
@@ -69,6 +79,9 @@ fn check_tree(tree: &BTree) -> CheckReport {
             }
         };
         report.pages += 1;
+        if let Some(slot) = (id & TEMP_BIT == 0).then(|| tree.pager.slot_header(id).ok()).flatten() {
+            slots.push((id, slot.slot_len));
+        }
         match (&*page, level == tree.height) {
             (Page::Leaf(leaf), true) => {
                 for index in 0..leaf.len() {
@@ -93,5 +106,32 @@ fn check_tree(tree: &BTree) -> CheckReport {
     if in_leaves != counted && report.is_clean() {
         report.add(Place::Database, format!("the tree counts {counted} records, its leaves hold {in_leaves}"));
     }
+    check_rest_of_file(tree, &slots, &mut report);
     report
+}
+
+/// What lies outside the tree's pages (see the module comment).
+fn check_rest_of_file(tree: &BTree, pages: &[(u64, u64)], report: &mut CheckReport) {
+    let pager = &tree.pager;
+    for found in pager.found() {
+        report.add(Place::Database, found.clone());
+    }
+    let header = pager.header();
+    if header.dictionary != 0 {
+        if let Err(e) = pager.read_blob(header.dictionary) {
+            report.add(Place::Page(header.dictionary), format!("the dictionary: {}", e.message()));
+        }
+    }
+    if header.closed_cleanly && header.free_list != 0 {
+        let list = pager.read_blob(header.free_list).and_then(|b| super::space::Space::decode(&b, header.free_list));
+        if let Err(e) = list {
+            report.add(Place::Page(header.free_list), format!("the saved free-slot list: {}", e.message()));
+        }
+    }
+    let space = pager.space();
+    for &(offset, len) in pages {
+        if space.overlaps(offset, len) {
+            report.add(Place::Page(offset), "lies in a free slot: the next commit may overwrite it");
+        }
+    }
 }

@@ -43,7 +43,7 @@ const NEW_PAGES_FIELD: Field<HEADER_SIZE, 8> = Field::after(DIGEST_FIELD);
 const FLAGS_FIELD: Field<HEADER_SIZE, 4> = Field::after(NEW_PAGES_FIELD);
 const RESERVED_FIELD: Field<HEADER_SIZE, 20> = Field::after(FLAGS_FIELD);
 /// xxh3 of every byte before it.
-const CHECKSUM_FIELD: Field<HEADER_SIZE, 8> = Field::after(RESERVED_FIELD);
+pub(super) const CHECKSUM_FIELD: Field<HEADER_SIZE, 8> = Field::after(RESERVED_FIELD);
 pub const HEADER_SIZE: usize = 128;
 const _: () = assert!(CHECKSUM_FIELD.end() == HEADER_SIZE, "docs/tree.md specifies 128-byte header copies");
 /// Both header copies; the first slot starts here.

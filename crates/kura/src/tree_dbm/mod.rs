@@ -24,6 +24,7 @@ mod finger;
 pub mod forge;
 pub(crate) mod format;
 mod get_many;
+mod header_copies;
 mod options;
 mod page;
 mod pager;
@@ -188,7 +189,14 @@ impl TreeDbm {
             }
             copy.close()?;
         }
-        let mut dropped = Vec::new();
+        let mut dropped = source.found().to_vec();
+        if walked.stale_records > 0 {
+            dropped.push(format!(
+                "{} records of that copy's tree were dropped: it may be older than the lost copy's, and an older \
+                 value is never copied over a newer one",
+                walked.stale_records
+            ));
+        }
         if source.dictionary_damaged() {
             dropped.push(
                 "the zstd dictionary is damaged: every page compressed with it (and the records under it) was dropped"
@@ -199,8 +207,9 @@ impl TreeDbm {
             dropped.push(format!("{} damaged pages of the tree were skipped", walked.skipped));
             if walked.scan_refused {
                 dropped.push(
-                    "the records under them were dropped: without an intact free list (a file not closed cleanly) \
-                     the leaves the tree no longer reaches cannot be told from stale copies of older commits"
+                    "the records under them were dropped: without an intact free list (a file not closed cleanly, \
+                     its list damaged, or cut away) the leaves the tree no longer reaches cannot be told from stale \
+                     copies of older commits"
                         .to_string(),
                 );
             } else {
@@ -211,7 +220,12 @@ impl TreeDbm {
                 ));
             }
         }
-        Ok(crate::engine::RestoreReport { records, dropped, ..Default::default() })
+        Ok(crate::engine::RestoreReport {
+            records,
+            dropped_records: walked.stale_records,
+            dropped,
+            ..Default::default()
+        })
     }
 
     /// The path the database was opened with.

@@ -20,6 +20,7 @@ use super::durable::Durability;
 use super::format::{
     broken_slot, FileHeader, SlotHeader, SlotKind, DATA_START, HEADER_SIZE, SLOT_ALIGN, SLOT_HEADER_SIZE,
 };
+use super::header_copies;
 use super::page::{Branch, Leaf, Page};
 use super::pins::PinnedPages;
 use super::space::{aligned, Space};
@@ -75,6 +76,13 @@ pub struct Pager {
     /// Slots of the commit in progress not yet copied into the file (write_behind.rs): only
     /// for a file larger than twice the cache, empty outside a commit.
     write_behind: WriteBehind,
+    /// What the open found wrong with the file, one sentence each (a header copy repaired or
+    /// lost, a saved free list that failed its check, a file cut short): `kura check` reports
+    /// them as problems, a restore in its report.
+    found: Vec<String>,
+    /// Set by a salvage's open when the tree it reads cannot be proven the file's newest (the
+    /// newest header copy may be the one lost): its records may be older values.
+    maybe_stale: bool,
 }
 
 /// What opening a file does when its dictionary blob fails its check.
@@ -143,8 +151,9 @@ impl Pager {
         file.set_len(0).map_err(|e| io("truncate", e))?;
         file.set_len(DATA_START).map_err(|e| io("resize", e))?;
         crate::file::allocate(&file, 0, DATA_START).map_err(|e| io("allocate", e))?;
-        file.write_all_at(&header.encode(), 0).map_err(|e| io("write", e))?;
-        file.write_all_at(&header.encode(), HEADER_SIZE as u64).map_err(|e| io("write", e))?;
+        // Both copies in one write (one page, which a kill does not tear): a copy left unwritten
+        // would read as damaged beyond repair (header_copies.rs).
+        file.write_all_at(&[header.encode(), header.encode()].concat(), 0).map_err(|e| io("write", e))?;
         let codec = Codec::new(options.codec, Vec::new())?;
         let mapped = MappedFile::new(file, path, options.max_file_size, true)?;
         let mut pager = Pager::assemble(mapped, lock, path, codec, header, Space::new(DATA_START), options.cache_bytes);
@@ -179,6 +188,8 @@ impl Pager {
             dictionary_policy: DictionaryPolicy::Required,
             dictionary_damaged: false,
             write_behind: WriteBehind::default(),
+            found: Vec::new(),
+            maybe_stale: false,
         }
     }
 
@@ -213,20 +224,26 @@ impl Pager {
             return Err(Error::broken(format!("{} is too short to be a Kura tree file", path.display())));
         }
         file.read_exact_at(&mut head, 0).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let (newest, other) = FileHeader::read_both(&head)
+        let copies = header_copies::read_copies(&head)
             .map_err(|e| Error::new(e.kind(), format!("{}: {}", path.display(), e.message())))?;
+        let salvage = dictionary_policy == DictionaryPolicy::SalvageWithout;
+        let (newest, other) = (copies.newest.clone(), copies.other.clone());
         let highest_sequence = other.as_ref().map_or(newest.sequence, |o| o.sequence.max(newest.sequence));
         // The durable header this one was written after, when it is to be checked.
         let base =
             other.filter(|o| newest.needs_verification() && newest.since_base.map(|s| s.base) == Some(o.sequence));
-        if base.is_none() {
-            check_length(path, &newest, file_len)?;
+        // A salvage reads a file cut short to its end (its slots are checked against it).
+        let fits = |header: &FileHeader| if salvage { Ok(()) } else { check_length(path, header, file_len) };
+        // A lone copy's length is checked once it is known which tree it holds (below).
+        if base.is_none() && copies.lost.is_none() {
+            fits(&newest)?;
         }
         let mapped = MappedFile::new(file, path, max_file_size.max(file_len), writable)?;
         let codec = Codec::new(newest.codec, Vec::new())?;
         let mut pager = Pager::assemble(mapped, lock, path, codec, newest.clone(), Space::new(newest.end), cache_bytes);
         pager.highest_sequence = highest_sequence;
         pager.dictionary_policy = dictionary_policy;
+        pager.found = copies.describe();
         match base {
             None => pager.load_dictionary()?,
             Some(base) => {
@@ -235,7 +252,7 @@ impl Pager {
                     && !pager.dictionary_damaged
                     && verify::new_pages_are_whole(&pager, &base).is_ok();
                 if !whole {
-                    check_length(path, &base, file_len)?;
+                    fits(&base)?;
                     pager.adopt(base)?;
                 }
             }
@@ -243,14 +260,70 @@ impl Pager {
         let header = pager.header.clone();
         if header.closed_cleanly && header.free_list != 0 {
             // A bad list is not fatal: the caller recovers free space from the tree instead.
-            if let Ok(space) = pager.read_blob(header.free_list).and_then(|b| Space::decode(&b, header.free_list)) {
-                pager.space = space;
-            } else {
-                pager.header.closed_cleanly = false;
-                pager.header.free_list = 0;
+            match pager.read_blob(header.free_list).and_then(|b| Space::decode(&b, header.free_list)) {
+                Ok(space) => pager.space = space,
+                Err(e) => {
+                    pager.found.push(format!("the saved free-slot list at {}: {}", header.free_list, e.message()));
+                    pager.header.closed_cleanly = false;
+                    pager.header.free_list = 0;
+                }
+            }
+        }
+        if let Some((at, _)) = &copies.lost {
+            // The intact copy may hold an older tree than the lost one: used only when proven
+            // the newest (header_copies.rs).
+            let proof = header_copies::lone_copy_is_current(&pager, path, file_len);
+            if let Ok(Some(end)) = proof {
+                // The close gave back the free tail after this commit: the tree ends there.
+                pager.header.end = end;
+                pager.space = Space::new(end);
+            }
+            if let Err(why) = proof {
+                let what = format!(
+                    "the other header copy (commit {}) cannot be proven to hold the newest tree: {why}",
+                    pager.header.sequence
+                );
+                if !salvage {
+                    return Err(Error::broken(format!(
+                        "{}: header copy at {at} is damaged beyond one byte, and {what}; its records could be older \
+                         values (`kura restore` copies what can be proven)",
+                        path.display()
+                    )));
+                }
+                pager.found.push(what);
+                pager.maybe_stale = true;
+            }
+            fits(&pager.header)?;
+        }
+        if pager.header.end > file_len {
+            pager.found.push(format!(
+                "the file ends at {file_len}, before the end of the used area its header states ({}): cut short",
+                pager.header.end
+            ));
+        }
+        if writable {
+            for copy in &copies.repaired {
+                // SAFETY: the pager was made above and no reader has it yet; readers never
+                // read the header copies through the map.
+                unsafe { pager.file.write_untorn(copy.at, &copy.bytes) }?;
+            }
+            if !copies.repaired.is_empty() {
+                pager.file.sync(true)?;
+                // Put back in the file: their notes (the first ones, `Copies::describe`) go.
+                pager.found.drain(..copies.repaired.len().min(pager.found.len()));
             }
         }
         Ok(pager)
+    }
+
+    /// What the open found wrong with the file (see `found`): empty for a sound file.
+    pub fn found(&self) -> &[String] {
+        &self.found
+    }
+
+    /// Whether the tree read may be older than the file's newest (a salvage's open only).
+    pub fn maybe_stale(&self) -> bool {
+        self.maybe_stale
     }
 
     /// Sets the codec with the dictionary of the current header, if it has one.

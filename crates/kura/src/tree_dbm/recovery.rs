@@ -82,17 +82,30 @@ pub struct Walked {
     /// branch), whose records were copied.
     pub scanned_leaves: u64,
     /// Whether the scan could not run: after damage, a file without an intact free list
-    /// (not closed cleanly, or its list damaged) cannot tell the current tree's unreachable
-    /// leaves from stale ones, so none is taken.
+    /// (not closed cleanly, its list damaged, or cut away with the end of the file) cannot
+    /// tell the current tree's unreachable leaves from stale ones, so none is taken.
     pub scan_refused: bool,
+    /// Records of a tree that may be older than the file's newest (its newest header copy
+    /// lost, `Pager::maybe_stale`), read and dropped: none of them was copied.
+    pub stale_records: u64,
 }
 
 /// Calls `each` on every readable record under the root of `pager`, skipping damaged pages;
 /// then, when pages were skipped, on the records of every leaf of the current tree that
 /// the walk did not reach (`scan_leaves`), which `each` adds only where no reached leaf gave
 /// the key.
+/// A tree that may be older than the file's newest gives nothing: its records are counted
+/// and dropped, never an old value over a newer one.
 pub fn salvage(pager: &Pager, mut each: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<Walked> {
     let mut reached = HashSet::new();
+    if pager.maybe_stale() {
+        let mut stale_records = 0;
+        let skipped = walk(pager, &mut reached, &mut |_, _| {
+            stale_records += 1;
+            Ok(())
+        })?;
+        return Ok(Walked { skipped, stale_records, ..Walked::default() });
+    }
     let skipped = walk(pager, &mut reached, &mut each)?;
     let mut walked = Walked { skipped, ..Walked::default() };
     if skipped > 0 {

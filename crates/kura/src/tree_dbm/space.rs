@@ -56,6 +56,18 @@ impl Space {
         self.by_offset.len()
     }
 
+    /// The free slots, `(offset, length)`, in file order.
+    #[cfg(test)]
+    pub fn slots(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.by_offset.iter().map(|(&offset, &len)| (offset, len))
+    }
+
+    /// Whether any free slot overlaps `[offset, offset + len)`.
+    pub fn overlaps(&self, offset: u64, len: u64) -> bool {
+        let end = offset.saturating_add(len);
+        self.by_offset.range(..end).next_back().is_some_and(|(&start, &free)| start.saturating_add(free) > offset)
+    }
+
     /// Takes a slot of `len` bytes (a multiple of the alignment): `(offset, slot length)`.
     /// The slot may be longer than asked when the rest was too small to split off.
     pub fn allocate(&mut self, len: u64) -> (u64, u64) {
