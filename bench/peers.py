@@ -450,6 +450,14 @@ def cell(best, store, phase):
     return f"{value:.3f} s{rate}" if value >= 0.001 else f"{value * 1e6:.0f} µs"
 
 
+def cpu_cell(best, store, phase):
+    line = best.get(store, {}).get(phase, {})
+    cpu, wall = line.get("cpu_seconds"), line.get("seconds")
+    if cpu is None or not wall:
+        return "-"
+    return f"{cpu:.3f} s ({cpu / wall:.0%})"
+
+
 def rows(best):
     present = [p for p in PHASES if any(p in best.get(s, {}) for s in STORES)]
     return present + ([PEAK_RSS] if any(PEAK_RSS in best.get(s, {}) for s in STORES) else [])
@@ -517,6 +525,18 @@ def markdown(report, chart):
                   "|---|" + "---:|" * len(kuras)]
         for phase in rows(best):
             parts.append(f"| {phase} | " + " | ".join(ratio_cell(best, k, phase) for k in kuras) + " |")
+    cpu_rows = [phase for phase in rows(best) if phase not in SIZE_PHASES and phase != PEAK_RSS
+                and any(best.get(s, {}).get(phase, {}).get("cpu_seconds") is not None for s in stores)]
+    if cpu_rows:
+        parts += ["", "## CPU time per phase", "",
+                  "The process's CPU time (every thread, user and system) in the round whose phase is shown above, "
+                  "and its share of that phase's wall time: well under 100%, the store waited for the disk; over "
+                  "100%, more than one thread worked (the LSMs' flushes and compactions in the background "
+                  "included). CPU time is what a machine shared with other work inflates least.", "",
+                  "| phase | " + " | ".join(TITLES[s] for s in stores) + " |",
+                  "|---|" + "---:|" * len(stores)]
+        for phase in cpu_rows:
+            parts.append(f"| {phase} | " + " | ".join(cpu_cell(best, s, phase) for s in stores) + " |")
     floors = report.get("floors") or {}
     if floors:
         parts += ["", "## The machine's floors, measured in the same run", "",

@@ -53,7 +53,9 @@ def kura_sequence_command(engine, iterations, threads, random_key, scans=True):
     path = None
     if not engines.in_memory(engine):
         path = os.path.join(harness.WORK, f"perf.{engine['extension']}")
-        command += ["--path", path]
+        # Each run starts from an empty database: callers that repeat a command (repeats.py)
+        # run it over the file the run before left, which `kura bench` refuses unless told.
+        command += ["--path", path, "--force"]
     if scans and engine["ordered"]:
         command += ["--scan", "--range-scan", str(RANGE_SPAN)]
     if (tkrzw_peers.peer(engine["name"]) or {}).get("cap_rec_num"):

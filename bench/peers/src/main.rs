@@ -11,7 +11,7 @@
 //!            [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D]
 //! ```
 //!
-//! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..}`
+//! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..,"cpu_seconds":..}`
 //! (`null` where a field does not apply; read phases add the `checksum` of what they read,
 //! which must be the same for every store). Every read phase checks what it read: the random
 //! reads find every key with the value written, the range reads return exactly the records
@@ -160,10 +160,11 @@ fn emit(store: &str, phase: &str, line: Line) {
         value.map_or_else(|| "null".to_string(), |v| v.to_string())
     }
     let mut text = format!(
-        "{{\"store\":\"{store}\",\"phase\":\"{phase}\",\"seconds\":{},\"ops\":{},\"bytes\":{}",
+        "{{\"store\":\"{store}\",\"phase\":\"{phase}\",\"seconds\":{},\"ops\":{},\"bytes\":{},\"cpu_seconds\":{:.6}",
         field(line.seconds.map(|s| format!("{s:.6}"))),
         field(line.ops),
         field(line.bytes),
+        cpu_seconds_since_last_line(),
     );
     if let Some(checksum) = line.checksum {
         text.push_str(&format!(",\"checksum\":{checksum}"));
@@ -177,6 +178,21 @@ fn emit(store: &str, phase: &str, line: Line) {
         // Left without closing the store, as a killed process would leave it.
         std::process::exit(0);
     }
+}
+
+/// The process's CPU time (every thread, user and system) since the previous call: beside a
+/// phase's wall time, what the phase cost in work, which a machine shared with other work
+/// inflates far less than the wall time (what it does inflate: the caches' contention).
+fn cpu_seconds_since_last_line() -> f64 {
+    static LAST: std::sync::Mutex<f64> = std::sync::Mutex::new(0.0);
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which `now` is, and reads nothing else.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    let seconds = if status == 0 { now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9 } else { 0.0 };
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let spent = seconds - *last;
+    *last = seconds;
+    spent
 }
 
 /// Seconds `work` took, and what it returned.
