@@ -26,7 +26,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::chain_lock::{Chain, ChainMut, WholeFile};
 use super::freed::{Freed, FreedBlock};
-use super::header::{Header, UpdateMode, BUCKET_WIDTH, COPIES_BYTES, FORMAT_VERSION};
+use super::header::{Header, RecordCheck, UpdateMode, BUCKET_WIDTH, COPIES_BYTES};
 use super::header_copies::{read_copies, Copies};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, RecordLen, KIND_FREE,
@@ -129,6 +129,8 @@ pub struct Layout {
     pub update_mode: UpdateMode,
     pub num_buckets: u64,
     pub max_file_size: u64,
+    /// Which check the records get, and so the format version of the file.
+    pub record_check: RecordCheck,
 }
 
 #[derive(Debug, Default)]
@@ -222,7 +224,7 @@ impl Storage {
             free_list_len: 0,
             dictionary_checksum: xxh3_64(&layout.dictionary),
             free_list_checksum: 0,
-            version: FORMAT_VERSION,
+            version: layout.record_check.version(),
         };
         header.data_end = header.data_start();
         if header.data_end > layout.max_file_size {
@@ -392,6 +394,7 @@ impl Storage {
             update_mode: self.header.update_mode,
             num_buckets: self.header.num_buckets,
             max_file_size: self.header.max_file_size,
+            record_check: self.header.record_check(),
         }
     }
 
