@@ -12,6 +12,9 @@
 mod buckets;
 mod chain_lock;
 mod check;
+mod check_blocks;
+#[cfg(test)]
+mod check_tests;
 mod coalesce;
 mod cursor;
 mod freed;

@@ -221,6 +221,36 @@ impl RecordHeader {
         self.narrow_check() == check.narrow() && self.check_wide.is_none_or(|wide| wide == check.wide())
     }
 
+    /// Parses the header of the dead record at `offset` whose first bytes a free span's tag
+    /// and length were written over (the first of the records a synchronization marks dead,
+    /// docs/format.md), supposing its chain pointer was `next_width` bytes wide: the fields
+    /// after the pointer are its own. Its tag's check bits are lost; `verifies_beneath_span`
+    /// checks the rest. None where the fields do not parse.
+    pub fn parse_beneath_span(
+        bytes: &[u8],
+        offset: u64,
+        next_width: usize,
+        layout: CheckLayout,
+    ) -> Option<RecordHeader> {
+        let rest = bytes.get(1 + next_width..)?;
+        let mut assembled = [0u8; 2 * MAX_HEADER_SIZE];
+        let pointer = assembled.get_mut(1..1 + next_width)?;
+        encode_varint_padded(0, pointer);
+        if let Some(first) = assembled.first_mut() {
+            *first = KIND_FREE;
+        }
+        let tail = rest.get(..rest.len().min(2 * MAX_HEADER_SIZE - 1 - next_width))?;
+        assembled.get_mut(1 + next_width..1 + next_width + tail.len())?.copy_from_slice(tail);
+        let len = (1 + next_width + tail.len()).min(assembled.len());
+        Self::parse(assembled.get(..len)?, offset, layout).ok()
+    }
+
+    /// Whether a header from `parse_beneath_span` matches `check` in the bits it still has:
+    /// `check_lo` and the wide check (32 bits).
+    pub fn verifies_beneath_span(&self, check: Check) -> bool {
+        self.check_lo == check.narrow() as u8 && self.check_wide.is_some_and(|wide| wide == check.wide())
+    }
+
     /// Parses a record, tombstone or dead record header at `offset` from `bytes` (which
     /// start there and may be cut at the end of the file), in a file of `layout`. Lengths
     /// are bounded, not yet checked against the file: the caller slices the body, which

@@ -592,15 +592,8 @@ impl Storage {
         if self.header.has_shared_checksums() && xxh3_64(bytes) != self.header.free_list_checksum {
             return;
         }
-        let (mut at, mut previous) = (0usize, 0u64);
         let data_start = self.header.data_start();
-        while at < bytes.len() {
-            let rest = bytes.get(at..).unwrap_or_default();
-            let Some((delta, n1)) = decode_varint(rest) else { return };
-            let Some((block_len, n2)) = decode_varint(rest.get(n1..).unwrap_or_default()) else { return };
-            at += n1 + n2;
-            let block = previous.saturating_add(delta);
-            previous = block;
+        for (block, block_len) in free_list_entries(bytes).map_while(|entry| entry) {
             // A saved entry is trusted only if it lies in the record area and really holds a
             // free block there; anything else is skipped (a rebuild reclaims it).
             // SAFETY: as above.
@@ -612,6 +605,19 @@ impl Storage {
                 self.space.release(block, block_len, (block >> 4) as usize);
             }
         }
+    }
+
+    /// The saved free-block list of a file closed cleanly, as stored (None without one), and
+    /// whether it matches the checksum the header keeps (a version 1 file keeps none: true).
+    pub fn saved_free_list(&self, _whole: &WholeFile<'_>) -> Result<Option<(&[u8], bool)>> {
+        let (offset, len) = (self.header.free_list_offset, self.header.free_list_len as usize);
+        if !self.header.closed_cleanly || len == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the caller has the whole file to itself.
+        let bytes = unsafe { self.file.slice(offset, len)? };
+        let holds = !self.header.has_shared_checksums() || xxh3_64(bytes) == self.header.free_list_checksum;
+        Ok(Some((bytes, holds)))
     }
 
     /// Asks the disk for the first record of `chain` (`MappedFile::will_need`, which starts
@@ -1081,6 +1087,30 @@ fn first_nonzero(bytes: &[u8]) -> Option<usize> {
         start += block.len();
     }
     None
+}
+
+/// The entries of a saved free-block list, `(offset, length)` each, decoded from its pairs of
+/// varints (offset deltas and lengths, docs/format.md); None for an entry whose varints are
+/// cut or malformed, after which nothing more is read.
+pub fn free_list_entries(bytes: &[u8]) -> impl Iterator<Item = Option<(u64, u64)>> + '_ {
+    let (mut at, mut previous, mut broken) = (0usize, 0u64, false);
+    std::iter::from_fn(move || {
+        if broken || at >= bytes.len() {
+            return None;
+        }
+        let rest = bytes.get(at..).unwrap_or_default();
+        let entry = decode_varint(rest).and_then(|(delta, n1)| {
+            let (block_len, n2) = decode_varint(rest.get(n1..).unwrap_or_default())?;
+            Some((delta, block_len, n1 + n2))
+        });
+        let Some((delta, block_len, width)) = entry else {
+            broken = true;
+            return Some(None);
+        };
+        at += width;
+        previous = previous.saturating_add(delta);
+        Some(Some((previous, block_len)))
+    })
 }
 
 #[cfg(test)]
