@@ -57,7 +57,6 @@ pub(super) fn check_blocks(
     let appending = s.header.update_mode == UpdateMode::Appending;
     let end = s.space.end().min(s.file_len());
     let mut offset = s.header.data_start();
-    blocks.whole = true;
     while offset < end {
         let step = match s.scan_block(whole, offset) {
             Ok(Block::Filler) => s.zero_run(whole, offset).max(1),

@@ -378,7 +378,8 @@ fn a_damaged_header_byte_costs_no_record_and_check_reports_it() {
 
 /// `make salvage-soak`: every byte of a 2,000-record file of each configuration, one bit
 /// flipped, restored and checked (release build); the header region's damage is in the
-/// regions too (both copies and the reserved bytes).
+/// regions too (both copies and the reserved bytes). Fails on any wrong value, and on any
+/// damaged file `check` passes whose changed byte a read meets (`Subject::unread`).
 #[test]
 #[ignore = "minutes in a release build: make salvage-soak"]
 fn every_flipped_byte_salvage_soak() {
