@@ -81,7 +81,7 @@ pub use encoding::{decode_varint, put_varint, varint_len};
 pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use expiry::{Clock, Expiry, ManualClock};
-pub use hash_dbm::{HashDbm, UpdateMode, MAX_KEY_SIZE};
+pub use hash_dbm::{HashDbm, RecordCheck, UpdateMode, MAX_KEY_SIZE};
 pub use journal::journal_path;
 pub use memory_dbm::{BabyCursor, BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 pub use packed_bytes::PackedBytes;

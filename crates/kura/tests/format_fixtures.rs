@@ -44,6 +44,10 @@ const FIXTURES: &[(&str, &str)] = &[
     ("hash-v4-none.kuh", "num_buckets=64"),
     ("hash-v4-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
     ("hash-v4-appending.kuh", "num_buckets=64,update_mode=appending,record_comp=lz4"),
+    // Format version 5 (the wide check in every record).
+    ("hash-v5-none.kuh", "num_buckets=64"),
+    ("hash-v5-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
+    ("hash-v5-appending.kuh", "num_buckets=64,update_mode=appending,record_comp=lz4"),
     ("tree-none.kut", "max_page_size=1024"),
     ("tree-zstd.kut", "max_page_size=1024,record_comp=zstd"),
     ("tree-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
@@ -158,14 +162,20 @@ fn hash_format_version(path: &Path) -> u16 {
 
 /// A file of an older HashDbm version takes writes as its own version: records of version 2
 /// have no wide checks, so the file stays version 2 (a version 3 header would make a reader
-/// look for wide checks in them), and a version 3 file has its buckets where a version 4
-/// copy of the header would go, so it stays version 3, until a rebuild writes it anew in the
-/// current version. Checked against a model through writes, a reopen and the rebuild.
+/// look for wide checks in them), a version 3 file has its buckets where a version 4 copy of
+/// the header would go, so it stays version 3, and a version 4 file's records lack the wide
+/// check of version 5, so it stays version 4, until a rebuild writes it anew: in version 4,
+/// the layout of `record_check=narrow`, which a rebuild keeps, or with `record_check=wide` in
+/// version 5. Checked against a model through writes, a reopen and both rebuilds.
 #[test]
 fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
-    for (name, kept) in
-        [("hash-v2-none.kuh", 2), ("hash-none.kuh", 2), ("hash-v2-zstd-dict.kuh", 2), ("hash-v3-none.kuh", 3)]
-    {
+    for (name, kept) in [
+        ("hash-v2-none.kuh", 2),
+        ("hash-none.kuh", 2),
+        ("hash-v2-zstd-dict.kuh", 2),
+        ("hash-v3-none.kuh", 3),
+        ("hash-v4-none.kuh", 4),
+    ] {
         let scratch = tempfile::tempdir().unwrap();
         let path = scratch.path().join(name);
         std::fs::copy(fixture_dir().join(name), &path).unwrap();
@@ -189,7 +199,9 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         let properties: BTreeMap<String, String> = reopened.inspect().unwrap().properties().into_iter().collect();
         let kept_text = kept.to_string();
         assert_eq!(properties.get("format_version"), Some(&kept_text), "{name}");
-        assert_eq!(properties.get("header_copies").map(String::as_str), Some("1"), "{name}");
+        let copies = if kept >= 4 { "2" } else { "1" };
+        assert_eq!(properties.get("header_copies").map(String::as_str), Some(copies), "{name}");
+        assert_eq!(properties.get("record_check").map(String::as_str), Some("narrow"), "{name}");
         reopened.close().unwrap();
         let check = |what: &str| {
             let db = kura::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
@@ -203,10 +215,16 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         db.close().unwrap();
         assert_eq!(hash_format_version(&path), 4, "{name}: the version after a rebuild");
         check("rebuilt");
+        let db = kura::open(&path, OpenMode::Write, &Params::new()).unwrap();
+        db.rebuild(&Params::new().with("record_check", "wide")).unwrap();
+        db.close().unwrap();
+        assert_eq!(hash_format_version(&path), 5, "{name}: the version after a rebuild with record_check=wide");
+        check("rebuilt with the wide check");
     }
 }
 
-/// Every HashDbm fixture restores whole into a file of the current version, also with one
+/// Every HashDbm fixture restores whole into a file of the current version (the wide check in
+/// every record, whatever the source had), also with one
 /// header byte damaged (put back by the header checksum: the versions before 4 have no copy)
 /// or with its whole header at 0 zeroed (version 4: the copy serves; before, the layout is
 /// rebuilt from the file); `check` passes the fixture and reports the damaged header.
@@ -237,7 +255,7 @@ fn every_hash_fixture_restores_whole_into_the_current_version() {
             let report = kura::registry::check(&source, &Params::new()).unwrap();
             assert_eq!(report.is_clean(), what == "intact", "{name}, {what}: {report:?}");
             kura::HashDbm::salvage_file(&source, &dest).unwrap_or_else(|e| panic!("{name}, {what}: {e}"));
-            assert_eq!(hash_format_version(&dest), 4, "{name}, {what}");
+            assert_eq!(hash_format_version(&dest), 5, "{name}, {what}");
             let db = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
             let found: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(Result::unwrap).collect();
             assert_eq!(found, expected, "{name}, {what}: the records restored differ");

@@ -10,10 +10,17 @@
 //! next bucket, so that one bad pointer does not hide the rest of the file. A header copy
 //! found damaged or stale at open is a problem too, though the other copy served: the next
 //! damage there would cost the file (a writable open repairs it and reports nothing more).
+//!
+//! The chains do not reach every byte a read may meet: older versions behind a key's newest
+//! (appending mode), dead records, free spans, the saved free list. check_blocks.rs walks the
+//! record area block by block and verifies those; in a file closed cleanly, every record and
+//! tombstone it finds must be one a chain reaches, and the other way round, and in place the
+//! live records it finds must be as many as the header counts.
 
 use std::collections::HashSet;
 
 use super::chain_lock::WholeFile;
+use super::check_blocks::check_blocks;
 use super::header::{UpdateMode, COPIES_BYTES, COPY_OFFSET, HEADER_REGION, HEADER_SIZE};
 use super::record::{KIND_RECORD, KIND_TOMBSTONE};
 use super::storage::{bucket_of, hash_key, Storage};
@@ -56,12 +63,18 @@ fn check_storage(s: &Storage, whole: &WholeFile<'_>) -> Result<CheckReport> {
     let in_place = s.header.update_mode == UpdateMode::InPlace;
     let num_buckets = s.header.num_buckets;
     let mut value = Vec::new();
+    // Every offset a chain reached, to hold against the blocks of the record area.
+    let mut reached: HashSet<u64> = HashSet::new();
+    // The records whose value the chain walk found damaged, which the block walk does not
+    // report again.
+    let mut flagged: HashSet<u64> = HashSet::new();
     for bucket in 0..num_buckets {
         let chain = whole.chain(bucket);
         // The keys met so far in this chain: the first record of a key is its state (in
         // appending mode older versions follow it; in place a key appears once).
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
         let walked = s.walk(chain, |offset, header, _, key| {
+            reached.insert(offset);
             let hash = hash_key(key);
             let owner = bucket_of(hash, num_buckets);
             if owner != bucket {
@@ -84,6 +97,7 @@ fn check_storage(s: &Storage, whole: &WholeFile<'_>) -> Result<CheckReport> {
                 match s.read_value(chain, offset, header, hash, &mut value) {
                     Ok(()) => report.records += 1,
                     Err(e) => {
+                        flagged.insert(offset);
                         let message = without_path(s, e.message());
                         let at = format!("record at {offset}: ");
                         report.add(Place::Record(offset), message.strip_prefix(at.as_str()).unwrap_or(&message))
@@ -96,7 +110,36 @@ fn check_storage(s: &Storage, whole: &WholeFile<'_>) -> Result<CheckReport> {
             report.add(Place::Bucket(bucket), without_path(s, e.message()));
         }
     }
+    let blocks = check_blocks(s, whole, &flagged, &mut report)?;
     let counted = s.count();
+    if s.header.closed_cleanly && blocks.whole {
+        // A clean close leaves no record unlinked under a live tag (it marks them dead).
+        let mut unreached: Vec<u64> = blocks.linked.difference(&reached).copied().collect();
+        let mut stray: Vec<u64> = reached.difference(&blocks.linked).copied().collect();
+        unreached.sort_unstable();
+        stray.sort_unstable();
+        if let Some(first) = unreached.first() {
+            report.add(
+                Place::Record(*first),
+                format!("{} intact records or tombstones that no chain reaches, the first here", unreached.len()),
+            );
+        }
+        if let Some(first) = stray.first() {
+            report.add(
+                Place::Record(*first),
+                format!(
+                    "chains reach {} places where the record area holds no intact record, the first here",
+                    stray.len()
+                ),
+            );
+        }
+        if in_place && blocks.live != counted {
+            report.add(
+                Place::Database,
+                format!("the database counts {counted} records, the record area holds {} live ones", blocks.live),
+            );
+        }
+    }
     let unreadable = report.problems;
     if report.records + unreadable < counted || (report.is_clean() && report.records != counted) {
         let crashed = if s.header.closed_cleanly {

@@ -9,6 +9,10 @@
 //! 512-byte sectors, both written by one `pwrite`; the bucket array starts at 1,024. A
 //! header that fails its check is read from the other copy (header_copies.rs), so one damaged
 //! byte, or a whole damaged sector, costs nothing (docs/format.md, "Header region").
+//!
+//! Since version 5 every record carries the wide check (record.rs); the version a file is
+//! created with follows from its `record_check` (`RecordCheck::version`): `narrow` makes a
+//! version 4 file, whose layout is the one that lacks them.
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -18,10 +22,11 @@ use crate::encoding::{Field, HeaderBytes};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"KuraHash";
-/// The version new files get. Version 4 keeps a copy of the header at `COPY_OFFSET` and
-/// starts the bucket array at `HEADER_REGION`; files of versions 1 to 3 still open and keep
-/// their version (their bucket array starts at 128, where a copy would lie).
-pub const FORMAT_VERSION: u16 = FORMAT_VERSION_HEADER_COPY;
+/// The newest version, which new files get by default. Version 5 gives every record the wide
+/// check; files of versions 1 to 4 still open and keep their version (their records lack it).
+pub const FORMAT_VERSION: u16 = FORMAT_VERSION_WIDE_RECORDS;
+/// Version 5 gives every record, tombstone and dead record the wide check (37 bits).
+pub const FORMAT_VERSION_WIDE_RECORDS: u16 = 5;
 /// Version 4 keeps the header twice (`COPY_OFFSET`) and the bucket array at `HEADER_REGION`.
 pub const FORMAT_VERSION_HEADER_COPY: u16 = 4;
 /// Version 3 gives a record crossing a 512-byte sector a wide check (record.rs); files of
@@ -73,6 +78,44 @@ pub const COPIES_BYTES: usize = COPY_AT + HEADER_BYTES;
 /// which no other write touches.
 pub const HEADER_REGION: u64 = 1024;
 const _: () = assert!(COPY_OFFSET >= 512 && COPY_OFFSET.is_multiple_of(512) && HEADER_REGION >= COPY_OFFSET + 512);
+
+/// How many check bits a new file's records carry (the `record_check` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordCheck {
+    /// 37 bits in every record (format version 5): one damaged value in 137 billion passes.
+    Wide,
+    /// 13 bits, 37 in a record crossing a 512-byte sector (format version 4's layout): 3
+    /// bytes fewer per record, and one value damaged inside a sector in 8,192 passes.
+    Narrow,
+}
+
+impl RecordCheck {
+    /// The name in parameters: `wide` or `narrow`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordCheck::Wide => "wide",
+            RecordCheck::Narrow => "narrow",
+        }
+    }
+
+    /// The setting called `name`; InvalidArgument otherwise.
+    pub fn from_name(name: &str) -> Result<RecordCheck> {
+        match name {
+            "wide" => Ok(RecordCheck::Wide),
+            "narrow" => Ok(RecordCheck::Narrow),
+            _ => Err(Error::invalid(format!("record_check {name:?} is not wide or narrow"))),
+        }
+    }
+
+    /// The format version a new file of this setting is written in: the newest, or for
+    /// `narrow` version 4, whose layout it is.
+    pub fn version(self) -> u16 {
+        match self {
+            RecordCheck::Wide => FORMAT_VERSION_WIDE_RECORDS,
+            RecordCheck::Narrow => FORMAT_VERSION_HEADER_COPY,
+        }
+    }
+}
 
 /// How updates use the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,12 +209,25 @@ impl Header {
         self.version >= FORMAT_VERSION_SHARED_CHECKS
     }
 
-    /// Which of its records carry a wide check (version 3 on: those crossing a sector).
+    /// Which of its records carry a wide check (version 3 on: those crossing a sector;
+    /// version 5 on: every one).
     pub fn check_layout(&self) -> CheckLayout {
-        if self.version >= FORMAT_VERSION_WIDE_CHECKS {
+        if self.version >= FORMAT_VERSION_WIDE_RECORDS {
+            CheckLayout::Wide
+        } else if self.version >= FORMAT_VERSION_WIDE_CHECKS {
             CheckLayout::WideAcrossSectors
         } else {
             CheckLayout::Narrow
+        }
+    }
+
+    /// The `record_check` a copy of this file keeps (a rebuild, a restore after a crash):
+    /// wide for version 5, narrow before (whose records lack the wide check).
+    pub fn record_check(&self) -> RecordCheck {
+        if self.check_layout() == CheckLayout::Wide {
+            RecordCheck::Wide
+        } else {
+            RecordCheck::Narrow
         }
     }
 
@@ -520,7 +576,23 @@ mod tests {
         assert_eq!(decoded.version, FORMAT_VERSION_SHARED_CHECKS);
         assert!(decoded.has_shared_checksums());
         assert_eq!(decoded.check_layout(), CheckLayout::Narrow);
-        assert_eq!(sample().check_layout(), CheckLayout::WideAcrossSectors);
+        assert_eq!(sample().check_layout(), CheckLayout::Wide);
+    }
+
+    #[test]
+    fn record_check_names_its_version_and_a_version_its_record_check() {
+        for check in [RecordCheck::Wide, RecordCheck::Narrow] {
+            assert_eq!(RecordCheck::from_name(check.name()).unwrap(), check);
+            let header = Header { version: check.version(), ..sample() };
+            let decoded = Header::decode(&header.encode(), 1200).unwrap();
+            assert_eq!(decoded.record_check(), check);
+            assert!(decoded.has_copy(), "both settings keep the header copy");
+        }
+        assert_eq!(
+            Header { version: FORMAT_VERSION_HEADER_COPY, ..sample() }.check_layout(),
+            CheckLayout::WideAcrossSectors
+        );
+        assert!(RecordCheck::from_name("37").unwrap_err().to_string().contains("record_check"));
     }
 
     #[test]

@@ -37,7 +37,8 @@ use super::chain_lock::WholeFile;
 use super::header::{buckets_start_of, COPIES_BYTES, COPY_OFFSET, HEADER_BYTES, HEADER_SIZE};
 use super::header::{repair_one_byte, Header, Hints, UpdateMode, BUCKET_WIDTH, FORMAT_VERSION};
 use super::header::{
-    FORMAT_VERSION_SHARED_CHECKS, FORMAT_VERSION_UNCHECKED, FORMAT_VERSION_WIDE_CHECKS, MAX_ADDRESSABLE,
+    FORMAT_VERSION_HEADER_COPY, FORMAT_VERSION_SHARED_CHECKS, FORMAT_VERSION_UNCHECKED, FORMAT_VERSION_WIDE_CHECKS,
+    MAX_ADDRESSABLE,
 };
 use super::header_copies::read_copies;
 use super::record::{Block, RecordHeader, KIND_FREE, KIND_TOMBSTONE};
@@ -311,11 +312,12 @@ fn rebuild(file: File, lock: FileLock, path: &Path, head: &[u8], file_len: u64, 
     let hinted_version = (FORMAT_VERSION_UNCHECKED..=FORMAT_VERSION).contains(&hints.version);
     // The version decides where the buckets start and whether records have wide checks: a
     // hinted one is taken, else each layout is tried and the one more records agree with is
-    // taken (a layout the file is too short for gives no evidence).
+    // taken, the first of a tie (the newest: the widest record check), a layout the file is
+    // too short for giving no evidence.
     let versions = if hinted_version {
         vec![hints.version]
     } else {
-        vec![FORMAT_VERSION, FORMAT_VERSION_WIDE_CHECKS, FORMAT_VERSION_SHARED_CHECKS]
+        vec![FORMAT_VERSION, FORMAT_VERSION_HEADER_COPY, FORMAT_VERSION_WIDE_CHECKS, FORMAT_VERSION_SHARED_CHECKS]
     };
     let mut best: Option<(u16, Evidence)> = None;
     for candidate in versions {

@@ -72,12 +72,24 @@ fn check_layout(db: &HashDbm) {
 
 #[test]
 fn free_tags_match_the_pool_through_overwrites_and_syncs() {
+    free_tags_match_the_pool(&Params::new(), 4000);
+}
+
+/// The same with version 4's layout (`record_check=narrow`), whose records have the wide
+/// check only where they cross a sector, so that a free block may fit a record at one offset
+/// and not at another.
+#[test]
+fn free_tags_match_the_pool_with_narrow_record_checks() {
+    free_tags_match_the_pool(&Params::new().with("record_check", "narrow"), 400);
+}
+
+fn free_tags_match_the_pool(params: &Params, operations: u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("layout.kuh");
-    let params = Params::new().with("num_buckets", 64).with("record_comp", "lz4");
+    let params = params.clone().with("num_buckets", 64).with("record_comp", "lz4");
     let mut db = HashDbm::create(&path, &params).unwrap();
     let mut rng = SplitMix64::new(19);
-    for _ in 0..4000u64 {
+    for _ in 0..operations {
         let key = format!("key{}", rng.below(200));
         let len = match rng.below(10) {
             0 => 1500 + rng.below(2500),
@@ -107,6 +119,51 @@ fn free_tags_match_the_pool_through_overwrites_and_syncs() {
             _ => {}
         }
         check_layout(&db);
+    }
+}
+
+/// A new file is version 5, every record, tombstone and dead record of it with the wide
+/// check; `record_check=narrow` makes a version 4 file, whose records have it only where they
+/// cross a sector; an open that names the other setting is refused, naming the file.
+#[test]
+fn every_record_of_a_new_file_has_the_wide_check_and_narrow_keeps_version_4() {
+    let dir = tempfile::tempdir().unwrap();
+    for (setting, version, all_wide) in [(None, 5, true), (Some("wide"), 5, true), (Some("narrow"), 4, false)] {
+        let path = dir.path().join(format!("{setting:?}.kuh"));
+        let params = setting.map_or_else(Params::new, |s| Params::new().with("record_check", s));
+        let db =
+            HashDbm::create(&path, &params.clone().with("num_buckets", 8).with("update_mode", "appending")).unwrap();
+        for i in 0..300u32 {
+            db.set(format!("k{}", i % 100).as_bytes(), &vec![b'v'; (i as usize * 13) % 700], true).unwrap();
+            if i % 9 == 0 {
+                let _ = db.remove(format!("k{}", i % 50).as_bytes());
+            }
+        }
+        let (mut wide, mut narrow) = (0, 0);
+        db.with_all(|slot| {
+            let storage = slot.as_mut().unwrap();
+            assert_eq!(storage.header.version, version, "{setting:?}");
+            let (s, whole) = WholeFile::unshared(storage);
+            for offset in block_starts(s, &whole) {
+                if let Block::Record(header) = s.scan_block(&whole, offset).unwrap() {
+                    *(if header.check_wide.is_some() { &mut wide } else { &mut narrow }) += 1;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(wide > 0, "{setting:?}: no record has a wide check");
+        assert_eq!(narrow == 0, all_wide, "{setting:?}: {narrow} records without a wide check, {wide} with");
+        let stats = db.inspect().unwrap();
+        let properties: std::collections::BTreeMap<String, String> = stats.properties().into_iter().collect();
+        let expected = if all_wide { ("wide", "37") } else { ("narrow", "13") };
+        assert_eq!(properties.get("record_check").map(String::as_str), Some(expected.0));
+        assert_eq!(properties.get("record_check_bits").map(String::as_str), Some(expected.1));
+        db.close().unwrap();
+        let other = if all_wide { "narrow" } else { "wide" };
+        let error =
+            HashDbm::open(&path, crate::dbm::OpenMode::Write, &Params::new().with("record_check", other)).unwrap_err();
+        assert!(error.to_string().contains("record_check") && error.to_string().contains(&*path.to_string_lossy()));
     }
 }
 

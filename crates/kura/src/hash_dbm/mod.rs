@@ -12,6 +12,9 @@
 mod buckets;
 mod chain_lock;
 mod check;
+mod check_blocks;
+#[cfg(test)]
+mod check_tests;
 mod coalesce;
 mod cursor;
 mod freed;
@@ -41,7 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-pub use header::UpdateMode;
+pub use header::{RecordCheck, UpdateMode};
 pub(crate) use options::HashOptions;
 pub use options::{DEFAULT_MAX_FILE_SIZE, DEFAULT_NUM_BUCKETS};
 pub use record::MAX_KEY_SIZE;
@@ -128,9 +131,9 @@ impl HashDbm {
     pub const MAGIC: &'static [Mark] = &[Mark::new(0, header::MAGIC)];
 
     /// Opens or creates a hash database. `params`: `record_comp`, `num_buckets`,
-    /// `update_mode`, `max_file_size` and `dict_size` apply when the file is created (and at
-    /// rebuild); on an existing file, a `record_comp` or `update_mode` that differs from the
-    /// file's is an error rather than being ignored.
+    /// `update_mode`, `max_file_size`, `dict_size` and `record_check` apply when the file is
+    /// created (and at rebuild); on an existing file, a `record_comp`, `update_mode` or
+    /// `record_check` that differs from the file's is an error rather than being ignored.
     ///
     /// A writer finding that the last writer did not close the file restores it first,
     /// salvaging every intact record into a new file that replaces the old one.
@@ -211,6 +214,13 @@ impl HashDbm {
                 mode.name()
             )));
         }
+        if let Some(check) = options.record_check.filter(|&c| c != storage.header.record_check()) {
+            return Err(Error::invalid(format!(
+                "{path} uses record_check={}, not {}: rebuild it to change the record check",
+                storage.header.record_check().name(),
+                check.name()
+            )));
+        }
         Ok(())
     }
 
@@ -227,6 +237,10 @@ impl HashDbm {
             max_file_size: options
                 .max_file_size
                 .unwrap_or_else(|| keep(|p| p.header.max_file_size, DEFAULT_MAX_FILE_SIZE)),
+            record_check: options
+                .record_check
+                .or(previous.map(|p| p.header.record_check()))
+                .unwrap_or(RecordCheck::Wide),
         }
     }
 
@@ -259,7 +273,8 @@ impl HashDbm {
         let journal = crate::journal::recover(source.as_ref())?;
         let header_salvage::Opened { storage: mut source, notes, compressed_refused, cut_short } =
             header_salvage::open_for_salvage(source.as_ref())?;
-        let mut fresh = Storage::create(dest.as_ref(), &source.layout())?;
+        // The copy takes the wide check whatever the source had: its records are written anew.
+        let mut fresh = Storage::create(dest.as_ref(), &Layout { record_check: RecordCheck::Wide, ..source.layout() })?;
         // A file closed cleanly holds no torn write: a record failing its check there is damage.
         let damaged = source.header.closed_cleanly || cut_short || !notes.is_empty();
         let salvage = restore::salvage(&mut source, &mut fresh, damaged, cut_short)?;
@@ -797,6 +812,10 @@ impl Dbm for HashDbm {
                 ("max_file_size", Stat::Number(h.max_file_size)),
                 // As read at open: a version below 3 has no wide record checks until a rebuild.
                 ("format_version", Stat::Number(u64::from(h.version))),
+                // wide: 37 check bits in every record (version 5); narrow: 13, 37 in a record
+                // crossing a sector (versions 3 and 4), 13 in every record (1 and 2).
+                ("record_check", Stat::Name(h.record_check().name())),
+                ("record_check_bits", Stat::Number(u64::from(h.check_layout().min_bits()))),
             ];
             Ok(stats)
         })

@@ -1,6 +1,6 @@
 //! The tuning parameters of HashDbm, parsed from `name=value` pairs.
 
-use super::header::{UpdateMode, BUCKET_WIDTH, HEADER_REGION, MAX_ADDRESSABLE};
+use super::header::{RecordCheck, UpdateMode, BUCKET_WIDTH, HEADER_REGION, MAX_ADDRESSABLE};
 use crate::codec::{CodecKind, DEFAULT_DICTIONARY_SIZE};
 use crate::dbm::Params;
 use crate::error::{Error, Result};
@@ -12,7 +12,7 @@ pub const DEFAULT_NUM_BUCKETS: u64 = 1 << 20;
 pub const DEFAULT_MAX_FILE_SIZE: u64 = MAX_ADDRESSABLE;
 
 pub(crate) const PARAMS: &[&str] =
-    &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size", "checkpoint_bytes"];
+    &["record_comp", "num_buckets", "update_mode", "max_file_size", "dict_size", "checkpoint_bytes", "record_check"];
 
 /// Parameters as given; `None` means "the default" at creation and "keep" at rebuild.
 #[derive(Debug, Clone, Default)]
@@ -29,6 +29,9 @@ pub struct HashOptions {
     pub dict_size: Option<usize>,
     /// `checkpoint_bytes`: journal bytes that trigger a checkpoint (journaled.rs).
     pub checkpoint_bytes: Option<u64>,
+    /// `record_check`: `wide` (37 check bits in every record) or `narrow` (13, format
+    /// version 4's layout) for a new or rebuilt file.
+    pub record_check: Option<RecordCheck>,
 }
 
 impl HashOptions {
@@ -62,6 +65,7 @@ impl HashOptions {
             max_file_size,
             dict_size,
             checkpoint_bytes: params.get_u64("checkpoint_bytes")?,
+            record_check: params.get("record_check").map(RecordCheck::from_name).transpose()?,
         })
     }
 

@@ -23,6 +23,11 @@
 //! has them follows from its offset and its length without them (`CheckLayout::is_wide`),
 //! so that reader and writer agree without a flag: about one record in five of 100 bytes
 //! pays the 3 bytes.
+//!
+//! Since format version 5 every record, tombstone and dead record carries them (37 check
+//! bits): a damaged value inside one sector (a flipped bit, not a tear) passed 13 bits once
+//! in 8,192, which the all-positions salvage soak met as wrong values (docs/durability.md).
+//! `record_check=narrow` keeps version 4's layout for a user who wants the 3 bytes back.
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -43,8 +48,13 @@ pub const TAG_FILLER: u8 = 0x00;
 pub const MAX_KEY_SIZE: usize = 1 << 24;
 /// The largest stored value (after compression).
 pub const MAX_VALUE_SIZE: usize = (1 << 32) - 1;
-/// Bytes of the wide check a record crossing a sector carries (format version 3).
+/// Bytes of the wide check a record crossing a sector carries (format versions 3 and 4), and
+/// every record (version 5).
 pub const WIDE_CHECK_LEN: usize = 3;
+/// Check bits in every record: the tag's low 5 bits and `check_lo`.
+pub const NARROW_CHECK_BITS: u32 = 13;
+/// Check bits the wide check adds.
+pub const WIDE_CHECK_BITS: u32 = 8 * WIDE_CHECK_LEN as u32;
 /// The most bytes a record header can take: tag, next (6), two sizes (4 + 5), check, wide
 /// check.
 pub const MAX_HEADER_SIZE: usize = 1 + 6 + 4 + 5 + 1 + WIDE_CHECK_LEN;
@@ -71,12 +81,13 @@ pub fn next_width(next: u64, data_end: u64) -> usize {
     }
 }
 
-/// Which records of a file carry the wide check: none (format versions 1 and 2), or those
-/// crossing a sector boundary (version 3).
+/// Which records of a file carry the wide check: none (format versions 1 and 2), those
+/// crossing a sector boundary (versions 3 and 4), or every one (version 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckLayout {
     Narrow,
     WideAcrossSectors,
+    Wide,
 }
 
 impl CheckLayout {
@@ -85,7 +96,35 @@ impl CheckLayout {
     /// crosses with it; one that crosses only with it has it, and so crosses.)
     #[inline(always)]
     pub fn is_wide(self, offset: u64, narrow_len: u64) -> bool {
-        self == CheckLayout::WideAcrossSectors && crosses_sector(offset, narrow_len + WIDE_CHECK_LEN as u64)
+        match self {
+            CheckLayout::Narrow => false,
+            CheckLayout::WideAcrossSectors => crosses_sector(offset, narrow_len + WIDE_CHECK_LEN as u64),
+            CheckLayout::Wide => true,
+        }
+    }
+
+    /// The fewest check bits a record of this layout has: 13, or 37 when every record has
+    /// the wide check.
+    pub fn min_bits(self) -> u32 {
+        NARROW_CHECK_BITS + if self == CheckLayout::Wide { WIDE_CHECK_BITS } else { 0 }
+    }
+
+    /// The bytes of wide check every record of this layout has, wherever it lies.
+    fn always(self) -> u64 {
+        if self == CheckLayout::Wide {
+            WIDE_CHECK_LEN as u64
+        } else {
+            0
+        }
+    }
+
+    /// The bytes of wide check some record of this layout has.
+    fn at_most(self) -> u64 {
+        if self == CheckLayout::Narrow {
+            0
+        } else {
+            WIDE_CHECK_LEN as u64
+        }
     }
 }
 
@@ -109,11 +148,11 @@ impl RecordLen {
     }
 
     pub fn min(&self) -> u64 {
-        self.narrow
+        self.narrow + self.layout.always()
     }
 
     pub fn max(&self) -> u64 {
-        self.narrow + if self.layout == CheckLayout::Narrow { 0 } else { WIDE_CHECK_LEN as u64 }
+        self.narrow + self.layout.at_most()
     }
 }
 
@@ -153,7 +192,8 @@ pub struct RecordHeader {
     pub value_len: usize,
     pub header_len: usize,
     pub check_lo: u8,
-    /// The 24 bits of a wide check, for a record crossing a sector in a version 3 file.
+    /// The 24 bits of a wide check: in every record of a version 5 file, in a record crossing
+    /// a sector of a version 3 or 4 file.
     pub check_wide: Option<u32>,
 }
 
@@ -179,6 +219,36 @@ impl RecordHeader {
     #[inline]
     pub fn verifies(&self, check: Check) -> bool {
         self.narrow_check() == check.narrow() && self.check_wide.is_none_or(|wide| wide == check.wide())
+    }
+
+    /// Parses the header of the dead record at `offset` whose first bytes a free span's tag
+    /// and length were written over (the first of the records a synchronization marks dead,
+    /// docs/format.md), supposing its chain pointer was `next_width` bytes wide: the fields
+    /// after the pointer are its own. Its tag's check bits are lost; `verifies_beneath_span`
+    /// checks the rest. None where the fields do not parse.
+    pub fn parse_beneath_span(
+        bytes: &[u8],
+        offset: u64,
+        next_width: usize,
+        layout: CheckLayout,
+    ) -> Option<RecordHeader> {
+        let rest = bytes.get(1 + next_width..)?;
+        let mut assembled = [0u8; 2 * MAX_HEADER_SIZE];
+        let pointer = assembled.get_mut(1..1 + next_width)?;
+        encode_varint_padded(0, pointer);
+        if let Some(first) = assembled.first_mut() {
+            *first = KIND_FREE;
+        }
+        let tail = rest.get(..rest.len().min(2 * MAX_HEADER_SIZE - 1 - next_width))?;
+        assembled.get_mut(1 + next_width..1 + next_width + tail.len())?.copy_from_slice(tail);
+        let len = (1 + next_width + tail.len()).min(assembled.len());
+        Self::parse(assembled.get(..len)?, offset, layout).ok()
+    }
+
+    /// Whether a header from `parse_beneath_span` matches `check` in the bits it still has:
+    /// `check_lo` and the wide check (32 bits).
+    pub fn verifies_beneath_span(&self, check: Check) -> bool {
+        self.check_lo == check.narrow() as u8 && self.check_wide.is_some_and(|wide| wide == check.wide())
     }
 
     /// Parses a record, tombstone or dead record header at `offset` from `bytes` (which
@@ -464,11 +534,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn layout(wide: bool) -> CheckLayout {
-        if wide {
-            CheckLayout::WideAcrossSectors
-        } else {
-            CheckLayout::Narrow
+    /// The layouts, by a number a test draws.
+    fn layout(which: u8) -> CheckLayout {
+        match which % 3 {
+            0 => CheckLayout::Narrow,
+            1 => CheckLayout::WideAcrossSectors,
+            _ => CheckLayout::Wide,
         }
     }
 
@@ -485,7 +556,7 @@ mod tests {
         fn record_round_trip(key in proptest::collection::vec(any::<u8>(), 1..40),
                              value in proptest::collection::vec(any::<u8>(), 0..300),
                              next in 0u64..(1 << 40), compressed: bool,
-                             offset in 0usize..1100, wide: bool) {
+                             offset in 0usize..1100, wide in 0u8..3) {
             let layout = layout(wide);
             let data_end = next.max(1 << 20);
             let width = next_width(next, data_end);
@@ -500,9 +571,15 @@ mod tests {
             prop_assert_eq!(header.is_compressed(), compressed);
             prop_assert_eq!(header.total_len() as usize, out.len() - offset);
             prop_assert_eq!(&out[offset + header.header_len..offset + header.header_len + key.len()], &key[..]);
-            // The wide check exactly where the record crosses a sector of a version 3 file.
+            // The wide check exactly where the record crosses a sector of a version 3 or 4
+            // file, and in every record of a version 5 file.
             let crosses = offset / 512 != (out.len() - 1) / 512;
-            prop_assert_eq!(header.check_wide.is_some(), wide && crosses);
+            let expected = match layout {
+                CheckLayout::Narrow => false,
+                CheckLayout::WideAcrossSectors => crosses,
+                CheckLayout::Wide => true,
+            };
+            prop_assert_eq!(header.check_wide.is_some(), expected);
         }
 
         #[test]
@@ -521,7 +598,7 @@ mod tests {
 
         #[test]
         fn short_parse_agrees_with_the_general_one(bytes in proptest::collection::vec(any::<u8>(), 0..28),
-                                                   offset in 0u64..2000, wide: bool) {
+                                                   offset in 0u64..2000, wide in 0u8..3) {
             // Random bytes rarely form a header; the second test covers real records.
             let layout = layout(wide);
             if let Some(short) = RecordHeader::parse_short(&bytes, offset, layout) {
@@ -532,7 +609,7 @@ mod tests {
         #[test]
         fn short_parse_takes_whole_records(key in proptest::collection::vec(any::<u8>(), 0..300),
                                            value in proptest::collection::vec(any::<u8>(), 0..20_000),
-                                           next in 0u64..(1 << 42), offset in 0usize..1100, wide: bool) {
+                                           next in 0u64..(1 << 42), offset in 0usize..1100, wide in 0u8..3) {
             let layout = layout(wide);
             let mut out = placed(offset, layout, checksum(3, false, &value), next, &key, &value);
             out.resize(out.len().max(offset + MAX_HEADER_SIZE), 0);
@@ -553,7 +630,7 @@ mod tests {
         }
 
         #[test]
-        fn a_record_len_is_where_it_lands(narrow in 1u64..2000, offset in 0u64..5000, wide: bool) {
+        fn a_record_len_is_where_it_lands(narrow in 1u64..2000, offset in 0u64..5000, wide in 0u8..3) {
             let len = RecordLen { narrow, layout: layout(wide) };
             let at = len.at(offset);
             prop_assert!(len.min() <= at && at <= len.max());
@@ -590,6 +667,27 @@ mod tests {
         let check = checksum(0, false, b"abcdefgh");
         let out = placed(0, CheckLayout::WideAcrossSectors, check, 0, b"00000001", b"abcdefgh");
         assert_eq!(out.len(), 16 + 5);
+        // docs/hash.md: 21 bytes in version 4's layout, 24 with the wide check of version 5.
+        let wide = placed(0, CheckLayout::Wide, check, 0, b"00000001", b"abcdefgh");
+        assert_eq!(wide.len(), 16 + 5 + WIDE_CHECK_LEN);
+    }
+
+    #[test]
+    fn every_record_of_a_wide_file_pays_three_bytes_and_catches_a_13_bit_collision() {
+        let check = checksum(0, false, b"abcdefgh");
+        for offset in [0, 100, 488, 500, 1023] {
+            let narrow = placed(offset, CheckLayout::Narrow, check, 0, b"00000001", b"abcdefgh");
+            let wide = placed(offset, CheckLayout::Wide, check, 0, b"00000001", b"abcdefgh");
+            assert_eq!(wide.len(), narrow.len() + WIDE_CHECK_LEN, "at {offset}");
+            let header = RecordHeader::parse(&wide[offset..], offset as u64, CheckLayout::Wide).unwrap();
+            assert!(header.verifies(check));
+            // A value whose 13 bits collide (one damaged value in 8,192) fails the 37.
+            let colliding = Check(check.0 ^ (1 << 40));
+            assert_eq!(colliding.narrow(), check.narrow());
+            assert!(!header.verifies(colliding), "at {offset}");
+        }
+        assert_eq!(CheckLayout::Wide.min_bits(), 37);
+        assert_eq!(CheckLayout::WideAcrossSectors.min_bits(), 13);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::buckets::{filter_bits, BucketCache, Entry};
 use super::chain_lock::{Chain, ChainMut, WholeFile};
 use super::freed::{Freed, FreedBlock};
-use super::header::{Header, UpdateMode, BUCKET_WIDTH, COPIES_BYTES, FORMAT_VERSION};
+use super::header::{Header, RecordCheck, UpdateMode, BUCKET_WIDTH, COPIES_BYTES};
 use super::header_copies::{read_copies, Copies};
 use super::record::{
     self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, RecordLen, KIND_FREE,
@@ -129,6 +129,8 @@ pub struct Layout {
     pub update_mode: UpdateMode,
     pub num_buckets: u64,
     pub max_file_size: u64,
+    /// Which check the records get, and so the format version of the file.
+    pub record_check: RecordCheck,
 }
 
 #[derive(Debug, Default)]
@@ -222,7 +224,7 @@ impl Storage {
             free_list_len: 0,
             dictionary_checksum: xxh3_64(&layout.dictionary),
             free_list_checksum: 0,
-            version: FORMAT_VERSION,
+            version: layout.record_check.version(),
         };
         header.data_end = header.data_start();
         if header.data_end > layout.max_file_size {
@@ -392,6 +394,7 @@ impl Storage {
             update_mode: self.header.update_mode,
             num_buckets: self.header.num_buckets,
             max_file_size: self.header.max_file_size,
+            record_check: self.header.record_check(),
         }
     }
 
@@ -589,15 +592,8 @@ impl Storage {
         if self.header.has_shared_checksums() && xxh3_64(bytes) != self.header.free_list_checksum {
             return;
         }
-        let (mut at, mut previous) = (0usize, 0u64);
         let data_start = self.header.data_start();
-        while at < bytes.len() {
-            let rest = bytes.get(at..).unwrap_or_default();
-            let Some((delta, n1)) = decode_varint(rest) else { return };
-            let Some((block_len, n2)) = decode_varint(rest.get(n1..).unwrap_or_default()) else { return };
-            at += n1 + n2;
-            let block = previous.saturating_add(delta);
-            previous = block;
+        for (block, block_len) in free_list_entries(bytes).map_while(|entry| entry) {
             // A saved entry is trusted only if it lies in the record area and really holds a
             // free block there; anything else is skipped (a rebuild reclaims it).
             // SAFETY: as above.
@@ -609,6 +605,19 @@ impl Storage {
                 self.space.release(block, block_len, (block >> 4) as usize);
             }
         }
+    }
+
+    /// The saved free-block list of a file closed cleanly, as stored (None without one), and
+    /// whether it matches the checksum the header keeps (a version 1 file keeps none: true).
+    pub fn saved_free_list(&self, _whole: &WholeFile<'_>) -> Result<Option<(&[u8], bool)>> {
+        let (offset, len) = (self.header.free_list_offset, self.header.free_list_len as usize);
+        if !self.header.closed_cleanly || len == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the caller has the whole file to itself.
+        let bytes = unsafe { self.file.slice(offset, len)? };
+        let holds = !self.header.has_shared_checksums() || xxh3_64(bytes) == self.header.free_list_checksum;
+        Ok(Some((bytes, holds)))
     }
 
     /// Asks the disk for the first record of `chain` (`MappedFile::will_need`, which starts
@@ -1078,6 +1087,30 @@ fn first_nonzero(bytes: &[u8]) -> Option<usize> {
         start += block.len();
     }
     None
+}
+
+/// The entries of a saved free-block list, `(offset, length)` each, decoded from its pairs of
+/// varints (offset deltas and lengths, docs/format.md); None for an entry whose varints are
+/// cut or malformed, after which nothing more is read.
+pub fn free_list_entries(bytes: &[u8]) -> impl Iterator<Item = Option<(u64, u64)>> + '_ {
+    let (mut at, mut previous, mut broken) = (0usize, 0u64, false);
+    std::iter::from_fn(move || {
+        if broken || at >= bytes.len() {
+            return None;
+        }
+        let rest = bytes.get(at..).unwrap_or_default();
+        let entry = decode_varint(rest).and_then(|(delta, n1)| {
+            let (block_len, n2) = decode_varint(rest.get(n1..).unwrap_or_default())?;
+            Some((delta, block_len, n1 + n2))
+        });
+        let Some((delta, block_len, width)) = entry else {
+            broken = true;
+            return Some(None);
+        };
+        at += width;
+        previous = previous.saturating_add(delta);
+        Some(Some((previous, block_len)))
+    })
 }
 
 #[cfg(test)]
