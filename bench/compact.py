@@ -75,13 +75,18 @@ TARGETS = [
 ]
 
 # The Python dict contender, run as its own process on the same TSV.
-PYTHON_DICT = r"""
-import ctypes, json, random, sys, time
+# The resident set after malloc_trim, as the contender processes below measure it.
+RSS_OF_PROCESS = r"""
+import ctypes
 libc = ctypes.CDLL("libc.so.6")
 def rss():
     libc.malloc_trim(0)
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
+"""
+
+PYTHON_DICT = RSS_OF_PROCESS + r"""
+import json, random, sys, time
 path, limit, gets, sets = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 records = []
 with open(path, "rb") as f:
@@ -127,14 +132,9 @@ print(json.dumps({"contender": "python-dict", "records": n, "rss_growth": grown,
 # written; before them every record is read back once and checked.
 ITEM6_RECORDS = 200_000
 ITEM6_TARGET = {"memory_vs_tiny_at_most": 0.35, "get_qps_at_least": 200_000}
-PYTHON_DEFAULT = r"""
-import ctypes, json, os, random, sys, tempfile, time
+PYTHON_DEFAULT = RSS_OF_PROCESS + r"""
+import json, os, random, sys, tempfile, time
 import kura
-libc = ctypes.CDLL("libc.so.6")
-def rss():
-    libc.malloc_trim(0)
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
 path, engine, limit, gets = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 params = dict(p.split("=", 1) for p in sys.argv[5].split(",") if p) if len(sys.argv) > 5 else {}
 table = {}
