@@ -24,8 +24,8 @@
 use std::path::Path;
 
 use super::format::{FileHeader, SlotKind, CHECKSUM_FIELD, DATA_START, HEADER_SIZE, SLOT_ALIGN, SLOT_HEADER_SIZE};
-use super::pager::Pager;
 use super::space::Space;
+use super::verify::PageSource;
 use crate::encoding::repair_one_byte;
 use crate::error::Result;
 
@@ -115,7 +115,11 @@ const MAX_FREE_LIST_SCAN: u64 = 16 << 20;
 /// newest tree (see the module comment): `Ok(None)`, or `Ok(Some(end))` when its tree is the
 /// one a clean close saved and the used area ends at `end` (its own end field may lie further:
 /// it was written before the close gave back the free tail); the reason when it is not.
-pub fn lone_copy_is_current(pager: &Pager, path: &Path, file_len: u64) -> std::result::Result<Option<u64>, String> {
+pub fn lone_copy_is_current(
+    pager: &impl PageSource,
+    path: &Path,
+    file_len: u64,
+) -> std::result::Result<Option<u64>, String> {
     let header = pager.header();
     if crate::journal::journal_path(path).exists() {
         return Err("a journal lies beside the file: a writer had it open after that commit".to_string());

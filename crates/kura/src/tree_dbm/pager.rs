@@ -902,4 +902,8 @@ impl PageSource for Pager {
     fn decode_page(&self, offset: u64) -> Result<Page> {
         Pager::decode_page(self, offset)
     }
+
+    fn read_blob(&self, offset: u64) -> Result<Vec<u8>> {
+        Pager::read_blob(self, offset)
+    }
 }

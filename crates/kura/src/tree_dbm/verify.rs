@@ -29,6 +29,8 @@ pub trait PageSource {
     fn slot_header(&self, offset: u64) -> Result<SlotHeader>;
     /// The page at `offset`, decoded and its checksum verified, read past any cache.
     fn decode_page(&self, offset: u64) -> Result<Page>;
+    /// The blob (a saved free list, the dictionary) at `offset`, its checksum verified.
+    fn read_blob(&self, offset: u64) -> Result<Vec<u8>>;
 }
 
 /// Checks the tree of the pager's current header against the durable header `base` in the
