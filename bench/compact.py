@@ -75,7 +75,8 @@ TARGETS = [
 ]
 
 # The Python dict contender, run as its own process on the same TSV.
-# The resident set after malloc_trim, as the contender processes below measure it.
+# What the contender processes below share: the resident set after malloc_trim, and the
+# (key, value) pairs of the TSV file.
 RSS_OF_PROCESS = r"""
 import ctypes
 libc = ctypes.CDLL("libc.so.6")
@@ -83,19 +84,18 @@ def rss():
     libc.malloc_trim(0)
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
+def tsv_pairs(path):
+    with open(path, "rb") as f:
+        for line in f:
+            key, sep, value = line.rstrip(b"\n").partition(b"\t")
+            if sep:
+                yield key, value
 """
 
 PYTHON_DICT = RSS_OF_PROCESS + r"""
-import json, random, sys, time
+import itertools, json, random, sys, time
 path, limit, gets, sets = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-records = []
-with open(path, "rb") as f:
-    for line in f:
-        if len(records) >= limit:
-            break
-        key, sep, value = line.rstrip(b"\n").partition(b"\t")
-        if sep:
-            records.append((key, value))
+records = list(itertools.islice(tsv_pairs(path), limit))
 keys = [k for k, _ in records]
 order = list(range(len(records)))
 random.Random(0x6b757261).shuffle(order)
@@ -138,13 +138,10 @@ import kura
 path, engine, limit, gets = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 params = dict(p.split("=", 1) for p in sys.argv[5].split(",") if p) if len(sys.argv) > 5 else {}
 table = {}
-with open(path, "rb") as f:
-    for line in f:
-        if len(table) >= limit:
-            break
-        key, sep, value = line.rstrip(b"\n").partition(b"\t")
-        if sep:
-            table[key] = value
+for key, value in tsv_pairs(path):
+    if len(table) >= limit:
+        break
+    table[key] = value
 keys = list(table)
 values = [table[k] for k in keys]
 del table
