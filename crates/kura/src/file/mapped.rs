@@ -66,7 +66,7 @@ impl MappedFile {
             // file without holes needs no new block, so this succeeds on a full disk too.
             allocate(&file, 0, len).map_err(|e| Error::io(format!("allocate {}", path.display()), e))?;
         }
-        let map = Self::reserve(&file, max_len, len, writable)
+        let map = reserve_address_space(&file, max_len, len, writable)
             .map_err(|e| Error::io(format!("mmap {}", path.display()), e))?;
         // Lookups land anywhere in the file: without this advice a fault in a file that is not
         // in memory reads around itself (the disks here read ahead 8 MiB), so a random get on
@@ -88,26 +88,6 @@ impl MappedFile {
             grow: Mutex::new(()),
             writable,
         })
-    }
-
-    /// Maps `max_len` bytes, or less if the address space refuses (a ulimit), but never less
-    /// than twice the current length.
-    fn reserve(file: &File, max_len: u64, len: u64, writable: bool) -> std::io::Result<memmap2::MmapRaw> {
-        let mut want = max_len.max(1);
-        loop {
-            let size = usize::try_from(want).unwrap_or(usize::MAX);
-            let mut options = memmap2::MmapOptions::new();
-            options.len(size).no_reserve_swap();
-            let mapped = if writable { options.map_raw(file) } else { options.map_raw_read_only(file) };
-            match mapped {
-                Ok(map) => return Ok(map),
-                Err(e) if want / 2 >= len.saturating_mul(2).max(MIN_GROWTH) => {
-                    let _ = e;
-                    want /= 2;
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 
     pub fn path(&self) -> &Path {
@@ -396,6 +376,31 @@ impl MappedFile {
             }
         }
         self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))
+    }
+}
+
+/// Maps `max_len` bytes, or less if the address space refuses (a ulimit), but never less
+/// than twice the current length.
+pub(super) fn reserve_address_space(
+    file: &File,
+    max_len: u64,
+    len: u64,
+    writable: bool,
+) -> std::io::Result<memmap2::MmapRaw> {
+    let mut want = max_len.max(1);
+    loop {
+        let size = usize::try_from(want).unwrap_or(usize::MAX);
+        let mut options = memmap2::MmapOptions::new();
+        options.len(size).no_reserve_swap();
+        let mapped = if writable { options.map_raw(file) } else { options.map_raw_read_only(file) };
+        match mapped {
+            Ok(map) => return Ok(map),
+            Err(e) if want / 2 >= len.saturating_mul(2).max(MIN_GROWTH) => {
+                let _ = e;
+                want /= 2;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ mod open;
 mod prefetch;
 mod replace;
 
-pub use appender::MappedAppender;
+pub use appender::{AppendWrite, Appended, Exclusive, MappedAppender};
 pub use lock::{FileLock, LockMode};
 pub use mapped::{allocate, MappedFile};
 pub use open::{not_regular, open_regular_file};

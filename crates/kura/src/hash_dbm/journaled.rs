@@ -14,18 +14,22 @@
 //! (the crash contract HashDbm kept before the journal: every record of that state intact,
 //! each record modified since its old value or one written since), restored at the next open
 //! as before; then the journal's whole frames are replayed over it. Entries are blind writes
-//! (journal.rs), so a replay over a file that already holds some of them ends in their state.
+//! (journal/mod.rs), so a replay over a file that already holds some of them ends in their state.
 //!
 //! Ordering, so that a replay never undoes a later change of the same key: a single write
 //! applies and then appends its entry, and a batch appends its frame and then applies it,
 //! each under the stripe locks of its keys, so that the journal holds the changes of one key
-//! in the order they were applied. A batch holds the journal's lock from its frame until its
-//! last change is applied, and a checkpoint holds it from the file's sync until the journal
-//! restarted, so a checkpoint never drops a frame whose changes the synced file lacks. Lock
-//! order: the header lock, then stripes (ascending), then the journal.
+//! in the order they were applied. A single write's frame goes into the journal with no lock
+//! of the journal's (journal/writer.rs: one reservation of its bytes, published in order), so
+//! that two threads' sets do not queue behind each other. A batch holds `commit` from its
+//! frame until its last change is applied; a checkpoint holds `commit`, and the journal alone
+//! (new frames wait), from before the file's sync until the journal restarted. So a
+//! checkpoint never drops a frame whose changes the synced file lacks: a single write whose
+//! frame went in before the checkpoint held the journal was applied before the sync, and a
+//! batch's frame and changes are both before it or both after. Lock order: the header lock,
+//! then stripes (ascending), then `commit`, then the journal held alone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLockWriteGuard};
 
@@ -34,15 +38,20 @@ use super::storage::{bucket_of, hash_key};
 use super::{check_key, stripe_of, HashDbm};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
-use crate::journal::{self, encode_entry, Entry, Journal, Recovered, SyncState};
+use crate::file::AppendWrite;
+use crate::journal::{self, encode_entry, Entry, JournalFile, Recovered, FRAME_HEADER_SIZE};
 use crate::multi_get::LockSet;
+
+/// A batch's frame buffer is kept for the next batch up to this capacity.
+const BATCH_BUFFER_KEPT: usize = 1 << 20;
 
 /// A writer's journal and what decides its checkpoints.
 #[derive(Debug)]
 pub(super) struct HashJournal {
-    journal: Mutex<Journal>,
-    /// Shared with committers that sync outside the journal's lock (group commit).
-    sync: Arc<SyncState>,
+    file: JournalFile,
+    /// A batch's frame buffer (room for the frame's header, then its entries), held from the
+    /// frame until the batch is applied; a checkpoint holds it too (see the module comment).
+    commit: Mutex<Vec<u8>>,
     checkpoint_bytes: u64,
     /// Set when a batch too large for the journal changed the file since the last checkpoint
     /// without an entry: the next durable commit must then be a checkpoint.
@@ -51,19 +60,19 @@ pub(super) struct HashJournal {
 
 impl HashJournal {
     pub fn new(db_path: &std::path::Path, checkpoint_bytes: u64) -> HashJournal {
-        let journal = Journal::new(db_path);
-        let sync = journal.sync_state();
-        HashJournal { journal: Mutex::new(journal), sync, checkpoint_bytes, unjournaled: AtomicBool::new(false) }
+        HashJournal {
+            file: JournalFile::new(db_path),
+            commit: Mutex::new(Vec::new()),
+            checkpoint_bytes,
+            unjournaled: AtomicBool::new(false),
+        }
     }
 
     /// Appends one change as a frame of its own (into the page cache: a killed process loses
     /// nothing that returned). Returns whether the journal is due a checkpoint.
     pub fn log(&self, entry: Entry<'_>) -> Result<bool> {
-        let mut journal = self.journal.lock();
-        encode_entry(journal.pending_mut(), entry);
-        journal.entry_added();
-        journal.write_pending()?;
-        Ok(journal.bytes() > self.checkpoint_bytes)
+        let bytes = self.file.append_entry(entry)?;
+        Ok(bytes > self.checkpoint_bytes)
     }
 
     /// Whether a batch of `bytes` bytes is too large for the journal: applied without entries
@@ -93,21 +102,27 @@ impl HashDbm {
             return self.write_batch_bypassing(journal, batch, durable);
         }
         let (due, ticket) = self.with_batch_locked(batch, |applying| {
-            let mut log = journal.journal.lock();
+            let mut frame = journal.commit.lock();
+            frame.clear();
+            frame.resize(FRAME_HEADER_SIZE, 0);
             for op in batch.ops() {
-                encode_entry(log.pending_mut(), Entry::from(op));
-                log.entry_added();
+                encode_entry(&mut frame, Entry::from(op));
             }
-            if durable {
-                log.write_pending_to_sync()?;
-            } else {
-                log.write_pending()?;
+            let count = u32::try_from(batch.len()).unwrap_or(u32::MAX);
+            let how = if durable { AppendWrite::Through } else { AppendWrite::Mapped };
+            let position = journal.file.append_frame(&mut frame, count, false, how);
+            if frame.capacity() > BATCH_BUFFER_KEPT {
+                *frame = Vec::new();
             }
+            let position = position?;
             applying()?;
-            Ok((log.bytes() > journal.checkpoint_bytes, durable.then(|| log.ticket()).flatten()))
+            Ok((
+                journal.file.bytes() > journal.checkpoint_bytes,
+                durable.then(|| journal.file.ticket_for(position)).flatten(),
+            ))
         })?;
         if let Some(ticket) = ticket {
-            journal.sync.sync(&ticket)?;
+            journal.file.sync(&ticket)?;
         }
         self.checkpoint_if_due(due)
     }
@@ -120,9 +135,8 @@ impl HashDbm {
     fn write_batch_bypassing(&self, journal: &HashJournal, batch: &WriteBatch, durable: bool) -> Result<()> {
         let header = self.header_lock.lock();
         let due = self.with_batch_locked(batch, |applying| {
-            let mut log = journal.journal.lock();
-            self.storage_ref()?.synchronize(true)?;
-            log.restart()?;
+            let _commit = journal.commit.lock();
+            journal.file.restart_after(|| self.storage_ref()?.synchronize(true))?;
             journal.unjournaled.store(true, Ordering::Release);
             applying()?;
             Ok(self.storage_ref()?.settle_due())
@@ -187,9 +201,8 @@ impl HashDbm {
         if journal.unjournaled.load(Ordering::Acquire) {
             return self.checkpoint();
         }
-        let ticket = journal.journal.lock().ticket();
-        match ticket {
-            Some(ticket) => journal.sync.sync(&ticket),
+        match journal.file.ticket() {
+            Some(ticket) => journal.file.sync(&ticket),
             None => Ok(()),
         }
     }
@@ -202,9 +215,8 @@ impl HashDbm {
         let _header = self.header_lock.lock();
         self.with_any(|s| match &self.journal {
             Some(journal) => {
-                let mut log = journal.journal.lock();
-                s.synchronize(true)?;
-                log.restart()?;
+                let _commit = journal.commit.lock();
+                journal.file.restart_after(|| s.synchronize(true))?;
                 journal.unjournaled.store(false, Ordering::Release);
                 Ok(())
             }
@@ -225,7 +237,8 @@ impl HashDbm {
     pub(super) fn journal_restarted(&self) -> Result<()> {
         match &self.journal {
             Some(journal) => {
-                journal.journal.lock().restart()?;
+                let _commit = journal.commit.lock();
+                journal.file.restart_after(|| Ok(()))?;
                 journal.unjournaled.store(false, Ordering::Release);
                 Ok(())
             }
@@ -244,7 +257,7 @@ impl HashDbm {
     /// Removes the journal after a close made the file durable.
     pub(super) fn remove_journal(&self) -> Result<()> {
         match &self.journal {
-            Some(journal) => journal.journal.lock().remove(),
+            Some(journal) => journal.file.remove(),
             None => Ok(()),
         }
     }
@@ -276,7 +289,7 @@ impl HashDbm {
         let journal = HashJournal::new(&self.path, checkpoint_bytes);
         // The journal exists from the start, so that every checkpoint shows as a new salt in
         // its header (the power-loss simulation follows checkpoints by it).
-        journal.journal.lock().create_now()?;
+        journal.file.create_now()?;
         self.journal = Some(journal);
         if !recovered.is_empty() || recovered.dropped_bytes > 0 {
             // What was replayed becomes durable in the file, and the journal starts over.

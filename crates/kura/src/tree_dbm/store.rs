@@ -1,7 +1,7 @@
 //! The tree and its journal, kept together under the tree's lock: every change to the tree is
 //! also an entry of the journal, and pages reach the tree file only at checkpoints.
 //!
-//! The rules that make a crash at any moment recoverable (journal.rs says why replay is
+//! The rules that make a crash at any moment recoverable (journal/mod.rs says why replay is
 //! idempotent):
 //! - a change is encoded into the journal's pending entries as it is applied to the tree in
 //!   memory; a commit writes the pending entries as one frame (kill-safe), a durable commit
@@ -133,7 +133,7 @@ impl Store {
     /// the budget: a batch larger than memory (a bulk load into a tree that does not fit)
     /// would otherwise hold every page it modifies until its checkpoint. The first time the
     /// budget is passed, the whole batch is written to the journal (frames that a replay takes
-    /// only together, journal.rs) and synced; from then on the tree is committed (without a sync)
+    /// only together, journal/mod.rs) and synced; from then on the tree is committed (without a sync)
     /// as it stands whenever the budget is passed again, and the rest applied. A crash then leaves
     /// the journal holding the whole batch, which the next open replays over whatever part of
     /// it the tree holds: the batch stays whole or absent, as LMDB's spilled transactions do.

@@ -24,6 +24,10 @@
 //! the frame's offset, so a frame torn by a crash, a stale frame of an earlier journal at the
 //! same offset, or one moved, is not taken; replay stops at the first frame that fails.
 //!
+//! The format and the replay live here; `writer.rs` appends frames (from many threads at once,
+//! for HashDbm's single writes) and starts the journal over; `pending.rs` collects a commit's
+//! entries into frames for a single writer (TreeDbm).
+//!
 //! ```text
 //! header (32 bytes): [8] magic "KuraJrnl", u32 version, u32 zero, u64 salt, u64 xxh3 of 0..24
 //! frame:             u32 payload length, u32 entry count (top bit: the commit continues in the
@@ -32,17 +36,19 @@
 //!                    and for a set: varint value length, value
 //! ```
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
-use parking_lot::Mutex;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::encoding::{put_varint, ByteReader, Field, HeaderBytes};
-use crate::error::{Error, ErrorKind, Result};
-use crate::file::{sibling_path, MappedAppender};
+use crate::error::{Error, Result};
+use crate::file::sibling_path;
+
+mod pending;
+mod writer;
+
+pub use pending::Journal;
+pub use writer::{JournalFile, SyncState, SyncTicket};
 
 const MAGIC: &[u8; 8] = b"KuraJrnl";
 /// 2: a frame's entry count carries `CONTINUED` (a batch written as several frames).
@@ -77,19 +83,6 @@ const KIND_CLEAR: u8 = 3;
 /// Checkpoint once the journal holds this many bytes: bounds the replay after a crash (about a
 /// second per 64 MiB of entries) and the journal file.
 pub const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
-
-/// Pending entries beyond this are written out as a frame before the next one is added, so
-/// that a long run of sets without a commit does not hold its whole journal in memory.
-const MAX_PENDING_BYTES: usize = 1 << 20;
-
-/// The journal file grows by zeros written this far ahead of its frames, and is reused, not
-/// truncated, when it starts over (up to `MAX_RECYCLED_BYTES`). Why: a frame then overwrites
-/// blocks the file already has, so its `fdatasync` writes the data and flushes the device,
-/// with no change of the file's size or extents for the file system to commit first (on
-/// ext4 a commit into a growing file cost a journal commit of its own). RocksDB recycles its
-/// log files for the same reason.
-const GROWTH_BYTES: u64 = 1 << 20;
-const MAX_RECYCLED_BYTES: u64 = 64 << 20;
 
 /// The journal file of the database file at `db_path`.
 pub fn journal_path(db_path: &Path) -> PathBuf {
@@ -303,310 +296,6 @@ pub(crate) fn fix_checksums(bytes: &mut [u8]) {
     }
 }
 
-/// A position in the journal's stream of frames: the bytes written to it since the database was
-/// opened, across restarts of the journal. A durable commit waits until the synced position
-/// reaches its own (group commit: one sync serves every commit written before it started).
-pub type Position = u64;
-
-/// How far the journal is written and synced: shared between the journal (under the
-/// database's lock) and the committers that sync outside it, so that one `fdatasync` serves every commit
-/// whose frame was written before it started (group commit).
-#[derive(Debug, Default)]
-pub struct SyncState {
-    written: AtomicU64,
-    synced: Mutex<Position>,
-    /// Set when an fdatasync failed: the kernel may have dropped the dirty pages it could not
-    /// write, so a later sync that succeeds proves nothing. Every durable commit fails from then.
-    failed: AtomicBool,
-}
-
-/// What a committer needs to make its frame durable once it let go of the database's lock.
-#[derive(Debug)]
-pub struct SyncTicket {
-    file: Arc<File>,
-    path: PathBuf,
-    position: Position,
-}
-
-impl SyncState {
-    /// Makes every frame up to the ticket's position durable: one `fdatasync`, unless a sync
-    /// that started after the frame was written already covered it.
-    pub fn sync(&self, ticket: &SyncTicket) -> Result<()> {
-        let mut synced = self.synced.lock();
-        if self.failed.load(Ordering::Acquire) {
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!("{}: an earlier fdatasync failed; close and reopen the database", ticket.path.display()),
-            ));
-        }
-        if *synced >= ticket.position {
-            return Ok(());
-        }
-        let target = self.written.load(Ordering::Acquire).max(ticket.position);
-        if let Err(e) = ticket.file.sync_data() {
-            self.failed.store(true, Ordering::Release);
-            return Err(Error::io(format!("fdatasync {}", ticket.path.display()), e));
-        }
-        *synced = target;
-        Ok(())
-    }
-
-    /// Every frame written so far is durable (a checkpoint, or a restart that synced).
-    fn all_durable(&self) {
-        let written = self.written.load(Ordering::Acquire);
-        let mut synced = self.synced.lock();
-        *synced = (*synced).max(written);
-    }
-}
-
-/// How a frame reaches the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FrameWrite {
-    /// Copied in through the mapping (a commit that is not synced).
-    Mapped,
-    /// Written with `pwrite` (a commit about to be synced).
-    Written,
-}
-
-/// The open journal of a writer: the file and the entries not yet written to it.
-#[derive(Debug)]
-pub struct Journal {
-    path: PathBuf,
-    sync: Arc<SyncState>,
-    /// Shared with committers that sync outside the database's lock.
-    file: Option<Arc<File>>,
-    salt: u64,
-    /// Where the next frame goes.
-    end: u64,
-    /// The file, mapped: frames are copied into it (file/appender.rs); None before the first.
-    appender: Option<MappedAppender>,
-    /// Room for a frame's header, then the entries encoded since the last frame was written:
-    /// a frame is copied into the file from here in one piece.
-    pending: Vec<u8>,
-    pending_entries: u32,
-    /// Set while `write_pending_continued` writes its frame.
-    continued: bool,
-    /// The position after the last frame written.
-    written: Position,
-    /// Frames written since the journal last started over.
-    frames: u64,
-}
-
-impl Journal {
-    /// The journal of the database file at `db_path`. Its file is created by the first frame.
-    pub fn new(db_path: &Path) -> Journal {
-        Journal {
-            path: journal_path(db_path),
-            sync: Arc::new(SyncState::default()),
-            file: None,
-            salt: 0,
-            end: 0,
-            appender: None,
-            pending: vec![0; FRAME_HEADER_SIZE],
-            pending_entries: 0,
-            continued: false,
-            written: 0,
-            frames: 0,
-        }
-    }
-
-    /// Bytes of the journal file in use (0 while it has no frame).
-    pub fn bytes(&self) -> u64 {
-        if self.frames == 0 {
-            0
-        } else {
-            self.end
-        }
-    }
-
-    /// The sync state shared with committers outside the database's lock.
-    pub fn sync_state(&self) -> Arc<SyncState> {
-        Arc::clone(&self.sync)
-    }
-
-    /// What a commit that wrote its frame needs to make it durable outside the database's lock:
-    /// None when nothing it wrote waits for a sync (no frame since the last checkpoint).
-    pub fn ticket(&self) -> Option<SyncTicket> {
-        let file = self.file.as_ref()?;
-        (self.frames > 0).then(|| SyncTicket {
-            file: Arc::clone(file),
-            path: self.path.clone(),
-            position: self.written,
-        })
-    }
-
-    /// The pending entries' buffer, to encode one more entry into (`entry_added` after).
-    pub fn pending_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.pending
-    }
-
-    /// Counts an entry encoded into `pending_mut`.
-    pub fn entry_added(&mut self) {
-        self.pending_entries += 1;
-    }
-
-    /// Whether the pending entries should be written out now (see `MAX_PENDING_BYTES`).
-    pub fn pending_is_large(&self) -> bool {
-        self.pending.len() > FRAME_HEADER_SIZE + MAX_PENDING_BYTES
-    }
-
-    /// Drops the pending entries (their changes are in a checkpoint, or were undone).
-    pub fn discard_pending(&mut self) {
-        self.pending.truncate(FRAME_HEADER_SIZE);
-        self.pending_entries = 0;
-    }
-
-    /// Writes the pending entries as one frame (without syncing).
-    /// The frame is copied in through the mapping: the commit reaches the page cache without
-    /// a system call.
-    pub fn write_pending(&mut self) -> Result<()> {
-        self.write_pending_as(FrameWrite::Mapped)
-    }
-
-    /// `write_pending` for a commit about to be synced: the frame is written with `pwrite`
-    /// (see `MappedAppender::write_through` for why).
-    pub fn write_pending_to_sync(&mut self) -> Result<()> {
-        self.write_pending_as(FrameWrite::Written)
-    }
-
-    /// Writes the pending entries as a frame of a commit that the next frame continues: a
-    /// replay takes it only together with the frames after it up to one written by
-    /// `write_pending` or `write_pending_to_sync` (a batch too large for one frame).
-    pub fn write_pending_continued(&mut self) -> Result<()> {
-        self.continued = true;
-        let written = self.write_pending_as(FrameWrite::Written);
-        self.continued = false;
-        written
-    }
-
-    fn write_pending_as(&mut self, how: FrameWrite) -> Result<()> {
-        if self.pending_entries == 0 {
-            return Ok(());
-        }
-        if self.pending_entries >= CONTINUED {
-            return Err(Error::new(ErrorKind::Limit, "a journal frame of 2^31 entries or more"));
-        }
-        let count = if self.continued { self.pending_entries | CONTINUED } else { self.pending_entries };
-        let len = u32::try_from(self.pending.len() - FRAME_HEADER_SIZE)
-            .map_err(|_| Error::new(ErrorKind::Limit, "a commit of more than 4 GiB of changes"))?;
-        if self.file.is_none() {
-            self.start(None)?;
-        }
-        let offset = self.end;
-        let (head, payload) = self.pending.split_at_mut(FRAME_HEADER_SIZE);
-        let mut header = HeaderBytes::<FRAME_HEADER_SIZE>::new();
-        header.put_u32(FRAME_LEN_FIELD, len);
-        header.put_u32(FRAME_COUNT_FIELD, count);
-        header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(self.salt, offset, len, count, payload));
-        head.copy_from_slice(&header.into_bytes());
-        let frame = &self.pending;
-        let appender = self.appender.as_mut().ok_or_else(|| Error::internal("a journal has its file once started"))?;
-        let frame_end = offset + frame.len() as u64;
-        if frame_end > appender.len() {
-            // Zeros ahead (a replay stops at them: an all-zero frame header fails its checksum).
-            let grown = frame_end.div_ceil(GROWTH_BYTES).saturating_add(1).saturating_mul(GROWTH_BYTES);
-            appender.grow_to(grown)?;
-        }
-        match how {
-            FrameWrite::Mapped => appender.write(offset, frame)?,
-            FrameWrite::Written => appender.write_through(offset, frame)?,
-        }
-        self.end += frame.len() as u64;
-        self.written += frame.len() as u64;
-        self.sync.written.store(self.written, Ordering::Release);
-        self.frames += 1;
-        self.discard_pending();
-        Ok(())
-    }
-
-    /// Starts the journal over, empty, with a new salt, and makes that durable: called right
-    /// after a checkpoint made every change the journal held durable in the database file.
-    pub fn restart(&mut self) -> Result<()> {
-        self.discard_pending();
-        if self.file.is_none() && !self.path.exists() {
-            self.frames = 0;
-        } else {
-            let file = self.file.clone();
-            self.start(file)?;
-        }
-        self.sync.all_durable();
-        Ok(())
-    }
-
-    /// Creates the journal file now, empty, if it does not exist yet (it is otherwise created by
-    /// the first frame): a writer whose checkpoints must show in the file from the start.
-    pub fn create_now(&mut self) -> Result<()> {
-        if self.file.is_none() {
-            self.start(None)?;
-        }
-        Ok(())
-    }
-
-    /// Writes a fresh header with a new salt into `file` (or a newly created file) and syncs
-    /// it; the file keeps its length (see `GROWTH_BYTES`).
-    fn start(&mut self, file: Option<Arc<File>>) -> Result<()> {
-        let io = |what: &str, e| Error::io(format!("{what} {}", self.path.display()), e);
-        let created = file.is_none();
-        let file = match file {
-            Some(file) => file,
-            None => Arc::new(
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&self.path)
-                    .map_err(|e| io("create", e))?,
-            ),
-        };
-        // The new salt is taken only once the header holding it is durable: until then frames
-        // go on with the old salt after the old end, where a replay finds them.
-        let salt = new_salt(self.salt);
-        let mut appender = match self.appender.take() {
-            Some(appender) => appender,
-            None => MappedAppender::new(Arc::clone(&file), &self.path)?,
-        };
-        // The old frames stay behind the new header: their checksums hold only with the old
-        // salt. A new file gets its first zeros (see `GROWTH_BYTES`) before the header.
-        let started = (|| {
-            if appender.len() > MAX_RECYCLED_BYTES {
-                appender.truncate(MAX_RECYCLED_BYTES)?;
-            }
-            appender.grow_to(GROWTH_BYTES)?;
-            appender.write(0, &encode_header(salt))?;
-            file.sync_data().map_err(|e| io("fdatasync", e))?;
-            if created {
-                crate::file::sync_parent(&self.path)?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = started {
-            if !created {
-                // The header may or may not hold the new salt now: frames written after it with
-                // either salt could be lost to a replay, so no commit may claim durability again.
-                self.sync.failed.store(true, Ordering::Release);
-                self.appender = Some(appender);
-            }
-            return Err(e);
-        }
-        self.salt = salt;
-        self.appender = Some(appender);
-        self.end = HEADER_SIZE as u64;
-        self.frames = 0;
-        self.file = Some(file);
-        Ok(())
-    }
-
-    /// Removes the journal file (after a close made its changes durable in the tree file).
-    pub fn remove(&mut self) -> Result<()> {
-        self.discard_pending();
-        self.appender = None;
-        self.file = None;
-        self.frames = 0;
-        crate::file::remove_if_exists(&self.path)
-    }
-}
-
 /// A salt unlike the previous one and unlike any earlier journal's at this path: the clock,
 /// the process and the previous salt, mixed.
 fn new_salt(previous: u64) -> u64 {
@@ -765,7 +454,7 @@ mod tests {
         let mut journal = Journal::new(&tree);
         write(&mut journal, &[set(b"before", b"0")]);
         let before_batch = std::fs::read(journal_path(&tree)).unwrap();
-        let end_of_first = journal.end as usize;
+        let end_of_first = journal.bytes() as usize;
         for part in [&b"p1"[..], b"p2"] {
             encode_entry(journal.pending_mut(), set(part, b"x"));
             journal.entry_added();
@@ -774,7 +463,7 @@ mod tests {
         write(&mut journal, &[set(b"last", b"y")]);
         assert_eq!(replayed(&tree), ["before=0", "p1=x", "p2=x", "last=y"]);
         let whole = std::fs::read(journal_path(&tree)).unwrap();
-        let end = journal.end as usize;
+        let end = journal.bytes() as usize;
         // Cut anywhere after the first commit and before the batch's last frame is whole: the
         // batch is absent, all of it.
         for cut in (end_of_first..end).step_by(7) {
@@ -811,7 +500,7 @@ mod tests {
 
     #[test]
     fn the_layouts_are_the_ones_docs_tree_md_documents() {
-        let docs = include_str!("../../../docs/tree.md");
+        let docs = include_str!("../../../../docs/tree.md");
         let header = [MAGIC_FIELD.row(), VERSION_FIELD.row(), ZERO_FIELD.row(), SALT_FIELD.row(), CHECKSUM_FIELD.row()];
         assert_eq!(documented_layout(docs, "### Journal header"), header);
         let frame = [FRAME_LEN_FIELD.row(), FRAME_COUNT_FIELD.row(), FRAME_CHECKSUM_FIELD.row()];
