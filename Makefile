@@ -222,7 +222,7 @@ fuzz-smoke:
 		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5; \
 	else echo "fuzz-smoke: skipped (no nightly toolchain or no cargo-fuzz)"; fi
 
-## loom: SpinRwLock's waiting path and CacheDbm's and SegCacheDbm's slots model-checked with loom (--cfg loom,
+## loom: SpinRwLock's waiting path, the journal's append order (file/append_order.rs) and CacheDbm's and SegCacheDbm's slots model-checked with loom (--cfg loom,
 ## in a target directory of its own so that it does not invalidate the normal build)
 loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --profile loom -p kura --lib loom_tests

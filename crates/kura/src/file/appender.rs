@@ -8,11 +8,11 @@
 //! from 2.6M to 1.3-2.0M a second when HashDbm's journal took them under one mutex.
 //!
 //! How: a writer reserves its bytes with one compare-and-swap on the next free offset, copies
-//! into them, and publishes them in reservation order (`filled` follows the reservations, so a
-//! writer whose predecessor is still copying waits for it, a few nanoseconds). Publishing in
-//! order is what keeps a reader of the file that stops at the first incomplete frame (the
-//! journal's replay) from losing a later write that already returned: everything before a
-//! returned write is whole. The mapping reserves address space for the largest size the file
+//! into them, and publishes them in reservation order (append_order.rs, which `make loom`
+//! checks): a writer whose predecessor is still copying waits for it, a few nanoseconds.
+//! Publishing in order is what keeps a reader of the file that stops at the first incomplete
+//! frame (the journal's replay) from losing a later write that already returned: everything
+//! before a returned write is whole. The mapping reserves address space for the largest size the file
 //! may reach (as `MappedFile` does), so growth never moves it; the file grows by zeros written
 //! with `pwrite` (`grow_to`), so its blocks exist and are initialized before the mapping
 //! stores into them, and a later sync changes no extent or size for the file system to commit
@@ -28,8 +28,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
+pub use super::append_order::Published as Appended;
+use super::append_order::{AppendOrder, Reserve, Sealed, MAX_OFFSET};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Address space reserved for the file (less where a ulimit refuses it): far more than a
@@ -39,52 +41,6 @@ const MAX_MAPPED: u64 = 1 << 38;
 const PAGE_SIZE: u64 = 4096;
 /// The least address space an appender accepts when the system refuses more.
 const MIN_MAPPED: u64 = 64 << 20;
-
-/// `next`: the offset of the next reservation in the low bits, a count of exclusive sections
-/// above it (so that a compare-and-swap prepared before one never succeeds after it, even
-/// when the offset came back to the same value), and the seal in the top bit.
-const OFFSET_BITS: u32 = 48;
-const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
-const SEALED: u64 = 1 << 63;
-const GENERATION_MASK: u64 = !OFFSET_MASK & !SEALED;
-const GENERATION_ONE: u64 = 1 << OFFSET_BITS;
-
-/// Where reservations stand. Both parts change with every write, so each has a cache line of
-/// its own: a field beside them that writers only read (the file's length, the mapping's
-/// address, the journal's salt) would otherwise travel between the cores with them, and a
-/// writer waiting for its turn to publish (reading `filled`) would take `next` away from the
-/// writer reserving after it.
-#[derive(Debug)]
-struct Tail {
-    /// See `OFFSET_BITS`.
-    next: Reserved,
-    filled: Filled,
-}
-
-#[repr(align(64))]
-#[derive(Debug)]
-struct Reserved(AtomicU64);
-
-/// What is published, stored only by the writer whose turn it is.
-#[repr(align(64))]
-#[derive(Debug)]
-struct Filled {
-    /// Every reservation below this offset is published (they publish in order).
-    offset: AtomicU64,
-    /// Bytes published since the appender was made, across restarts: a reservation's
-    /// position in the stream of everything written (`Appended::position`).
-    total: AtomicU64,
-}
-
-/// Where a reservation's bytes went, once published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Appended {
-    /// The offset after them in the file.
-    pub end: u64,
-    /// The bytes published before their end since the appender was made (restarts included):
-    /// every reservation up to this position is whole in the file.
-    pub position: u64,
-}
 
 /// How a reservation's bytes reach the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,10 +68,8 @@ pub struct MappedAppender {
     /// Held while the file's length changes; it guards the offset below which the pages
     /// written are no longer mapped (`drop_written_pages`).
     grow: Mutex<u64>,
-    tail: Tail,
-    /// Held by `Exclusive` for its whole life: a reservation that finds the appender sealed
-    /// sleeps on it.
-    seal: Mutex<()>,
+    /// Who gets which bytes, and when they count as written.
+    order: AppendOrder,
     /// Set when a reservation could not be written: its bytes are not a whole frame, so
     /// nothing after them may be taken for written (see `Reservation::write_through`).
     broken: AtomicBool,
@@ -141,9 +95,7 @@ pub struct Reservation<'a> {
 /// The appender held alone: no reservation is in flight, and new ones wait until it drops.
 pub struct Exclusive<'a> {
     appender: &'a MappedAppender,
-    _seal: MutexGuard<'a, ()>,
-    /// Where reservations go on once it drops.
-    next: u64,
+    sealed: Sealed<'a>,
 }
 
 impl MappedAppender {
@@ -163,11 +115,7 @@ impl MappedAppender {
             len: AtomicU64::new(len),
             growth: growth.max(1),
             grow: Mutex::new(0),
-            tail: Tail {
-                next: Reserved(AtomicU64::new(start & OFFSET_MASK)),
-                filled: Filled { offset: AtomicU64::new(start & OFFSET_MASK), total: AtomicU64::new(0) },
-            },
-            seal: Mutex::new(()),
+            order: AppendOrder::new(start),
             broken: AtomicBool::new(false),
         })
     }
@@ -183,7 +131,7 @@ impl MappedAppender {
 
     /// Where the next reservation starts (the end of the reservations so far).
     pub fn end(&self) -> u64 {
-        self.tail.next.0.load(Ordering::Acquire) & OFFSET_MASK
+        self.order.end()
     }
 
     /// Reserves the next `len` bytes, growing the file first if they lie beyond it. Nothing
@@ -196,24 +144,20 @@ impl MappedAppender {
                     format!("{}: an earlier write to it failed; close and reopen the database", self.path.display()),
                 ));
             }
-            let next = self.tail.next.0.load(Ordering::Acquire);
-            if next & SEALED != 0 {
-                // `Exclusive` holds the seal's lock for as long as the bit is set.
-                drop(self.seal.lock());
-                continue;
-            }
-            let offset = next & OFFSET_MASK;
-            let end = offset.checked_add(len as u64).filter(|end| *end <= OFFSET_MASK).ok_or_else(|| {
-                Error::new(ErrorKind::Limit, format!("{}: {len} bytes more do not fit", self.path.display()))
-            })?;
-            if end > self.len() {
+            match self.order.try_reserve(len as u64, self.len()) {
+                Some(Reserve::Reserved(offset)) => {
+                    return Ok(Reservation { appender: self, offset, end: offset + len as u64, written: false });
+                }
                 // Zeros a growth step ahead of the end, at least (see `grow_to`).
-                self.grow_to(end.div_ceil(self.growth).saturating_add(1).saturating_mul(self.growth))?;
-                continue;
-            }
-            let reserved = (next & GENERATION_MASK) | end;
-            if self.tail.next.0.compare_exchange_weak(next, reserved, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                return Ok(Reservation { appender: self, offset, end, written: false });
+                Some(Reserve::Beyond(end)) => {
+                    self.grow_to(end.div_ceil(self.growth).saturating_add(1).saturating_mul(self.growth))?;
+                }
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Limit,
+                        format!("{}: {len} bytes more do not fit (at most {MAX_OFFSET})", self.path.display()),
+                    ));
+                }
             }
         }
     }
@@ -254,7 +198,7 @@ impl MappedAppender {
     /// between checkpoints; unmapped, the pages stay in the page cache (dirty until written
     /// back, as before), and only the cache counts them.
     fn drop_written_pages(&self, unmapped: &mut u64) {
-        let published = self.tail.filled.offset.load(Ordering::Acquire) & !(PAGE_SIZE - 1);
+        let published = self.order.filled() & !(PAGE_SIZE - 1);
         if published <= *unmapped {
             return;
         }
@@ -270,26 +214,12 @@ impl MappedAppender {
     /// Seals the appender and waits for the reservations in flight to be published: the file
     /// is the caller's until the guard drops.
     pub fn exclusive(&self) -> Exclusive<'_> {
-        let seal = self.seal.lock();
-        let sealed = self.tail.next.0.fetch_or(SEALED, Ordering::AcqRel);
-        let end = sealed & OFFSET_MASK;
-        wait_until(|| self.tail.filled.offset.load(Ordering::Acquire) == end);
-        Exclusive { appender: self, _seal: seal, next: end }
-    }
-
-    /// Publishes `offset..end` once every reservation before it is published.
-    fn publish(&self, offset: u64, end: u64) -> Appended {
-        wait_until(|| self.tail.filled.offset.load(Ordering::Acquire) == offset);
-        // Only the writer whose turn it is stores these (the others wait above).
-        let position = self.tail.filled.total.load(Ordering::Acquire) + (end - offset);
-        self.tail.filled.total.store(position, Ordering::Release);
-        self.tail.filled.offset.store(end, Ordering::Release);
-        Appended { end, position }
+        Exclusive { appender: self, sealed: self.order.seal() }
     }
 
     /// The position every reservation up to which is published (see `Appended::position`).
     pub fn published(&self) -> u64 {
-        self.tail.filled.total.load(Ordering::Acquire)
+        self.order.published()
     }
 
     /// Makes every write to the file durable: one `fdatasync`.
@@ -322,19 +252,6 @@ fn write_zeros(file: &File, mut offset: u64, mut len: u64) -> std::io::Result<()
         len -= chunk as u64;
     }
     Ok(())
-}
-
-/// Spins a little, then yields, until `done` (the thread it waits for was preempted).
-fn wait_until(done: impl Fn() -> bool) {
-    let mut spins = 0u32;
-    while !done() {
-        if spins < 128 {
-            spins += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
 }
 
 impl Reservation<'_> {
@@ -374,7 +291,7 @@ impl Reservation<'_> {
             }
         }
         self.written = true;
-        Ok(appender.publish(self.offset, self.end))
+        Ok(appender.order.publish(self.offset, self.end))
     }
 }
 
@@ -382,7 +299,7 @@ impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         if !self.written {
             self.appender.broken.store(true, Ordering::Release);
-            let _ = self.appender.publish(self.offset, self.end);
+            let _ = self.appender.order.publish(self.offset, self.end);
         }
     }
 }
@@ -396,15 +313,14 @@ impl Exclusive<'_> {
     /// Where reservations would go on now.
     #[cfg(test)]
     pub fn end(&self) -> u64 {
-        self.next
+        self.sealed.end()
     }
 
     /// Reservations go on from `offset` once this guard drops (a file started over).
     pub fn restart_at(&mut self, offset: u64) {
-        self.next = offset & OFFSET_MASK;
+        self.sealed.restart_at(offset);
         let mut unmapped = self.appender.grow.lock();
-        *unmapped = (*unmapped).min(self.next & !(PAGE_SIZE - 1));
-        self.appender.tail.filled.offset.store(self.next, Ordering::Release);
+        *unmapped = (*unmapped).min(offset & !(PAGE_SIZE - 1));
     }
 
     /// Lengthens the file to `len` bytes of zeros, unless it is that long already.
@@ -455,15 +371,6 @@ impl Exclusive<'_> {
     /// for written from here (the appender refuses them).
     pub fn mark_broken(&mut self) {
         self.appender.broken.store(true, Ordering::Release);
-    }
-}
-
-impl Drop for Exclusive<'_> {
-    fn drop(&mut self) {
-        // A new generation: a reservation prepared before this section never lands after it.
-        let generation =
-            (self.appender.tail.next.0.load(Ordering::Acquire) & GENERATION_MASK).wrapping_add(GENERATION_ONE);
-        self.appender.tail.next.0.store((generation & GENERATION_MASK) | self.next, Ordering::Release);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The file layer: memory-mapped database files, the inter-process lock, and atomic
 //! replacement of a file by a rebuilt one.
 
+mod append_order;
 mod appender;
 mod lock;
 mod mapped;
