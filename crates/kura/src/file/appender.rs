@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-pub use super::append_order::Published as Appended;
+pub use super::append_order::Published;
 use super::append_order::{AppendOrder, Reserve, Sealed, MAX_OFFSET};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -217,7 +217,7 @@ impl MappedAppender {
         Exclusive { appender: self, sealed: self.order.seal() }
     }
 
-    /// The position every reservation up to which is published (see `Appended::position`).
+    /// The position every reservation up to which is published (see `Published::position`).
     pub fn published(&self) -> u64 {
         self.order.published()
     }
@@ -266,7 +266,7 @@ impl Reservation<'_> {
     }
 
     /// Writes `bytes`, exactly the reserved length, as `how` says, then publishes them.
-    pub fn write(mut self, bytes: &[u8], how: AppendWrite) -> Result<Appended> {
+    pub fn write(mut self, bytes: &[u8], how: AppendWrite) -> Result<Published> {
         let appender = self.appender;
         if bytes.len() != self.len() {
             return Err(appender.mismatch(self.end - self.offset, bytes.len()));
@@ -408,7 +408,7 @@ mod tests {
         assert_eq!(appender.len(), 0);
         let first = appender.reserve(10).unwrap();
         assert_eq!((first.offset(), appender.len()), (0, 2 * 4096), "grown ahead by a step");
-        assert_eq!(first.write(b"0123456789", AppendWrite::Mapped).unwrap(), Appended { end: 10, position: 10 });
+        assert_eq!(first.write(b"0123456789", AppendWrite::Mapped).unwrap(), Published { end: 10, position: 10 });
         let across = appender.reserve(8190).unwrap();
         let bytes: Vec<u8> = (0..8190u32).map(|i| i as u8).collect();
         across.write(&bytes, AppendWrite::Mapped).unwrap();

@@ -9,7 +9,7 @@ mod open;
 mod prefetch;
 mod replace;
 
-pub use appender::{AppendWrite, Appended, Exclusive, MappedAppender};
+pub use appender::{AppendWrite, Exclusive, MappedAppender, Published};
 pub use lock::{FileLock, LockMode};
 pub use mapped::{allocate, MappedFile};
 pub use open::{not_regular, open_regular_file};

@@ -9,7 +9,7 @@
 //! come through `Journal` (pending.rs), which collects a commit's entries first.
 //!
 //! Positions: a frame's position is the count of frame bytes published before its end since
-//! the writer opened the database, across the journal's restarts (`Appended::position`); a
+//! the writer opened the database, across the journal's restarts (`Published::position`); a
 //! durable commit waits until the synced position reaches its own (`SyncState`), so one
 //! `fdatasync` serves every commit whose frame was published before it started.
 
@@ -23,7 +23,7 @@ use super::{encode_header, frame_checksum, journal_path, new_salt, Entry};
 use super::{CONTINUED, FRAME_CHECKSUM_FIELD, FRAME_COUNT_FIELD, FRAME_HEADER_SIZE, FRAME_LEN_FIELD, HEADER_SIZE};
 use crate::encoding::HeaderBytes;
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{AppendWrite, Appended, Exclusive, MappedAppender};
+use crate::file::{AppendWrite, Exclusive, MappedAppender, Published};
 
 /// The journal file grows by zeros written this far ahead of its frames, and is reused, not
 /// truncated, when it starts over (up to `MAX_RECYCLED_BYTES`). Why: a frame then overwrites
@@ -223,7 +223,7 @@ impl JournalFile {
 
     /// Appends the frame in `frame` (room for its header, then the payload of `count`
     /// entries): reserved, its checksum seeded with where it landed, copied in, published.
-    fn append(&self, opened: &Opened, frame: &mut [u8], count: u32, how: AppendWrite) -> Result<Appended> {
+    fn append(&self, opened: &Opened, frame: &mut [u8], count: u32, how: AppendWrite) -> Result<Published> {
         let payload_len = frame
             .len()
             .checked_sub(FRAME_HEADER_SIZE)
