@@ -595,13 +595,7 @@ fn a_write_that_fails_consumes_no_cas_unique_as_in_memcached() {
 #[test]
 fn a_cas_unique_is_given_when_first_shown_and_never_matches_after_a_write() {
     let dir = tempfile::tempdir().unwrap();
-    let tree: std::sync::Arc<dyn kura::Dbm> = std::sync::Arc::from(
-        kura::registry::engine("tree")
-            .unwrap()
-            .open(&dir.path().join("served.kut"), kura::OpenMode::Create, &kura::Params::new())
-            .unwrap(),
-    );
-    for db in [support::cache(), tree] {
+    for db in [support::cache(), support::tree(dir.path())] {
         let server = support::start(kura_server::Config::default(), db);
         let mut client = Client::connect(server.address);
         let keys: Vec<String> = (0..40).map(|i| format!("k{:02}", (i * 7) % 40)).collect();
@@ -662,13 +656,7 @@ fn a_cas_unique_is_given_when_first_shown_and_never_matches_after_a_write() {
 #[test]
 fn a_multi_get_heavier_than_the_reply_buffer_answers_every_key_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let tree: std::sync::Arc<dyn kura::Dbm> = std::sync::Arc::from(
-        kura::registry::engine("tree")
-            .unwrap()
-            .open(&dir.path().join("served.kut"), kura::OpenMode::Create, &kura::Params::new())
-            .unwrap(),
-    );
-    for db in [support::cache(), tree] {
+    for db in [support::cache(), support::tree(dir.path())] {
         let config = kura_server::Config { output_flush_bytes: 4096, ..kura_server::Config::default() };
         let server = support::start(config, db);
         let mut client = Client::connect(server.address);

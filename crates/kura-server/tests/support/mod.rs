@@ -31,6 +31,16 @@ impl Drop for Running {
 }
 
 /// A small in-memory cache of the engine `kura serve` serves by default (SegCacheDbm).
+/// A TreeDbm at `dir/served.kut`: an engine whose batched read shows values in key order.
+pub fn tree(dir: &std::path::Path) -> Arc<dyn Dbm> {
+    Arc::from(
+        kura::registry::engine("tree")
+            .unwrap()
+            .open(&dir.join("served.kut"), kura::OpenMode::Create, &Params::new())
+            .unwrap(),
+    )
+}
+
 pub fn cache() -> Arc<dyn Dbm> {
     let params = Params::new().with("cap_rec_num", 100_000).with("cap_mem_bytes", 64 << 20);
     Arc::from(
