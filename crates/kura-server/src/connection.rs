@@ -540,20 +540,9 @@ fn retrieve_many<S: Stream>(shared: &Shared, keys: &[&[u8]], with_cas: bool, out
     };
     // Early values by index: None not seen (or not kept), Some(None) a miss.
     let mut early: Vec<Option<EarlyValue>> = Vec::new();
-    let (mut answered, mut early_bytes, mut full, mut stopped_at_cas) = (0usize, 0usize, false, false);
-    // An item stored without the CAS a `gets` shows is answered by `retrieve`, which gives it
-    // one (a write, which the batched read cannot make): the answers stop before it, and it
-    // is left for the next call, whose first key it then is.
-    let store = &shared.store;
-    let lacks_cas =
-        |found: &Option<Found<'_>>| with_cas && found.as_ref().is_some_and(|f| store.lacks_cas(f.header.cas));
-    let looked_up = store.get_many(keys, &mut |index, found| {
+    let (mut answered, mut early_bytes, mut full) = (0usize, 0usize, false);
+    let looked_up = shared.store.get_many(keys, &mut |index, found| {
         if full {
-            return;
-        }
-        if lacks_cas(&found) {
-            stopped_at_cas |= index == answered;
-            full |= index == answered;
             return;
         }
         if index != answered {
@@ -578,9 +567,9 @@ fn retrieve_many<S: Stream>(shared: &Shared, keys: &[&[u8]], with_cas: bool, out
     });
     // After an engine error the keys not answered yet are asked again: the next batch starts
     // after the ones answered, and a first key that could not be answered is looked up on
-    // its own, which reports the failure if it is this key's (or gives its item a CAS).
+    // its own, which reports the failure if it is this key's.
     debug_assert!(
-        answered > 0 || keys.is_empty() || looked_up.is_err() || stopped_at_cas,
+        answered > 0 || keys.is_empty() || looked_up.is_err(),
         "get_many visits every index, the first one included"
     );
     if answered == 0 {
@@ -624,23 +613,9 @@ fn retrieve<S: Stream>(
         hit = true;
         write_value(output, key, found, with_cas);
     };
-    let store = &shared.store;
     let done = match touch {
-        Some(exptime) => store.touch(key, exptime, with_cas, &mut write),
-        None if with_cas => {
-            // The read path, unless the item was stored without the CAS this reply shows.
-            let mut lacks_cas = false;
-            let read = store.get(key, &mut |found| match found {
-                Some(found) if store.lacks_cas(found.header.cas) => lacks_cas = true,
-                found => write(found),
-            });
-            if read.is_ok() && lacks_cas {
-                store.observe_cas(key, &mut write)
-            } else {
-                read
-            }
-        }
-        None => store.get(key, &mut write),
+        Some(exptime) => shared.store.touch(key, exptime, &mut write),
+        None => shared.store.get(key, &mut write),
     };
     bump(if touch.is_some() { &counters.cmd_touch } else { &counters.cmd_get });
     if let Err(e) = done {
@@ -691,7 +666,7 @@ fn execute<S: Stream>(shared: &Arc<Shared>, request: Request<'_>, output: &mut O
         },
         Request::Touch { key, exptime, noreply } => {
             let mut touched = false;
-            let bytes = match store.touch(key, exptime, false, &mut |found| touched = found.is_some()) {
+            let bytes = match store.touch(key, exptime, &mut |found| touched = found.is_some()) {
                 Ok(()) if touched => reply::TOUCHED,
                 Ok(()) => reply::NOT_FOUND,
                 Err(e) => {

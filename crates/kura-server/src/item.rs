@@ -11,9 +11,8 @@
 //! | 0-10 | CAS unique, varint (if present; absent: 0)                                  |
 //! | n    | the data, as the client sent it                                             |
 //!
-//! A plain `set` (no flags, no expiry) costs 1 byte, where layout 1 took 17: the server gives
-//! an item its CAS when a reply first shows it (`Store::observe_cas`), which then adds the
-//! CAS's varint (3 bytes from 16,384 to two million). Layout 1, still
+//! A plain `set` (no flags, no expiry) of a server with CAS on costs 1 byte plus its CAS's
+//! varint (3 bytes for the first two million writes), where layout 1 took 17. Layout 1, still
 //! read: byte 0 bits 0-5 = 1 (stale and win bits as above), then flags (4 bytes), expiry (4)
 //! and CAS (8), big-endian.
 //!

@@ -88,7 +88,6 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             touch: flags.ttl(b'T')?,
             vivify: flags.ttl(b'N')?,
             recache: flags.unsigned(b'R')?.map(|seconds| u32::try_from(seconds).unwrap_or(u32::MAX)),
-            observe_cas: flags.has(b'c'),
         };
         let changes = change.touch.is_some() || change.vivify.is_some() || change.recache.is_some();
         let mut hit = false;
@@ -123,20 +122,18 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         let done = if changes {
             store.meta_get(&key, change, &mut write)
         } else {
-            // The read path, unless the item is stale with its win not handed out yet, or
-            // the reply shows a CAS the item was stored without: then the get must record
-            // the win or the CAS, which takes the writing path.
-            let mut must_write = false;
+            // The read path, unless the item is stale with its win not handed out yet: then
+            // the get must record the win, which takes the writing path.
+            let mut must_win = false;
             let read = store.get(&key, &mut |found| match found {
-                Some(found) if found.header.stale && !found.header.win_sent => must_write = true,
-                Some(found) if change.observe_cas && store.lacks_cas(found.header.cas) => must_write = true,
+                Some(found) if found.header.stale && !found.header.win_sent => must_win = true,
                 Some(found) => {
                     let verdict = Verdict { win: false, already_won: found.header.win_sent, stale: found.header.stale };
                     write(Some((found, verdict)));
                 }
                 None => {}
             });
-            if read.is_ok() && must_write {
+            if read.is_ok() && must_win {
                 store.meta_get(&key, change, &mut write)
             } else {
                 read
@@ -192,7 +189,6 @@ pub fn set(words: &[&[u8]], max_item_size: usize) -> MetaSet {
             cas: compare.unwrap_or(0),
             noreply: false,
             invalidate: flags.has(b'I'),
-            return_cas: flags.has(b'c'),
         };
         let returned = flags
             .flags
@@ -354,7 +350,7 @@ pub fn debug(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         }
     };
     let mut line = None;
-    let found = store.observe_cas(&key, &mut |found| {
+    let found = store.get(&key, &mut |found| {
         line = found.map(|found| {
             format!(
                 " exp={} la=0 cas={} fetch=no cls=1 size={}\r\n",

@@ -61,8 +61,6 @@ pub struct MetaGetChange {
     pub vivify: Option<i64>,
     /// `R`: win if the item's remaining time is below this many seconds.
     pub recache: Option<u32>,
-    /// `c` on an item stored without a CAS unique: give it one (`Store::observe_cas`).
-    pub observe_cas: bool,
 }
 
 /// The flags a meta get adds after the ones asked for: `Z`, `X`, `W`, in that order.
@@ -193,10 +191,7 @@ impl Store {
     pub fn store_with_cas(&self, request: &StoreRequest, data: &[u8]) -> Result<(StoreOutcome, u64)> {
         let now = clock::now();
         let expiry = clock::expiry_of(request.exptime, now);
-        // A plain store whose reply does not show the CAS gets none until a client asks for
-        // it (`observe_cas`): about 3 bytes an item kept (see `observe_cas`).
-        let lazy = !request.return_cas && matches!(request.mode, StoreMode::Set | StoreMode::Add | StoreMode::Replace);
-        let cas = if lazy { 0 } else { self.take_cas() };
+        let cas = self.take_cas();
         let fresh = Header { flags: request.flags, expiry, cas, ..Header::default() };
         let max = self.max_item_size;
         // Under -C the request's CAS counts as none, as memcached -C reads it.
@@ -235,17 +230,7 @@ impl Store {
                 (StoreMode::Cas, Some(_)) if request_cas == 0 => (StoreOutcome::Exists, Action::Keep),
                 // `ms I`: a writer holding an older CAS still stores, and the item is stale;
                 // it keeps the old item's expiry (as memcached 1.6.18 answers `t` after it).
-                // An item without a CAS was written after every CAS of its key handed out
-                // (handing one out stores it with the item), so a CAS handed out is older;
-                // one never handed out is not.
-                (StoreMode::Cas, Some(found))
-                    if request.invalidate
-                        && if self.lacks_cas(found.header.cas) {
-                            self.was_handed_out(request_cas)
-                        } else {
-                            request_cas < found.header.cas
-                        } =>
-                {
+                (StoreMode::Cas, Some(found)) if request.invalidate && request_cas < found.header.cas => {
                     // A win token already handed out stays handed out (memcached keeps the
                     // item's token bit), so no second client is told to recompute.
                     let header =
@@ -292,49 +277,6 @@ impl Store {
         Ok(())
     }
 
-    /// Whether an item with this CAS unique must get one before a reply shows it: it was
-    /// stored without one (`store_with_cas`) and CAS uniques are on.
-    pub fn lacks_cas(&self, cas: u64) -> bool {
-        cas == 0 && self.cas_enabled
-    }
-
-    /// Whether `cas` is a CAS unique this store handed out (or a previous run of it).
-    fn was_handed_out(&self, cas: u64) -> bool {
-        cas != 0 && cas < self.next_cas.load(Ordering::Relaxed)
-    }
-
-    /// The CAS unique to show for an item that has `cas`: `cas`, or a new one for an item
-    /// stored without (the caller stores it with the item).
-    fn observed_cas(&self, cas: u64) -> u64 {
-        if self.lacks_cas(cas) {
-            self.take_cas()
-        } else {
-            cas
-        }
-    }
-
-    /// `get` for a reply that shows the CAS unique (`gets`, `me`): an item stored without one
-    /// gets one now, stored with it, so that the CAS a client holds names this version of
-    /// the item until the next write replaces it (and the replacing item, if stored without
-    /// a CAS, compares unequal to every CAS handed out: `cas` answers EXISTS, as memcached
-    /// does after any write). What this saves: a plain `set` of a server whose clients never
-    /// ask for CAS stores none, where an eager CAS took 3 bytes an item past two million
-    /// writes (docs/server.md, "Memory per item").
-    pub fn observe_cas(&self, key: &[u8], visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
-        let now = clock::now();
-        self.update(key, &mut |old| match live(old, now) {
-            Some(found) if self.lacks_cas(found.header.cas) => {
-                let header = Header { cas: self.take_cas(), ..found.header };
-                visit(Some(Found { header, data: found.data }));
-                Action::Set(Cow::Owned(item::encode(header, &[found.data])))
-            }
-            found => {
-                visit(found);
-                Action::Keep
-            }
-        })
-    }
-
     /// Shows the live item of each of `keys` to `visit(index, item)` (None when absent or
     /// expired), once per key and in any order: the engine's batched lookup, which overlaps
     /// the memory misses of the keys instead of paying them one after the other.
@@ -350,23 +292,13 @@ impl Store {
         Ok(())
     }
 
-    /// Sets the expiry of `key`'s live item and shows it to `visit` (gat, touch); with
-    /// `observe`, with a CAS unique (gats: `observe_cas`).
-    pub fn touch(
-        &self,
-        key: &[u8],
-        exptime: i64,
-        observe: bool,
-        visit: &mut dyn FnMut(Option<Found<'_>>),
-    ) -> Result<()> {
+    /// Sets the expiry of `key`'s live item and shows it to `visit` (gat, touch).
+    pub fn touch(&self, key: &[u8], exptime: i64, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
         let now = clock::now();
         let expiry = clock::expiry_of(exptime, now);
         self.update(key, &mut |old| match live(old, now) {
             Some(found) => {
-                let mut header = Header { expiry, ..found.header };
-                if observe {
-                    header.cas = self.observed_cas(header.cas);
-                }
+                let header = Header { expiry, ..found.header };
                 visit(Some(Found { header, data: found.data }));
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
@@ -402,9 +334,6 @@ impl Store {
                 return Action::Set(Cow::Owned(item::encode(header, &[])));
             };
             let mut header = found.header;
-            if change.observe_cas {
-                header.cas = self.observed_cas(header.cas);
-            }
             if let Some(exptime) = change.touch {
                 header.expiry = clock::expiry_of(exptime, now);
             }
@@ -438,7 +367,7 @@ impl Store {
         let fresh_cas = self.take_cas();
         let mut outcome = StoreOutcome::NotFound;
         self.update(key, &mut |old| match live(old, now) {
-            Some(found) if cas.is_some_and(|cas| cas != found.header.cas || self.lacks_cas(found.header.cas)) => {
+            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
                 outcome = StoreOutcome::Exists;
                 Action::Keep
             }
@@ -462,7 +391,7 @@ impl Store {
         let now = clock::now();
         let mut outcome = StoreOutcome::NotFound;
         self.update(key, &mut |old| match live(old, now) {
-            Some(found) if cas.is_some_and(|cas| cas != found.header.cas || self.lacks_cas(found.header.cas)) => {
+            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
                 outcome = StoreOutcome::Exists;
                 Action::Keep
             }

@@ -586,69 +586,6 @@ fn a_write_that_fails_consumes_no_cas_unique_as_in_memcached() {
     assert_eq!(client.cas_of("b"), first + 1);
 }
 
-/// A plain write stores no CAS unique (docs/server.md, "Memory per item"): the first reply
-/// that shows one (`gets`, `gats`, `mg c`) gives the item its CAS, which every later reply
-/// shows until the next write; a CAS handed out before that write never matches again, and
-/// `ms I` with it stores the item stale (the write came after it). Multi-key `gets` mixing
-/// items with and without a CAS answer every key in order, on an engine that shows values
-/// in the keys' order (the cache) and on one that shows them sorted (TreeDbm).
-#[test]
-fn a_cas_unique_is_given_when_first_shown_and_never_matches_after_a_write() {
-    let dir = tempfile::tempdir().unwrap();
-    for db in [support::cache(), support::tree(dir.path())] {
-        let server = support::start(kura_server::Config::default(), db);
-        let mut client = Client::connect(server.address);
-        let keys: Vec<String> = (0..40).map(|i| format!("k{:02}", (i * 7) % 40)).collect();
-        for key in &keys {
-            client.roundtrip(format!("set {key} 0 0 2\r\n{}\r\n", &key[1..]).as_bytes(), b"STORED\r\n");
-        }
-        // Every third key shown with its CAS before the multi-get.
-        let mut shown = std::collections::HashMap::new();
-        for key in keys.iter().step_by(3) {
-            shown.insert(key.clone(), client.cas_of(key));
-        }
-        let mut asked: Vec<String> = keys.iter().rev().cloned().collect();
-        asked.extend(["missing".to_string(), keys[0].clone(), keys[1].clone()]);
-        client.send(format!("gets {}\r\n", asked.join(" ")).as_bytes());
-        let mut seen = std::collections::HashMap::new();
-        for key in asked.iter().filter(|key| key.as_str() != "missing") {
-            let line = String::from_utf8(client.line()).unwrap();
-            let words: Vec<&str> = line.trim_end().split(' ').collect();
-            assert_eq!(words[..4], ["VALUE", key.as_str(), "0", "2"], "{line}");
-            let cas: u64 = words[4].parse().unwrap();
-            assert_ne!(cas, 0, "{line}");
-            assert_eq!(*seen.entry(key.clone()).or_insert(cas), cas, "{key}: one CAS until the next write");
-            if let Some(before) = shown.get(key) {
-                assert_eq!(*before, cas, "{key}: the CAS shown before");
-            }
-            assert_eq!(client.line(), format!("{}\r\n", &key[1..]).into_bytes());
-        }
-        client.expect(b"END\r\n");
-        let distinct: std::collections::HashSet<u64> = seen.values().copied().collect();
-        assert_eq!(distinct.len(), seen.len(), "every item has a CAS of its own");
-        // The next write replaces the CAS: the old one never matches again.
-        let old = seen["k00"];
-        client.roundtrip(b"set k00 0 0 1\r\nx\r\n", b"STORED\r\n");
-        client.roundtrip(format!("cas k00 0 0 1 {old}\r\ny\r\n").as_bytes(), b"EXISTS\r\n");
-        client.roundtrip(format!("md k00 C{old}\r\n").as_bytes(), b"EX\r\n");
-        let new = client.cas_of("k00");
-        assert!(new > old, "{new} after {old}");
-        client.roundtrip(format!("cas k00 0 0 1 {new}\r\ny\r\n").as_bytes(), b"STORED\r\n");
-        // `ms I` with a CAS handed out before a plain write: older, so stored stale.
-        let before = client.cas_of("k01");
-        client.roundtrip(b"ms k01 1\r\nz\r\n", b"HD\r\n");
-        client.roundtrip(format!("ms k01 1 C{before} I\r\nw\r\n").as_bytes(), b"HD\r\n");
-        client.roundtrip(b"mg k01 v\r\n", b"VA 1 X W\r\nw\r\n");
-        // `mg c` and `gats` give an item its CAS too, the same one.
-        client.roundtrip(b"set k02 0 0 1\r\nq\r\n", b"STORED\r\n");
-        client.send(b"mg k02 c\r\n");
-        let line = String::from_utf8(client.line()).unwrap();
-        let cas: u64 = line.trim_end().strip_prefix("HD c").unwrap().parse().unwrap();
-        assert!(cas > new, "{line}");
-        client.roundtrip(b"gats 0 k02\r\n", format!("VALUE k02 0 1 {cas}\r\nq\r\nEND\r\n").as_bytes());
-    }
-}
-
 /// A multi-get whose values outweigh the reply buffer many times over, on an engine that
 /// shows values in the keys' order (the cache) and on one that shows them in sorted order
 /// (TreeDbm), with repeated and missing keys: the replies come whole and in the request's

@@ -52,8 +52,6 @@ pub struct StoreRequest {
     /// Meta `ms I`: a compare against an item with a newer CAS unique still stores, but
     /// marks the item stale (as memcached 1.6 does).
     pub invalidate: bool,
-    /// The reply shows the stored item's CAS unique (meta `ms c`), so it gets one now.
-    pub return_cas: bool,
 }
 
 /// `stats` and its groups.
@@ -285,7 +283,6 @@ fn parse_store<'l>(mode: StoreMode, args: &[&'l [u8]], noreply: bool, limits: Li
         cas,
         noreply,
         invalidate: false,
-        return_cas: false,
     })
 }
 
