@@ -13,8 +13,8 @@ use std::sync::Arc;
 use crate::dbm::{Action, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
-use super::cache::IdMap;
 use super::comparator::Comparator;
+use super::dirty::DirtyPages;
 use super::finger::Finger;
 use super::format::MAX_HEIGHT;
 use super::page::{Branch, Leaf, Page, MAX_RECORD_SIZE};
@@ -30,8 +30,7 @@ pub struct BTree {
     /// Levels from the root to the leaves (0 when empty). Every leaf is at this depth.
     pub(super) height: u32,
     pub(super) count: u64,
-    pub(super) dirty: IdMap<Arc<Page>>,
-    next_temp: u64,
+    pub(super) dirty: DirtyPages,
     /// Slots of the committed tree replaced since the last commit: freed after the next one.
     pub(super) replaced: Vec<u64>,
     /// Commit when more pages than this are dirty (between batches).
@@ -90,8 +89,7 @@ impl BTree {
             root: header.root,
             height: header.height,
             count: header.count,
-            dirty: IdMap::default(),
-            next_temp: 0,
+            dirty: DirtyPages::default(),
             replaced: Vec::new(),
             max_dirty_pages,
             path_buffer: Vec::new(),
@@ -155,7 +153,7 @@ impl BTree {
     pub fn page(&self, id: u64) -> Result<PageRef<'_>> {
         if id & TEMP_BIT != 0 {
             self.dirty
-                .get(&id)
+                .get(id)
                 .map(PageRef::Borrowed)
                 .ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))
         } else {
@@ -354,10 +352,7 @@ impl BTree {
 
     pub(super) fn new_dirty(&mut self, page: Page) -> u64 {
         self.structure += 1;
-        let id = TEMP_BIT | self.next_temp;
-        self.next_temp += 1;
-        self.dirty.insert(id, Arc::new(page));
-        id
+        self.dirty.add(Arc::new(page))
     }
 
     /// Makes page `id` writable: a clean page is copied into the dirty set (its slot to be
@@ -372,10 +367,7 @@ impl BTree {
         };
         self.replaced.push(id);
         self.structure += 1;
-        let temp = TEMP_BIT | self.next_temp;
-        self.next_temp += 1;
-        self.dirty.insert(temp, page);
-        Ok(temp)
+        Ok(self.dirty.add(page))
     }
 
     /// Makes the path and the leaf writable, repointing each parent at its child's copy.
@@ -406,7 +398,7 @@ impl BTree {
 
     pub(super) fn page_mut(&mut self, id: u64) -> Result<&mut Page> {
         self.dirty
-            .get_mut(&id)
+            .get_mut(id)
             .map(Arc::make_mut)
             .ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))
     }
@@ -482,7 +474,7 @@ impl BTree {
             return Err(Error::broken("dirty tree deeper than the format allows"));
         }
         let mut page =
-            self.dirty.remove(&id).ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))?;
+            self.dirty.remove(id).ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))?;
         if let Page::Branch(branch) = &*page {
             let dirty_children: Vec<(usize, u64)> =
                 branch.children.iter().copied().enumerate().filter(|(_, c)| c & TEMP_BIT != 0).collect();

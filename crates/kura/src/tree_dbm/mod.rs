@@ -16,6 +16,7 @@ mod cache;
 mod check;
 pub(crate) mod comparator;
 mod cursor;
+mod dirty;
 mod durable;
 #[cfg(test)]
 mod fallback_tests;

@@ -160,7 +160,7 @@ impl BTree {
     fn drop_page(&mut self, id: u64) {
         self.structure += 1;
         if id & TEMP_BIT != 0 {
-            self.dirty.remove(&id);
+            self.dirty.remove(id);
         } else {
             self.pager.forget(id);
             self.replaced.push(id);
@@ -181,7 +181,7 @@ impl BTree {
     fn merge_pair(&mut self, left: u64, right: u64, separator: Vec<u8>, max: usize) -> Result<bool> {
         let right_page = self
             .dirty
-            .get(&right)
+            .get(right)
             .cloned()
             .ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))?;
         match (self.page_mut(left)?, &*right_page) {
