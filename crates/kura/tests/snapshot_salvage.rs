@@ -207,7 +207,7 @@ fn a_snapshot_of_version_2_restores_whole_or_is_refused() {
 /// `make test`). A restore must hold exactly the records of the blocks the flip missed, and
 /// `kura check` must flag every flipped file (every byte of a snapshot is under a checksum).
 #[test]
-#[ignore = "a minute or two in a release build: make salvage-soak-snapshots"]
+#[ignore = "25 minutes of CPU in a release build, mostly the kernel writing and syncing files: make salvage-soak-snapshots"]
 fn every_flipped_byte_snapshot_salvage_soak() {
     let mut failures = Vec::new();
     for &(engine, extension, params) in ENGINES {
