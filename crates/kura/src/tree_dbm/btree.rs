@@ -20,8 +20,7 @@ use super::format::MAX_HEIGHT;
 use super::page::{Branch, Leaf, Page, MAX_RECORD_SIZE};
 use super::pager::{Pager, Publish};
 
-/// Marks an in-memory id of a page modified since the last commit; file offsets never have it.
-pub const TEMP_BIT: u64 = 1 << 63;
+pub use super::dirty::TEMP_BIT;
 
 pub struct BTree {
     pub pager: Pager,

@@ -11,8 +11,10 @@
 
 use std::sync::Arc;
 
-use super::btree::TEMP_BIT;
 use super::page::Page;
+
+/// Marks an in-memory id of a page modified since the last commit; file offsets never have it.
+pub const TEMP_BIT: u64 = 1 << 63;
 
 /// Invariants: `pages[i]` holds the page of id `TEMP_BIT | (base + i)`, if it is still dirty;
 /// `len` counts the `Some` slots; the next id handed out is `TEMP_BIT | (base + pages.len())`.
