@@ -12,7 +12,9 @@ mod layout;
 mod reader;
 mod varint;
 
-pub use byte_repair::{repair_one_byte, Repaired};
+pub use byte_repair::repair_one_byte;
+#[cfg(any(test, feature = "internals"))]
+pub use byte_repair::Repaired;
 #[cfg(test)]
 pub use layout::{documented_codec_ids, documented_layout};
 pub use layout::{Field, HeaderBytes};

@@ -310,7 +310,9 @@ impl FileHeader {
         FileHeader::read_both(file_start).map(|(newest, _)| newest)
     }
 
-    /// Both valid copies: the current one (larger sequence number), and the other if valid.
+    /// Both valid copies: the current one (larger sequence number), and the other if valid
+    /// (for the fuzz targets and tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_both(file_start: &[u8]) -> Result<(FileHeader, Option<FileHeader>)> {
         let first = FileHeader::decode(file_start);
         let second = FileHeader::decode(file_start.get(HEADER_SIZE..).unwrap_or_default());
