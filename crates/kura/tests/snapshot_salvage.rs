@@ -96,6 +96,30 @@ fn restore(dir: &Path, extension: &str, damaged: &[u8]) -> kura::Result<(Model, 
     Ok((restored, report))
 }
 
+/// The records each block holds, found by damaging its checksum alone (the restore must
+/// return no wrong value and report the records it lost).
+fn records_of_each_block(
+    dir: &Path,
+    engine: &str,
+    extension: &str,
+    bytes: &[u8],
+    blocks: &[Range<usize>],
+    model: &Model,
+) -> Vec<BTreeSet<Vec<u8>>> {
+    blocks
+        .iter()
+        .map(|block| {
+            let mut damaged = bytes.to_vec();
+            damaged[block.start + 12] ^= 0x01;
+            let (restored, report) = restore(dir, extension, &damaged).unwrap();
+            assert!(restored.iter().all(|(k, v)| model.get(k) == Some(v)), "{engine}: a wrong value");
+            let lost: BTreeSet<Vec<u8>> = model.keys().filter(|k| !restored.contains_key(*k)).cloned().collect();
+            assert_eq!(report.dropped_records, lost.len() as u64, "{engine}: the report counts the records lost");
+            lost
+        })
+        .collect()
+}
+
 /// The model less the records of the blocks `touched` says were damaged.
 fn expected(model: &Model, lost_by_block: &[BTreeSet<Vec<u8>>], touched: impl Fn(usize) -> bool) -> Model {
     let lost: BTreeSet<&Vec<u8>> =
@@ -115,16 +139,7 @@ fn every_record_of_every_intact_block_comes_back_and_nothing_else() {
         assert_eq!((restored, report.dropped_records, report.dropped.len()), (model.clone(), 0, 0), "{engine}");
 
         // Each block's records, found by damaging its checksum alone: they partition the model.
-        let mut lost_by_block = Vec::new();
-        for block in &blocks {
-            let mut damaged = bytes.clone();
-            damaged[block.start + 12] ^= 0x01;
-            let (restored, report) = restore(dir.path(), extension, &damaged).unwrap();
-            assert!(restored.iter().all(|(k, v)| model.get(k) == Some(v)), "{engine}: a wrong value");
-            let lost: BTreeSet<Vec<u8>> = model.keys().filter(|k| !restored.contains_key(*k)).cloned().collect();
-            assert_eq!(report.dropped_records, lost.len() as u64, "{engine}: the report counts the records lost");
-            lost_by_block.push(lost);
-        }
+        let lost_by_block = records_of_each_block(dir.path(), engine, extension, &bytes, &blocks, &model);
         let lost_total: usize = lost_by_block.iter().map(BTreeSet::len).sum();
         let lost_union: BTreeSet<&Vec<u8>> = lost_by_block.iter().flatten().collect();
         assert_eq!((lost_total, lost_union.len()), (model.len(), model.len()), "{engine}: blocks partition records");
@@ -215,13 +230,7 @@ fn every_flipped_byte_snapshot_salvage_soak() {
         let (path, model) = snapshot_with_history(dir.path(), engine, extension, params);
         let bytes = std::fs::read(&path).unwrap();
         let (_, blocks, _) = layout(&bytes);
-        let mut lost_by_block = Vec::new();
-        for block in &blocks {
-            let mut damaged = bytes.clone();
-            damaged[block.start + 12] ^= 0x01;
-            let (restored, _) = restore(dir.path(), extension, &damaged).unwrap();
-            lost_by_block.push(model.keys().filter(|k| !restored.contains_key(*k)).cloned().collect::<BTreeSet<_>>());
-        }
+        let lost_by_block = records_of_each_block(dir.path(), engine, extension, &bytes, &blocks, &model);
         let (mut wrong, mut missed, mut extra, mut refused, mut unflagged) = (0u64, 0u64, 0u64, 0u64, 0u64);
         for at in 0..bytes.len() {
             let mut damaged = bytes.clone();

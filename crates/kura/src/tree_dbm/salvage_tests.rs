@@ -87,14 +87,19 @@ fn subject(dir: &Path, params: &str, records: u32) -> Subject {
     db.close().unwrap();
     let pager = Pager::open_for_salvage(&path, 1 << 20, 1 << 40).unwrap();
     let (mut spans, mut branches, mut tails) = (BTreeMap::new(), Vec::new(), Vec::new());
+    // The slot at `offset`: its header, and its unused tail (past the stored bytes) noted.
+    let mut slot_at = |offset: u64| {
+        let slot = pager.slot_header(offset).unwrap();
+        let stored_end = offset + SLOT_HEADER_SIZE as u64 + u64::from(slot.stored_len);
+        if stored_end < offset + slot.slot_len {
+            tails.push((stored_end, offset + slot.slot_len));
+        }
+        slot
+    };
     let mut stack = vec![pager.header().root];
     while let Some(offset) = stack.pop() {
-        let slot = pager.slot_header(offset).unwrap();
+        let slot = slot_at(offset);
         let end = offset + slot.slot_len;
-        let stored_end = offset + SLOT_HEADER_SIZE as u64 + u64::from(slot.stored_len);
-        if stored_end < end {
-            tails.push((stored_end, end));
-        }
         match pager.decode_page(offset).unwrap() {
             Page::Branch(branch) => {
                 branches.push((offset, end));
@@ -110,23 +115,11 @@ fn subject(dir: &Path, params: &str, records: u32) -> Subject {
     }
     let dictionary = match pager.header().dictionary {
         0 => (0, 0),
-        at => {
-            let slot = pager.slot_header(at).unwrap();
-            let stored_end = at + SLOT_HEADER_SIZE as u64 + u64::from(slot.stored_len);
-            if stored_end < at + slot.slot_len {
-                tails.push((stored_end, at + slot.slot_len));
-            }
-            (at, at + slot.slot_len)
-        }
+        at => (at, at + slot_at(at).slot_len),
     };
     let free = pager.space().slots().map(|(offset, len)| (offset, offset + len)).collect();
     let list = pager.header().free_list;
-    let list_slot = pager.slot_header(list).unwrap();
-    let free_list = (list, list + list_slot.slot_len);
-    let list_stored_end = list + SLOT_HEADER_SIZE as u64 + u64::from(list_slot.stored_len);
-    if list_stored_end < free_list.1 {
-        tails.push((list_stored_end, free_list.1));
-    }
+    let free_list = (list, list + slot_at(list).slot_len);
     drop(pager);
     assert_eq!(spans.len(), model.len());
     Subject { image: std::fs::read(&path).unwrap(), model, spans, dictionary, branches, tails, free, free_list }
