@@ -28,6 +28,43 @@ const POPULATE_CHUNK: u64 = 4 << 20;
 /// page is copied whole by the kernel.
 const UNTORN_PAGE: u64 = 4096;
 
+/// Bytes of a `MappedFile` lent without a borrow (`MappedFile::lend`): read-only, and valid for
+/// as long as the promise `lend`'s caller made holds.
+#[derive(Clone, Copy)]
+pub struct LentBytes {
+    start: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a read-only view of a shared file mapping, which no one writes while the view lives
+// (`MappedFile::lend`'s contract); reading it from any thread is as sound as from one.
+unsafe impl Send for LentBytes {}
+// SAFETY: as for `Send`: shared references only read.
+unsafe impl Sync for LentBytes {}
+
+impl LentBytes {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes `range` of the view, None if it does not lie within it.
+    #[inline]
+    pub fn get(&self, range: std::ops::Range<usize>) -> Option<&[u8]> {
+        if range.start > range.end || range.end > self.len {
+            return None;
+        }
+        // SAFETY: the range lies within the lent bytes (checked above), which stay mapped and
+        // unchanged while this view lives (`MappedFile::lend`'s contract).
+        Some(unsafe { std::slice::from_raw_parts(self.start.as_ptr().add(range.start), range.end - range.start) })
+    }
+}
+
+impl std::fmt::Debug for LentBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LentBytes").field("len", &self.len).finish()
+    }
+}
+
 pub struct MappedFile {
     file: File,
     path: PathBuf,
@@ -172,6 +209,23 @@ impl MappedFile {
         // SAFETY: `start + len <= self.len <= map.len()`, so the range is inside the mapping
         // and backed by the file; the caller guarantees no concurrent writer.
         Ok(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), len) })
+    }
+
+    /// A view of the bytes at `offset..offset+len` that borrows nothing, or BrokenData if
+    /// they lie beyond the end: what a decoded TreeDbm leaf keeps its values in, so that a
+    /// leaf read from the file copies its keys only (tree_dbm/page.rs, `Leaf::decode_lending`).
+    ///
+    /// # Safety
+    /// Until the last copy of the view is dropped, no one may write these bytes, shrink the
+    /// file below them or drop this `MappedFile` (tree_dbm/pager.rs says how TreeDbm keeps
+    /// this promise).
+    pub unsafe fn lend(&self, offset: u64, len: usize) -> Result<LentBytes> {
+        let start = self.check_range(offset, len)?;
+        // SAFETY: `start + len <= self.len <= map.len()`: the pointer lies inside the mapping.
+        let pointer = unsafe { self.map.as_ptr().add(start) };
+        let start = std::ptr::NonNull::new(pointer.cast_mut())
+            .ok_or_else(|| Error::internal("a file mapping at address zero: a bug in Kura"))?;
+        Ok(LentBytes { start, len })
     }
 
     /// The bytes from `offset` up to at most `max` bytes, cut at the end of the file.

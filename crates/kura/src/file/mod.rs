@@ -11,7 +11,7 @@ mod replace;
 
 pub use appender::{AppendWrite, Exclusive, MappedAppender, Published};
 pub use lock::{FileLock, LockMode};
-pub use mapped::{allocate, MappedFile};
+pub use mapped::{allocate, LentBytes, MappedFile};
 pub use open::{not_regular, open_regular_file};
 pub use prefetch::{prefetch, prefetch_range, prefetch_slice};
 pub use replace::{remove_if_exists, replace_file, sibling_path, sync_parent};

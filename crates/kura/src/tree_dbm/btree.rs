@@ -192,7 +192,7 @@ impl BTree {
 
     /// Descends to the leaf for `key`, returning the branch path `(id, child index)` and the
     /// leaf id.
-    fn find_leaf(&self, key: &[u8], path: &mut Vec<(u64, usize)>) -> Result<u64> {
+    pub(super) fn find_leaf(&self, key: &[u8], path: &mut Vec<(u64, usize)>) -> Result<u64> {
         let comparator = self.comparator();
         let mut id = self.root;
         for _ in 1..self.height {
@@ -349,6 +349,19 @@ impl BTree {
         }
     }
 
+    /// Page `id`, read as `page`, for keeping after the tree's lock is released (a seek's
+    /// position): a leaf lending its values from the file's mapping is copied, as its slot
+    /// may be reused once the lock is gone (`Pager::decode_page_lending`), and the copy takes
+    /// its place in the cache, so that only the first seek to a leaf copies it.
+    pub(super) fn kept(&self, id: u64, page: PageRef<'_>) -> Arc<Page> {
+        if !page.is_lent() {
+            return page.into_arc();
+        }
+        let copy = Arc::new(Page::clone(&page));
+        self.pager.recache(id, Arc::clone(&copy));
+        copy
+    }
+
     pub(super) fn new_dirty(&mut self, page: Page) -> u64 {
         self.structure += 1;
         self.dirty.add(Arc::new(page))
@@ -361,9 +374,13 @@ impl BTree {
             return Ok(id);
         }
         let page = match self.pager.forget(id) {
+            // A leaf lending its values from the slot about to be freed holds them itself
+            // from now on (see `Pager::decode_page_lending`).
+            Some(page) if page.is_lent() => Arc::new(Page::clone(&page)),
             Some(page) => page,
             None => Arc::new(self.pager.decode_page(id)?),
         };
+        debug_assert!(!page.is_lent(), "invariant: no dirty page lends from a slot (a bug in Kura)");
         self.replaced.push(id);
         self.structure += 1;
         Ok(self.dirty.add(page))

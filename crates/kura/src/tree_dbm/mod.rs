@@ -26,6 +26,8 @@ pub mod forge;
 pub(crate) mod format;
 mod get_many;
 mod header_copies;
+#[cfg(test)]
+mod lending_tests;
 mod options;
 mod page;
 mod pager;

@@ -5,6 +5,14 @@
 //! bytes in one arena with a sorted index of entries (see prefix_index.rs), so that a page
 //! costs a few allocations and a record about 21 bytes of overhead, whatever its size.
 //!
+//! A leaf read from an uncompressed slot of the file's mapping may *lend* its values from
+//! there (`Leaf::decode_lending`): its arena then holds each key followed by its value's
+//! place in the slot (4 bytes), and the values stay in the page cache, as LMDB reads them.
+//! Decoding then writes a fifth of the bytes into memory the process has never touched,
+//! which is most of what a read after an open costs (docs/tree.md). A lent leaf copies its
+//! values into its arena before any change, and so does every copy (`Clone`), which is how
+//! a leaf leaves the tree's lock (pager.rs says why the lent bytes stay while it is held).
+//!
 //! Serialized leaf: `varint count`, then per record `varint shared, varint suffix_len,
 //! varint value_len, suffix, value`, where `shared` is the length of the prefix the key has in
 //! common with the previous key. Serialized branch: `varint children, varint child_0`, then per
@@ -17,6 +25,7 @@ use std::cmp::Ordering;
 use crate::codec::MAX_RATIO;
 use crate::encoding::{put_varint, ByteReader};
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::LentBytes;
 
 use super::comparator::Comparator;
 use super::format::{DATA_START, SLOT_ALIGN};
@@ -50,7 +59,13 @@ pub enum Page {
 }
 
 impl Page {
-    /// Bytes this page takes in memory, for the cache budget.
+    /// Whether this is a leaf whose values lie in the file's mapping (`Leaf::decode_lending`).
+    pub fn is_lent(&self) -> bool {
+        matches!(self, Page::Leaf(leaf) if leaf.is_lent())
+    }
+
+    /// Bytes this page takes in memory, for the cache budget (a lent leaf's values are the
+    /// page cache's, not counted).
     pub fn memory_size(&self) -> usize {
         match self {
             Page::Leaf(leaf) => leaf.arena.capacity() + leaf.entries.memory_size() + 64,
@@ -71,8 +86,11 @@ struct Entry {
     value_len: u32,
 }
 
+/// Bytes a lent leaf's arena holds after each key: where its value starts in the slot.
+const LENT_PLACE: usize = 4;
+
 /// A leaf page: records in key order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Leaf {
     /// Key and value bytes of the entries, plus garbage left by replaced records.
     arena: Vec<u8>,
@@ -84,6 +102,28 @@ pub struct Leaf {
     garbage: usize,
     /// Sum of key and value lengths of the entries.
     live_bytes: usize,
+    /// The slot the values lie in, for a leaf decoded with `decode_lending` and not changed
+    /// since; None when the arena holds the values.
+    lent: Option<LentBytes>,
+}
+
+impl Clone for Leaf {
+    /// A copy holds its values in its own arena: it may outlive the tree's lock (a seek's
+    /// position) or be changed (a page made dirty), where a lent slot may not stay.
+    fn clone(&self) -> Leaf {
+        if self.lent.is_none() {
+            return Leaf {
+                arena: self.arena.clone(),
+                entries: self.entries.clone(),
+                garbage: self.garbage,
+                live_bytes: self.live_bytes,
+                lent: None,
+            };
+        }
+        let mut entries = self.entries.clone();
+        let arena = self.arena_with_values(&mut entries);
+        Leaf { arena, entries, garbage: 0, live_bytes: self.live_bytes, lent: None }
+    }
 }
 
 impl Leaf {
@@ -112,14 +152,65 @@ impl Leaf {
         self.entries.get(index).map(|e| self.bytes(e.offset, e.key_len))
     }
 
+    /// The value of `entry`: after its key in the arena, or in the lent slot at the place
+    /// the arena holds after its key.
+    #[inline]
+    fn value_of(&self, entry: &Entry) -> &[u8] {
+        match &self.lent {
+            None => self.bytes(entry.offset + entry.key_len, entry.value_len),
+            Some(lent) => {
+                let place = (entry.offset + entry.key_len) as usize;
+                let start = self
+                    .arena
+                    .get(place..place + LENT_PLACE)
+                    .and_then(|bytes| <[u8; LENT_PLACE]>::try_from(bytes).ok())
+                    .map_or(usize::MAX, |bytes| u32::from_le_bytes(bytes) as usize);
+                let value = lent.get(start..start.saturating_add(entry.value_len as usize));
+                debug_assert!(value.is_some(), "invariant: a lent value lies in its slot (a bug in Kura)");
+                value.unwrap_or_default()
+            }
+        }
+    }
+
     pub fn value(&self, index: usize) -> Option<&[u8]> {
-        self.entries.get(index).map(|e| self.bytes(e.offset + e.key_len, e.value_len))
+        self.entries.get(index).map(|e| self.value_of(e))
     }
 
     pub fn record(&self, index: usize) -> Option<(&[u8], &[u8])> {
-        self.entries
-            .get(index)
-            .map(|e| (self.bytes(e.offset, e.key_len), self.bytes(e.offset + e.key_len, e.value_len)))
+        self.entries.get(index).map(|e| (self.bytes(e.offset, e.key_len), self.value_of(e)))
+    }
+
+    /// Whether the values lie in a slot of the file's mapping (`decode_lending`).
+    pub fn is_lent(&self) -> bool {
+        self.lent.is_some()
+    }
+
+    /// Copies a lent leaf's values into its arena (each key followed by its value, as a
+    /// leaf built in memory holds them); nothing for a leaf that holds its own.
+    fn own(&mut self) {
+        if self.lent.is_none() {
+            return;
+        }
+        let mut entries = std::mem::take(&mut self.entries);
+        self.arena = self.arena_with_values(&mut entries);
+        self.entries = entries;
+        self.garbage = 0;
+        self.lent = None;
+    }
+
+    /// An arena holding each key of `entries` (this leaf's, moved out or copied) followed by
+    /// its value, and `entries`' offsets set to match. Decoding bounded keys and values
+    /// together by `u32::MAX` (`decode_from`), so the offsets fit.
+    fn arena_with_values(&self, entries: &mut PrefixIndex<Entry>) -> Vec<u8> {
+        let mut arena = Vec::with_capacity(self.live_bytes);
+        for entry in entries.items_mut() {
+            let offset = arena.len() as u32;
+            arena.extend_from_slice(self.bytes(entry.offset, entry.key_len));
+            arena.extend_from_slice(self.value_of(entry));
+            entry.offset = offset;
+        }
+        debug_assert_eq!(arena.len(), self.live_bytes, "invariant: live bytes count keys and values");
+        arena
     }
 
     /// Starts loading what a search for `key` reads first: the index's top level (a batched
@@ -267,6 +358,7 @@ impl Leaf {
 
     /// Inserts a record at `index` (from `search`'s `Err`).
     pub fn insert(&mut self, index: usize, key: &[u8], value: &[u8]) -> Result<()> {
+        self.own();
         let entry = self.push_bytes(key, value)?;
         let index = index.min(self.entries.len());
         self.entries.insert(index, key_prefix(key), entry);
@@ -276,6 +368,7 @@ impl Leaf {
 
     /// Replaces the value of the record at `index` (from `search`'s `Ok`).
     pub fn set_value(&mut self, index: usize, value: &[u8]) -> Result<()> {
+        self.own();
         let Some(old) = self.entries.get(index).copied() else {
             return Err(Error::not_found("no record at this leaf position"));
         };
@@ -304,6 +397,7 @@ impl Leaf {
     }
 
     pub fn remove(&mut self, index: usize) {
+        self.own();
         if let Some(old) = self.entries.remove(index) {
             let size = (old.key_len + old.value_len) as usize;
             self.garbage += size;
@@ -332,6 +426,7 @@ impl Leaf {
 
     /// Moves the records from `at` on into a new leaf.
     pub fn split_off(&mut self, at: usize) -> Leaf {
+        self.own();
         let mut right = Leaf { entries: self.entries.split_off(at), ..Leaf::default() };
         let moved: usize = right.entries.items().iter().map(|e| (e.key_len + e.value_len) as usize).sum();
         right.arena.reserve(moved);
@@ -350,6 +445,7 @@ impl Leaf {
 
     /// Appends all records of `right`, whose keys all follow this leaf's.
     pub fn append(&mut self, right: &Leaf) -> Result<()> {
+        self.own();
         for index in 0..right.len() {
             if let Some((key, value)) = right.record(index) {
                 let entry = self.push_bytes(key, value)?;
@@ -391,19 +487,37 @@ impl Leaf {
     }
 
     pub fn decode(raw: &[u8], comparator: Comparator) -> Result<Leaf> {
+        Leaf::decode_from(raw, comparator, None)
+    }
+
+    /// `decode` of a page whose serialized form is the whole of `lent` (an uncompressed slot
+    /// of the file's mapping): the leaf keeps its values there instead of copying them.
+    pub fn decode_lending(lent: LentBytes, comparator: Comparator) -> Result<Leaf> {
+        let raw = lent.get(0..lent.len()).unwrap_or_default();
+        Leaf::decode_from(raw, comparator, Some(lent))
+    }
+
+    /// `decode`, lending the values from `lent` when given (then `raw` is its bytes).
+    fn decode_from(raw: &[u8], comparator: Comparator, lent: Option<LentBytes>) -> Result<Leaf> {
         let mut reader = ByteReader::new(raw, "tree leaf page");
         let count = reader.count(RECORD_OVERHEAD)?;
         // Keys rebuilt from shared prefixes may exceed the page; bound them like a codec ratio.
         let arena_limit = raw.len().saturating_mul(MAX_RATIO).min(u32::MAX as usize);
+        // Room for the page plus the shared prefixes of a typical page; a page whose keys
+        // share more grows it. `shrink_to_fit` below gives back the rest (in place, as the
+        // allocator shrinks a block), so the cache counts no slack. (Reading every record's
+        // lengths beforehand to size it exactly cost a third of the decoding.) A lent page's
+        // arena holds its keys and value places: a guess of 32 bytes a record.
+        let capacity = match lent {
+            None => raw.len().saturating_add(raw.len() / 2),
+            Some(_) => count.saturating_mul(32),
+        };
         let mut leaf = Leaf {
-            // Room for the page plus the shared prefixes of a typical page; a page whose keys
-            // share more grows it. `shrink_to_fit` below gives back the rest (in place, as
-            // the allocator shrinks a block), so the cache counts no slack. (Reading every
-            // record's lengths beforehand to size it exactly cost a third of the decoding.)
-            arena: Vec::with_capacity(raw.len().saturating_add(raw.len() / 2).min(arena_limit)),
+            arena: Vec::with_capacity(capacity.min(arena_limit)),
             entries: PrefixIndex::with_capacity(count),
             garbage: 0,
             live_bytes: 0,
+            lent,
         };
         let mut previous: Option<Entry> = None;
         for _ in 0..count {
@@ -411,6 +525,7 @@ impl Leaf {
             let suffix_len = reader.length()?;
             let value_len = reader.length()?;
             let suffix = reader.take(suffix_len)?;
+            let place = raw.len() - reader.remaining();
             let value = reader.take(value_len)?;
             let offset = leaf.arena.len();
             let prefix = match previous {
@@ -419,12 +534,18 @@ impl Leaf {
                 _ => return Err(Error::broken("leaf page: shared prefix longer than the previous key")),
             };
             let key_len = shared + suffix_len;
-            if offset + key_len + value_len > arena_limit {
+            // Keys and values together, lent or not, so that both decodings accept the same
+            // pages and a lent leaf's copy (`own`) fits 32-bit offsets.
+            if leaf.live_bytes + key_len + value_len > arena_limit {
                 return Err(Error::broken("leaf page: keys expand beyond any plausible size"));
             }
             leaf.arena.extend_from_within(prefix);
             leaf.arena.extend_from_slice(suffix);
-            leaf.arena.extend_from_slice(value);
+            match lent {
+                None => leaf.arena.extend_from_slice(value),
+                // `place` < raw.len(), which a slot's 32-bit length bounds.
+                Some(_) => leaf.arena.extend_from_slice(&(place as u32).to_le_bytes()),
+            }
             let entry = Entry { offset: offset as u32, key_len: key_len as u32, value_len: value_len as u32 };
             if let Some(p) = previous {
                 let previous_key = leaf.bytes(p.offset, p.key_len);

@@ -550,10 +550,15 @@ impl Pager {
         if self.exceeds_memory() {
             self.will_need_slot(offset);
         }
-        let page = Arc::new(self.decode_page(offset)?);
+        let page = Arc::new(self.decode_page_lending(offset)?);
         self.cache.insert(offset, Arc::clone(&page));
         self.pins.offer(offset, &page);
         Ok(page)
+    }
+
+    /// Puts `page`, a copy of the one read from `offset`, in the cache in its place.
+    pub(super) fn recache(&self, offset: u64, page: Arc<Page>) {
+        self.cache.insert(offset, page);
     }
 
     /// Runs `use_page` on the page at `offset` (pinned, cached or read) without taking a
@@ -592,6 +597,44 @@ impl Pager {
             SlotKind::Blob => Err(broken_slot(offset, "a blob where a page was expected")),
         })
         .map_err(|e| Error::new(e.kind(), format!("{}: {}", self.path.display(), e.message())))
+    }
+
+    /// `decode_page` for the cache: a leaf of an uncompressed slot read through the mapping
+    /// lends its values from there (`Leaf::decode_lending`), so that reading it copies its
+    /// keys only.
+    ///
+    /// Why the lent bytes stay: a lent leaf lives in this pager's cache and in references
+    /// taken under the tree's lock (see the module comment); every reference kept past the
+    /// lock is a copy, which holds its own values (`Leaf`'s `Clone`: `seek`'s positions and
+    /// `make_dirty` take copies of lent leaves). A slot's bytes change or go away only
+    /// through `&mut Pager`: written once free, which a slot of a page becomes after the
+    /// writer took that page out of the cache (`make_dirty` and `forget`), or cut off by
+    /// `close` and `clear` (the latter empties the cache first), or unmapped with the pager
+    /// and its cache. A cached page whose slot is freed otherwise is never read again: only
+    /// the tree leads to a slot, and a slot the tree leads to anew holds a page written since,
+    /// which replaced any older one in the cache. (A damaged file whose slots overlap, each
+    /// with a valid checksum, breaks that last premise: a write into one then changes values
+    /// a page cached from the other lends. That is wrong data, not unsound memory, since
+    /// writes need `&mut Pager`; `kura check` finds overlapping slots.)
+    fn decode_page_lending(&self, offset: u64) -> Result<Page> {
+        if self.exceeds_memory() {
+            return self.decode_page(offset);
+        }
+        debug_assert!(
+            self.write_behind.find(offset).is_none(),
+            "slot {offset} read before its held bytes were written"
+        );
+        let slot = self.slot_header(offset)?;
+        if slot.kind != SlotKind::Leaf || slot.compressed {
+            return self.decode_page(offset);
+        }
+        let comparator = self.header.comparator;
+        // SAFETY: `slot_header` checked the slot against the file; the bytes stay while the
+        // leaf lives, as the comment above says.
+        let lent = unsafe { self.file.lend(offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize) }?;
+        let stored = lent.get(0..lent.len()).unwrap_or_default();
+        self.with_stored(offset, slot, stored, |_, _| Leaf::decode_lending(lent, comparator).map(Page::Leaf))
+            .map_err(|e| Error::new(e.kind(), format!("{}: {}", self.path.display(), e.message())))
     }
 
     pub fn read_blob(&self, offset: u64) -> Result<Vec<u8>> {

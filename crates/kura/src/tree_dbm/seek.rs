@@ -45,7 +45,8 @@ impl Seek<'_> {
     }
 }
 
-/// A found record: the leaf (shared, so it outlives the lock) and the index in it.
+/// A found record: the leaf (shared, so it outlives the lock; never one lending its values
+/// from the file, see `BTree::kept`) and the index in it.
 pub struct Position {
     pub leaf: Arc<Page>,
     pub index: usize,
@@ -88,7 +89,7 @@ impl BTree {
                     };
                     if let Some(index) = found {
                         check_leaf_range(comparator, &path, leaf)?;
-                        return Ok(Some(Position { leaf: page.into_arc(), index }));
+                        return Ok(Some(Position { leaf: self.kept(id, page), index }));
                     }
                     break;
                 }
@@ -124,7 +125,7 @@ impl BTree {
                         let found = if forward { (!leaf.is_empty()).then_some(0) } else { leaf.len().checked_sub(1) };
                         if let Some(index) = found {
                             check_leaf_range(comparator, &path, leaf)?;
-                            return Ok(Some(Position { leaf: page.into_arc(), index }));
+                            return Ok(Some(Position { leaf: self.kept(id, page), index }));
                         }
                         // An empty leaf (only in a damaged file): keep going, within reason.
                         empty_leaves += 1;

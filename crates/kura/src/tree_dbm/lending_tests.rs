@@ -1,0 +1,236 @@
+//! Tests of the leaves that lend their values from the file's mapping (page.rs,
+//! `Leaf::decode_lending`; pager.rs, `decode_page_lending`): after an open, reads find the
+//! values written; a changed leaf and every position a seek keeps hold their own values, so
+//! that the slots the writer frees and reuses afterwards never show through; a model of the
+//! records checks every read while the tree is rewritten over and over.
+
+#![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::page::Page;
+use super::seek::Seek;
+use super::TreeDbm;
+use crate::dbm::{Dbm, OpenMode, Params};
+use crate::split_mix::SplitMix64;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Small pages, so that a few thousand records make hundreds of leaves, and checkpoints
+/// often, so that the slots of replaced pages are soon freed and written over.
+fn params() -> Params {
+    Params::new().with("max_page_size", 1024).with("checkpoint_bytes", 16384).with("max_dirty_pages", 16)
+}
+
+fn key(n: u64) -> Vec<u8> {
+    format!("key{n:06}").into_bytes()
+}
+
+/// A value whose bytes say which key and which write made it, so that a value shown from a
+/// reused slot cannot pass for the right one.
+fn value(rng: &mut SplitMix64, n: u64, round: u64) -> Vec<u8> {
+    let len = 8 + rng.below(120) as usize;
+    let mut value = format!("{n}:{round}:").into_bytes();
+    value.resize(len, b'a' + (round % 26) as u8);
+    value
+}
+
+/// A file of `count` records written and closed; returns the model.
+fn written(path: &Path, count: u64, rng: &mut SplitMix64) -> Model {
+    let db = TreeDbm::open(path, OpenMode::Create, &params()).unwrap();
+    let mut model = Model::new();
+    for n in 0..count {
+        let v = value(rng, n, 0);
+        db.set(&key(n), &v, true).unwrap();
+        model.insert(key(n), v);
+    }
+    db.close().unwrap();
+    model
+}
+
+/// The value of `key`, None if absent.
+fn read(db: &TreeDbm, key: &[u8]) -> Option<Vec<u8>> {
+    let mut found = None;
+    db.get_with(key, &mut |value| found = value.map(<[u8]>::to_vec)).unwrap();
+    found
+}
+
+fn check_all(db: &TreeDbm, model: &Model) {
+    for (k, v) in model {
+        assert_eq!(read(db, k).as_deref(), Some(&v[..]), "{}", String::from_utf8_lossy(k));
+    }
+    assert_eq!(db.count().unwrap(), model.len() as u64);
+}
+
+#[test]
+fn reads_after_an_open_lend_values_and_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lend.kut");
+    let mut rng = SplitMix64::new(470);
+    let model = written(&path, 3000, &mut rng);
+    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
+    check_all(&db, &model);
+    // The reads went through leaves that lend: the leaf of some key is one.
+    let tree = db.read().unwrap();
+    let mut lent = 0;
+    for n in (0..3000).step_by(97) {
+        let mut path_ids = Vec::new();
+        let leaf = tree.find_leaf(&key(n), &mut path_ids).unwrap();
+        if tree.page(leaf).unwrap().is_lent() {
+            lent += 1;
+        }
+    }
+    assert!(lent > 0, "no leaf read after the open lends its values");
+}
+
+#[test]
+fn a_kept_position_holds_its_values_while_the_writer_reuses_slots() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kept.kut");
+    let mut rng = SplitMix64::new(471);
+    let model = written(&path, 2000, &mut rng);
+    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
+    // Lent leaves first, then positions taken from them.
+    check_all(&db, &model);
+    let starts: Vec<u64> = (0..2000).step_by(53).collect();
+    let kept: Vec<_> = starts
+        .iter()
+        .map(|n| {
+            let position = db.read().unwrap().seek(Seek::AtLeast(&key(*n))).unwrap().unwrap();
+            assert!(!position.leaf.is_lent(), "a seek's position lends from a slot");
+            let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
+            let records: Vec<(Vec<u8>, Vec<u8>)> =
+                (0..leaf.len()).map(|i| leaf.record(i).map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect();
+            (position, records)
+        })
+        .collect();
+    // Every record rewritten several times, each round committed, so that the slots of the
+    // leaves the positions came from are freed and written over.
+    let mut model = model;
+    for round in 1..=4 {
+        for n in 0..2000 {
+            let v = value(&mut rng, n, round);
+            db.set(&key(n), &v, true).unwrap();
+            model.insert(key(n), v);
+        }
+        db.synchronize(false).unwrap();
+    }
+    for (position, records) in &kept {
+        let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
+        for (i, (k, v)) in records.iter().enumerate() {
+            assert_eq!(leaf.record(i).unwrap(), (&k[..], &v[..]), "a kept position's record changed");
+        }
+    }
+    check_all(&db, &model);
+}
+
+#[test]
+fn mixed_changes_after_each_open_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.kut");
+    let mut rng = SplitMix64::new(472);
+    let mut model = written(&path, 1500, &mut rng);
+    for round in 1..=6u64 {
+        let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
+        for step in 0..3000 {
+            let n = rng.below(2500);
+            match rng.below(10) {
+                0..=3 => {
+                    let v = value(&mut rng, n, round);
+                    db.set(&key(n), &v, true).unwrap();
+                    model.insert(key(n), v);
+                }
+                4 => {
+                    db.remove(&key(n)).ok();
+                    model.remove(&key(n));
+                }
+                5 => {
+                    // A short scan: its positions are copies, its records the model's.
+                    let mut seen = Vec::new();
+                    db.scan(&key(n)[..].., &mut |k, v| {
+                        seen.push((k.to_vec(), v.to_vec()));
+                        seen.len() < 12
+                    })
+                    .unwrap();
+                    let expected: Vec<(Vec<u8>, Vec<u8>)> =
+                        model.range(key(n)..).take(12).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    assert_eq!(seen, expected, "round {round}, step {step}");
+                }
+                _ => assert_eq!(read(&db, &key(n)), model.get(&key(n)).cloned(), "round {round}, step {step}"),
+            }
+            if step % 500 == 499 {
+                db.synchronize(false).unwrap();
+            }
+        }
+        check_all(&db, &model);
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_kept_position_outlives_a_clear_and_a_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.kut");
+    let mut rng = SplitMix64::new(473);
+    let model = written(&path, 1500, &mut rng);
+    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
+    check_all(&db, &model);
+    let snapshot = |n: u64| {
+        let position = db.read().unwrap().seek(Seek::AtLeast(&key(n))).unwrap().unwrap();
+        let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
+        let records: Vec<(Vec<u8>, Vec<u8>)> =
+            (0..leaf.len()).map(|i| leaf.record(i).map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect();
+        (position, records)
+    };
+    let before_rebuild = snapshot(700);
+    // The rebuild writes a new file in place of the old one and drops the old mapping.
+    db.rebuild(&Params::new()).unwrap();
+    check_all(&db, &model);
+    let before_clear = snapshot(300);
+    // The clear cuts the file short.
+    db.clear().unwrap();
+    assert_eq!(db.count().unwrap(), 0);
+    for (position, records) in [before_rebuild, before_clear] {
+        let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
+        for (i, (k, v)) in records.iter().enumerate() {
+            assert_eq!(leaf.record(i).unwrap(), (&k[..], &v[..]), "a kept position's record changed");
+        }
+        for (k, v) in &records {
+            assert_eq!(model.get(k), Some(v), "a kept position shows a record never written");
+        }
+    }
+}
+
+#[test]
+fn long_shared_keys_with_tiny_values_lend_as_they_decode() {
+    // Keys that share almost all their bytes expand far beyond the page; values under 4
+    // bytes take less room in the slot than a lent value's place in the arena.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.kut");
+    let params = Params::new().with("max_page_size", 4096);
+    let stem = vec![b's'; 3000];
+    let long_key = |n: u64| {
+        let mut k = stem.clone();
+        k.extend_from_slice(format!("{n:05}").as_bytes());
+        k
+    };
+    let mut model = Model::new();
+    {
+        let db = TreeDbm::open(&path, OpenMode::Create, &params).unwrap();
+        for n in 0..600u64 {
+            let v = vec![b'v'; (n % 3) as usize];
+            db.set(&long_key(n), &v, true).unwrap();
+            model.insert(long_key(n), v);
+        }
+        db.close().unwrap();
+    }
+    let db = TreeDbm::open(&path, OpenMode::Write, &params).unwrap();
+    check_all(&db, &model);
+    // Changed after lending: each leaf copies its values first.
+    for n in (0..600u64).step_by(7) {
+        db.set(&long_key(n), b"xyz", true).unwrap();
+        model.insert(long_key(n), b"xyz".to_vec());
+    }
+    check_all(&db, &model);
+}
