@@ -899,10 +899,12 @@ impl Pager {
     pub fn clear(&mut self) -> Result<()> {
         self.cache.clear();
         self.pins.clear();
-        self.space = Space::new(DATA_START);
         // Nothing of the old tree is kept: the empty one is made durable before the file is
-        // shortened under it.
-        self.durability = Durability::new(self.durability.sequence());
+        // shortened under it. If that fails the old tree stays current, and so must its free
+        // space: a slot of it handed out as free would be written under live pages.
+        let old_space = std::mem::replace(&mut self.space, Space::new(DATA_START));
+        let fresh = Durability::new(self.durability.sequence());
+        let old_durability = std::mem::replace(&mut self.durability, fresh);
         let mut header = self.header.clone();
         header.root = 0;
         header.height = 0;
@@ -910,7 +912,11 @@ impl Pager {
         header.free_list = 0;
         let had_dictionary = header.dictionary != 0;
         header.dictionary = 0;
-        self.publish(header, Publish::Durable, &[])?;
+        if let Err(e) = self.publish(header, Publish::Durable, &[]) {
+            self.space = old_space;
+            self.durability = old_durability;
+            return Err(e);
+        }
         // SAFETY: `&mut self` excludes readers; nothing references the dropped area any more.
         unsafe { self.file.set_len(DATA_START) }?;
         if had_dictionary {
