@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::page::Page;
-use super::seek::Seek;
+use super::seek::{Position, Seek};
 use super::TreeDbm;
 use crate::dbm::{Dbm, OpenMode, Params};
 use crate::split_mix::SplitMix64;
@@ -63,14 +63,47 @@ fn check_all(db: &TreeDbm, model: &Model) {
     assert_eq!(db.count().unwrap(), model.len() as u64);
 }
 
-#[test]
-fn reads_after_an_open_lend_values_and_match_the_model() {
+/// `count` records written, the file reopened and every record read (so that its leaves
+/// lend); returns what the test needs to go on.
+fn reopened(name: &str, seed: u64, count: u64) -> (tempfile::TempDir, TreeDbm, Model, SplitMix64) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("lend.kut");
-    let mut rng = SplitMix64::new(470);
-    let model = written(&path, 3000, &mut rng);
+    let path = dir.path().join(name);
+    let mut rng = SplitMix64::new(seed);
+    let model = written(&path, count, &mut rng);
     let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
     check_all(&db, &model);
+    (dir, db, model, rng)
+}
+
+type Records = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The position a seek to `n` keeps, with a copy of its leaf's records as they are now.
+fn kept_at(db: &TreeDbm, n: u64) -> (Position, Records) {
+    let position = db.read().unwrap().seek(Seek::AtLeast(&key(n))).unwrap().unwrap();
+    assert!(!position.leaf.is_lent(), "a seek's position lends from a slot");
+    let records = (0..leaf_of(&position).len())
+        .map(|i| leaf_of(&position).record(i).map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+        .collect();
+    (position, records)
+}
+
+fn leaf_of(position: &Position) -> &super::page::Leaf {
+    match &*position.leaf {
+        Page::Leaf(leaf) => leaf,
+        Page::Branch(_) => panic!("a position on a branch"),
+    }
+}
+
+/// Asserts that the kept position's leaf still holds `records`.
+fn assert_unchanged(position: &Position, records: &Records) {
+    for (i, (k, v)) in records.iter().enumerate() {
+        assert_eq!(leaf_of(position).record(i).unwrap(), (&k[..], &v[..]), "a kept position's record changed");
+    }
+}
+
+#[test]
+fn reads_after_an_open_lend_values_and_match_the_model() {
+    let (_dir, db, _model, _rng) = reopened("lend.kut", 470, 3000);
     // The reads went through leaves that lend: the leaf of some key is one.
     let tree = db.read().unwrap();
     let mut lent = 0;
@@ -86,28 +119,10 @@ fn reads_after_an_open_lend_values_and_match_the_model() {
 
 #[test]
 fn a_kept_position_holds_its_values_while_the_writer_reuses_slots() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kept.kut");
-    let mut rng = SplitMix64::new(471);
-    let model = written(&path, 2000, &mut rng);
-    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
-    // Lent leaves first, then positions taken from them.
-    check_all(&db, &model);
-    let starts: Vec<u64> = (0..2000).step_by(53).collect();
-    let kept: Vec<_> = starts
-        .iter()
-        .map(|n| {
-            let position = db.read().unwrap().seek(Seek::AtLeast(&key(*n))).unwrap().unwrap();
-            assert!(!position.leaf.is_lent(), "a seek's position lends from a slot");
-            let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
-            let records: Vec<(Vec<u8>, Vec<u8>)> =
-                (0..leaf.len()).map(|i| leaf.record(i).map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect();
-            (position, records)
-        })
-        .collect();
+    let (_dir, db, mut model, mut rng) = reopened("kept.kut", 471, 2000);
+    let kept: Vec<_> = (0..2000).step_by(53).map(|n| kept_at(&db, n)).collect();
     // Every record rewritten several times, each round committed, so that the slots of the
     // leaves the positions came from are freed and written over.
-    let mut model = model;
     for round in 1..=4 {
         for n in 0..2000 {
             let v = value(&mut rng, n, round);
@@ -117,10 +132,7 @@ fn a_kept_position_holds_its_values_while_the_writer_reuses_slots() {
         db.synchronize(false).unwrap();
     }
     for (position, records) in &kept {
-        let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
-        for (i, (k, v)) in records.iter().enumerate() {
-            assert_eq!(leaf.record(i).unwrap(), (&k[..], &v[..]), "a kept position's record changed");
-        }
+        assert_unchanged(position, records);
     }
     check_all(&db, &model);
 }
@@ -170,32 +182,17 @@ fn mixed_changes_after_each_open_match_the_model() {
 
 #[test]
 fn a_kept_position_outlives_a_clear_and_a_rebuild() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cut.kut");
-    let mut rng = SplitMix64::new(473);
-    let model = written(&path, 1500, &mut rng);
-    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
-    check_all(&db, &model);
-    let snapshot = |n: u64| {
-        let position = db.read().unwrap().seek(Seek::AtLeast(&key(n))).unwrap().unwrap();
-        let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
-        let records: Vec<(Vec<u8>, Vec<u8>)> =
-            (0..leaf.len()).map(|i| leaf.record(i).map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect();
-        (position, records)
-    };
-    let before_rebuild = snapshot(700);
+    let (_dir, db, model, _rng) = reopened("cut.kut", 473, 1500);
+    let before_rebuild = kept_at(&db, 700);
     // The rebuild writes a new file in place of the old one and drops the old mapping.
     db.rebuild(&Params::new()).unwrap();
     check_all(&db, &model);
-    let before_clear = snapshot(300);
+    let before_clear = kept_at(&db, 300);
     // The clear cuts the file short.
     db.clear().unwrap();
     assert_eq!(db.count().unwrap(), 0);
     for (position, records) in [before_rebuild, before_clear] {
-        let Page::Leaf(leaf) = &*position.leaf else { panic!("a position on a branch") };
-        for (i, (k, v)) in records.iter().enumerate() {
-            assert_eq!(leaf.record(i).unwrap(), (&k[..], &v[..]), "a kept position's record changed");
-        }
+        assert_unchanged(&position, &records);
         for (k, v) in &records {
             assert_eq!(model.get(k), Some(v), "a kept position shows a record never written");
         }
