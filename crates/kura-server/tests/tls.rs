@@ -329,6 +329,7 @@ fn two_thousand_handshakes_that_never_end_are_bounded_by_the_timeout_and_the_lim
             stream
         })
         .collect();
+    let opened_in = started.elapsed();
     // Every one is dropped: those over the limit at once, the others by the time bound, so
     // the last is gone at most the bound (and a margin for a busy machine) after it opened.
     let deadline = started.elapsed() + idle + Duration::from_secs(2);
@@ -353,9 +354,17 @@ fn two_thousand_handshakes_that_never_end_are_bounded_by_the_timeout_and_the_lim
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
     assert_eq!(stat("curr_connections"), 1, "{stats}");
-    // Opening them all takes longer than the time bound, so slots freed by it were taken
-    // again meanwhile: more than LIMIT were admitted in all, never more than LIMIT at once.
-    assert!(stat("rejected_connections") >= count / 2, "{stats}");
+    // Never more than LIMIT at once: an admitted handshake holds its slot for the time bound
+    // at least, so while they were being opened (and for one more bound, while the server
+    // takes the last of them from its backlog) each slot was taken at most once per bound,
+    // plus once. (Opening them takes longer than the bound, so slots it freed were taken
+    // again meanwhile; how often depends on the machine's speed, which the count of
+    // rejections alone, asserted as half before, did not allow for on a loaded machine.)
+    let window = opened_in + idle;
+    let most_admitted = LIMIT * (window.as_secs_f64() / idle.as_secs_f64()).floor() as usize + LIMIT;
+    let admitted = stat("total_connections") - 1;
+    assert!(admitted <= most_admitted, "{admitted} admitted in {opened_in:?}, at most {most_admitted}: {stats}");
+    assert!(stat("rejected_connections") >= count - most_admitted.min(count), "{stats}");
     assert_eq!(stat("total_connections") + stat("rejected_connections"), count + 1, "{stats}");
 }
 
