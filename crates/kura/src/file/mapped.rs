@@ -47,6 +47,13 @@ impl LentBytes {
         self.len
     }
 
+    /// A view of bytes that never change (tests of the leaves that lend, without a file).
+    #[cfg(test)]
+    pub fn of_static(bytes: &'static [u8]) -> LentBytes {
+        let start = std::ptr::NonNull::from(bytes).cast::<u8>();
+        LentBytes { start, len: bytes.len() }
+    }
+
     /// The bytes `range` of the view, None if it does not lie within it.
     #[inline]
     pub fn get(&self, range: std::ops::Range<usize>) -> Option<&[u8]> {

@@ -810,7 +810,89 @@ mod tests {
         (raw, sound)
     }
 
+    fn records(leaf: &Leaf) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..leaf.len()).map(|i| leaf.record(i).map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect()
+    }
+
+    /// A change to a leaf, the same applied to a lent and an owned one.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Set(Vec<u8>, Vec<u8>),
+        Remove(Vec<u8>),
+        Split(usize),
+        Append,
+        Cloned,
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        let key = proptest::collection::vec(b'a'..b'e', 1..5);
+        let value = proptest::collection::vec(any::<u8>(), 0..30);
+        prop_oneof![
+            (key.clone(), value).prop_map(|(k, v)| Change::Set(k, v)),
+            key.prop_map(Change::Remove),
+            (0usize..40).prop_map(Change::Split),
+            Just(Change::Append),
+            Just(Change::Cloned),
+        ]
+    }
+
+    /// Applies `change`; a split keeps the left part, an append adds a fixed record after
+    /// every key the changes make.
+    fn apply(leaf: &mut Leaf, change: &Change) {
+        match change {
+            Change::Set(key, value) => match leaf.search(Comparator::Lexical, key) {
+                Ok(index) => leaf.set_value(index, value).unwrap(),
+                Err(index) => leaf.insert(index, key, value).unwrap(),
+            },
+            Change::Remove(key) => {
+                if let Ok(index) = leaf.search(Comparator::Lexical, key) {
+                    leaf.remove(index);
+                }
+            }
+            Change::Split(at) if leaf.len() > 1 => drop(leaf.split_off(1 + at % (leaf.len() - 1))),
+            Change::Split(_) => {}
+            Change::Append => {
+                let mut right = Leaf::new();
+                if leaf.search(Comparator::Lexical, b"zz").is_err() {
+                    right.insert(0, b"zz", b"appended").unwrap();
+                }
+                leaf.append(&right).unwrap();
+            }
+            Change::Cloned => *leaf = leaf.clone(),
+        }
+    }
+
     proptest! {
+        /// A leaf that lends its values from its page's bytes holds the same records as one
+        /// decoded from them, and after any sequence of changes both hold the same records
+        /// and encode to the same bytes: the first change, or a copy, takes the values in.
+        #[test]
+        fn a_lent_leaf_changes_as_an_owned_one(
+            map in proptest::collection::btree_map(proptest::collection::vec(b'a'..b'e', 1..5), proptest::collection::vec(any::<u8>(), 0..30), 0..30),
+            changes in proptest::collection::vec(change(), 0..12),
+        ) {
+            let mut built = Leaf::new();
+            for (key, value) in &map {
+                built.insert(built.len(), key, value).unwrap();
+            }
+            let mut raw = Vec::new();
+            built.encode(&mut raw);
+            let mut owned = Leaf::decode(&raw, Comparator::Lexical).unwrap();
+            let mut lent = Leaf::decode_lending(LentBytes::of_static(raw.leak()), Comparator::Lexical).unwrap();
+            prop_assert!(lent.is_lent());
+            prop_assert_eq!(records(&lent), records(&owned));
+            for change in &changes {
+                apply(&mut owned, change);
+                apply(&mut lent, change);
+                prop_assert_eq!(records(&lent), records(&owned), "after {:?}", change);
+                prop_assert_eq!(lent.encoded_size(), owned.encoded_size());
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            lent.encode(&mut a);
+            owned.encode(&mut b);
+            prop_assert_eq!(a, b);
+        }
+
         /// Keys sharing a long prefix rebuild an arena many times the page's size, beyond the
         /// room decoding starts with: it grows, and still ends without slack.
         #[test]
