@@ -43,15 +43,19 @@ unsafe impl Send for LentBytes {}
 unsafe impl Sync for LentBytes {}
 
 impl LentBytes {
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
     /// A view of bytes that never change (tests of the leaves that lend, without a file).
     #[cfg(test)]
     pub fn of_static(bytes: &'static [u8]) -> LentBytes {
         let start = std::ptr::NonNull::from(bytes).cast::<u8>();
         LentBytes { start, len: bytes.len() }
+    }
+
+    /// All the bytes of the view.
+    #[inline]
+    pub fn all(&self) -> &[u8] {
+        // SAFETY: the lent bytes, which stay mapped and unchanged while this view lives
+        // (`MappedFile::lend`'s contract).
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.len) }
     }
 
     /// The bytes `range` of the view, None if it does not lie within it.

@@ -493,7 +493,7 @@ impl Leaf {
     /// `decode` of a page whose serialized form is the whole of `lent` (an uncompressed slot
     /// of the file's mapping): the leaf keeps its values there instead of copying them.
     pub fn decode_lending(lent: LentBytes, comparator: Comparator) -> Result<Leaf> {
-        let raw = lent.get(0..lent.len()).unwrap_or_default();
+        let raw = lent.all();
         Leaf::decode_from(raw, comparator, Some(lent))
     }
 

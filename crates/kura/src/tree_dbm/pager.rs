@@ -590,13 +590,22 @@ impl Pager {
 
     /// Reads the page at `offset` without touching the cache.
     pub fn decode_page(&self, offset: u64) -> Result<Page> {
+        self.with_slot(offset, |kind, raw| self.decode_raw(offset, kind, raw)).map_err(|e| self.named(e))
+    }
+
+    /// The page of slot `offset` from its raw (decompressed) bytes.
+    fn decode_raw(&self, offset: u64, kind: SlotKind, raw: &[u8]) -> Result<Page> {
         let comparator = self.header.comparator;
-        self.with_slot(offset, |kind, raw| match kind {
+        match kind {
             SlotKind::Leaf => Leaf::decode(raw, comparator).map(Page::Leaf),
             SlotKind::Branch => Branch::decode(raw, comparator).map(Page::Branch),
             SlotKind::Blob => Err(broken_slot(offset, "a blob where a page was expected")),
-        })
-        .map_err(|e| Error::new(e.kind(), format!("{}: {}", self.path.display(), e.message())))
+        }
+    }
+
+    /// `error` with the file's name in front.
+    fn named(&self, error: Error) -> Error {
+        Error::new(error.kind(), format!("{}: {}", self.path.display(), error.message()))
     }
 
     /// `decode_page` for the cache: a leaf of an uncompressed slot read through the mapping
@@ -625,16 +634,18 @@ impl Pager {
             "slot {offset} read before its held bytes were written"
         );
         let slot = self.slot_header(offset)?;
-        if slot.kind != SlotKind::Leaf || slot.compressed {
-            return self.decode_page(offset);
-        }
-        let comparator = self.header.comparator;
-        // SAFETY: `slot_header` checked the slot against the file; the bytes stay while the
-        // leaf lives, as the comment above says.
-        let lent = unsafe { self.file.lend(offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize) }?;
-        let stored = lent.get(0..lent.len()).unwrap_or_default();
-        self.with_stored(offset, slot, stored, |_, _| Leaf::decode_lending(lent, comparator).map(Page::Leaf))
-            .map_err(|e| Error::new(e.kind(), format!("{}: {}", self.path.display(), e.message())))
+        // SAFETY: `slot_header` checked the slot against the file; the bytes stay while a
+        // leaf lending them lives, as the comment above says (any other page drops the view).
+        let stored = unsafe { self.file.lend(offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize) }?;
+        let lends = slot.kind == SlotKind::Leaf && !slot.compressed;
+        self.with_stored(offset, slot, stored.all(), |kind, raw| {
+            if lends {
+                Leaf::decode_lending(stored, self.header.comparator).map(Page::Leaf)
+            } else {
+                self.decode_raw(offset, kind, raw)
+            }
+        })
+        .map_err(|e| self.named(e))
     }
 
     pub fn read_blob(&self, offset: u64) -> Result<Vec<u8>> {
