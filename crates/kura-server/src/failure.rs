@@ -35,7 +35,7 @@ pub fn background(counters: &Counters, what: &str, error: &Error) {
 
 /// `text` with its line breaks made spaces: a reply line must not end early, and a log line
 /// must stay one line.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.replace(['\r', '\n'], " ")
 }
 

@@ -42,7 +42,7 @@ pub fn session(data: &[u8]) {
     let Ok(db) = CacheDbm::new(&params) else { return };
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_time().build() else { return };
     runtime.block_on(async {
-        let shared = Shared::new(config, Arc::new(db), 0, 1, None);
+        let shared = Shared::new(config, Arc::new(db), 0, 1, None, 1);
         connection::replay(&shared, conversation, usize::from(piece) + 1).await;
     });
 }

@@ -18,6 +18,7 @@ use crate::failure;
 use crate::listener::{Accepted, Address, Listener};
 use crate::shared::Shared;
 use crate::stats::bump;
+use crate::store::Store;
 
 /// How long a stopping server waits for its connections to finish what they received.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,12 +35,20 @@ impl Server {
     pub async fn bind(config: Config, db: Arc<dyn Dbm>, threads: usize) -> Result<Server> {
         // The auth file first: a bad one stops the start before a socket file is made.
         let auth = config.auth_file.as_deref().map(Authenticator::open).transpose()?;
+        let first_cas = Store::first_cas_for(db.as_ref()).unwrap_or_else(|(e, highest)| {
+            eprintln!(
+                "kura serve: warning: the scan for the highest CAS unique among the served items stopped: {}; \
+                 CAS uniques start from the clock's seconds instead (run `kura check` on the file)",
+                failure::one_line(&e.to_string())
+            );
+            Store::fallback_cas(highest)
+        });
         let listener = Listener::bind(&config).await?;
         let port = match listener.address()? {
             Address::Tcp(address) => address.port(),
             Address::Unix(_) => 0,
         };
-        let shared = Shared::new(config, db, port, threads, auth);
+        let shared = Shared::new(config, db, port, threads, auth, first_cas);
         Ok(Server { listener, shared })
     }
 

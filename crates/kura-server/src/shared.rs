@@ -42,8 +42,8 @@ impl Shared {
         port: u16,
         threads: usize,
         auth: Option<Authenticator>,
+        first_cas: u64,
     ) -> Arc<Shared> {
-        let first_cas = Store::first_cas_for(db.as_ref());
         let mut store = Store::new(db, config.max_item_size, first_cas);
         if !config.cas_enabled {
             store.disable_cas();

@@ -149,14 +149,42 @@ impl Store {
         self.cas_enabled = false;
     }
 
-    /// The first CAS unique for a database that may hold items already: the current second
-    /// shifted left by 24 bits, above anything a previous run issued at under 16M writes a
-    /// second. An empty database starts at 1, as memcached does.
-    pub fn first_cas_for(db: &dyn Dbm) -> u64 {
-        match db.count() {
-            Ok(0) => 1,
-            _ => clock::now() << 24,
+    /// The first CAS unique for a database that may hold items already: one above the
+    /// highest CAS unique among its items, read once at the start (an item in a foreign
+    /// format counts as none), so that no CAS unique an earlier run handed out comes back,
+    /// however soon the server restarts and however many writes that run made. An empty
+    /// database starts at 1, as memcached does. When the scan meets an error (a damaged
+    /// record), the error is returned with what the scan saw: see `Store::fallback_cas`.
+    pub fn first_cas_for(db: &dyn Dbm) -> std::result::Result<u64, (kura::Error, u64)> {
+        let mut highest = 0u64;
+        let scanned = (|| -> Result<()> {
+            if db.count()? == 0 {
+                return Ok(());
+            }
+            let mut cursor = db.cursor()?;
+            let mut more = cursor.first()?;
+            while more {
+                cursor.record_with(&mut |_, stored| {
+                    if let Ok((header, _)) = item::decode(stored) {
+                        highest = highest.max(header.cas);
+                    }
+                })?;
+                more = cursor.next()?;
+            }
+            Ok(())
+        })();
+        match scanned {
+            Ok(()) => Ok(highest.saturating_add(1)),
+            Err(e) => Err((e, highest)),
         }
+    }
+
+    /// The first CAS unique when the scan of `first_cas_for` failed after seeing `highest`:
+    /// above that and above the current second shifted left by 24 bits, which is above what
+    /// an earlier run handed out unless it started within the same second or made more than
+    /// 16M writes a second since it started.
+    pub fn fallback_cas(highest: u64) -> u64 {
+        highest.saturating_add(1).max(clock::now() << 24)
     }
 
     pub fn db(&self) -> &Arc<dyn Dbm> {
