@@ -4,7 +4,12 @@
     --threads 2` and by kura.dask.to_kura on a LocalCluster of 2 worker processes (1 thread
     each) reading it with dask.dataframe.read_csv; the two take turns (DASK_REPEAT rounds),
     each build checked to hold every row. The
-    file is read with pyarrow's CSV reader (dask[dataframe] installs pyarrow).
+    file is read with pyarrow's CSV reader (dask[dataframe] installs pyarrow). The CPU
+    seconds of each side are measured too (the importer's from the kernel's accounting of
+    its process, the Dask workers' process time), and so is what Dask alone spends reading
+    the file into dataframes (a pass that only counts their rows): the CPU any Dask build
+    from that file pays before kura sees a row, which bounds to_kura's throughput on a
+    machine's cores.
 (b) serve: kura.dask.load_servers of generated rows into 3 `kura serve` and into 3
     memcached, from 1 and 2 worker processes, at 1, 16, 64 and 256 rows a set_many request
     (seed 001's table: where parallel loading starts to pay); memcached and kura take turns
@@ -18,6 +23,7 @@ redraws the table and the PNG from the JSON.
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -88,7 +94,7 @@ def measure_build(work):
     log(f"dask bench: writing {ROWS:,} rows")
     write_input(source, ROWS)
     native_base, dask_base = os.path.join(work, "native.kuh"), os.path.join(work, "dask.kuh")
-    results = {"native": [], "to_kura": []}
+    results = {"native": [], "to_kura": [], "read_only": []}
     local, client = cluster(2)
     try:
         # A first build of 1,000 rows: the workers import pyarrow and kura before the clock
@@ -98,26 +104,45 @@ def measure_build(work):
         kura.dask.to_kura(read_frame(warm + ".tsv"), warm + ".kuh", 2)
         remove_files(warm + ".kuh", warm + ".tsv")
         for round_ in range(REPEAT):
-            for side in ("native", "to_kura") if round_ % 2 == 0 else ("to_kura", "native"):
+            sides = ("native", "to_kura", "read_only")
+            for side in sides if round_ % 2 == 0 else reversed(sides):
                 base = native_base if side == "native" else dask_base
                 remove_files(base)
+                cpu_before = children_cpu() if side == "native" else workers_cpu(client) + time.process_time()
                 started = time.perf_counter()
                 if side == "native":
                     run([KURA, "import", base, source, "--shards", "2", "--threads", "2"])
-                else:
+                elif side == "to_kura":
                     kura.dask.to_kura(read_frame(source), base, 2)
+                else:
+                    count = int(read_frame(source).map_partitions(len).sum().compute())
                 seconds = time.perf_counter() - started
-                count = set_count(base)
+                cpu = (children_cpu() if side == "native" else workers_cpu(client) + time.process_time()) - cpu_before
+                if side != "read_only":
+                    count = set_count(base)
                 if count != ROWS:
-                    sys.exit(f"dask bench: {side} built {count:,} records of {ROWS:,}")
-                results[side].append(ROWS / seconds)
-                log(f"dask bench: build {side}: {ROWS / seconds:,.0f} rows/s ({seconds:.1f} s), {count:,} records")
+                    sys.exit(f"dask bench: {side} built or read {count:,} records of {ROWS:,}")
+                results[side].append((ROWS / seconds, cpu))
+                log(f"dask bench: build {side}: {ROWS / seconds:,.0f} rows/s ({seconds:.1f} s, {cpu:.1f} CPU s), {count:,} records")
                 remove_files(base)
     finally:
         client.close()
         local.close()
         os.remove(source)
-    return {side: max(figures) for side, figures in results.items()}
+    # Each side's best round, and the CPU seconds that round took.
+    best = {side: max(figures) for side, figures in results.items()}
+    return {
+        "native": best["native"][0],
+        "to_kura": best["to_kura"][0],
+        "read_only": best["read_only"][0],
+        "cpu": {side: figures[1] for side, figures in best.items()},
+    }
+
+
+def children_cpu():
+    """CPU seconds (user + system) of this process's waited-for children so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def start_servers(side):
@@ -264,6 +289,33 @@ def report():
         f"| `to_kura`, 2-worker LocalCluster | {build['to_kura']:,.0f} |",
         f"| to_kura / native | {ratio:.2f} (target {TARGETS['to_kura_of_native']}) |",
         "",
+    ]
+    if "cpu" in build:
+        cpu, cores = build["cpu"], data["cores"]
+        # What to_kura would reach with its CPU time spread over every core and no wait: the
+        # most that removing every pause between its steps could give it.
+        bound = data["rows"] / (cpu["to_kura"] / cores)
+        lines += [
+            "CPU seconds of each side's best round (the importer's process; the Dask workers' and the "
+            "driver's process time) and what Dask alone spends reading the file into dataframes (a pass "
+            "that counts their rows, nothing else):",
+            "",
+            "| side | rows/s | CPU s | CPU µs a row |",
+            "|---|---|---|---|",
+            f"| `kura import --shards 2 --threads 2` | {build['native']:,.0f} | {cpu['native']:.2f} | "
+            f"{cpu['native'] / data['rows'] * 1e6:.2f} |",
+            f"| `to_kura`, 2-worker LocalCluster | {build['to_kura']:,.0f} | {cpu['to_kura']:.2f} | "
+            f"{cpu['to_kura'] / data['rows'] * 1e6:.2f} |",
+            f"| Dask reading the file only (`read_csv(...).map_partitions(len)`) | {build['read_only']:,.0f} | "
+            f"{cpu['read_only']:.2f} | {cpu['read_only'] / data['rows'] * 1e6:.2f} |",
+            "",
+            f"Dask's reading of the file alone takes {cpu['read_only'] / cpu['native']:.2f}x the importer's whole CPU "
+            f"time, before kura sees a row; to_kura took {cpu['to_kura'] / cpu['native']:.2f}x. With that CPU time "
+            f"spread over all {cores} cores and no wait between its steps, to_kura would reach {bound:,.0f} rows/s, "
+            f"{bound / build['native']:.2f}x the importer.",
+            "",
+        ]
+    lines += [
         "| batch | kura 1 worker | kura 2 workers | 2/1 | memcached 1 worker | memcached 2 workers | 2/1 | kura/memcached (2 workers) |",
         "|---|---|---|---|---|---|---|---|",
     ]
