@@ -95,6 +95,17 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
     }
     for bucket in 0..from.header.num_buckets {
         let mut decided: HashSet<Vec<u8>> = HashSet::new();
+        // In place: keys decided by a record that failed its check (or read as no record).
+        // A key has one record in its chain in place (an update that moves a record unlinks
+        // the old one), so an intact record of such a key further down the chain is the
+        // key's own, and the failing one had its key bytes damaged: a flipped byte can read
+        // as another key of the same bucket (`key:01883` as `key:00883`). The intact one is
+        // taken; without this, that intact record was lost with the damaged one. (After a
+        // crash, a record that moved can still be linked after its torn new version: the
+        // version before it is then the key's synchronized state, which the power-loss
+        // contract restores.) In appending mode every version of a key is in its chain, and
+        // `Shadows` decides instead.
+        let mut decided_by_damage: HashSet<Vec<u8>> = HashSet::new();
         // A chain that walks to its end can still have lost records: after a power loss a
         // pointer can lead to bytes that were never written there (see below).
         let mut suspect = false;
@@ -127,7 +138,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
                 refused = true;
                 return Err(Error::broken(format!("bucket {bucket} links to a tombstone with a value at {offset}")));
             }
-            if !decided.insert(key.to_vec()) {
+            let first_record_of_key = decided.insert(key.to_vec());
+            let retaken = in_place && decided_by_damage.contains(key);
+            if !first_record_of_key && !retaken {
                 return Ok(true);
             }
             if damaged_at.is_some() {
@@ -138,6 +151,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
             if header.kind() != KIND_RECORD {
                 // In place, no tombstone is ever written: one here is bytes read as one.
                 suspect |= in_place;
+                if in_place {
+                    decided_by_damage.insert(key.to_vec());
+                }
                 if shadowing {
                     // Appending mode: an intact tombstone removed its key, which the scan must
                     // not bring back from an older record; a tombstone failing its check, or a
@@ -161,7 +177,11 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
                     return Ok(false);
                 }
                 report.from_chains += 1;
+                decided_by_damage.remove(key);
             } else {
+                if in_place {
+                    decided_by_damage.insert(key.to_vec());
+                }
                 unreadable.insert(key.to_vec());
                 suspect = true;
                 if shadowing {
