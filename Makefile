@@ -236,13 +236,15 @@ soak:
 ## salvage-soak: `kura restore` and `kura check` after every single-bit flip of a 2,000-record
 ## file of each HashDbm and TreeDbm configuration, header region included (crates/kura/src/
 ## hash_dbm/salvage_tests.rs, tree_dbm/salvage_tests.rs; figures in docs/durability.md);
-## SALVAGE_CONFIG=lz4 (or tree_zstd...) runs one configuration, SALVAGE_STEP=k every k-th byte;
+## SALVAGE_CONFIG=lz4 (or tree_zstd...) runs one configuration, SALVAGE_STEP=k every k-th byte,
+## SALVAGE_AT=a,b the bytes an earlier run reported (HashDbm);
 ## salvage-soak-tree runs the TreeDbm configurations only; salvage-soak-snapshots every byte of each
 ## memory engine's snapshot (crates/kura/tests/snapshot_salvage.rs)
 SALVAGE_RECORDS ?= 2000
 SALVAGE_CONFIG ?=
 SALVAGE_STEP ?= 1
-SALVAGE_ENV = KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) KURA_SALVAGE_CONFIG=$(SALVAGE_CONFIG) \
+SALVAGE_AT ?=
+SALVAGE_ENV = KURA_SALVAGE_RECORDS=$(SALVAGE_RECORDS) KURA_SALVAGE_CONFIG=$(SALVAGE_CONFIG) KURA_SALVAGE_AT=$(SALVAGE_AT) \
 	KURA_SALVAGE_STEP=$(SALVAGE_STEP)
 salvage-soak:
 	$(SALVAGE_ENV) $(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture

@@ -10,7 +10,9 @@
 //! byte or a cut, and restores it. A record's "own bytes" are its span; for a compressed
 //! record of a zstd-dict file, the dictionary too. The all-positions run (`make
 //! salvage-soak`, `KURA_SALVAGE_ALL=1`, release build) flips one bit of every byte of a
-//! 2,000-record file of each configuration and prints the figures docs/durability.md quotes.
+//! 2,000-record file of each configuration and prints the figures docs/durability.md quotes
+//! (`KURA_SALVAGE_STEP=k` every k-th byte, `KURA_SALVAGE_AT=a,b` the bytes an earlier run
+//! reported).
 
 #![expect(
     clippy::unwrap_used,
@@ -219,6 +221,11 @@ fn trial(dir: &Path, subject: &Subject, damage: Damage, tally: &mut Tally) {
 fn positions((start, end): (u64, u64), per_region: Option<u64>) -> Vec<u64> {
     let len = end.saturating_sub(start);
     match per_region {
+        // `KURA_SALVAGE_AT=a,b,...`: those bytes only (a flip an earlier soak reported, again).
+        None if std::env::var("KURA_SALVAGE_AT").is_ok_and(|at| !at.is_empty()) => {
+            let at = std::env::var("KURA_SALVAGE_AT").unwrap_or_default();
+            at.split(',').filter_map(|n| n.trim().parse().ok()).filter(|n| (start..end).contains(n)).collect()
+        }
         // `KURA_SALVAGE_STEP=k`: every k-th byte, starting at a random offset below k.
         None => {
             let step = std::env::var("KURA_SALVAGE_STEP").ok().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
