@@ -60,7 +60,7 @@ DEB_PACKAGES += librocksdb-dev
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
-	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak salvage-soak-tree salvage-soak-snapshots loom bench-peers wheel gem man test-wheel \
+	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak salvage-soak-tree salvage-soak-sets salvage-soak-snapshots loom bench-peers wheel gem man test-wheel \
 	test-gem test-gem-source test-install test-install-debug test-examples test-readme publish-check
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
@@ -234,11 +234,13 @@ soak:
 	KURA_SOAK_TRIALS=$(SOAK_TRIALS) $(CARGO) test --release -p kura --test kill_soak -- --nocapture killed_writers
 
 ## salvage-soak: `kura restore` and `kura check` after every single-bit flip of a 2,000-record
-## file of each HashDbm and TreeDbm configuration, header region included (crates/kura/src/
-## hash_dbm/salvage_tests.rs, tree_dbm/salvage_tests.rs; figures in docs/durability.md);
+## file of each HashDbm and TreeDbm configuration and of 2-shard HashDbm sets, header region
+## included (crates/kura/src/hash_dbm/salvage_tests.rs, tree_dbm/salvage_tests.rs; figures in
+## docs/durability.md);
 ## SALVAGE_CONFIG=lz4 (or tree_zstd...) runs one configuration, SALVAGE_STEP=k every k-th byte,
 ## SALVAGE_AT=a,b the bytes an earlier run reported (HashDbm);
-## salvage-soak-tree runs the TreeDbm configurations only; salvage-soak-snapshots every byte of each
+## salvage-soak-tree runs the TreeDbm configurations only; salvage-soak-sets every byte of each
+## shard of 2-shard HashDbm sets, restored as sets; salvage-soak-snapshots every byte of each
 ## memory engine's snapshot (crates/kura/tests/snapshot_salvage.rs)
 SALVAGE_RECORDS ?= 2000
 SALVAGE_CONFIG ?=
@@ -250,6 +252,8 @@ salvage-soak:
 	$(SALVAGE_ENV) $(CARGO) test --release -p kura --lib salvage_soak -- --ignored --nocapture
 salvage-soak-tree:
 	$(SALVAGE_ENV) $(CARGO) test --release -p kura --lib tree_salvage_soak -- --ignored --nocapture
+salvage-soak-sets:
+	$(SALVAGE_ENV) $(CARGO) test --release -p kura --lib every_flipped_byte_of_a_shard_set_salvage_soak -- --ignored --nocapture
 salvage-soak-snapshots:
 	$(CARGO) test --release -p kura --test snapshot_salvage -- --ignored --nocapture
 
