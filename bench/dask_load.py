@@ -277,7 +277,7 @@ def report():
     lines = [
         "# kura.dask: building a shard set and loading servers from Dask",
         "",
-        f"Measured {data['measured_at']} by `bench/dask_load.py` on {data['cores']} cores shared with other builds "
+        f"Measured {data['measured_at']} by `bench/dask_load.py` on {data['cores']} cores "
         f"(load average {' '.join(f'{x:.1f}' for x in data.get('load_average', []))} at the end) "
         f"(best of {data['repeat']} round(s), the sides taking turns). Build: {data['rows']:,} generated rows "
         "from one TSV file. Servers: each load into 3 fresh servers (1 thread each), checked by their "
