@@ -57,6 +57,8 @@ mod memory_dbm;
 mod multi_get;
 mod packed_bytes;
 pub mod registry;
+#[cfg(test)]
+mod salvage_soak;
 pub mod shard_dbm;
 mod spin_lock;
 #[cfg(feature = "internals")]

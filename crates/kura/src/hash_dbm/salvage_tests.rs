@@ -166,6 +166,28 @@ struct Tally {
     unflagged_unread: u64,
 }
 
+/// Every record of the restored database `db`, which is closed after.
+fn records_of(db: &dyn Dbm) -> Model {
+    let got = db.records().unwrap().map(|record| record.unwrap()).collect();
+    db.close().unwrap();
+    got
+}
+
+/// Notes each record of `got` that the model does not hold (a value never written, or not
+/// the key's current one) as wrong, saying which damage (`what`) gave it.
+fn note_wrong(got: &Model, model: &Model, what: &str, tally: &mut Tally) {
+    for (key, value) in got {
+        if model.get(key) != Some(value) {
+            tally.wrong.push(format!(
+                "{what}: {} = {:?}, the model has {:?}",
+                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(value),
+                model.get(key).map(|v| String::from_utf8_lossy(v).into_owned())
+            ));
+        }
+    }
+}
+
 /// Damages the subject's image, restores it and compares the result with the model.
 fn trial(dir: &Path, subject: &Subject, damage: Damage, tally: &mut Tally) {
     let len = subject.image.len() as u64;
@@ -188,29 +210,14 @@ fn trial(dir: &Path, subject: &Subject, damage: Damage, tally: &mut Tally) {
             }
         }
     }
-    let mut got = Model::new();
-    match HashDbm::salvage_file(&damaged, &restored) {
-        Ok(_) => {
-            let db = HashDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap();
-            for record in db.records().unwrap() {
-                let (key, value) = record.unwrap();
-                got.insert(key, value);
-            }
-            db.close().unwrap();
+    let got = match HashDbm::salvage_file(&damaged, &restored) {
+        Ok(_) => records_of(&HashDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap()),
+        Err(_) => {
+            tally.refused += 1;
+            Model::new()
         }
-        Err(_) => tally.refused += 1,
-    }
-    for (key, value) in &got {
-        if subject.model.get(key) != Some(value) {
-            tally.wrong.push(format!(
-                "{} {damage:?}: {} = {:?}, the model has {:?}",
-                subject.name,
-                String::from_utf8_lossy(key),
-                String::from_utf8_lossy(value),
-                subject.model.get(key).map(|v| String::from_utf8_lossy(v).into_owned())
-            ));
-        }
-    }
+    };
+    note_wrong(&got, &subject.model, &format!("{} {damage:?}", subject.name), tally);
     let hits = |(a, b): (u64, u64)| a < end && start < b;
     let missed = subject
         .model
@@ -242,7 +249,7 @@ fn positions((start, end): (u64, u64), per_region: Option<u64>) -> Vec<u64> {
         }
         // `KURA_SALVAGE_STEP=k`: every k-th byte, starting at a random offset below k.
         None => {
-            let step = std::env::var("KURA_SALVAGE_STEP").ok().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
+            let step = crate::salvage_soak::step();
             let first = start + crate::split_mix::SplitMix64::new(start ^ end).next_u64() % step;
             (first..end).step_by(step as usize).collect()
         }
@@ -413,10 +420,7 @@ fn a_damaged_header_byte_costs_no_record_and_check_reports_it() {
 #[test]
 #[ignore = "minutes in a release build: make salvage-soak"]
 fn every_flipped_byte_salvage_soak() {
-    let records = std::env::var("KURA_SALVAGE_RECORDS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000);
-    let dir = tempfile::tempdir_in(std::env::var("KURA_SALVAGE_DIR").unwrap_or_else(|_| "/dev/shm".into()))
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
+    let crate::salvage_soak::SoakSettings { records, dir, .. } = crate::salvage_soak::settings();
     let mut tallies = Vec::new();
     // `KURA_SALVAGE_CONFIG=NAME`: that configuration only.
     let only = std::env::var("KURA_SALVAGE_CONFIG").ok().filter(|name| !name.is_empty());
@@ -468,28 +472,16 @@ fn set_trial(dir: &Path, set: &SetSubject, damaged: usize, damage: Damage, tally
         let _ = std::fs::remove_file(naming::shard_path(&dest, index, count));
     }
     tally.trials += 1;
-    let mut got = Model::new();
-    match ShardDbm::restore_set(&source, &dest, crate::registry::ENGINES) {
+    let got = match ShardDbm::restore_set(&source, &dest, crate::registry::ENGINES) {
         Ok(_) => {
-            let restored = ShardDbm::open(&dest, OpenMode::ReadOnly, &Params::new(), crate::registry::ENGINES).unwrap();
-            for record in restored.records().unwrap() {
-                let (key, value) = record.unwrap();
-                got.insert(key, value);
-            }
-            restored.close().unwrap();
+            records_of(&ShardDbm::open(&dest, OpenMode::ReadOnly, &Params::new(), crate::registry::ENGINES).unwrap())
         }
-        Err(_) => tally.refused += 1,
-    }
-    for (key, value) in &got {
-        if set.model.get(key) != Some(value) {
-            tally.wrong.push(format!(
-                "shard {damaged} {damage:?}: {} = {:?}, the model has {:?}",
-                String::from_utf8_lossy(key),
-                String::from_utf8_lossy(value),
-                set.model.get(key).map(|v| String::from_utf8_lossy(v).into_owned())
-            ));
+        Err(_) => {
+            tally.refused += 1;
+            Model::new()
         }
-    }
+    };
+    note_wrong(&got, &set.model, &format!("shard {damaged} {damage:?}"), tally);
     let shard = &set.shards[damaged];
     let (start, end) = damage.range(shard.image.len() as u64);
     let hits = |(a, b): (u64, u64)| a < end && start < b;
@@ -548,11 +540,7 @@ fn a_shard_set_restore_salvages_every_intact_record_of_every_shard() {
 #[test]
 #[ignore = "minutes in a release build: make salvage-soak-sets"]
 fn every_flipped_byte_of_a_shard_set_salvage_soak() {
-    let records = std::env::var("KURA_SALVAGE_RECORDS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000);
-    let step = std::env::var("KURA_SALVAGE_STEP").ok().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
-    let dir = tempfile::tempdir_in(std::env::var("KURA_SALVAGE_DIR").unwrap_or_else(|_| "/dev/shm".into()))
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
+    let crate::salvage_soak::SoakSettings { records, step, dir } = crate::salvage_soak::settings();
     let tallies = run_set(dir.path(), records, step);
     check(&tallies);
     for (name, tally) in &tallies {

@@ -438,11 +438,7 @@ fn a_lost_newest_copy_is_replaced_only_by_a_copy_proven_current() {
 #[test]
 #[ignore = "minutes in a release build: make salvage-soak-tree"]
 fn every_flipped_byte_tree_salvage_soak() {
-    let records = std::env::var("KURA_SALVAGE_RECORDS").ok().and_then(|n| n.parse().ok()).unwrap_or(2000);
-    let step = std::env::var("KURA_SALVAGE_STEP").ok().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
-    let dir = tempfile::tempdir_in(std::env::var("KURA_SALVAGE_DIR").unwrap_or_else(|_| "/dev/shm".into()))
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
+    let crate::salvage_soak::SoakSettings { records, step, dir } = crate::salvage_soak::settings();
     let only = std::env::var("KURA_SALVAGE_CONFIG").ok().filter(|name| !name.is_empty());
     let mut wrong = 0;
     let configs = CONFIGS.into_iter().chain(SOAK_ONLY_CONFIGS);
