@@ -35,6 +35,12 @@ impl Server {
     pub async fn bind(config: Config, db: Arc<dyn Dbm>, threads: usize) -> Result<Server> {
         // The auth file first: a bad one stops the start before a socket file is made.
         let auth = config.auth_file.as_deref().map(Authenticator::open).transpose()?;
+        let listener = Listener::bind(&config).await?;
+        let port = match listener.address()? {
+            Address::Tcp(address) => address.port(),
+            Address::Unix(_) => 0,
+        };
+        // After the socket: a port already taken stops the start before a pass over the items.
         let first_cas = Store::first_cas_for(db.as_ref()).unwrap_or_else(|(e, highest)| {
             eprintln!(
                 "kura serve: warning: the scan for the highest CAS unique among the served items stopped: {}; \
@@ -43,11 +49,6 @@ impl Server {
             );
             Store::fallback_cas(highest)
         });
-        let listener = Listener::bind(&config).await?;
-        let port = match listener.address()? {
-            Address::Tcp(address) => address.port(),
-            Address::Unix(_) => 0,
-        };
         let shared = Shared::new(config, db, port, threads, auth, first_cas);
         Ok(Server { listener, shared })
     }

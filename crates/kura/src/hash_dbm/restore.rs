@@ -177,7 +177,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
                     return Ok(false);
                 }
                 report.from_chains += 1;
-                decided_by_damage.remove(key);
+                if retaken {
+                    decided_by_damage.remove(key);
+                }
             } else {
                 if in_place {
                     decided_by_damage.insert(key.to_vec());
