@@ -112,9 +112,16 @@ impl AppendOrder {
         self.filled.total.load(Ordering::Acquire)
     }
 
-    /// Reserves the next `len` bytes if they end within `room` (the file's length); waits
+    /// Reserves the next `len` bytes if they end within `room()` (the file's length); waits
     /// while the order is sealed. None when they would end past `MAX_OFFSET`.
-    pub fn try_reserve(&self, len: u64, room: u64) -> Option<Reserve> {
+    ///
+    /// `room` is read after `next` is seen unsealed, never before: the file shrinks only while
+    /// the order is sealed, so a length read before a sealed section (a journal started over
+    /// and truncated) could let a reservation past the new end, where a store through the
+    /// mapping raises SIGBUS. Read after, it is the length the last unseal published (its
+    /// release store of `next` orders the truncation before it), and a seal in between
+    /// changes `next`, which fails the compare-and-swap.
+    pub fn try_reserve(&self, len: u64, room: impl Fn() -> u64) -> Option<Reserve> {
         loop {
             let next = self.next.0.load(Ordering::Acquire);
             if next & SEALED != 0 {
@@ -124,7 +131,7 @@ impl AppendOrder {
             }
             let offset = next & MAX_OFFSET;
             let end = offset.checked_add(len).filter(|end| *end <= MAX_OFFSET)?;
-            if end > room {
+            if end > room() {
                 return Some(Reserve::Beyond(end));
             }
             let reserved = (next & GENERATION_MASK) | end;
@@ -223,6 +230,8 @@ mod loom_tests {
         bytes: Vec<AtomicU8>,
         /// Counted by the sealer before it starts the file over (and zeroes `bytes`).
         restarts: AtomicU8,
+        /// The file's length: the sealer shrinks it, as a journal started over is truncated.
+        room: AtomicU64,
     }
 
     impl Model {
@@ -233,9 +242,14 @@ mod loom_tests {
 
     fn writer(model: &Model, len: u64) {
         let restarts = model.restarts.load(Ordering::Acquire);
-        let Some(Reserve::Reserved(offset)) = model.order.try_reserve(len, FILE as u64) else {
+        let room = || model.room.load(Ordering::Acquire);
+        let Some(Reserve::Reserved(offset)) = model.order.try_reserve(len, room) else {
             return; // the model's file is full
         };
+        // The file shrinks only while sealed, and this reservation holds off the next seal
+        // until it is published: its bytes must lie within the file (a store past the end
+        // of a mapped file raises SIGBUS).
+        assert!(offset + len <= room(), "a reservation past the end of the file");
         for byte in &model.bytes[offset as usize..(offset + len) as usize] {
             assert_eq!(byte.fetch_add(1, Ordering::AcqRel), 0, "a byte reserved twice");
         }
@@ -254,6 +268,7 @@ mod loom_tests {
             order: AppendOrder::new(0),
             bytes: (0..FILE).map(|_| AtomicU8::new(0)).collect(),
             restarts: AtomicU8::new(0),
+            room: AtomicU64::new(FILE as u64),
         })
     }
 
@@ -283,8 +298,9 @@ mod loom_tests {
         });
     }
 
-    /// A writer beside a thread that seals the order and starts it over: the seal sees every
-    /// reserved byte written, and the writer's bytes land in one generation of the file.
+    /// A writer beside a thread that seals the order, truncates the file and starts it over:
+    /// the seal sees every reserved byte written, the writer's bytes land in one generation
+    /// of the file, and within its length in that generation.
     #[test]
     fn a_seal_waits_for_the_writes_in_flight() {
         builder().check(|| {
@@ -298,6 +314,8 @@ mod loom_tests {
                     for byte in &model.bytes {
                         byte.store(0, Ordering::Release);
                     }
+                    // Truncated, as the journal is when it starts over.
+                    model.room.store(2, Ordering::Release);
                     sealed.restart_at(0);
                 })
             };

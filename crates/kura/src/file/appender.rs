@@ -144,7 +144,7 @@ impl MappedAppender {
                     format!("{}: an earlier write to it failed; close and reopen the database", self.path.display()),
                 ));
             }
-            match self.order.try_reserve(len as u64, self.len()) {
+            match self.order.try_reserve(len as u64, || self.len()) {
                 Some(Reserve::Reserved(offset)) => {
                     return Ok(Reservation { appender: self, offset, end: offset + len as u64, written: false });
                 }
