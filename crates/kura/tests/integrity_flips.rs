@@ -90,15 +90,25 @@ impl Tally {
     }
 }
 
+/// Damage (BrokenData) must name the damaged file, whichever read met it, so that a user of
+/// the library knows which file to check or restore.
+fn assert_named(error: &kura::Error, path: &Path, what: &str) {
+    if error.kind() == ErrorKind::BrokenData {
+        let shown = path.display().to_string();
+        assert!(error.message().contains(&shown), "{what}: damage that does not name the file: {error}");
+    }
+}
+
 /// Opens the damaged file read-only and reads every record of `model` and every record the
 /// cursor shows; counts a value that differs from the model (the wrong value this test
 /// exists to rule out: the callers assert there is none) and panics on an error that is not
-/// typed as damage.
+/// typed as damage, or damage that does not name the file.
 fn check(open: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>, path: &Path, model: &Model, what: &str) -> Tally {
     let mut tally = Tally { flips: 1, ..Tally::default() };
     let db = match open(path) {
         Ok(db) => db,
         Err(e) => {
+            assert_named(&e, path, what);
             assert_eq!(e.kind(), ErrorKind::BrokenData, "{what}: open failed with an untyped error: {e}");
             tally.refused_at_open = 1;
             return tally;
@@ -114,7 +124,10 @@ fn check(open: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>, path: &Path, model:
                     eprintln!("{what}: WRONG VALUE for {}", String::from_utf8_lossy(key));
                 }
             }
-            Err(e) if e.kind() == ErrorKind::BrokenData => tally.broken += 1,
+            Err(e) if e.kind() == ErrorKind::BrokenData => {
+                assert_named(&e, path, what);
+                tally.broken += 1;
+            }
             Err(e) if e.kind() == ErrorKind::NotFound => tally.missing += 1,
             Err(e) => panic!("{what}: get failed with an untyped error: {e}"),
         }
@@ -133,6 +146,7 @@ fn check(open: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>, path: &Path, model:
             }
         }
         Err(e) => {
+            assert_named(&e, path, what);
             assert!(matches!(e.kind(), ErrorKind::BrokenData), "{what}: get_many failed with an untyped error: {e}")
         }
     }
@@ -146,6 +160,7 @@ fn check(open: &dyn Fn(&Path) -> kura::Result<Box<dyn Dbm>>, path: &Path, model:
                     }
                 }
                 Err(e) => {
+                    assert_named(&e, path, what);
                     assert!(matches!(e.kind(), ErrorKind::BrokenData | ErrorKind::NotFound), "{what}: {e}");
                     break;
                 }

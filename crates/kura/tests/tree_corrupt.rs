@@ -36,11 +36,19 @@ fn value_of(i: u32) -> Vec<u8> {
 }
 
 /// Reads everything every way, through the mapping and then by `pread` (a tiny cache);
-/// returns the first error (both must meet one, of the same kind).
+/// returns the first error (both must meet one, of the same kind). Damage must name the file
+/// whatever found it (a page's checksum, a cycle, a wrong height), so that a user of the
+/// library knows which file to check or restore.
 fn read_all(path: &Path) -> kura::Error {
     let mapped = read_all_with(path, &Params::new());
     let read = read_all_with(path, &Params::new().with("cache_bytes", TINY_CACHE_BYTES));
     assert_eq!(read.kind(), mapped.kind(), "pread: {} / mapping: {}", read.message(), mapped.message());
+    let shown = path.display().to_string();
+    for error in [&mapped, &read] {
+        if error.kind() == ErrorKind::BrokenData {
+            assert!(error.message().contains(&shown), "damage that does not name the file: {}", error.message());
+        }
+    }
     mapped
 }
 

@@ -28,11 +28,11 @@ impl<'a> TreeCursor<'a> {
         TreeCursor { db, key: None, leaf: None }
     }
 
+    /// Every read of the cursor (and of a range, which walks cursors) comes through here:
+    /// its errors name the file (`TreeDbm::named`).
     fn seek(&mut self, target: Seek<'_>) -> Result<bool> {
-        let (position, generation) = {
-            let tree = self.db.read()?;
-            (tree.seek(target)?, self.db.generation())
-        };
+        let sought = self.db.read().and_then(|tree| Ok((tree.seek(target)?, self.db.generation())));
+        let (position, generation) = self.db.named(sought)?;
         self.settle(position, generation);
         Ok(self.key.is_some())
     }

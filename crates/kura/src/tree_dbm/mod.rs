@@ -108,6 +108,12 @@ impl TreeDbm {
     /// `dict_size` (zstd-dict dictionary size at rebuild).
     pub fn open(path: impl AsRef<Path>, mode: OpenMode, params: &Params) -> Result<TreeDbm> {
         let path = path.as_ref();
+        // Damage met on the way (a dictionary page, the journal) names the file, as the
+        // methods' errors do (`named`).
+        Self::open_unnamed(path, mode, params).map_err(|e| e.in_file(path))
+    }
+
+    fn open_unnamed(path: &Path, mode: OpenMode, params: &Params) -> Result<TreeDbm> {
         let options = TreeOptions::parse(params)?;
         let writable = mode.is_writable();
         let exists_with_content = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
@@ -273,6 +279,14 @@ impl TreeDbm {
         self.generation.store(next, Ordering::Release);
     }
 
+    /// `result`, its damage (BrokenData) naming this file: what the tree finds deep down (a
+    /// cycle, a wrong height, a damaged slot header) knows a page's offset, not the file, and a
+    /// user of the library must learn which file to check or restore (issue 43). Every `Dbm`
+    /// method and the cursor's reads pass their errors through here.
+    pub(crate) fn named<T>(&self, result: Result<T>) -> Result<T> {
+        result.map_err(|e| e.in_file(&self.path))
+    }
+
     /// A cursor in key order, with backward moves and neighbour jumps.
     pub fn tree_cursor(&self) -> TreeCursor<'_> {
         TreeCursor::new(self)
@@ -287,13 +301,13 @@ impl TreeDbm {
     /// Commits pending changes so that they survive a crash of the process (not of the
     /// machine: use `synchronize(true)` for that): one write to the journal.
     pub fn commit(&self) -> Result<()> {
-        self.write()?.commit()
+        self.named(self.write().and_then(|mut store| store.commit()))
     }
 
     /// Writes every change into the tree file durably and starts the journal over (done by
     /// itself when the journal or the modified pages grow large, and at close).
     pub fn checkpoint(&self) -> Result<()> {
-        self.write()?.checkpoint()
+        self.named(self.write().and_then(|mut store| store.checkpoint()))
     }
 
     /// Whether this handle found the file damaged and rebuilt it from what was readable.
@@ -306,50 +320,36 @@ impl Dbm for TreeDbm {
     /// Applies all operations of `batch`, or none: the batch is committed as one unit, so a
     /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
-        let mut store = self.write()?;
-        let outcome = store.write_batch(batch, false);
-        self.changed();
-        outcome
+        let outcome = self.write().and_then(|mut store| {
+            let outcome = store.write_batch(batch, false);
+            self.changed();
+            outcome
+        });
+        self.named(outcome)
     }
 
     /// The batch is one frame of the journal, and one `fdatasync` of the journal makes it
     /// durable (shared with the commits other threads make meanwhile).
     fn write_batch_durable(&self, batch: &WriteBatch) -> Result<()> {
-        let ticket = {
-            let mut store = self.write()?;
+        let ticket = self.write().and_then(|mut store| {
             let outcome = store.write_batch(batch, true);
             self.changed();
-            outcome?;
-            store.ticket()
-        };
-        self.sync_journal(ticket)
+            outcome.map(|()| store.ticket())
+        });
+        self.named(ticket.and_then(|ticket| self.sync_journal(ticket)))
     }
 
     fn process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
-        if !self.writable {
-            // Read-only handles still run processors that only look.
-            // (The value is copied out: `get` may not call back, the processor may.)
-            let value = self.read()?.get(key, |value| value.map(<[u8]>::to_vec))?;
-            if !matches!(processor(value.as_deref()), crate::dbm::Action::Keep) {
-                return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
-            }
-            return Ok(());
-        }
-        let mut store = self.write()?;
-        if store.process(key, processor)? {
-            self.changed();
-            store.after_change()?;
-        }
-        Ok(())
+        self.named(self.try_process(key, processor))
     }
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        self.read()?.get(key, visit)
+        self.named(self.read().and_then(|tree| tree.get(key, visit)))
     }
 
     /// Sorts the batch and descends once per leaf (`get_many.rs`); visits in key order.
     fn get_many_with(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
-        self.get_many_sorted(keys, visit)
+        self.named(self.get_many_sorted(keys, visit))
     }
 
     fn count(&self) -> Result<u64> {
@@ -371,42 +371,23 @@ impl Dbm for TreeDbm {
     }
 
     fn clear(&self) -> Result<()> {
-        let mut store = self.write()?;
-        let outcome = store.clear();
-        self.changed();
-        outcome
+        let outcome = self.write().and_then(|mut store| {
+            let outcome = store.clear();
+            self.changed();
+            outcome
+        });
+        self.named(outcome)
     }
 
     /// Without `hard`, a commit (a write to the journal); with it, the journal synced too
     /// (one `fdatasync`), or the tree file made durable when nothing was journaled since the
     /// last checkpoint.
     fn synchronize(&self, hard: bool) -> Result<()> {
-        if !self.writable {
-            let _open = self.read()?;
-            return Ok(());
-        }
-        let ticket = {
-            let mut store = self.write()?;
-            if !hard {
-                return store.commit();
-            }
-            store.commit_to_sync()?;
-            match store.ticket() {
-                Some(ticket) => ticket,
-                None => return store.tree.commit(true),
-            }
-        };
-        self.sync_journal(Some(ticket))
+        self.named(self.try_synchronize(hard))
     }
 
     fn rebuild(&self, params: &Params) -> Result<()> {
-        let options = TreeOptions::parse(params)?;
-        let mut store = self.write()?;
-        // The rebuilt file replaces this one: everything goes into it first.
-        store.checkpoint()?;
-        rebuild::rebuild(&mut store.tree, &self.path, &options, self.dictionary_size)?;
-        self.changed();
-        Ok(())
+        self.named(self.try_rebuild(params))
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -422,7 +403,7 @@ impl Dbm for TreeDbm {
 
     /// Reads every page from the file (check.rs): checksums, levels, key order, the count.
     fn check(&self) -> Result<crate::check::CheckReport> {
-        self.check_pages()
+        self.named(self.check_pages())
     }
 
     fn codec(&self) -> Result<Option<CodecKind>> {
@@ -457,6 +438,61 @@ impl Dbm for TreeDbm {
     }
 
     fn close(&self) -> Result<()> {
+        self.named(self.try_close())
+    }
+}
+
+/// The bodies of the `Dbm` methods that return early: the methods name their errors
+/// (`TreeDbm::named`).
+impl TreeDbm {
+    fn try_process(&self, key: &[u8], processor: Processor<'_, '_>) -> Result<()> {
+        if !self.writable {
+            // Read-only handles still run processors that only look.
+            // (The value is copied out: `get` may not call back, the processor may.)
+            let value = self.read()?.get(key, |value| value.map(<[u8]>::to_vec))?;
+            if !matches!(processor(value.as_deref()), crate::dbm::Action::Keep) {
+                return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
+            }
+            return Ok(());
+        }
+        let mut store = self.write()?;
+        if store.process(key, processor)? {
+            self.changed();
+            store.after_change()?;
+        }
+        Ok(())
+    }
+
+    fn try_synchronize(&self, hard: bool) -> Result<()> {
+        if !self.writable {
+            let _open = self.read()?;
+            return Ok(());
+        }
+        let ticket = {
+            let mut store = self.write()?;
+            if !hard {
+                return store.commit();
+            }
+            store.commit_to_sync()?;
+            match store.ticket() {
+                Some(ticket) => ticket,
+                None => return store.tree.commit(true),
+            }
+        };
+        self.sync_journal(Some(ticket))
+    }
+
+    fn try_rebuild(&self, params: &Params) -> Result<()> {
+        let options = TreeOptions::parse(params)?;
+        let mut store = self.write()?;
+        // The rebuilt file replaces this one: everything goes into it first.
+        store.checkpoint()?;
+        rebuild::rebuild(&mut store.tree, &self.path, &options, self.dictionary_size)?;
+        self.changed();
+        Ok(())
+    }
+
+    fn try_close(&self) -> Result<()> {
         let mut slot = self.tree.write();
         let Some(mut store) = slot.take() else {
             return Err(Error::infeasible("the database is already closed"));
