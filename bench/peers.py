@@ -16,7 +16,8 @@ lines too), peers.md (times per store and phase, and Kura's time over the best p
 peers.png (if matplotlib is importable).
 
 Environment: PEERS_RECORDS (default 1000000), PEERS_ROUNDS (default 2), PEERS_STORES (a
-comma-separated subset), PEERS_READS (bulk records each read phase reads; default all, 50,000
+comma-separated subset, whose results go to peers-<stores>.* beside the full run's, e.g.
+peers-kura-tree-fjall.md), PEERS_READS (bulk records each read phase reads; default all, 50,000
 under --memory-limit, each phase its own), PEERS_REMOVALS (default half the records, 500,000
 under --memory-limit), PEERS_CACHE_BYTES (default 4 GiB: RocksDB's block cache, fjall's and
 redb's caches, TreeDbm's cache_bytes), PEERS_DIR (where the stores are written, default
@@ -650,6 +651,10 @@ def main():
     results, errors = [], []
     began = time.monotonic()
     stem = f"peers-{options.memory_limit}" if memory else "peers"
+    if set(stores) != set(STORES):
+        # A run of some stores (a quick look at one of them) must not replace the table of
+        # every store, which the docs and the README quote.
+        stem += "-" + "-".join(stores)
     try:
         for number in range(rounds):
             order = stores if number % 2 == 0 else list(reversed(stores))
