@@ -29,7 +29,7 @@ use super::freed::{Freed, FreedBlock};
 use super::header::{Header, RecordCheck, UpdateMode, BUCKET_WIDTH, COPIES_BYTES};
 use super::header_copies::{read_copies, Copies};
 use super::record::{
-    self, checksum, encode_free, encode_record_header, next_width, Block, RecordHeader, RecordLen, KIND_FREE,
+    self, checksum, encode_free, encode_record_header, next_width, Block, Check, RecordHeader, RecordLen, KIND_FREE,
     KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
 use super::space::{Space, SHARDS};
@@ -156,6 +156,15 @@ thread_local! {
     /// Per-thread buffer for compressing values, so writes do not allocate. (Records are
     /// assembled in place in the mapping.)
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A record's value as a file stores it: the bytes (compressed or not) and the check they
+/// give with the key's hash.
+#[derive(Clone, Copy)]
+pub struct StoredValue<'a> {
+    pub bytes: &'a [u8],
+    pub compressed: bool,
+    pub check: Check,
 }
 
 pub struct Storage {
@@ -631,6 +640,17 @@ impl Storage {
         }
     }
 
+    /// Starts loading the first record of `chain` into the processor's cache: a walk over
+    /// every bucket (a rebuild's) reads the records at random, one memory miss each, which
+    /// asking a few buckets ahead overlaps.
+    pub fn prefetch_first_record(&self, chain: Chain<'_>) {
+        if let Ok(entry) = self.entry(chain.bucket()) {
+            if entry.head != 0 {
+                self.file.prefetch_range(entry.head, MAX_HEADER_SIZE);
+            }
+        }
+    }
+
     /// Reads the head pointer of `chain`'s bucket.
     #[inline]
     pub fn head(&self, chain: Chain<'_>) -> Result<u64> {
@@ -739,11 +759,23 @@ impl Storage {
     /// The stored bytes of the value of a record of `_chain`, once its checksum matched.
     fn checked_value<'a>(
         &'a self,
-        _chain: Chain<'a>,
+        chain: Chain<'a>,
         offset: u64,
         header: &RecordHeader,
         hash: u64,
     ) -> Result<&'a [u8]> {
+        self.checked_stored(chain, offset, header, hash).map(|stored| stored.bytes)
+    }
+
+    /// A record's value as stored, its checksum verified, with the check it gave: what a copy
+    /// of the record into a file of the same codec writes as it is (`write_stored_record`).
+    pub fn checked_stored<'a>(
+        &'a self,
+        _chain: Chain<'a>,
+        offset: u64,
+        header: &RecordHeader,
+        hash: u64,
+    ) -> Result<StoredValue<'a>> {
         let at = offset + (header.header_len + header.key_len) as u64;
         if header.value_len > 64 {
             self.file.prefetch_range(at, header.value_len);
@@ -751,13 +783,19 @@ impl Storage {
         // SAFETY: as in `read_header`; the slice lives no longer than the lock's proof.
         let stored = unsafe { self.file.slice(at, header.value_len)? };
         let path = self.path().display();
-        if !header.verifies(checksum(hash, header.is_compressed(), stored)) {
+        let check = checksum(hash, header.is_compressed(), stored);
+        if !header.verifies(check) {
             return Err(Error::broken(format!("{path}: record at {offset}: checksum mismatch")));
         }
         if self.dictionary_damaged && header.is_compressed() {
             return Err(Error::broken(format!("{path}: record at {offset}: compressed with the damaged dictionary")));
         }
-        Ok(stored)
+        Ok(StoredValue { bytes: stored, compressed: header.is_compressed(), check })
+    }
+
+    /// Decodes a value `checked_stored` gave into `out`.
+    pub fn decode_stored(&self, stored: &StoredValue<'_>, out: &mut Vec<u8>) -> Result<()> {
+        self.codec.decode(stored.bytes, stored.compressed, out).map_err(|e| e.in_file(self.path()))
     }
 
     /// Walks `chain` to the first record or tombstone of `key` (hashed `hash`). A walk that
@@ -889,78 +927,100 @@ impl Storage {
                 Some(raw) => (KIND_RECORD, self.codec.stored(raw, Effort::Dense, &mut scratch)?),
                 None => (KIND_TOMBSTONE, (&[][..], false)),
             };
-            if stored.len() > record::MAX_VALUE_SIZE {
-                return Err(Error::new(ErrorKind::Limit, "the value is larger than 4 GiB"));
-            }
             let check = checksum(hash, compressed, stored);
-            let mut header = [0u8; MAX_HEADER_SIZE];
-            let width = next_width(next, self.space.end());
-            let narrow_header_len =
-                encode_record_header(&mut header, kind, compressed, check, next, width, key.len(), stored.len());
-            let need = RecordLen {
-                narrow: (narrow_header_len + key.len() + stored.len()) as u64,
-                layout: self.header.check_layout(),
-            };
-            let reuse = self.header.update_mode == UpdateMode::InPlace;
-            let place = self
-                .space
-                .allocate(need, reuse, self.header.max_file_size, shard_of(chain.bucket()))
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Limit,
-                        format!("the file would exceed max_file_size {}", self.header.max_file_size),
-                    )
-                })?;
-            // Where the record crosses a sector, its header ends with the wide check.
-            let header_len = if place.len > need.narrow {
-                record::append_wide_check(&mut header, narrow_header_len, check)
-            } else {
-                narrow_header_len
-            };
-            let header = header.get(..header_len).unwrap_or_default();
-            let record_len = header_len + key.len() + stored.len();
-            let len = place.len;
-            if record_len as u64 != len {
-                debug_assert!(false, "a {record_len}-byte record in a {len}-byte place");
-                return Err(Error::broken(format!("record assembly: {record_len} bytes for a {len}-byte place")));
-            }
-            if let Err(e) = self.file.ensure_len(place.offset + len + place.remainder) {
-                // A full disk: the room taken at the end has no file behind it; give it back
-                // so that the record area never ends past the file.
-                self.space.give_back_end(place.offset, len);
-                return Err(e);
-            }
-            if place.remainder > 0 {
-                let mut free = Vec::new();
-                encode_free(place.remainder, &mut free);
-                // SAFETY: the block came from the pool, so this thread owns it.
-                unsafe { self.file.write(place.offset + len, &free)? };
-                if place.remainder >= record::MIN_SPAN {
-                    self.space.release(place.offset + len, place.remainder, shard_of(chain.bucket()));
-                }
-            }
-            // SAFETY: the block is ours, as above (or freshly appended past every chain).
-            unsafe {
-                // `target` is `record_len` bytes long, so the splits and copies always fit; a
-                // failed split is a bug in the length arithmetic above, never a silent skip.
-                self.file.write_with(place.offset, record_len, |target| {
-                    let split = target
-                        .split_at_mut_checked(header_len)
-                        .and_then(|(head, body)| Some((head, body.split_at_mut_checked(key.len())?)));
-                    let Some((head, (key_part, value_part))) = split else {
-                        debug_assert!(false, "a {record_len}-byte record place cannot hold its parts");
-                        return Err(Error::broken(format!(
-                            "record assembly: {record_len} bytes do not fit the record"
-                        )));
-                    };
-                    head.copy_from_slice(header);
-                    key_part.copy_from_slice(key);
-                    value_part.copy_from_slice(stored);
-                    Ok(())
-                })?
-            };
-            Ok(place.offset)
+            self.place_record(chain, key, kind, StoredValue { bytes: stored, compressed, check }, next)
         })
+    }
+
+    /// Writes a record whose value another file of the same codec and dictionary stores as
+    /// `stored` (a rebuild's copy): its bytes and check as they are, neither decoded and
+    /// encoded again nor hashed again. The caller checked that the codecs match.
+    pub fn write_stored_record(
+        &self,
+        chain: &ChainMut<'_>,
+        key: &[u8],
+        stored: StoredValue<'_>,
+        next: u64,
+    ) -> Result<u64> {
+        self.place_record(chain, key, KIND_RECORD, stored, next)
+    }
+
+    /// Allocates the record's place, links nothing, and writes its header, key and value.
+    fn place_record(
+        &self,
+        chain: &ChainMut<'_>,
+        key: &[u8],
+        kind: u8,
+        value: StoredValue<'_>,
+        next: u64,
+    ) -> Result<u64> {
+        let StoredValue { bytes: stored, compressed, check } = value;
+        if stored.len() > record::MAX_VALUE_SIZE {
+            return Err(Error::new(ErrorKind::Limit, "the value is larger than 4 GiB"));
+        }
+        let mut header = [0u8; MAX_HEADER_SIZE];
+        let width = next_width(next, self.space.end());
+        let narrow_header_len =
+            encode_record_header(&mut header, kind, compressed, check, next, width, key.len(), stored.len());
+        let need = RecordLen {
+            narrow: (narrow_header_len + key.len() + stored.len()) as u64,
+            layout: self.header.check_layout(),
+        };
+        let reuse = self.header.update_mode == UpdateMode::InPlace;
+        let place =
+            self.space.allocate(need, reuse, self.header.max_file_size, shard_of(chain.bucket())).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Limit,
+                    format!("the file would exceed max_file_size {}", self.header.max_file_size),
+                )
+            })?;
+        // Where the record crosses a sector, its header ends with the wide check.
+        let header_len = if place.len > need.narrow {
+            record::append_wide_check(&mut header, narrow_header_len, check)
+        } else {
+            narrow_header_len
+        };
+        let header = header.get(..header_len).unwrap_or_default();
+        let record_len = header_len + key.len() + stored.len();
+        let len = place.len;
+        if record_len as u64 != len {
+            debug_assert!(false, "a {record_len}-byte record in a {len}-byte place");
+            return Err(Error::broken(format!("record assembly: {record_len} bytes for a {len}-byte place")));
+        }
+        if let Err(e) = self.file.ensure_len(place.offset + len + place.remainder) {
+            // A full disk: the room taken at the end has no file behind it; give it back
+            // so that the record area never ends past the file.
+            self.space.give_back_end(place.offset, len);
+            return Err(e);
+        }
+        if place.remainder > 0 {
+            let mut free = Vec::new();
+            encode_free(place.remainder, &mut free);
+            // SAFETY: the block came from the pool, so this thread owns it.
+            unsafe { self.file.write(place.offset + len, &free)? };
+            if place.remainder >= record::MIN_SPAN {
+                self.space.release(place.offset + len, place.remainder, shard_of(chain.bucket()));
+            }
+        }
+        // SAFETY: the block is ours, as above (or freshly appended past every chain).
+        unsafe {
+            // `target` is `record_len` bytes long, so the splits and copies always fit; a
+            // failed split is a bug in the length arithmetic above, never a silent skip.
+            self.file.write_with(place.offset, record_len, |target| {
+                let split = target
+                    .split_at_mut_checked(header_len)
+                    .and_then(|(head, body)| Some((head, body.split_at_mut_checked(key.len())?)));
+                let Some((head, (key_part, value_part))) = split else {
+                    debug_assert!(false, "a {record_len}-byte record place cannot hold its parts");
+                    return Err(Error::broken(format!("record assembly: {record_len} bytes do not fit the record")));
+                };
+                head.copy_from_slice(header);
+                key_part.copy_from_slice(key);
+                value_part.copy_from_slice(stored);
+                Ok(())
+            })?
+        };
+        Ok(place.offset)
     }
 
     /// Whether `link` can point at `target` (a chain pointer has the width it was written
