@@ -732,8 +732,8 @@ impl Storage {
         hash: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let stored = self.checked_value(chain, offset, header, hash)?;
-        self.codec.decode(stored, header.is_compressed(), out).map_err(|e| e.in_file(self.path()))
+        let stored = self.checked_stored(chain, offset, header, hash)?;
+        self.decode_stored(&stored, out)
     }
 
     /// Verifies the checksum of a record of `chain` and shows its value to `visit`: in place
