@@ -607,7 +607,6 @@ impl HashDbm {
             })?;
             layout.dictionary = training.train()?;
         }
-        let as_stored = layout.codec == old.header.codec && !layout.codec.uses_dictionary();
         let target = sibling_path(&self.path, ".rebuild");
         let mut fresh = Storage::create(&target, &layout)?;
         let (new, whole_new) = WholeFile::unshared(&mut fresh);
@@ -615,7 +614,7 @@ impl HashDbm {
         Self::for_each_live(old, whole_old, |key, hash, stored| {
             let new_chain = whole_new.chain_mut(bucket_of(hash, new.header.num_buckets));
             let head = new.head(new_chain.read())?;
-            let offset = if as_stored {
+            let offset = if new.takes_as_stored(&stored) {
                 new.write_stored_record(&new_chain, key, stored, head)?
             } else {
                 old.decode_stored(&stored, &mut value)?;

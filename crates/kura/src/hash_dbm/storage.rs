@@ -158,13 +158,14 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A record's value as a file stores it: the bytes (compressed or not) and the check they
-/// give with the key's hash.
+/// A record's value as a file stores it: the bytes (compressed or not), the check they give
+/// with the key's hash, and the codec of the file they come from.
 #[derive(Clone, Copy)]
 pub struct StoredValue<'a> {
     pub bytes: &'a [u8],
     pub compressed: bool,
     pub check: Check,
+    pub codec: crate::codec::CodecKind,
 }
 
 pub struct Storage {
@@ -756,7 +757,7 @@ impl Storage {
         Ok(visit(&decoded))
     }
 
-    /// The stored bytes of the value of a record of `_chain`, once its checksum matched.
+    /// The stored bytes of the value of a record of `chain`, once its checksum matched.
     fn checked_value<'a>(
         &'a self,
         chain: Chain<'a>,
@@ -790,7 +791,7 @@ impl Storage {
         if self.dictionary_damaged && header.is_compressed() {
             return Err(Error::broken(format!("{path}: record at {offset}: compressed with the damaged dictionary")));
         }
-        Ok(StoredValue { bytes: stored, compressed: header.is_compressed(), check })
+        Ok(StoredValue { bytes: stored, compressed: header.is_compressed(), check, codec: self.header.codec })
     }
 
     /// Decodes a value `checked_stored` gave into `out`.
@@ -928,13 +929,21 @@ impl Storage {
                 None => (KIND_TOMBSTONE, (&[][..], false)),
             };
             let check = checksum(hash, compressed, stored);
-            self.place_record(chain, key, kind, StoredValue { bytes: stored, compressed, check }, next)
+            let value = StoredValue { bytes: stored, compressed, check, codec: self.header.codec };
+            self.place_record(chain, key, kind, value, next)
         })
     }
 
-    /// Writes a record whose value another file of the same codec and dictionary stores as
-    /// `stored` (a rebuild's copy): its bytes and check as they are, neither decoded and
-    /// encoded again nor hashed again. The caller checked that the codecs match.
+    /// Whether this file reads `stored`, a value of another file, as that file does: the same
+    /// codec, and none that takes a dictionary (each file trains its own).
+    pub fn takes_as_stored(&self, stored: &StoredValue<'_>) -> bool {
+        stored.codec == self.header.codec && !self.header.codec.uses_dictionary()
+    }
+
+    /// Writes a record whose value another file stores as `stored` (a rebuild's copy): its
+    /// bytes and check as they are, neither decoded and encoded again nor hashed again. A
+    /// value this file does not take as stored (`takes_as_stored`) is a bug in the caller,
+    /// refused as Internal rather than written where no read could decode it.
     pub fn write_stored_record(
         &self,
         chain: &ChainMut<'_>,
@@ -942,6 +951,14 @@ impl Storage {
         stored: StoredValue<'_>,
         next: u64,
     ) -> Result<u64> {
+        if !self.takes_as_stored(&stored) {
+            return Err(Error::internal(format!(
+                "{}: a value stored with {} copied as stored into a file of {}",
+                self.path().display(),
+                stored.codec.name(),
+                self.header.codec.name()
+            )));
+        }
         self.place_record(chain, key, KIND_RECORD, stored, next)
     }
 
@@ -954,7 +971,7 @@ impl Storage {
         value: StoredValue<'_>,
         next: u64,
     ) -> Result<u64> {
-        let StoredValue { bytes: stored, compressed, check } = value;
+        let StoredValue { bytes: stored, compressed, check, .. } = value;
         if stored.len() > record::MAX_VALUE_SIZE {
             return Err(Error::new(ErrorKind::Limit, "the value is larger than 4 GiB"));
         }
@@ -1186,5 +1203,63 @@ mod first_nonzero_tests {
             bytes.get_mut(at..).into_iter().flatten().for_each(|b| *b = 7);
             assert_eq!(first_nonzero(&bytes), Some(at), "non-zero from {at}");
         }
+    }
+}
+
+#[cfg(test)]
+mod stored_copy_tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    use super::super::chain_lock::WholeFile;
+    use super::super::HashDbm;
+    use crate::dbm::{Dbm, OpenMode, Params};
+    use crate::error::ErrorKind;
+
+    /// A value copied as stored goes only into a file that reads it as its source does: one of
+    /// another codec, or of a codec with a dictionary, takes it not (`takes_as_stored`), and a
+    /// copy into it anyway is refused as a bug in Kura (a panic of `Error::internal` in debug
+    /// builds, an Internal error in release ones) with nothing written.
+    #[test]
+    fn a_value_copied_as_stored_goes_only_where_it_reads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |name: &str, codec: &str| {
+            let params = Params::new().with("record_comp", codec).with("num_buckets", 16);
+            HashDbm::open(dir.path().join(name), OpenMode::Truncate, &params).unwrap()
+        };
+        let source = open("source.kuh", "lz4");
+        source.set(b"key", &b"a value that lz4 may or may not shrink".repeat(4), true).unwrap();
+        let same = open("same.kuh", "lz4");
+        let other = open("other.kuh", "zstd");
+        let dictionary = open("dictionary.kuh", "zstd-dict");
+        source
+            .with_all(|slot| {
+                let storage = slot.as_mut().unwrap();
+                let (s, whole) = WholeFile::unshared(storage);
+                let hash = super::hash_key(b"key");
+                let chain = whole.chain(super::bucket_of(hash, s.header.num_buckets));
+                let found = s.find(chain, b"key", hash)?.unwrap();
+                let stored = s.checked_stored(chain, found.offset, &found.header, hash)?;
+                let takes = |db: &HashDbm| {
+                    db.with_all(|slot| Ok(WholeFile::unshared(slot.as_mut().unwrap()).0.takes_as_stored(&stored)))
+                };
+                assert!(takes(&same)?, "the same codec reads the value as it is stored");
+                assert!(!takes(&other)?, "another codec does not");
+                assert!(!takes(&dictionary)?, "a codec with a dictionary of its own does not");
+                let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    other.with_all(|slot| {
+                        let (target, whole) = WholeFile::unshared(slot.as_mut().unwrap());
+                        let chain = whole.chain_mut(super::bucket_of(hash, target.header.num_buckets));
+                        target.write_stored_record(&chain, b"key", stored, 0)
+                    })
+                }));
+                let refused = match refused {
+                    Ok(result) => result.is_err_and(|e| e.kind() == ErrorKind::Internal),
+                    Err(_) => cfg!(debug_assertions),
+                };
+                assert!(refused, "a value of another codec was copied as stored");
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(other.count().unwrap(), 0);
+        assert!(matches!(other.get(b"key"), Err(e) if e.kind() == ErrorKind::NotFound));
     }
 }
