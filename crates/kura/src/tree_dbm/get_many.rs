@@ -46,7 +46,7 @@ use crate::key_prefix::key_prefix;
 use crate::multi_get::SEGMENT;
 
 /// Leaf runs whose stages overlap (as `multi_get::GROUP` keys do in the hash engines).
-const LEAF_GROUP: usize = 16;
+pub(super) const LEAF_GROUP: usize = 16;
 
 /// The keys `order[start..end]`, which all belong to `leaf` (taken from the cache once, in
 /// stage 1: each later stage borrows it instead of locking its cache shard again).
@@ -106,27 +106,7 @@ impl BTree {
                 runs.push(Run { id: leaf, leaf: page, start: position, end, seek: None });
                 position = end;
             }
-            // Stage 2: the top levels of the leaves' indexes.
-            for run in &runs {
-                leaf_page(run.id, &run.leaf)?.prefetch_index();
-            }
-            // Stage 3: the index blocks of the runs' first keys.
-            for run in &mut runs {
-                let first_key = key_at(run.start).map(|(_, key)| key).unwrap_or_default();
-                run.seek = leaf_page(run.id, &run.leaf)?.seek(comparator, first_key);
-            }
-            // Stage 4: the entries of the runs' first keys.
-            for Run { id, leaf, seek, .. } in &mut runs {
-                if let Some(seek) = seek {
-                    leaf_page(*id, leaf)?.seek_entry(seek);
-                }
-            }
-            // Stage 5: the records of those entries.
-            for Run { id, leaf, seek, .. } in &runs {
-                if let Some(seek) = seek {
-                    leaf_page(*id, leaf)?.seek_record(seek);
-                }
-            }
+            seek_first_keys(&mut runs, comparator, |run| key_at(run.start).map(|(_, key)| key).unwrap_or_default())?;
             // Stage 6: the searches (the first key of a run where the stages left it).
             for run in &runs {
                 let leaf = leaf_page(run.id, &run.leaf)?;
@@ -141,6 +121,30 @@ impl BTree {
             }
         }
         Ok(())
+    }
+
+    /// Brings into the caches what updating `keys` will read first, for the next keys of a
+    /// write batch (`Store::apply`): each key's leaf, its index's lines on the key's way and
+    /// the record it lands next to, in the stages of a lookup, so that the misses of up to
+    /// `LEAF_GROUP` keys overlap instead of coming one after another in each update's search.
+    /// A hint only: the updates read the tree again, and one that splits a leaf leaves a
+    /// later key's warm lines unused. So a failure (a damaged page) is left for the update
+    /// that meets it to report.
+    pub fn warm_leaves(&self, keys: &[&[u8]]) {
+        if self.height == 0 {
+            return;
+        }
+        let comparator = self.comparator();
+        let mut high = UpperBound::default();
+        let mut runs: Vec<Run> = Vec::with_capacity(LEAF_GROUP);
+        for (position, key) in keys.iter().enumerate().take(LEAF_GROUP) {
+            let Ok(leaf) = self.descend(key, &mut high) else { return };
+            let Ok(page) = self.page(leaf) else { return };
+            prefetch_range(std::ptr::from_ref::<Page>(&page) as usize, std::mem::size_of::<Page>());
+            runs.push(Run { id: leaf, leaf: page, start: position, end: position + 1, seek: None });
+        }
+        let _warmed_or_left_for_the_update =
+            seek_first_keys(&mut runs, comparator, |run| keys.get(run.start).copied().unwrap_or_default());
     }
 
     /// Descends the branches towards `key`: the id of the leaf it leads to, whose upper
@@ -235,6 +239,34 @@ fn sorted_order(keys: &[&[u8]], comparator: Comparator) -> Vec<usize> {
     let mut keyed: Vec<(u64, usize)> = keys.iter().enumerate().map(|(index, key)| (key_prefix(key), index)).collect();
     keyed.sort_unstable_by(|&(prefix_a, a), &(prefix_b, b)| prefix_a.cmp(&prefix_b).then_with(|| key(a).cmp(key(b))));
     keyed.into_iter().map(|(_, index)| index).collect()
+}
+
+/// Stages 2 to 5 of a batched lookup (the header's list) for `runs`, whose leaves stage 1
+/// took: each run's first key (`first_key`) sought in its leaf, its lines prefetched a stage
+/// ahead of their reads.
+fn seek_first_keys<'k>(runs: &mut [Run], comparator: Comparator, first_key: impl Fn(&Run) -> &'k [u8]) -> Result<()> {
+    // Stage 2: the top levels of the leaves' indexes.
+    for run in runs.iter() {
+        leaf_page(run.id, &run.leaf)?.prefetch_index();
+    }
+    // Stage 3: the index blocks of the runs' first keys.
+    for run in runs.iter_mut() {
+        let key = first_key(run);
+        run.seek = leaf_page(run.id, &run.leaf)?.seek(comparator, key);
+    }
+    // Stage 4: the entries of the runs' first keys.
+    for Run { id, leaf, seek, .. } in runs.iter_mut() {
+        if let Some(seek) = seek {
+            leaf_page(*id, leaf)?.seek_entry(seek);
+        }
+    }
+    // Stage 5: the records of those entries.
+    for Run { id, leaf, seek, .. } in runs.iter() {
+        if let Some(seek) = seek {
+            leaf_page(*id, leaf)?.seek_record(seek);
+        }
+    }
+    Ok(())
 }
 
 /// The leaf page `page` (of id `id`) is; a branch is BrokenData.

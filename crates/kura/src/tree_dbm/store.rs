@@ -30,6 +30,10 @@ pub use crate::journal::DEFAULT_CHECKPOINT_BYTES;
 /// memory when its turn comes, under a memory limit too.
 const SPILL_READ_AHEAD_LEAVES: usize = 16;
 
+/// The keys of a write batch whose leaves are warmed together before they are updated
+/// (`BTree::warm_leaves`): as many as a batched lookup overlaps.
+const WARM_GROUP: usize = super::get_many::LEAF_GROUP;
+
 pub struct Store {
     pub tree: BTree,
     journal: Journal,
@@ -113,10 +117,22 @@ impl Store {
         if batch.len() > 1 {
             self.tree.read_ahead_leaves_of(batch.ops().map(|op| op.key()));
         }
-        for op in batch.ops() {
-            self.apply_op(op)?;
+        let mut group: Vec<BatchOp<'_>> = Vec::with_capacity(WARM_GROUP);
+        let mut ops = batch.ops();
+        loop {
+            group.clear();
+            group.extend(ops.by_ref().take(WARM_GROUP));
+            if group.is_empty() {
+                return Ok(());
+            }
+            if batch.len() > 1 {
+                let keys: Vec<&[u8]> = group.iter().map(|op| op.key()).collect();
+                self.tree.warm_leaves(&keys);
+            }
+            for op in group.drain(..) {
+                self.apply_op(op)?;
+            }
         }
-        Ok(())
     }
 
     /// Applies one operation of a batch (journaled unless the batch bypasses the journal); a
