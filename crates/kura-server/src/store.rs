@@ -195,7 +195,16 @@ impl Store {
         if !self.cas_enabled {
             return 0;
         }
-        self.next_cas.fetch_add(1, Ordering::Relaxed)
+        // 0 is "no CAS unique" to a client (what `-C` shows), so it is never handed out for a
+        // write: the counter meets it only by wrapping past u64::MAX, which a served file
+        // whose items carry CAS uniques near the top (written by another tool, or damaged in
+        // a way that still decodes) makes `first_cas_for` start next to.
+        loop {
+            let cas = self.next_cas.fetch_add(1, Ordering::Relaxed);
+            if cas != 0 {
+                return cas;
+            }
+        }
     }
 
     /// Returns `cas`, taken for a write that did not happen, if no one took a later one
@@ -512,5 +521,24 @@ impl Store {
     /// Removes every item now.
     pub fn flush(&self) -> Result<()> {
         self.db.clear()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    use super::*;
+
+    /// A counter started at the top (a served file's highest CAS unique was u64::MAX) hands
+    /// out u64::MAX and then goes on past 0, which it never hands out.
+    #[test]
+    fn a_wrapping_cas_counter_never_hands_out_zero() {
+        let db: Arc<dyn Dbm> = Arc::new(kura::TinyDbm::new(&kura::Params::new()).unwrap());
+        let store = Store::new(db, 1 << 20, u64::MAX);
+        let taken: Vec<u64> = (0..4).map(|_| store.take_cas()).collect();
+        assert_eq!(taken, [u64::MAX, 1, 2, 3]);
+        // A CAS given back after the wrap goes back one step, never to 0.
+        store.give_back_cas(3);
+        assert_eq!(store.take_cas(), 3);
     }
 }
