@@ -183,3 +183,63 @@ impl PageRef<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    use super::*;
+    use crate::split_mix::SplitMix64;
+    use crate::tree_dbm::page::Branch;
+
+    /// `check_leaf_range` accepts exactly the leaves whose keys lie in their branch's range:
+    /// random leaves under random separators, for every comparator, with keys drawn from few
+    /// bytes (zeros among them) and of lengths around a `key_prefix`'s 8 bytes, so that keys
+    /// often tie with a separator or share its start.
+    #[test]
+    fn the_range_check_decides_as_whole_keys_do() {
+        let mut rng = SplitMix64::new(43);
+        let word = |rng: &mut SplitMix64| -> Vec<u8> {
+            let len = [0, 3, 8, 9, 12][rng.below(5) as usize] + rng.below(2) as usize;
+            (0..len).map(|_| [0u8, 1, b'a', 0xff][rng.below(4) as usize]).collect()
+        };
+        let sorted = |comparator: Comparator, mut keys: Vec<Vec<u8>>| {
+            keys.sort_by(|a, b| comparator.compare(a, b));
+            keys.dedup_by(|a, b| comparator.compare(a, b) == Ordering::Equal);
+            keys
+        };
+        let (mut rejected, mut accepted) = (0, 0);
+        for comparator in Comparator::ALL {
+            for round in 0..4000 {
+                let leaf_keys = sorted(comparator, (0..1 + rng.below(3)).map(|_| word(&mut rng)).collect());
+                let separators = sorted(comparator, (0..1 + rng.below(3)).map(|_| word(&mut rng)).collect());
+                let mut leaf = Leaf::new();
+                for (i, key) in leaf_keys.iter().enumerate() {
+                    leaf.insert(i, key, b"v").unwrap();
+                }
+                let mut branch = Branch::new(4096);
+                for (i, separator) in separators.iter().enumerate() {
+                    branch.insert_after(i, separator.clone(), 4096 * (i as u64 + 2));
+                }
+                let index = rng.below(separators.len() as u64 + 1) as usize;
+                let (first, last) = (leaf_keys.first().unwrap(), leaf_keys.last().unwrap());
+                let below = index.checked_sub(1).and_then(|i| separators.get(i));
+                let expected = below.is_none_or(|low| comparator.compare(first, low) != Ordering::Less)
+                    && separators.get(index).is_none_or(|high| comparator.compare(last, high) == Ordering::Less);
+                let page = Arc::new(Page::Branch(branch));
+                let path = [(PageRef::Borrowed(&page), index)];
+                let checked = check_leaf_range(comparator, &path, &leaf);
+                assert_eq!(
+                    checked.is_ok(),
+                    expected,
+                    "{comparator:?} round {round}: leaf {leaf_keys:?} as child {index} of {separators:?}"
+                );
+                if expected {
+                    accepted += 1;
+                } else {
+                    rejected += 1;
+                }
+            }
+        }
+        assert!(rejected > 1000 && accepted > 1000, "{rejected} rejected, {accepted} accepted: too few of one");
+    }
+}
