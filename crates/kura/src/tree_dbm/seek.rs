@@ -187,6 +187,7 @@ impl PageRef<'_> {
 #[cfg(test)]
 mod tests {
     #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+    #![expect(clippy::indexing_slicing, reason = "a test fails loudly on a wrong index")]
     use super::*;
     use crate::split_mix::SplitMix64;
     use crate::tree_dbm::page::Branch;
