@@ -1,7 +1,7 @@
 //! Damaged tree files: structural corruption (cycles, wrong heights, unordered keys),
 //! truncation, bad compressed pages and random byte flips give typed errors, never a panic,
-//! a hang or a huge allocation, read through the mapping and with `pread` (a cache so small
-//! that the file exceeds it); `restore_file` salvages what is readable.
+//! a hang or a huge allocation, read through the mapping and with `pread` (a cache and memory
+//! said to be so small that the file exceeds them); `restore_file` salvages what is readable.
 #![expect(
     clippy::unwrap_used,
     clippy::indexing_slicing,
@@ -26,9 +26,15 @@ fn build(dir: &Path, codec: CodecKind) -> PathBuf {
     path
 }
 
-/// A cache so small that every file here is more than twice it: pages are then read with
-/// `pread` into a buffer, not through the mapping (tree_dbm/pager.rs, `with_slot_read`).
+/// A cache so small, and memory said to be so small, that every file here is larger than
+/// half of it: pages are then read with `pread` into a buffer, not through the mapping
+/// (tree_dbm/pager.rs, `with_slot_read`).
 const TINY_CACHE_BYTES: u64 = 4096;
+
+/// Parameters that read the file as larger than memory (`TINY_CACHE_BYTES`).
+fn tiny_memory() -> Params {
+    Params::new().with("cache_bytes", TINY_CACHE_BYTES).with("memory_bytes", TINY_CACHE_BYTES)
+}
 
 /// The value `build` writes for record `i`.
 fn value_of(i: u32) -> Vec<u8> {
@@ -41,7 +47,7 @@ fn value_of(i: u32) -> Vec<u8> {
 /// library knows which file to check or restore.
 fn read_all(path: &Path) -> kura::Error {
     let mapped = read_all_with(path, &Params::new());
-    let read = read_all_with(path, &Params::new().with("cache_bytes", TINY_CACHE_BYTES));
+    let read = read_all_with(path, &tiny_memory());
     assert_eq!(read.kind(), mapped.kind(), "pread: {} / mapping: {}", read.message(), mapped.message());
     let shown = path.display().to_string();
     for error in [&mapped, &read] {
@@ -274,7 +280,7 @@ fn random_byte_flips_never_panic() {
             damaged[at] ^= 1 << (x >> 60 & 7);
         }
         std::fs::write(&path, &damaged).unwrap();
-        for params in [Params::new(), Params::new().with("cache_bytes", TINY_CACHE_BYTES)] {
+        for params in [Params::new(), tiny_memory()] {
             if let Ok(db) = TreeDbm::open(&path, OpenMode::ReadOnly, &params) {
                 let _ = db.range(..).take(RECORDS as usize + 10).count();
                 let _ = db.range(..).rev().take(RECORDS as usize + 10).count();

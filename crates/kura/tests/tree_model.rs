@@ -64,15 +64,21 @@ fn check_all(db: &TreeDbm, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     assert_eq!(backward, expected);
 }
 
-/// A cache so small that the file soon exceeds twice it: the pager then holds a commit's slot
-/// writes back and reads ahead (tree_dbm/write_behind.rs), as it does for a file larger than
-/// memory.
+/// A cache, and memory said to be, so small that the file soon exceeds half of it: the pager
+/// then holds a commit's slot writes back and reads ahead (tree_dbm/write_behind.rs), as it
+/// does for a file larger than memory.
 const SMALL_CACHE_BYTES: u64 = 4096;
 
 fn run(codec: CodecKind, ops: Vec<Op>, small_cache: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.kut");
-    let with_cache = |params: Params| if small_cache { params.with("cache_bytes", SMALL_CACHE_BYTES) } else { params };
+    let with_cache = |params: Params| {
+        if small_cache {
+            params.with("cache_bytes", SMALL_CACHE_BYTES).with("memory_bytes", SMALL_CACHE_BYTES)
+        } else {
+            params
+        }
+    };
     let params = with_cache(Params::new())
         .with("record_comp", codec.name())
         .with("max_page_size", 512)

@@ -117,6 +117,52 @@ fn reads_after_an_open_lend_values_and_match_the_model() {
     assert!(lent > 0, "no leaf read after the open lends its values");
 }
 
+/// A batched lookup (`get_many`) right after an open, through leaves that lend their values
+/// (whose values it seeks in the file's pages a stage ahead, get_many.rs), gives every value
+/// of the model, and None for the keys never written, in any order of the keys.
+#[test]
+fn batched_lookups_through_lending_leaves_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.kut");
+    let mut rng = SplitMix64::new(471);
+    let model = written(&path, 3000, &mut rng);
+    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
+    let mut keys: Vec<Vec<u8>> = (0..3300).map(key).collect();
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let values = db.get_many(&refs).unwrap();
+    for (k, v) in keys.iter().zip(&values) {
+        assert_eq!(v.as_deref(), model.get(k).map(Vec::as_slice), "{}", String::from_utf8_lossy(k));
+    }
+    let tree = db.read().unwrap();
+    let leaf = tree.find_leaf(&key(1500), &mut Vec::new()).unwrap();
+    assert!(tree.page(leaf).unwrap().is_lent(), "the batch read its leaves without lending");
+}
+
+/// A file larger than the cache of decoded pages but well within memory is read through the
+/// mapping, its leaves lending their values; judged by the cache (before `memory_bytes`), it
+/// was read with `pread` into leaves holding their values, which overflowed the cache
+/// (pager.rs, `exceeds_memory`). Said to be larger than half the memory, it is read with
+/// `pread`, and its leaves hold their values.
+#[test]
+fn a_file_larger_than_the_cache_but_not_than_memory_is_read_through_the_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mapped.kut");
+    let mut rng = SplitMix64::new(472);
+    let model = written(&path, 3000, &mut rng);
+    let file_len = std::fs::metadata(&path).unwrap().len();
+    let small_cache = params().with("cache_bytes", file_len / 8);
+    for (params, lends) in [(small_cache.clone(), true), (small_cache.with("memory_bytes", file_len), false)] {
+        let db = TreeDbm::open(&path, OpenMode::ReadOnly, &params).unwrap();
+        check_all(&db, &model);
+        let tree = db.read().unwrap();
+        let leaf = tree.find_leaf(&key(1500), &mut Vec::new()).unwrap();
+        assert_eq!(tree.page(leaf).unwrap().is_lent(), lends, "{params:?}: a {file_len}-byte file");
+    }
+}
+
 #[test]
 fn a_kept_position_holds_its_values_while_the_writer_reuses_slots() {
     let (_dir, db, mut model, mut rng) = reopened("kept.kut", 471, 2000);

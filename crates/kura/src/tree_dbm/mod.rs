@@ -123,6 +123,7 @@ impl TreeDbm {
             Pager::create(path, &options.pager_options())?
         } else {
             let mut pager = Pager::open(path, writable, options.clean_cache_bytes(), options.max_file_size)?;
+            pager.limit_memory(options.memory_bytes);
             if writable && !pager.header().closed_cleanly {
                 match recovery::recover_space(&pager) {
                     Ok(space) => pager.set_space(space),

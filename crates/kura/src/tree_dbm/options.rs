@@ -17,6 +17,7 @@ pub(crate) const PARAMS: &[&str] = &[
     "max_file_size",
     "dict_size",
     "checkpoint_bytes",
+    "memory_bytes",
 ];
 
 /// Raw bytes of a page before compression. Measured (docs/tree.md): 8 KiB pages keep random
@@ -60,6 +61,9 @@ pub struct TreeOptions {
     pub dictionary_size: usize,
     /// Journal bytes that trigger a checkpoint (store.rs).
     pub checkpoint_bytes: u64,
+    /// The memory the file's pages may take, as given; None: what the machine and its
+    /// memory cgroups allow, read at open (`Pager::exceeds_memory`).
+    pub memory_bytes: Option<u64>,
 }
 
 impl TreeOptions {
@@ -94,6 +98,7 @@ impl TreeOptions {
             )
             .unwrap_or(usize::MAX),
             checkpoint_bytes: params.get_u64("checkpoint_bytes")?.unwrap_or(super::store::DEFAULT_CHECKPOINT_BYTES),
+            memory_bytes: params.get_u64("memory_bytes")?,
         })
     }
 
@@ -128,6 +133,7 @@ impl TreeOptions {
             comparator: self.comparator,
             max_page_size: self.max_page_size,
             cache_bytes: self.clean_cache_bytes(),
+            memory_bytes: self.memory_bytes,
             max_file_size: self.max_file_size,
         }
     }

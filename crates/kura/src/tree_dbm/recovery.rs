@@ -208,6 +208,7 @@ pub fn restore_to(source: &Pager, dest: &Path) -> Result<(u64, Walked)> {
         comparator: header.comparator,
         max_page_size: header.max_page_size,
         cache_bytes: source.cache().budget(),
+        memory_bytes: Some(source.memory_bytes()),
         max_file_size: super::options::DEFAULT_MAX_FILE_SIZE,
     };
     let mut tree = BTree::new(Pager::create(dest, &options)?, SALVAGE_DIRTY_PAGES);
@@ -245,6 +246,7 @@ pub fn restore_in_place(pager: Pager, options: &TreeOptions) -> Result<Pager> {
         comparator: header.comparator,
         max_page_size: header.max_page_size,
         cache_bytes: options.clean_cache_bytes(),
+        memory_bytes: options.memory_bytes,
         max_file_size: options.max_file_size,
     };
     let restored = (|| {

@@ -8,7 +8,7 @@
 //! 128 MiB memory limit, 100 durable batches of 1,000 random records: 88,000 major faults in
 //! the checkpoints' copies and frees, against 2,000 in the rest of the phase; this disk reads
 //! 2,000 random 4 KiB pages in 0.25 s one after another and in 0.04 s when all are asked for
-//! first. So the pager, for a file that does not fit its cache, asks for each slot's range as
+//! first. So the pager, for a file larger than half the memory, asks for each slot's range as
 //! it allocates it (`MADV_WILLNEED`, which starts the read and returns), keeps the slot's
 //! bytes here, and copies them in when the commit publishes or `FLUSH_BYTES` are waiting, by
 //! which time the pages have arrived.
