@@ -14,7 +14,8 @@
 //! 2. prefetch each leaf's top index level;
 //! 3. read it, for each run's first key, and prefetch the block of prefixes it points to;
 //! 4. read the block, which gives the key's position, and prefetch the one entry there;
-//! 5. read the entry and prefetch the record it points to;
+//! 5. read the entry and prefetch the record it points to (and, in a leaf lending its
+//!    values from the file's pages, read the record's place and prefetch the value there);
 //! 6. search each run's keys in its leaf (the first from the position stage 4 found) and
 //!    show the values.
 //!
@@ -264,6 +265,12 @@ fn seek_first_keys<'k>(runs: &mut [Run], comparator: Comparator, first_key: impl
     for Run { id, leaf, seek, .. } in runs.iter() {
         if let Some(seek) = seek {
             leaf_page(*id, leaf)?.seek_record(seek);
+        }
+    }
+    // Stage 5b: in leaves lending their values from the file's pages, those values.
+    for Run { id, leaf, seek, .. } in runs.iter() {
+        if let Some(seek) = seek {
+            leaf_page(*id, leaf)?.seek_lent_value(seek);
         }
     }
     Ok(())

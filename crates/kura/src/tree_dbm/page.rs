@@ -241,12 +241,32 @@ impl Leaf {
     /// entry's rank, as `search` prefetches, would save this step only in pages whose
     /// records still lie in key order, as decoding lays them out: a page written since holds
     /// them in the order they came.)
+    ///
+    /// In a leaf lending its values the arena holds the key and the value's place only, and
+    /// the value lies in the file's pages: `seek_lent_value` is the step after this one.
     #[inline]
     pub fn seek_record(&self, seek: &Seek) {
         if let Some(entry) = seek.position().and_then(|position| self.entries.get(position)) {
             let start = entry.offset as usize;
-            let len = entry.key_len as usize + entry.value_len as usize;
+            let in_arena = if self.lent.is_some() { LENT_PLACE } else { entry.value_len as usize };
+            let len = entry.key_len as usize + in_arena;
             self.prefetch_arena(start, start + len.min(MAX_RECORD_PREFETCH));
+        }
+    }
+
+    /// The step after `seek_record` in a leaf lending its values, once the record is in the
+    /// cache: starts loading the value from the file's pages (up to `MAX_RECORD_PREFETCH`
+    /// bytes), where it lies apart from the record, so that the visitor of a batched lookup
+    /// after a reopen does not wait for it one value at a time. Nothing in a leaf holding its
+    /// values.
+    #[inline]
+    pub fn seek_lent_value(&self, seek: &Seek) {
+        if self.lent.is_none() {
+            return;
+        }
+        if let Some(entry) = seek.position().and_then(|position| self.entries.get(position)) {
+            let value = self.value_of(entry);
+            prefetch_slice(value.get(..value.len().min(MAX_RECORD_PREFETCH)).unwrap_or_default());
         }
     }
 
