@@ -243,3 +243,24 @@ proptest! {
         run(&ops, "db.kus", &Params::new().with("inner_engine", "tree"), 3, true);
     }
 }
+
+/// Each tree shard of a set judges its file against its share of the memory (`memory_bytes`,
+/// shown by `inspect`): the set's files together must fit for their pages to stay in memory.
+/// A `memory_bytes` given to the set is each shard's as given.
+#[test]
+fn tree_shards_take_their_share_of_the_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = open(&dir.path().join("one.kut"), OpenMode::Create, &Params::new());
+    let whole = single.inspect().unwrap().number("memory_bytes").unwrap();
+    let tree_set = Params::new().with("inner_engine", "tree").with("num_shards", 4);
+    let set = open(&dir.path().join("set.kus"), OpenMode::Create, &tree_set);
+    let shares: Vec<u64> = set.inspect().unwrap().shards.iter().map(|s| s.number("memory_bytes").unwrap()).collect();
+    assert_eq!(shares.len(), 4);
+    for share in &shares {
+        // MemAvailable moves a little between the two opens.
+        assert!(*share * 4 < whole * 11 / 10 && *share * 4 > whole * 9 / 10, "{share} a shard of {whole}");
+    }
+    let given = tree_set.with("memory_bytes", 12345);
+    let set = open(&dir.path().join("given.kus"), OpenMode::Create, &given);
+    assert!(set.inspect().unwrap().shards.iter().all(|s| s.number("memory_bytes") == Some(12345)));
+}

@@ -143,8 +143,21 @@ impl ShardDbm {
                 ));
             }
         };
-        let inner_params = params.without("num_shards").without("inner_engine");
+        let mut inner_params = params.without("num_shards").without("inner_engine");
         let in_memory_only = base.as_os_str().is_empty();
+        // A shard whose engine judges its file against the memory its pages may take
+        // (`memory_bytes`: TreeDbm reads a file larger than half of it as larger than memory)
+        // gets its share of the memory, unless the set was given one: the files of the set
+        // together, not each alone, must fit for their pages to stay in memory.
+        if !in_memory_only
+            && count > 1
+            && inner.params.contains(&"memory_bytes")
+            && params.get("memory_bytes").is_none()
+        {
+            if let Some(memory) = crate::memory_budget::available_bytes() {
+                inner_params = inner_params.with("memory_bytes", memory / count as u64);
+            }
+        }
         let mut shards = Vec::with_capacity(count);
         for index in 0..count {
             let path = if in_memory_only { PathBuf::new() } else { naming::shard_path(&base, index, count) };

@@ -428,6 +428,7 @@ impl Dbm for TreeDbm {
             ("dirty_pages", Stat::Number(tree.dirty_pages() as u64)),
             ("journal_bytes", Stat::Number(store.journal().bytes())),
             ("cache_bytes_used", Stat::Number(tree.pager.cache().bytes() as u64)),
+            ("memory_bytes", Stat::Number(tree.pager.memory_bytes())),
             ("dictionary_size", Stat::Number(tree.pager.codec().dictionary().len() as u64)),
             ("restored", Stat::Flag(self.was_restored())),
         ];
