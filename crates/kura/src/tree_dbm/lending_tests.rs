@@ -7,7 +7,7 @@
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::page::Page;
 use super::seek::{Position, Seek};
@@ -66,13 +66,27 @@ fn check_all(db: &TreeDbm, model: &Model) {
 /// `count` records written, the file reopened and every record read (so that its leaves
 /// lend); returns what the test needs to go on.
 fn reopened(name: &str, seed: u64, count: u64) -> (tempfile::TempDir, TreeDbm, Model, SplitMix64) {
+    let (dir, path, model, rng) = written_file(name, seed, count);
+    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
+    check_all(&db, &model);
+    (dir, db, model, rng)
+}
+
+/// A file `name` of `count` records written and closed in a new directory; returns the
+/// directory, the file, the model and the random numbers that went on.
+fn written_file(name: &str, seed: u64, count: u64) -> (tempfile::TempDir, PathBuf, Model, SplitMix64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     let mut rng = SplitMix64::new(seed);
     let model = written(&path, count, &mut rng);
-    let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
-    check_all(&db, &model);
-    (dir, db, model, rng)
+    (dir, path, model, rng)
+}
+
+/// Whether the leaf of key `n` lends its values (read from the file now if not cached).
+fn leaf_lends(db: &TreeDbm, n: u64) -> bool {
+    let tree = db.read().unwrap();
+    let leaf = tree.find_leaf(&key(n), &mut Vec::new()).unwrap();
+    tree.page(leaf).unwrap().is_lent()
 }
 
 type Records = Vec<(Vec<u8>, Vec<u8>)>;
@@ -105,15 +119,7 @@ fn assert_unchanged(position: &Position, records: &Records) {
 fn reads_after_an_open_lend_values_and_match_the_model() {
     let (_dir, db, _model, _rng) = reopened("lend.kut", 470, 3000);
     // The reads went through leaves that lend: the leaf of some key is one.
-    let tree = db.read().unwrap();
-    let mut lent = 0;
-    for n in (0..3000).step_by(97) {
-        let mut path_ids = Vec::new();
-        let leaf = tree.find_leaf(&key(n), &mut path_ids).unwrap();
-        if tree.page(leaf).unwrap().is_lent() {
-            lent += 1;
-        }
-    }
+    let lent = (0..3000).step_by(97).filter(|&n| leaf_lends(&db, n)).count();
     assert!(lent > 0, "no leaf read after the open lends its values");
 }
 
@@ -122,10 +128,7 @@ fn reads_after_an_open_lend_values_and_match_the_model() {
 /// of the model, and None for the keys never written, in any order of the keys.
 #[test]
 fn batched_lookups_through_lending_leaves_match_the_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("many.kut");
-    let mut rng = SplitMix64::new(471);
-    let model = written(&path, 3000, &mut rng);
+    let (_dir, path, model, mut rng) = written_file("many.kut", 471, 3000);
     let db = TreeDbm::open(&path, OpenMode::Write, &params()).unwrap();
     let mut keys: Vec<Vec<u8>> = (0..3300).map(key).collect();
     for i in (1..keys.len()).rev() {
@@ -136,9 +139,7 @@ fn batched_lookups_through_lending_leaves_match_the_model() {
     for (k, v) in keys.iter().zip(&values) {
         assert_eq!(v.as_deref(), model.get(k).map(Vec::as_slice), "{}", String::from_utf8_lossy(k));
     }
-    let tree = db.read().unwrap();
-    let leaf = tree.find_leaf(&key(1500), &mut Vec::new()).unwrap();
-    assert!(tree.page(leaf).unwrap().is_lent(), "the batch read its leaves without lending");
+    assert!(leaf_lends(&db, 1500), "the batch read its leaves without lending");
 }
 
 /// A file larger than the cache of decoded pages but well within memory is read through the
@@ -148,18 +149,13 @@ fn batched_lookups_through_lending_leaves_match_the_model() {
 /// `pread`, and its leaves hold their values.
 #[test]
 fn a_file_larger_than_the_cache_but_not_than_memory_is_read_through_the_mapping() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("mapped.kut");
-    let mut rng = SplitMix64::new(472);
-    let model = written(&path, 3000, &mut rng);
+    let (_dir, path, model, _rng) = written_file("mapped.kut", 472, 3000);
     let file_len = std::fs::metadata(&path).unwrap().len();
     let small_cache = params().with("cache_bytes", file_len / 8);
     for (params, lends) in [(small_cache.clone(), true), (small_cache.with("memory_bytes", file_len), false)] {
         let db = TreeDbm::open(&path, OpenMode::ReadOnly, &params).unwrap();
         check_all(&db, &model);
-        let tree = db.read().unwrap();
-        let leaf = tree.find_leaf(&key(1500), &mut Vec::new()).unwrap();
-        assert_eq!(tree.page(leaf).unwrap().is_lent(), lends, "{params:?}: a {file_len}-byte file");
+        assert_eq!(leaf_lends(&db, 1500), lends, "{params:?}: a {file_len}-byte file");
     }
 }
 
