@@ -33,12 +33,12 @@ pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 const MIN_DEFAULT_CACHE_BYTES: usize = 8 << 20;
 
 /// The page cache when `cache_bytes` is not given: `DEFAULT_CACHE_BYTES`, or a quarter of the
-/// memory this process may use (`memory_budget`, a cgroup limit included) when that is less:
+/// memory this process may use (`available`: `memory_budget`, a cgroup limit included) when
+/// that is less:
 /// the cache and the modified pages then leave the rest to the kernel's page cache, which
 /// holds the file's pages.
-pub fn default_cache_bytes() -> usize {
-    let quarter =
-        crate::memory_budget::available_bytes().map_or(usize::MAX, |b| usize::try_from(b / 4).unwrap_or(usize::MAX));
+fn default_cache_bytes(available: Option<u64>) -> usize {
+    let quarter = available.map_or(usize::MAX, |b| usize::try_from(b / 4).unwrap_or(usize::MAX));
     quarter.clamp(MIN_DEFAULT_CACHE_BYTES, DEFAULT_CACHE_BYTES)
 }
 /// The fewest modified pages a cache-derived budget allows (`TreeOptions::dirty_budget`).
@@ -61,8 +61,9 @@ pub struct TreeOptions {
     pub dictionary_size: usize,
     /// Journal bytes that trigger a checkpoint (store.rs).
     pub checkpoint_bytes: u64,
-    /// The memory the file's pages may take, as given; None: what the machine and its
-    /// memory cgroups allow, read at open (`Pager::exceeds_memory`).
+    /// The memory the file's pages may take (`Pager::exceeds_memory`): as given, else what the
+    /// machine and its memory cgroups allow, read at open (read once, with the default
+    /// cache's size); None when neither is known.
     pub memory_bytes: Option<u64>,
 }
 
@@ -79,6 +80,12 @@ impl TreeOptions {
             }
         }
         let max_dirty_pages = params.get_u64("max_dirty_pages")?;
+        let given_cache_bytes = params.get_u64("cache_bytes")?;
+        let given_memory_bytes = params.get_u64("memory_bytes")?;
+        let available = match (given_cache_bytes, given_memory_bytes) {
+            (Some(_), Some(_)) => None,
+            _ => crate::memory_budget::available_bytes(),
+        };
         Ok(TreeOptions {
             codec: codec_name.map(CodecKind::from_name).transpose()?.unwrap_or(CodecKind::None),
             codec_given: codec_name.is_some(),
@@ -86,9 +93,9 @@ impl TreeOptions {
             comparator_given: params.get("key_comparator").is_some(),
             max_page_size: max_page_size.map_or(DEFAULT_MAX_PAGE_SIZE, |s| s as u32),
             max_page_size_given: max_page_size.is_some(),
-            cache_bytes: match params.get_u64("cache_bytes")? {
+            cache_bytes: match given_cache_bytes {
                 Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
-                None => default_cache_bytes(),
+                None => default_cache_bytes(available),
             },
             cache_bytes_given: params.get("cache_bytes").is_some(),
             max_dirty_pages: max_dirty_pages.map(|pages| usize::try_from(pages).unwrap_or(usize::MAX)),
@@ -98,7 +105,7 @@ impl TreeOptions {
             )
             .unwrap_or(usize::MAX),
             checkpoint_bytes: params.get_u64("checkpoint_bytes")?.unwrap_or(super::store::DEFAULT_CHECKPOINT_BYTES),
-            memory_bytes: params.get_u64("memory_bytes")?,
+            memory_bytes: given_memory_bytes.or(available),
         })
     }
 

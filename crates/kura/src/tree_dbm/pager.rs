@@ -76,9 +76,9 @@ pub struct Pager {
     /// with could give bytes that were never written.
     dictionary_damaged: bool,
     /// The memory the file's pages may take (`exceeds_memory`): `TreeOptions::memory_bytes`
-    /// as given, else what the machine and its memory cgroups allow, read when the pager
-    /// was made; where that cannot be read, four times the cache (a file is then judged
-    /// larger than memory when it is larger than twice the cache, as before there was this).
+    /// (`limit_memory`); for a pager opened without it, or where it is not known, four times
+    /// the cache (a file is then judged larger than memory when it is larger than twice the
+    /// cache, as before there was this).
     memory_bytes: u64,
     /// Slots of the commit in progress not yet copied into the file (write_behind.rs): only
     /// for a file larger than half the memory, empty outside a commit.
@@ -187,8 +187,7 @@ impl Pager {
             codec,
             space,
             cache: PageCache::new(cache_bytes),
-            memory_bytes: crate::memory_budget::available_bytes()
-                .unwrap_or_else(|| (cache_bytes as u64).saturating_mul(4)),
+            memory_bytes: (cache_bytes as u64).saturating_mul(4),
             pins: PinnedPages::default(),
             raw_buffer: Vec::new(),
             stored_buffer: Vec::new(),
@@ -556,7 +555,7 @@ impl Pager {
         self.memory_bytes
     }
 
-    /// Sets the memory the file's pages may take, when given (`TreeOptions::memory_bytes`).
+    /// Sets the memory the file's pages may take, when known (`TreeOptions::memory_bytes`).
     pub fn limit_memory(&mut self, given: Option<u64>) {
         if let Some(bytes) = given {
             self.memory_bytes = bytes;
