@@ -35,7 +35,7 @@ impl BTree {
             Some(0) => 1,
             _ => leaf.split_point(leaf.encoded_size() / 2),
         };
-        let right = leaf.split_off(at);
+        let right = leaf.split_off(at, max);
         let separator = right.key(0).unwrap_or_default().to_vec();
         let right_id = self.new_dirty(Page::Leaf(right));
         let (mut left_id, mut separator, mut right_id) = (leaf_id, separator, right_id);
