@@ -5,7 +5,8 @@
 //! commit with a `stat` of a path that does not exist; the parent runs it under
 //! `strace -f` and counts the sync calls between the marks. A durable commit of one record
 //! must be exactly one `fdatasync` (of the journal) and no `fsync`, `msync` or other sync:
-//! the peers' floor (LMDB, redb, RocksDB and fjall each make one per durable commit).
+//! the peers' floor (LMDB, redb, RocksDB and fjall each make one per durable commit). So must
+//! a durable batch of 100 records, but for one `sync_file_range` that starts its write early.
 //!
 //! strace is installed by `make deps`; where it is missing the test says so and passes.
 
@@ -19,6 +20,9 @@ use kura::{OpenMode, Params, WriteBatch};
 const CHILD_ENV: &str = "KURA_DURABLE_COMMIT_CHILD";
 /// Commits measured per kind.
 const ROUNDS: usize = 8;
+/// Records of the large durable batch of each round (above TreeDbm's threshold for
+/// journaling a batch before applying it).
+const LARGE_BATCH: usize = 100;
 const MARK: &str = "/kura-durable-commit-mark";
 /// The system calls that force data to the device.
 const SYNC_CALLS: &[&str] = &["fsync", "fdatasync", "msync", "sync_file_range", "syncfs", "sync"];
@@ -49,6 +53,13 @@ fn durable_commit_child() {
         db.set(key.as_bytes(), format!("set {round}").as_bytes(), true).unwrap();
         db.synchronize(true).unwrap();
         mark("sync-end", round);
+        let mut large = WriteBatch::new();
+        for i in 0..LARGE_BATCH {
+            large.set(format!("key{:05}", (round * 307 + i * 13) % 2000).as_bytes(), [round as u8; 150]);
+        }
+        mark("large-begin", round);
+        db.write_batch_durable(&large).unwrap();
+        mark("large-end", round);
     }
     db.close().unwrap();
 }
@@ -101,6 +112,17 @@ fn count_syncs_of_durable_commits(name: &str) {
     assert!(status.success(), "the traced child failed");
     let log = std::fs::read_to_string(&log).unwrap();
     for round in 0..ROUNDS {
+        // A large durable batch: one fdatasync as well, which TreeDbm may precede with one
+        // `sync_file_range` that starts the journal's write while the batch is applied (it
+        // waits for nothing and flushes no device cache).
+        let syncs = syncs_between(&log, "large", round);
+        let fdatasyncs = syncs.iter().filter(|line| line.contains("fdatasync(")).count();
+        let early_writes = syncs.iter().filter(|line| line.contains("sync_file_range(")).count();
+        assert!(
+            fdatasyncs == 1 && early_writes <= 1 && syncs.len() == fdatasyncs + early_writes,
+            "{name}: large batch {round}: expected one fdatasync (and at most one sync_file_range), strace saw:\n{}",
+            syncs.join("\n")
+        );
         for what in ["batch", "sync"] {
             let syncs = syncs_between(&log, what, round);
             let fdatasyncs = syncs.iter().filter(|line| line.contains("fdatasync(")).count();

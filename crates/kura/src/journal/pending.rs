@@ -82,6 +82,12 @@ impl Journal {
         self.write_pending_as(false, AppendWrite::Through)
     }
 
+    /// Starts the device writing the frames written so far, without waiting (a commit that
+    /// is synced once the work between is done: `JournalFile::start_writeback`).
+    pub fn start_writeback(&self) {
+        self.file.start_writeback();
+    }
+
     /// Writes the pending entries as a frame of a commit that the next frame continues: a
     /// replay takes it only together with the frames after it up to one written by
     /// `write_pending` or `write_pending_to_sync` (a batch too large for one frame).

@@ -131,6 +131,14 @@ impl JournalFile {
         self.sync.sync(ticket)
     }
 
+    /// Starts the device writing the frames published so far (`MappedAppender::start_writeback`),
+    /// for a commit that syncs them later.
+    pub fn start_writeback(&self) {
+        if let Some(opened) = self.opened.get() {
+            opened.appender.start_writeback();
+        }
+    }
+
     /// Bytes of the journal file in use (0 while it has no frame).
     pub fn bytes(&self) -> u64 {
         match self.opened.get() {

@@ -539,7 +539,7 @@ impl BTree {
     }
 }
 
-fn check_record_size(key: &[u8], value: &[u8]) -> Result<()> {
+pub(super) fn check_record_size(key: &[u8], value: &[u8]) -> Result<()> {
     if key.len().saturating_add(value.len()) > MAX_RECORD_SIZE {
         return Err(Error::new(
             ErrorKind::Limit,

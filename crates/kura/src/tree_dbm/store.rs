@@ -5,7 +5,9 @@
 //! idempotent):
 //! - a change is encoded into the journal's pending entries as it is applied to the tree in
 //!   memory; a commit writes the pending entries as one frame (kill-safe), a durable commit
-//!   syncs the journal as well (power-loss-safe);
+//!   syncs the journal as well (power-loss-safe); a durable batch of many operations is
+//!   journaled whole before it is applied (`write_batch_journaled_first`), so that the device
+//!   writes its frame meanwhile;
 //! - the tree's pages are written only by a checkpoint: a durable commit of the tree file,
 //!   after which the journal starts over (durably). So the tree file never holds a change the
 //!   journal on disk lacks while that journal holds an older change it would undo; a batch
@@ -17,7 +19,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::btree::BTree;
+use super::btree::{check_record_size, BTree};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::dbm::{Action, Processor};
 use crate::error::{Error, Result};
@@ -33,6 +35,12 @@ const SPILL_READ_AHEAD_LEAVES: usize = 16;
 /// The keys of a write batch whose leaves are warmed together before they are updated
 /// (`BTree::warm_leaves`): as many as a batched lookup overlaps.
 const WARM_GROUP: usize = super::get_many::LEAF_GROUP;
+
+/// A durable batch of at least this many operations is journaled before it is applied
+/// (`write_batch_journaled_first`). A smaller one applies in less time than starting the
+/// write early saves, and a durable commit of one record stays one system call that syncs
+/// (durable_commit_syscalls.rs).
+const JOURNAL_FIRST_MIN_OPS: usize = WARM_GROUP;
 
 pub struct Store {
     pub tree: BTree,
@@ -102,12 +110,42 @@ impl Store {
             applied?;
             return self.checkpoint();
         }
+        if durable && batch.len() >= JOURNAL_FIRST_MIN_OPS {
+            return self.write_batch_journaled_first(batch);
+        }
         self.apply(batch)?;
         if durable {
             self.commit_to_sync()?;
         } else {
             self.commit()?;
         }
+        self.after_change()
+    }
+
+    /// A durable batch, journaled before it is applied: its entries written as one commit (a
+    /// frame, or frames that a replay takes only together), the device set writing them, and
+    /// then the batch applied, so that the write proceeds while the leaves are updated and the
+    /// `fdatasync` after the lock is let go waits only for what is still in flight. (Applied
+    /// first, a batch of 1,000 random records in the peers benchmark waited for its frame
+    /// after the apply: 10-15% of its time.) Records too large for a page are refused before
+    /// anything is journaled, as the apply would refuse them. Once journaled, the batch is
+    /// committed: a failure while applying it (a damaged page, an I/O error) undoes memory back
+    /// to the tree file and replays the journal, the batch included (`apply` does), and the
+    /// error says that the batch stands.
+    fn write_batch_journaled_first(&mut self, batch: &WriteBatch) -> Result<()> {
+        for op in batch.ops() {
+            if let BatchOp::Set { key, value } = op {
+                check_record_size(key, value)?;
+            }
+        }
+        self.journal_batch(batch)?;
+        self.journal.start_writeback();
+        self.journaling = false;
+        let applied = self.apply(batch);
+        self.journaling = true;
+        applied.map_err(|e| {
+            Error::new(e.kind(), format!("{}; the batch was journaled before it failed, and stands", e.message()))
+        })?;
         self.after_change()
     }
 
@@ -208,6 +246,16 @@ impl Store {
     /// Writes every operation of `batch` to the (empty) journal as one commit of as many
     /// frames as it takes, and syncs it.
     fn journal_whole(&mut self, batch: &WriteBatch) -> Result<()> {
+        self.journal_batch(batch)?;
+        match self.journal.ticket() {
+            Some(ticket) => self.journal.sync_state().sync(&ticket),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes every operation of `batch` to the journal as one commit of as many frames as it
+    /// takes, not synced (`commit_to_sync`).
+    fn journal_batch(&mut self, batch: &WriteBatch) -> Result<()> {
         for op in batch.ops() {
             encode_entry(self.journal.pending_mut(), Entry::from(op));
             self.journal.entry_added();
@@ -216,11 +264,7 @@ impl Store {
                 self.undone_on_failure(written)?;
             }
         }
-        self.commit_to_sync()?;
-        match self.journal.ticket() {
-            Some(ticket) => self.journal.sync_state().sync(&ticket),
-            None => Ok(()),
-        }
+        self.commit_to_sync()
     }
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
