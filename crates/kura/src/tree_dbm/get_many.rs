@@ -97,7 +97,7 @@ impl BTree {
                 // the leaf's upper separator.
                 let mut end = position + 1;
                 while let Some((_, key)) = key_at(end) {
-                    if !high.admits(comparator, key) {
+                    if !high.admits(comparator, key, |source, bytes| self.separator_bytes(source, bytes)) {
                         break;
                     }
                     end += 1;
@@ -164,7 +164,8 @@ impl BTree {
                     // Deeper separators are tighter: the last one met bounds the leaf.
                     if let Some(high) = high.as_deref_mut() {
                         if let Some((prefix, len)) = branch.separator_prefix(index) {
-                            high.set(comparator, prefix, len, || branch.keys.get(index).map_or(&[][..], Vec::as_slice));
+                            let separator = || branch.keys.get(index).map_or(&[][..], Vec::as_slice);
+                            high.set(comparator, prefix, len, (id, index), separator);
                         }
                     }
                     branch.children.get(index).copied()
@@ -176,21 +177,37 @@ impl BTree {
         }
         Ok(id)
     }
+
+    /// Copies separator `index` of branch `id` into `bytes` (an upper bound's, read when a
+    /// comparison needs it); false when the page cannot be read or is no such branch (the key
+    /// then starts a run of its own, whose descent reports what is wrong).
+    fn separator_bytes(&self, (id, index): (u64, usize), bytes: &mut Vec<u8>) -> bool {
+        let mut copy = |page: &Page| match page {
+            Page::Branch(branch) => branch.keys.get(index).map(|key| bytes.extend_from_slice(key)).is_some(),
+            Page::Leaf(_) => false,
+        };
+        let copied =
+            if id & TEMP_BIT != 0 { self.page(id).map(|page| copy(&page)) } else { self.pager.with_page(id, copy) };
+        copied.unwrap_or(false)
+    }
 }
 
 /// The upper separator of a leaf met on the way down: the keys below it belong to the leaf.
-/// In the bytewise order it is kept as its prefix and length, and its bytes only when it is
-/// longer than the prefix: a descent sets it once per level, and for short keys copying the
-/// bytes (a call to memcpy each) cost more than the comparisons it serves; nor are they read
-/// (they lie elsewhere in memory than the branch's index, which the descent read, and missed
-/// the caches): the branch's index gives the prefix and length.
+/// In the bytewise order it is kept as its prefix and length, and where it lies; its bytes are
+/// read only when a key ties with its prefix and both are longer than it. A descent sets it
+/// once per level, and the separators lie elsewhere in memory than the branch's index the
+/// descent read (each its own allocation): copying them cost a memcpy and a cache miss per
+/// level, for comparisons that random keys almost never need.
 #[derive(Default)]
 struct UpperBound {
     present: bool,
     prefix: u64,
     len: usize,
-    /// The separator's bytes, when the prefix and length do not decide comparisons.
+    /// Where the separator lies: its branch page and its index there.
+    source: (u64, usize),
+    /// The separator's bytes once read (`loaded`); always, for the other comparators.
     bytes: Vec<u8>,
+    loaded: bool,
 }
 
 impl UpperBound {
@@ -198,36 +215,63 @@ impl UpperBound {
         self.present = false;
     }
 
-    /// Sets the bound to a separator of `key_prefix` `prefix` and length `len`, whose bytes
-    /// `separator` gives when they are needed.
-    fn set<'a>(&mut self, comparator: Comparator, prefix: u64, len: usize, separator: impl FnOnce() -> &'a [u8]) {
+    /// Sets the bound to a separator of `key_prefix` `prefix` and length `len`, lying at
+    /// `source`, whose bytes `separator` gives (called now for the other comparators only).
+    fn set<'a>(
+        &mut self,
+        comparator: Comparator,
+        prefix: u64,
+        len: usize,
+        source: (u64, usize),
+        separator: impl FnOnce() -> &'a [u8],
+    ) {
         self.present = true;
         self.len = len;
+        self.source = source;
         self.bytes.clear();
+        self.loaded = false;
         if comparator == Comparator::Lexical {
             self.prefix = prefix;
-            if len <= 8 {
-                return;
-            }
+            return;
         }
-        let separator = separator();
-        debug_assert_eq!((key_prefix(separator), separator.len()), (prefix, len), "a separator of another summary");
-        self.bytes.extend_from_slice(separator);
+        self.bytes.extend_from_slice(separator());
+        self.loaded = true;
     }
 
-    /// Whether `key` is below the bound (every key is, when there is none).
-    fn admits(&self, comparator: Comparator, key: &[u8]) -> bool {
+    /// Whether `key` is below the bound (every key is, when there is none). `load` copies the
+    /// separator at a source into the buffer, when a comparison needs its bytes; if it cannot
+    /// (false), the key is not admitted.
+    fn admits(
+        &mut self,
+        comparator: Comparator,
+        key: &[u8],
+        load: impl FnOnce((u64, usize), &mut Vec<u8>) -> bool,
+    ) -> bool {
         if !self.present {
             return true;
         }
-        let order = if comparator == Comparator::Lexical {
-            key_prefix(key)
-                .cmp(&self.prefix)
-                .then_with(|| same_prefix_order(key.len(), self.len, || key.cmp(&self.bytes)))
-        } else {
-            comparator.compare(key, &self.bytes)
-        };
-        order == Ordering::Less
+        if comparator == Comparator::Lexical {
+            match key_prefix(key).cmp(&self.prefix) {
+                Ordering::Equal => {}
+                order => return order == Ordering::Less,
+            }
+            if key.len().min(self.len) <= 8 {
+                return same_prefix_order(key.len(), self.len, || Ordering::Equal) == Ordering::Less;
+            }
+        }
+        if !self.loaded {
+            self.loaded = load(self.source, &mut self.bytes);
+            if !self.loaded {
+                self.bytes.clear();
+                return false;
+            }
+            debug_assert_eq!(
+                (comparator != Comparator::Lexical || key_prefix(&self.bytes) == self.prefix, self.bytes.len()),
+                (true, self.len),
+                "a separator of another summary"
+            );
+        }
+        comparator.compare(key, &self.bytes) == Ordering::Less
     }
 }
 
@@ -306,16 +350,34 @@ mod tests {
         };
         for comparator in Comparator::ALL {
             let mut bound = UpperBound::default();
+            let mut separators: Vec<Vec<u8>> = Vec::new();
             for round in 0..3000 {
                 let key = word(&mut rng);
-                assert!(bound.admits(comparator, &key) || bound.present, "round {round}: nothing bounds");
+                let load = |(_, index): (u64, usize), bytes: &mut Vec<u8>, separators: &[Vec<u8>]| {
+                    bytes.extend_from_slice(&separators[index]);
+                    true
+                };
+                assert!(
+                    bound.admits(comparator, &key, |s, b| load(s, b, &separators)) || bound.present,
+                    "round {round}: nothing bounds"
+                );
                 let separator = word(&mut rng);
-                bound.set(comparator, key_prefix(&separator), separator.len(), || &separator);
+                separators.push(separator.clone());
+                let source = (4096, separators.len() - 1);
+                bound.set(comparator, key_prefix(&separator), separator.len(), source, || &separator);
                 let below = comparator.compare(&key, &separator) == Ordering::Less;
-                assert_eq!(bound.admits(comparator, &key), below, "round {round}: {key:?} against {separator:?}");
+                for again in 0..2 {
+                    let admitted = bound.admits(comparator, &key, |s, b| load(s, b, &separators));
+                    assert_eq!(admitted, below, "round {round} ({again}): {key:?} against {separator:?}");
+                }
+                // A separator that cannot be read admits no key that needs its bytes.
+                let mut unreadable = UpperBound::default();
+                unreadable.set(comparator, key_prefix(&separator), separator.len(), source, || &separator);
+                let admitted = unreadable.admits(comparator, &key, |_, _| false);
+                assert!(!admitted || below, "round {round}: {key:?} admitted by an unreadable {separator:?}");
                 if rng.below(8) == 0 {
                     bound.clear();
-                    assert!(bound.admits(comparator, &key));
+                    assert!(bound.admits(comparator, &key, |_, _| unreachable!("no bound, no bytes")));
                 }
             }
         }
