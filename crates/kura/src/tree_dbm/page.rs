@@ -213,6 +213,15 @@ impl Leaf {
         arena
     }
 
+    /// Starts loading the arena's room where an insert of `len` bytes would go (its first
+    /// `MAX_RECORD_PREFETCH` bytes, within the capacity: an insert past it moves the arena).
+    #[inline]
+    pub fn prefetch_append(&self, len: usize) {
+        let room = self.arena.capacity().saturating_sub(self.arena.len()).min(len).min(MAX_RECORD_PREFETCH);
+        let end = self.arena.as_ptr() as usize + self.arena.len();
+        crate::file::prefetch_range(end, room);
+    }
+
     /// Starts loading what a search for `key` reads first: the index's top level (a batched
     /// lookup's stage; see tree_dbm/get_many.rs).
     #[inline]

@@ -165,7 +165,10 @@ impl Store {
             }
             if batch.len() > 1 {
                 let keys: Vec<&[u8]> = group.iter().map(|op| op.key()).collect();
-                self.tree.warm_leaves(&keys);
+                // What an insert would append: the key and value of a set, nothing for a removal.
+                let appended: Vec<usize> =
+                    group.iter().map(|op| op.value().map_or(0, |value| op.key().len() + value.len())).collect();
+                self.tree.warm_leaves(&keys, &appended);
             }
             for op in group.drain(..) {
                 self.apply_op(op)?;
