@@ -263,6 +263,17 @@ impl Leaf {
         }
     }
 
+    /// Starts loading record `index` (up to `MAX_RECORD_PREFETCH` bytes of it in the arena).
+    #[inline]
+    pub fn prefetch_record(&self, index: usize) {
+        if let Some(entry) = self.entries.get(index) {
+            let start = entry.offset as usize;
+            let in_arena = if self.lent.is_some() { LENT_PLACE } else { entry.value_len as usize };
+            let len = entry.key_len as usize + in_arena;
+            self.prefetch_arena(start, start + len.min(MAX_RECORD_PREFETCH));
+        }
+    }
+
     /// The step after `seek_record` in a leaf lending its values, once the record is in the
     /// cache: starts loading the value from the file's pages (up to `MAX_RECORD_PREFETCH`
     /// bytes), where it lies apart from the record, so that the visitor of a batched lookup
