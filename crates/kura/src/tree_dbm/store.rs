@@ -14,7 +14,8 @@
 //!   too large for the journal is applied only once a checkpoint has emptied it;
 //! - when applying a change fails midway (an I/O error, a batch with a record over the limit),
 //!   the tree goes back to the last checkpoint and the journal's frames are replayed, so memory
-//!   and journal agree again.
+//!   and journal agree again; a batch journaled before it was applied is left out of that
+//!   replay, and a checkpoint then starts the journal over without it.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -42,17 +43,30 @@ const WARM_GROUP: usize = super::get_many::LEAF_GROUP;
 /// (durable_commit_syscalls.rs).
 const JOURNAL_FIRST_MIN_OPS: usize = WARM_GROUP;
 
+/// How a batch's operations reach the journal as they are applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Journaled {
+    /// Each change is journaled as it is made (the pending entries, one frame at the commit).
+    AsApplied,
+    /// The whole batch was journaled before it is applied (`write_batch_journaled_first`).
+    Already,
+    /// Not through the journal: a batch too large for it (`apply_spilling`).
+    Bypassed,
+}
+
 pub struct Store {
     pub tree: BTree,
     journal: Journal,
     checkpoint_bytes: u64,
-    /// False while a batch too large for the journal is applied (`write_batch`).
-    journaling: bool,
+    /// Entries at the end of the journal that memory does not hold: a durable batch journaled
+    /// before it is applied, while it is applied (`write_batch_journaled_first`). An undo
+    /// replays the journal without them.
+    unapplied_tail: usize,
 }
 
 impl Store {
     pub fn new(tree: BTree, path: &Path, checkpoint_bytes: u64) -> Store {
-        Store { tree, journal: Journal::new(path), checkpoint_bytes, journaling: true }
+        Store { tree, journal: Journal::new(path), checkpoint_bytes, unapplied_tail: 0 }
     }
 
     pub fn journal(&self) -> &Journal {
@@ -62,9 +76,6 @@ impl Store {
     /// Runs `processor` on `key` and journals the change it made; true when it changed
     /// something.
     pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {
-        if !self.journaling {
-            return self.tree.process(key, processor);
-        }
         let Store { tree, journal, .. } = self;
         let pending = journal.pending_mut();
         let mark = pending.len();
@@ -104,16 +115,13 @@ impl Store {
             // over the batch's changes (found by the kill soak). From here the tree may hold a
             // change the journal lacks, since the journal holds nothing that could undo it.
             self.checkpoint()?;
-            self.journaling = false;
-            let applied = self.apply_spilling(batch);
-            self.journaling = true;
-            applied?;
+            self.apply_spilling(batch)?;
             return self.checkpoint();
         }
         if durable && batch.len() >= JOURNAL_FIRST_MIN_OPS {
             return self.write_batch_journaled_first(batch);
         }
-        self.apply(batch)?;
+        self.apply(batch, Journaled::AsApplied)?;
         if durable {
             self.commit_to_sync()?;
         } else {
@@ -122,36 +130,41 @@ impl Store {
         self.after_change()
     }
 
-    /// A durable batch, journaled before it is applied: its entries written as one commit (a
-    /// frame, or frames that a replay takes only together), the device set writing them, and
-    /// then the batch applied, so that the write proceeds while the leaves are updated and the
-    /// `fdatasync` after the lock is let go waits only for what is still in flight. (Applied
-    /// first, a batch of 1,000 random records in the peers benchmark waited for its frame
-    /// after the apply: 10-15% of its time.) Records too large for a page are refused before
-    /// anything is journaled, as the apply would refuse them. Once journaled, the batch is
-    /// committed: a failure while applying it (a damaged page, an I/O error) undoes memory back
-    /// to the tree file and replays the journal, the batch included (`apply` does), and the
-    /// error says that the batch stands.
+    /// A durable batch, journaled before it is applied: its entries written as one frame, the
+    /// device set writing it, and then the batch applied, so that the write proceeds while the
+    /// leaves are updated and the `fdatasync` after the lock is let go waits only for what is
+    /// still in flight. (Applied first, a batch of 1,000 random records in the peers benchmark
+    /// waited for its frame after the apply: 10-15% of its time.) Records too large for a page
+    /// are refused before anything is journaled, as the apply would refuse them. A failure
+    /// while applying it (a damaged page, an I/O error) takes the batch back out: the undo
+    /// replays the journal without its entries and then checkpoints, which starts the journal
+    /// over without its frame (`undo_uncommitted`), so the batch is absent, as the error says.
+    /// (A crash before that checkpoint may replay it: its call had not returned.)
     fn write_batch_journaled_first(&mut self, batch: &WriteBatch) -> Result<()> {
         for op in batch.ops() {
             if let BatchOp::Set { key, value } = op {
                 check_record_size(key, value)?;
             }
         }
-        self.journal_batch(batch)?;
+        for op in batch.ops() {
+            encode_entry(self.journal.pending_mut(), Entry::from(op));
+            self.journal.entry_added();
+        }
+        // One frame, however large (a batch this path takes is at most a quarter of
+        // `checkpoint_bytes`): frames a replay takes only together could be completed by a
+        // later commit's frame if writing one of them failed.
+        self.commit_to_sync()?;
         self.journal.start_writeback();
-        self.journaling = false;
-        let applied = self.apply(batch);
-        self.journaling = true;
-        applied.map_err(|e| {
-            Error::new(e.kind(), format!("{}; the batch was journaled before it failed, and stands", e.message()))
-        })?;
+        self.unapplied_tail = batch.len();
+        let applied = self.apply(batch, Journaled::Already);
+        self.unapplied_tail = 0;
+        applied?;
         self.after_change()
     }
 
     /// Applies the operations of `batch` in order; a failure leaves memory and journal back in
     /// line (`undo_uncommitted`) and is returned.
-    fn apply(&mut self, batch: &WriteBatch) -> Result<()> {
+    fn apply(&mut self, batch: &WriteBatch, journaled: Journaled) -> Result<()> {
         if batch.len() > 1 {
             self.tree.read_ahead_leaves_of(batch.ops().map(|op| op.key()));
         }
@@ -171,17 +184,25 @@ impl Store {
                 self.tree.warm_leaves(&keys, &appended);
             }
             for op in group.drain(..) {
-                self.apply_op(op)?;
+                self.apply_op(op, journaled)?;
             }
         }
     }
 
-    /// Applies one operation of a batch (journaled unless the batch bypasses the journal); a
-    /// failure is undone as `apply` says.
-    fn apply_op(&mut self, op: BatchOp<'_>) -> Result<()> {
-        let outcome = match op {
-            BatchOp::Set { key, value } => self.process(key, &mut |_| Action::Set(Cow::Borrowed(value))),
-            BatchOp::Remove { key } => self.process(key, &mut |_| Action::Remove),
+    /// Applies one operation of a batch, journaled as `journaled` says; a failure is undone
+    /// as `apply` says.
+    fn apply_op(&mut self, op: BatchOp<'_>, journaled: Journaled) -> Result<()> {
+        let outcome = match (op, journaled) {
+            (BatchOp::Set { key, value }, Journaled::AsApplied) => {
+                self.process(key, &mut |_| Action::Set(Cow::Borrowed(value)))
+            }
+            (BatchOp::Remove { key }, Journaled::AsApplied) => self.process(key, &mut |_| Action::Remove),
+            (BatchOp::Set { key, value }, Journaled::Already | Journaled::Bypassed) => {
+                self.tree.process(key, &mut |_| Action::Set(Cow::Borrowed(value)))
+            }
+            (BatchOp::Remove { key }, Journaled::Already | Journaled::Bypassed) => {
+                self.tree.process(key, &mut |_| Action::Remove)
+            }
         };
         self.undone_on_failure(outcome)
     }
@@ -210,7 +231,7 @@ impl Store {
     fn apply_spilling(&mut self, batch: &WriteBatch) -> Result<()> {
         let mut ops = batch.ops();
         for op in ops.by_ref() {
-            self.apply_op(op)?;
+            self.apply_op(op, Journaled::Bypassed)?;
             if self.tree.wants_commit() {
                 self.journal_whole(batch)?;
                 self.spill()?;
@@ -229,7 +250,7 @@ impl Store {
     /// The rest of a spilling batch, in key order (`apply_spilling`).
     fn apply_sorted_rest(&mut self, rest: Vec<BatchOp<'_>>) -> Result<()> {
         for op in rest {
-            self.apply_op(op)?;
+            self.apply_op(op, Journaled::Bypassed)?;
             if self.tree.wants_commit() {
                 self.spill()?;
             }
@@ -249,16 +270,6 @@ impl Store {
     /// Writes every operation of `batch` to the (empty) journal as one commit of as many
     /// frames as it takes, and syncs it.
     fn journal_whole(&mut self, batch: &WriteBatch) -> Result<()> {
-        self.journal_batch(batch)?;
-        match self.journal.ticket() {
-            Some(ticket) => self.journal.sync_state().sync(&ticket),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes every operation of `batch` to the journal as one commit of as many frames as it
-    /// takes, not synced (`commit_to_sync`).
-    fn journal_batch(&mut self, batch: &WriteBatch) -> Result<()> {
         for op in batch.ops() {
             encode_entry(self.journal.pending_mut(), Entry::from(op));
             self.journal.entry_added();
@@ -267,7 +278,11 @@ impl Store {
                 self.undone_on_failure(written)?;
             }
         }
-        self.commit_to_sync()
+        self.commit_to_sync()?;
+        match self.journal.ticket() {
+            Some(ticket) => self.journal.sync_state().sync(&ticket),
+            None => Ok(()),
+        }
     }
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
@@ -344,7 +359,27 @@ impl Store {
         self.tree.rollback();
         self.journal.discard_pending();
         let path = self.tree.pager.path().to_path_buf();
-        let replayed = journal::recover(&path).and_then(|recovered| replay(&mut self.tree, &recovered, true));
+        // A batch journaled before it was applied, and not wholly applied: left out of the
+        // replay, and out of the journal by a checkpoint that starts it over.
+        let unapplied = std::mem::take(&mut self.unapplied_tail);
+        let replayed = journal::recover(&path).and_then(|recovered| {
+            let take = if unapplied == 0 {
+                usize::MAX
+            } else {
+                let entries = recovered.entries().count();
+                entries.checked_sub(unapplied).ok_or_else(|| {
+                    Error::internal(format!(
+                        "a journal of {entries} entries lacks the {unapplied} of the batch it ends with"
+                    ))
+                })?
+            };
+            replay_first(&mut self.tree, &recovered, true, take)?;
+            if unapplied > 0 {
+                self.tree.commit(true)?;
+                self.journal.restart()?;
+            }
+            Ok(())
+        });
         match replayed {
             Ok(()) => cause,
             Err(e) => Error::new(
@@ -363,7 +398,12 @@ impl Store {
 /// Applies the journal's entries to `tree` in order. A reader (`writable` false) applies a
 /// clear in memory only.
 pub fn replay(tree: &mut BTree, recovered: &Recovered, writable: bool) -> Result<()> {
-    for entry in recovered.entries() {
+    replay_first(tree, recovered, writable, usize::MAX)
+}
+
+/// `replay` of the first `take` entries only.
+fn replay_first(tree: &mut BTree, recovered: &Recovered, writable: bool, take: usize) -> Result<()> {
+    for entry in recovered.entries().take(take) {
         match entry? {
             Entry::Set { key, value } => {
                 tree.process(key, &mut |_| Action::Set(Cow::Borrowed(value)))?;
