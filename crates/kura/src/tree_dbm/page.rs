@@ -667,7 +667,11 @@ impl Branch {
         // (`keys` is public: a forged branch may not have its index; then compare fully.)
         if comparator == Comparator::Lexical && self.index.len() == self.keys.len() {
             let probe = key_prefix(key);
-            let low = self.index.lower_bound_hot(probe);
+            // The child taken is one of the block's (or the one after it): its line loads
+            // while the block's prefixes are read, not after (a miss of its own per level).
+            let low = self.index.lower_bound_hot(probe, |start, end| {
+                prefetch_slice(self.children.get(start..(end + 2).min(self.children.len())).unwrap_or_default());
+            });
             let high = self.index.run_end(low, probe);
             let found = search_run(low, high, |i| match (self.index.get(i), self.keys.get(i)) {
                 (Some(&len), Some(k)) => same_prefix_order(len as usize, key.len(), || k.as_slice().cmp(key)),

@@ -334,10 +334,17 @@ impl<T: Copy> PrefixIndex<T> {
     /// `lower_bound` for an index whose top level stays in the cache: a branch's, which every
     /// lookup passes through. The top level is binary searched (about half the instructions
     /// of counting it, whose point, loads that do not wait for each other, only pays when its
-    /// lines miss); the block, which may miss in a large tree, is still counted.
+    /// lines miss); the block, which may miss in a large tree, is still counted. `on_block` is
+    /// told the logical positions `start..end` of that block (the answer is one of
+    /// `start..=end`) before it is read, so that the caller can start loading what it will
+    /// read there (a branch, its children) meanwhile.
     #[inline]
-    pub fn lower_bound_hot(&self, probe: u64) -> usize {
-        self.position_in(probe, self.block_at(self.fences.partition_point(|fence| *fence < probe)))
+    pub fn lower_bound_hot(&self, probe: u64, on_block: impl FnOnce(usize, usize)) -> usize {
+        let block = self.block_at(self.fences.partition_point(|fence| *fence < probe));
+        if let Some((start, end)) = block {
+            on_block(start.saturating_sub(self.head), end.saturating_sub(self.head));
+        }
+        self.position_in(probe, block)
     }
 
     /// The logical position `lower_bound` answers for `probe`, from its block (see
@@ -411,7 +418,11 @@ mod tests {
         let low = model.partition_point(|(p, _)| *p < probe);
         assert_eq!(index.lower_bound(probe, |_, _| {}), low);
         assert_eq!(index.lower_bound_cached(probe), low);
-        assert_eq!(index.lower_bound_hot(probe), low);
+        let mut block = None;
+        assert_eq!(index.lower_bound_hot(probe, |start, end| block = Some((start, end))), low);
+        if let Some((start, end)) = block {
+            assert!(start <= low && low <= end, "{low} outside the block {start}..={end}");
+        }
         let mut seek = index.seek(probe);
         assert_eq!(seek.position(), None);
         index.seek_item(&mut seek);
