@@ -163,6 +163,18 @@ impl BTree {
         }
     }
 
+    /// Runs `use_page` on page `id` without taking a reference to it: a dirty page from the
+    /// dirty set, a clean one in place in the cache (`Pager::with_page`: `use_page` must not
+    /// call into the tree).
+    #[inline]
+    pub fn with_page<R>(&self, id: u64, use_page: impl FnOnce(&Page) -> R) -> Result<R> {
+        if id & TEMP_BIT != 0 {
+            self.page(id).map(|page| use_page(&page))
+        } else {
+            self.pager.with_page(id, use_page)
+        }
+    }
+
     /// Calls `found` with the value of `key` (None when absent). A clean page is used in
     /// place in the cache (see `Pager::with_page`): `found` must not call into the tree.
     pub fn get<R>(&self, key: &[u8], found: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
@@ -173,8 +185,7 @@ impl BTree {
                 Page::Branch(branch) => branch.children.get(branch.child_index(comparator, key)).copied(),
                 Page::Leaf(_) => None,
             };
-            let next = if id & TEMP_BIT != 0 { child(&*self.page(id)?) } else { self.pager.with_page(id, child)? };
-            id = next.ok_or_else(|| wrong_level(id))?;
+            id = self.with_page(id, child)?.ok_or_else(|| wrong_level(id))?;
         }
         if self.height == 0 {
             return Ok(found(None));
@@ -183,11 +194,7 @@ impl BTree {
             Page::Leaf(leaf) => Ok(found(leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)))),
             Page::Branch(_) => Err(wrong_level(id)),
         };
-        if id & TEMP_BIT != 0 {
-            in_leaf(&*self.page(id)?)
-        } else {
-            self.pager.with_page(id, in_leaf)?
-        }
+        self.with_page(id, in_leaf)?
     }
 
     /// Descends to the leaf for `key`, returning the branch path `(id, child index)` and the

@@ -36,7 +36,7 @@
 
 use std::cmp::Ordering;
 
-use super::btree::{wrong_level, BTree, PageRef, TEMP_BIT};
+use super::btree::{wrong_level, BTree, PageRef};
 use super::comparator::Comparator;
 use super::page::{Leaf, Page};
 use super::prefix_index::{same_prefix_order, Seek};
@@ -165,7 +165,7 @@ impl BTree {
         }
         let mut id = self.root;
         for _ in 1..self.height {
-            let mut child = |page: &Page| match page {
+            let child = |page: &Page| match page {
                 Page::Branch(branch) => {
                     let index = branch.child_index(comparator, key);
                     // Deeper separators are tighter: the last one met bounds the leaf.
@@ -179,8 +179,7 @@ impl BTree {
                 }
                 Page::Leaf(_) => None,
             };
-            let next = if id & TEMP_BIT != 0 { child(&*self.page(id)?) } else { self.pager.with_page(id, child)? };
-            id = next.ok_or_else(|| wrong_level(id))?;
+            id = self.with_page(id, child)?.ok_or_else(|| wrong_level(id))?;
         }
         Ok(id)
     }
@@ -189,13 +188,11 @@ impl BTree {
     /// comparison needs it); false when the page cannot be read or is no such branch (the key
     /// then starts a run of its own, whose descent reports what is wrong).
     fn separator_bytes(&self, (id, index): (u64, usize), bytes: &mut Vec<u8>) -> bool {
-        let mut copy = |page: &Page| match page {
+        let copy = |page: &Page| match page {
             Page::Branch(branch) => branch.keys.get(index).map(|key| bytes.extend_from_slice(key)).is_some(),
             Page::Leaf(_) => false,
         };
-        let copied =
-            if id & TEMP_BIT != 0 { self.page(id).map(|page| copy(&page)) } else { self.pager.with_page(id, copy) };
-        copied.unwrap_or(false)
+        self.with_page(id, copy).unwrap_or(false)
     }
 }
 
