@@ -255,11 +255,8 @@ impl Leaf {
     /// the value lies in the file's pages: `seek_lent_value` is the step after this one.
     #[inline]
     pub fn seek_record(&self, seek: &Seek) {
-        if let Some(entry) = seek.position().and_then(|position| self.entries.get(position)) {
-            let start = entry.offset as usize;
-            let in_arena = if self.lent.is_some() { LENT_PLACE } else { entry.value_len as usize };
-            let len = entry.key_len as usize + in_arena;
-            self.prefetch_arena(start, start + len.min(MAX_RECORD_PREFETCH));
+        if let Some(position) = seek.position() {
+            self.prefetch_record(position);
         }
     }
 
