@@ -12,9 +12,12 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+#[path = "../../kura-server/tests/support/listening.rs"]
+mod listening;
 
 const MEMCACHED: &str = "/usr/bin/memcached";
 
@@ -31,18 +34,11 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Starts `program` with `-l 127.0.0.1 -p PORT -U 0` and `flags` (and `-u root` for a
-/// memcached run by root) and waits until it accepts. The port is free when chosen, but a
-/// server of a test running beside this one may take it first: then the one that accepts is
-/// the other's (its listening socket is not among our child's descriptors) and ours cannot
-/// listen, so it starts again on another port.
+/// memcached run by root) on a port its own process listens on (listening.rs: a server of a
+/// test running beside this one may take a free port first).
 fn start(program: &str, flags: &[String]) -> Server {
-    for _attempt in 0..10 {
-        let port = free_port();
+    let (child, port) = listening::spawn_listening(&format!("{program} {flags:?}"), |port| {
         let mut command = Command::new(program);
         if program != MEMCACHED {
             command.arg("serve");
@@ -52,41 +48,10 @@ fn start(program: &str, flags: &[String]) -> Server {
         if program == MEMCACHED && unsafe { libc::geteuid() } == 0 {
             command.args(["-u", "root"]);
         }
-        let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        let mut server = Server { child, port };
-        let started = Instant::now();
-        let mut exited = false;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if server.child.try_wait().unwrap().is_some() {
-                exited = true;
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(10), "{program} {flags:?} did not listen");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if !exited && listens_on(server.child.id(), port) {
-            return server;
-        }
-        let _ = server.child.kill();
-    }
-    panic!("{program} {flags:?} found no free port in 10 tries");
-}
-
-/// Whether process `pid` holds the socket listening on `port` (from /proc; true where
-/// /proc/net/tcp cannot be read, which only skips the check).
-fn listens_on(pid: u32, port: u16) -> bool {
-    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else { return true };
-    let inode = table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let local_port = fields.get(1)?.split(':').nth(1).and_then(|hex| u16::from_str_radix(hex, 16).ok())?;
-        // State 0A: listening.
-        (local_port == port && fields.get(3) == Some(&"0A")).then(|| fields.get(9).map(|inode| inode.to_string()))?
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command
     });
-    let Some(inode) = inode else { return false };
-    let socket = format!("socket:[{inode}]");
-    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
-        fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.to_str() == Some(&socket)))
-    })
+    Server { child, port }
 }
 
 fn connect(port: u16) -> BufReader<TcpStream> {

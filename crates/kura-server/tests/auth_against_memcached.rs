@@ -188,7 +188,7 @@ fn files_memcached_refuses_are_refused() {
         assert!(error.to_string().contains("is not user:password"), "{name}: {error}");
         if let Some(binary) = support::memcached::binary() {
             let mut command = std::process::Command::new(binary);
-            command.args(["-l", "127.0.0.1", "-p", &support::memcached::free_port().to_string(), "-U", "0"]);
+            command.args(["-l", "127.0.0.1", "-p", &support::listening::free_port().to_string(), "-U", "0"]);
             // SAFETY: geteuid has no preconditions.
             if unsafe { libc::geteuid() } == 0 {
                 command.args(["-u", "root"]);

@@ -2,9 +2,7 @@
 //! for tests that compare `kura serve` with it. None where no memcached is installed (the
 //! tests then say so and pass).
 
-use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A memcached process, killed when dropped.
 pub struct Memcached {
@@ -23,31 +21,20 @@ pub fn binary() -> Option<&'static str> {
     ["/usr/bin/memcached", "/usr/local/bin/memcached"].into_iter().find(|path| std::path::Path::new(path).exists())
 }
 
-/// A free loopback port (bound and released: another process could take it in between,
-/// which the tests accept as the other memcached tests do).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts memcached with `flags` after `-l 127.0.0.1 -p PORT -U 0` and waits until it
-/// listens. Root must name a user (`-u root`); memcached refuses to run as root otherwise.
+/// Starts memcached with `flags` after `-l 127.0.0.1 -p PORT -U 0` on a port its own process
+/// listens on (support/listening.rs). Root must name a user (`-u root`); memcached refuses
+/// to run as root otherwise.
 pub fn start(flags: &[&str]) -> Option<Memcached> {
     let binary = binary()?;
-    let port = free_port();
-    let mut command = Command::new(binary);
-    command.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]).args(flags);
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        command.args(["-u", "root"]);
-    }
-    let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("memcached {flags:?} exited: {status}");
+    let (child, port) = super::listening::spawn_listening(&format!("memcached {flags:?}"), |port| {
+        let mut command = Command::new(binary);
+        command.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]).args(flags);
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            command.args(["-u", "root"]);
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "memcached did not start listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    });
     Some(Memcached { child, port })
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code, reason = "each test file uses part of the support code")]
 #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
 
+pub mod listening;
 pub mod memcached;
 
 use std::io::{Read, Write};
