@@ -73,6 +73,10 @@ struct Args {
     /// earlier run): open it and start at the phase after the bulk load. For investigating
     /// one phase of a run that takes minutes to load; bench/peers.py never passes it.
     skip_bulk: bool,
+    /// With `--skip-bulk`: skip the write phases too (individual, batch and nosync writes), so
+    /// that the store holds the bulk records only and a kept copy serves run after run of the
+    /// read phases unchanged. For investigating reads; bench/peers.py never passes it.
+    skip_writes: bool,
     /// Stop after the phase of this name (the JSON lines' `phase`), e.g. "batch writes".
     stop_after: Option<String>,
     /// The LSMs' memtable size (RocksDB `write_buffer_size`, fjall `max_memtable_size`); 0:
@@ -83,22 +87,22 @@ struct Args {
 
 const USAGE: &str = "usage: kura-peers --store {kura-tree,kura-hash,lmdb,rocksdb,fjall,redb} --records N --dir DIR \
                      [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D] \
-                     [--skip-bulk 1] [--stop-after PHASE] [--memtable-bytes M]";
+                     [--skip-bulk 1 [--skip-writes 1]] [--stop-after PHASE] [--memtable-bytes M]";
 
 fn parse_args() -> Result<Args> {
-    let mut args =
-        Args {
-            store: String::new(),
-            records: 0,
-            dir: PathBuf::new(),
-            cache_bytes: DEFAULT_CACHE_BYTES,
-            bulk_batch: 0,
-            reads: 0,
-            removals: 0,
-            skip_bulk: false,
-            stop_after: None,
-            memtable_bytes: 0,
-        };
+    let mut args = Args {
+        store: String::new(),
+        records: 0,
+        dir: PathBuf::new(),
+        cache_bytes: DEFAULT_CACHE_BYTES,
+        bulk_batch: 0,
+        reads: 0,
+        removals: 0,
+        skip_bulk: false,
+        skip_writes: false,
+        stop_after: None,
+        memtable_bytes: 0,
+    };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
         let value = given.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
@@ -112,6 +116,7 @@ fn parse_args() -> Result<Args> {
             "--reads" => args.reads = number()?,
             "--removals" => args.removals = number()?,
             "--skip-bulk" => args.skip_bulk = number()? != 0,
+            "--skip-writes" => args.skip_writes = number()? != 0,
             "--stop-after" => args.stop_after = Some(value.clone()),
             "--memtable-bytes" => args.memtable_bytes = number()?,
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
@@ -119,6 +124,9 @@ fn parse_args() -> Result<Args> {
     }
     if !STORES.contains(&args.store.as_str()) || args.records == 0 || args.dir.as_os_str().is_empty() {
         return Err(USAGE.to_string());
+    }
+    if args.skip_writes && !args.skip_bulk {
+        return Err("--skip-writes needs --skip-bulk 1 (a kept copy of the bulk load)".into());
     }
     if args.reads == 0 || args.reads > args.records {
         args.reads = args.records;
@@ -314,46 +322,52 @@ fn run(args: &Args) -> Result<()> {
     emit(name, "bulk load", Line { seconds: Some(seconds), ops: Some(n), ..Line::default() });
     let mut next = n;
 
-    let (seconds, ()) = timed(|| {
-        for i in next..next + INDIVIDUAL_WRITES {
-            store.write(&mut std::iter::once(Op::Set(records::record(i))), true)?;
-        }
-        Ok(())
-    })?;
-    next += INDIVIDUAL_WRITES;
-    emit(name, "individual writes", Line { seconds: Some(seconds), ops: Some(INDIVIDUAL_WRITES), ..Line::default() });
-
-    let (seconds, ()) = timed(|| {
-        for batch in 0..BATCH_WRITES {
-            let first = next + batch * BATCH_SIZE;
-            store.write(&mut (first..first + BATCH_SIZE).map(|i| Op::Set(records::record(i))), true)?;
-        }
-        Ok(())
-    })?;
-    next += BATCH_WRITES * BATCH_SIZE;
-    emit(
-        name,
-        "batch writes",
-        Line { seconds: Some(seconds), ops: Some(BATCH_WRITES * BATCH_SIZE), ..Line::default() },
-    );
-
-    let nosync = next..next + NOSYNC_WRITES;
-    let (seconds, ()) = timed(|| {
-        for i in nosync.clone() {
-            store.put_nosync(&records::record(i))?;
-        }
-        Ok(())
-    })?;
-    next += NOSYNC_WRITES;
-    emit(name, "nosync writes", Line { seconds: Some(seconds), ops: Some(NOSYNC_WRITES), ..Line::default() });
-    if let Some(phase) = store.alt_nosync_name() {
+    if !args.skip_writes {
         let (seconds, ()) = timed(|| {
-            for i in nosync.clone() {
-                store.alt_put_nosync(&records::record(i))?;
+            for i in next..next + INDIVIDUAL_WRITES {
+                store.write(&mut std::iter::once(Op::Set(records::record(i))), true)?;
             }
             Ok(())
         })?;
-        emit(name, phase, Line { seconds: Some(seconds), ops: Some(NOSYNC_WRITES), ..Line::default() });
+        next += INDIVIDUAL_WRITES;
+        emit(
+            name,
+            "individual writes",
+            Line { seconds: Some(seconds), ops: Some(INDIVIDUAL_WRITES), ..Line::default() },
+        );
+
+        let (seconds, ()) = timed(|| {
+            for batch in 0..BATCH_WRITES {
+                let first = next + batch * BATCH_SIZE;
+                store.write(&mut (first..first + BATCH_SIZE).map(|i| Op::Set(records::record(i))), true)?;
+            }
+            Ok(())
+        })?;
+        next += BATCH_WRITES * BATCH_SIZE;
+        emit(
+            name,
+            "batch writes",
+            Line { seconds: Some(seconds), ops: Some(BATCH_WRITES * BATCH_SIZE), ..Line::default() },
+        );
+
+        let nosync = next..next + NOSYNC_WRITES;
+        let (seconds, ()) = timed(|| {
+            for i in nosync.clone() {
+                store.put_nosync(&records::record(i))?;
+            }
+            Ok(())
+        })?;
+        next += NOSYNC_WRITES;
+        emit(name, "nosync writes", Line { seconds: Some(seconds), ops: Some(NOSYNC_WRITES), ..Line::default() });
+        if let Some(phase) = store.alt_nosync_name() {
+            let (seconds, ()) = timed(|| {
+                for i in nosync.clone() {
+                    store.alt_put_nosync(&records::record(i))?;
+                }
+                Ok(())
+            })?;
+            emit(name, phase, Line { seconds: Some(seconds), ops: Some(NOSYNC_WRITES), ..Line::default() });
+        }
     }
     let total = next;
 

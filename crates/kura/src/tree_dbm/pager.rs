@@ -573,13 +573,9 @@ impl Pager {
             self.pins.offer(offset, &page);
             return Ok(page);
         }
-        // A file larger than half the memory may have this slot on the disk only. The mapping
-        // is advised random, so the fault of each of a page's 4 KiB would then be a read of
-        // its own, one after the other: ask for the whole slot first, one read. (A file that
-        // fits is left alone: the advice is a system call, a fault in memory costs none.)
-        if self.exceeds_memory() {
-            self.will_need_slot(offset);
-        }
+        // (A file larger than half the memory is read with one `pread` of the slot, which
+        // `with_slot` makes: no advice to read it ahead first, which would be a second system
+        // call for the same read.)
         let page = Arc::new(self.decode_page_lending(offset)?);
         self.cache.insert(offset, Arc::clone(&page));
         self.pins.offer(offset, &page);
