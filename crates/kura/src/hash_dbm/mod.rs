@@ -17,6 +17,7 @@ mod check_blocks;
 mod check_tests;
 mod coalesce;
 mod cursor;
+mod damaged_owner;
 mod freed;
 mod get_many;
 pub(crate) mod header;

@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::chain_lock::WholeFile;
+use super::damaged_owner;
 use super::header::UpdateMode;
 use super::record::{Block, RecordHeader, KIND_FREE, KIND_RECORD, KIND_TOMBSTONE};
 use super::storage::{bucket_of, hash_key, Storage};
@@ -202,6 +203,9 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
             damage.failed.push((bucket, offset));
         }
         if walked.is_err() {
+            if !refused && current != 0 {
+                damage.vouched.insert(current);
+            }
             report.broken_chains += 1;
             if shadowing && damaged_at.is_none() {
                 damage.broken.push((bucket, if refused { current } else { following }));
@@ -265,11 +269,20 @@ struct Shadows {
     active: bool,
     /// Keys an intact tombstone removed, met by a chain walk before any damage.
     tombstoned: HashSet<Vec<u8>>,
+    /// Records a chain walk took whose own chain pointer it could not follow: whole records
+    /// (their checks passed where their bucket's chain led), whatever that pointer says.
+    vouched: HashSet<u64>,
 }
 
 impl Shadows {
-    /// The newest damage offset of each bucket.
-    fn thresholds(&self) -> HashMap<u64, u64> {
+    /// The damaged blocks of each bucket, which may hide a newer version of its keys.
+    /// `latest`: each key's last intact version (the scan's).
+    fn damaged_blocks(
+        &self,
+        source: &Storage,
+        whole: &WholeFile<'_>,
+        latest: &HashMap<Vec<u8>, (u64, Option<Vec<u8>>)>,
+    ) -> HashMap<u64, Vec<DamagedBlock>> {
         if !self.active {
             return HashMap::new();
         }
@@ -279,13 +292,65 @@ impl Shadows {
         let in_region = |at: u64| {
             self.regions.iter().any(|&(start, end)| (start..end).contains(&at) || start == at.saturating_add(1))
         };
-        let mut newest: HashMap<u64, u64> = HashMap::new();
         let attributed = self.broken.iter().filter(|&&(_, at)| in_region(at));
-        for &(bucket, at) in self.failed.iter().chain(attributed) {
-            let entry = newest.entry(bucket).or_insert(at);
-            *entry = (*entry).max(at);
+        let damaged: Vec<(u64, u64)> = self.failed.iter().chain(attributed).copied().collect();
+        // Owners are asked for only where every stretch the scan could not read starts at a
+        // damaged block a chain met, so that each block's stretch is its own bytes and no
+        // damage lies where no chain looked (which may be another newer version of a key).
+        let starts_at = |at: u64, start: u64| start == at || start == at.saturating_add(1);
+        // (And only for a file with a few damaged blocks: naming an owner tries thousands of
+        // readings of a block, and a file damaged all over is restored as before.)
+        let owned = damaged.len() <= MAX_OWNED_BLOCKS
+            && self.regions.iter().all(|&(start, _)| damaged.iter().any(|&(_, at)| starts_at(at, start)));
+        let buckets = source.header.num_buckets;
+        let mut candidates: HashMap<u64, Vec<(&[u8], u64)>> = HashMap::new();
+        if owned {
+            for &(bucket, _) in &damaged {
+                candidates.entry(bucket).or_default();
+            }
+            for (key, &(at, _)) in latest {
+                if let Some(keys) = candidates.get_mut(&bucket_of(hash_key(key), buckets)) {
+                    keys.push((key.as_slice(), at));
+                }
+            }
         }
-        newest
+        let mut blocks: HashMap<u64, Vec<DamagedBlock>> = HashMap::new();
+        for (bucket, at) in damaged {
+            let owner = owned
+                .then(|| {
+                    let stretch =
+                        self.regions.iter().find(|&&(start, _)| starts_at(at, start)).map(|&(_, end)| end - at);
+                    let older: Vec<&[u8]> = candidates
+                        .get(&bucket)
+                        .map(|keys| keys.iter().filter(|&&(_, version)| version < at).map(|&(key, _)| key).collect())
+                        .unwrap_or_default();
+                    damaged_owner::owner(source, whole, bucket, at, stretch, &older)
+                })
+                .flatten();
+            blocks.entry(bucket).or_default().push(DamagedBlock { offset: at, owner });
+        }
+        blocks
+    }
+}
+
+/// The most damaged blocks whose owners a restore asks for (`Shadows::damaged_blocks`).
+const MAX_OWNED_BLOCKS: usize = 1024;
+
+/// Appending mode: a block of a bucket's chain that failed its check (or that a pointer of
+/// the chain led to and no intact record starts at).
+#[derive(Debug)]
+struct DamagedBlock {
+    offset: u64,
+    /// The key whose version it was, where its bytes tell (damaged_owner.rs); None where it
+    /// may have been any key's.
+    owner: Option<Vec<u8>>,
+}
+
+impl DamagedBlock {
+    /// Whether this block may be a newer version of `key`, whose last intact version is at
+    /// `at`: file order is age in appending mode.
+    fn may_hide(&self, key: &[u8], at: u64) -> bool {
+        at < self.offset && self.owner.as_deref().is_none_or(|owner| owner == key)
     }
 }
 
@@ -344,6 +409,8 @@ fn links_back_in_its_chain(
     offset: u64,
     header: &RecordHeader,
     hash: u64,
+    damaged: &[(u64, u64)],
+    damage_open_since: Option<u64>,
 ) -> bool {
     if header.next == 0 {
         return true;
@@ -351,11 +418,28 @@ fn links_back_in_its_chain(
     if header.next >= offset || !points_into_records(source, header) {
         return false;
     }
+    // An older record that is damaged itself (the scan could not read a block starting
+    // there, in a stretch it closed or in the one it is still in) no longer reads as a
+    // record of this bucket, and its successor is still whole: taken for bytes read as a
+    // record, it was lost with it, and its stretch hid whose the damaged record was
+    // (damaged_owner.rs). A record whose tag was zeroed reads as a filler byte, and its
+    // stretch starts one byte further.
+    let starts = |start: u64| start == header.next || start == header.next.saturating_add(1);
+    if damaged.iter().any(|&(start, _)| starts(start)) || damage_open_since.is_some_and(starts) {
+        return true;
+    }
     let buckets = source.header.num_buckets;
     match source.scan_block(whole, header.next) {
-        Ok(Block::Record(older)) if older.kind() != KIND_FREE => source
-            .key_of(whole.chain(0), header.next, &older)
-            .is_ok_and(|key| bucket_of(hash_key(key), buckets) == bucket_of(hash, buckets)),
+        Ok(Block::Record(older)) => source.key_of(whole.chain(0), header.next, &older).is_ok_and(|key| {
+            let older_hash = hash_key(key);
+            // Appending mode writes no dead record: one here is a record whose tag a flip
+            // made dead, believed only with its check intact (see `scan`).
+            bucket_of(older_hash, buckets) == bucket_of(hash, buckets)
+                && (older.kind() != KIND_FREE
+                    || [false, true]
+                        .into_iter()
+                        .any(|compressed| source.checksum_matches(whole, header.next, &older, older_hash, compressed)))
+        }),
         _ => false,
     }
 }
@@ -440,6 +524,10 @@ fn scan(
     // Appending mode: each key's last intact version in file order, and where it lies.
     let mut latest: HashMap<Vec<u8>, (u64, Option<Vec<u8>>)> = HashMap::new();
     let mut lost_since: Option<u64> = None;
+    // Where chain walks met records that failed their checks, and those of them that lie
+    // inside blocks the scan found whole.
+    let failed_starts: std::collections::BTreeSet<u64> = damage.failed.iter().map(|&(_, at)| at).collect();
+    let mut inside_blocks: HashSet<u64> = HashSet::new();
     let mut offset = source.header.data_start();
     // The end of the record area: the file's end after a crash (records may have been
     // appended after the header was last written), the header's `data_end` in a file closed
@@ -471,8 +559,11 @@ fn scan(
                 // The record belongs to some chain (or none): the whole file is ours either way.
                 let chain = whole.chain(0);
                 // No block runs past the end of the record area (in a file closed cleanly, into
-                // its free list), nor points into the header and buckets.
-                let inside = offset.saturating_add(header.total_len()) <= end && points_into_records(source, &header);
+                // its free list), nor points into the header and buckets (but a record a chain
+                // walk took, whose own pointer may be the damaged bytes: see below).
+                let vouched = appending && damage.vouched.contains(&offset);
+                let inside = offset.saturating_add(header.total_len()) <= end
+                    && (vouched || points_into_records(source, &header));
                 let (true, Ok(key)) = (inside, source.key_of(chain, offset, &header)) else {
                     lost_since = lost_since.or(Some(offset));
                     offset = offset.saturating_add(1);
@@ -482,8 +573,17 @@ fn scan(
                 let hash = hash_key(key);
                 let whole_block = (header.total_len(), true);
                 // Appending mode never writes a dead record: there a dead record one byte
-                // further is the inside of this one, never the block.
-                if appending && !links_back_in_its_chain(source, whole, offset, &header, hash) {
+                // further is the inside of this one, never the block. A record a chain walk
+                // took, which its chain vouches for, needs no pointer back: its own pointer,
+                // under no check, may be what the damage changed (refused, it was lost, and
+                // its key and value read one byte further as a dead record that passed). Not
+                // so any record with the wide check: bytes read one byte into a record share
+                // its key, value and 32 of its 37 check bits, and a tombstone read so as a
+                // record brought its removed key back with an empty value.
+                if appending
+                    && !vouched
+                    && !links_back_in_its_chain(source, whole, offset, &header, hash, &damage.regions, lost_since)
+                {
                     (1, false)
                 } else if !appending
                     && !aligned
@@ -539,6 +639,11 @@ fn scan(
             // Not a block start that can be trusted: resynchronize one byte further.
             Ok(Block::FreeSpan { .. }) | Err(_) => (1, false),
         };
+        if at_block && step > 1 {
+            // A chain walk that followed a damaged pointer into the middle of this block met
+            // no record there: the block is whole, and that "damaged record" hides nothing.
+            inside_blocks.extend(failed_starts.range(offset.saturating_add(1)..offset.saturating_add(step)));
+        }
         match (at_block, lost_since) {
             (false, None) => lost_since = Some(offset),
             (true, Some(start)) => {
@@ -553,14 +658,18 @@ fn scan(
     if let Some(start) = lost_since {
         damage.regions.push((start, end.max(start.saturating_add(1))));
     }
-    let thresholds = damage.thresholds();
+    damage.failed.retain(|(_, at)| !inside_blocks.contains(at));
+    let damaged = damage.damaged_blocks(source, whole, &latest);
     let buckets = source.header.num_buckets;
     for (key, (at, value)) in latest {
         if damage.tombstoned.contains(&key) {
             continue;
         }
         let hash = hash_key(&key);
-        if thresholds.get(&bucket_of(hash, buckets)).is_some_and(|&damaged| at < damaged) {
+        let shadowed = damaged
+            .get(&bucket_of(hash, buckets))
+            .is_some_and(|blocks| blocks.iter().any(|block| block.may_hide(&key, at)));
+        if shadowed {
             if !has(sink, &key, hash)? {
                 report.shadowed += 1;
             }

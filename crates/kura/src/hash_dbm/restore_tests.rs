@@ -13,7 +13,7 @@ use super::header::{BUCKET_WIDTH, HEADER_REGION};
 use super::record::{checksum, KIND_FREE, KIND_MASK};
 use super::storage::{bucket_of, hash_key};
 use super::HashDbm;
-use crate::dbm::{Dbm, OpenMode, Params};
+use crate::dbm::{Dbm, DbmExt, OpenMode, Params};
 
 /// The offset of the record of `key` that its chain reaches first.
 fn offset_of(db: &HashDbm, key: &[u8]) -> u64 {
@@ -278,11 +278,83 @@ fn a_damaged_key_reading_as_a_later_key_of_its_chain_costs_only_its_own_record()
         HashDbm::restore_file(&source, &dest).unwrap();
         let restored = HashDbm::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
         assert!(restored.get(b"key:1").is_err(), "{mode}: the damaged record came back");
+        // Appending mode too: the damaged record's key put back by one byte passes its check
+        // (damaged_owner.rs), so it shadows `key:1` only, not the older keys of its chain.
         for (key, value) in &written[..2] {
-            match restored.get(key) {
-                Ok(got) => assert_eq!(&got, value, "{mode}"),
-                Err(_) => assert_eq!(mode, "appending", "{mode}: the intact record of {key:?} was lost"),
+            assert_eq!(&restored.get(key).unwrap(), value, "{mode}: the intact record of {key:?} was lost");
+        }
+    }
+}
+
+/// Appending mode: every byte of a key's newest record damaged in turn (flipped, then
+/// zeroed), in chains of a few dozen keys that each have older versions behind it. The
+/// restore must give every other key its current value: the damaged record may be the newest
+/// version of any key of its chain, and until damaged_owner.rs named whose it was, all of
+/// them were dropped. The damaged key itself is absent or current, never an older value.
+/// Then whole stretches of the record zeroed (key and value together, which no check can
+/// attribute): nothing may come back older, though keys may be dropped.
+#[test]
+fn appending_a_damaged_byte_costs_only_its_own_key() {
+    const BUCKETS: u64 = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("appending.kuh");
+    let params = Params::new().with("num_buckets", BUCKETS).with("update_mode", "appending");
+    let db = HashDbm::create(&path, &params).unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for round in 0..3u32 {
+        for i in (0..48u32).filter(|i| round == 0 || i % (round + 1) == 0) {
+            let key = format!("key:{i:03}").into_bytes();
+            let value = format!("value {i} round {round} {}", "x".repeat((i % 5) as usize)).into_bytes();
+            db.set(&key, &value, true).unwrap();
+            model.insert(key, value);
+        }
+    }
+    // Newest records (written last, or rewritten in round 2) and one key never rewritten.
+    let damaged_keys: Vec<Vec<u8>> = ["key:047", "key:042", "key:006", "key:001"].map(|k| k.as_bytes().to_vec()).into();
+    let spans: Vec<(Vec<u8>, u64, u64)> = damaged_keys
+        .iter()
+        .map(|key| {
+            db.with_all(|slot| {
+                let (s, whole) = WholeFile::unshared(slot.as_mut().unwrap());
+                let hash = hash_key(key);
+                let found = s.find(whole.chain(bucket_of(hash, s.header.num_buckets)), key, hash)?.unwrap();
+                Ok((key.clone(), found.offset, found.offset + found.header.total_len()))
+            })
+            .unwrap()
+        })
+        .collect();
+    db.close().unwrap();
+    let image = std::fs::read(&path).unwrap();
+    let restore_with = |damage: &dyn Fn(&mut Vec<u8>)| {
+        let mut damaged = image.clone();
+        damage(&mut damaged);
+        let source = write_file(dir.path(), "source.kuh", &damaged);
+        let dest = dir.path().join("dest.kuh");
+        let _ = std::fs::remove_file(&dest);
+        HashDbm::salvage_file(&source, &dest).unwrap();
+        let restored = HashDbm::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+        let got: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+            restored.records().unwrap().map(|record| record.unwrap()).collect();
+        restored.close().unwrap();
+        for (key, value) in &got {
+            assert_eq!(model.get(key), Some(value), "{:?}: a value not current", String::from_utf8_lossy(key));
+        }
+        got
+    };
+    for (key, start, end) in &spans {
+        for at in *start..*end {
+            for zeroed in [false, true] {
+                let got = restore_with(&|bytes: &mut Vec<u8>| {
+                    let byte = &mut bytes[at as usize];
+                    *byte = if zeroed { 0 } else { *byte ^ (1 << (at % 8)) };
+                });
+                let lost: Vec<_> = model.keys().filter(|k| *k != key && !got.contains_key(*k)).collect();
+                assert!(lost.is_empty(), "byte {at} of {:?}'s record ({start}..{end}): lost {lost:?}", key);
             }
+        }
+        // Stretches across the key and the value, and the whole record.
+        for (from, to) in [(*start + 12, *start + 20), (*start + 14, *end - 2), (*start, *end)] {
+            restore_with(&|bytes: &mut Vec<u8>| bytes[from as usize..to as usize].fill(0));
         }
     }
 }
