@@ -77,8 +77,8 @@ pub fn owner(
     // dead, or as no record), and a damaged compressed bit or check bit shows as the one tag
     // among 256 that its check passes with.
     let own_tag = *bytes.first()?;
+    let mut retagged = bytes.to_vec();
     for tag in std::iter::once(own_tag).chain((0..=u8::MAX).filter(|&tag| tag != own_tag)) {
-        let mut retagged = bytes.to_vec();
         *retagged.first_mut()? = tag;
         let Ok(header) = RecordHeader::parse(&retagged, offset, layout) else { continue };
         let Ok(key) = source.key_of(chain, offset, &header) else { continue };
