@@ -138,9 +138,7 @@ fn verifies(s: &Storage, whole: &WholeFile<'_>, offset: u64, header: &RecordHead
     let Ok(key) = s.key_of(whole.chain(0), offset, header) else { return false };
     let hash = hash_key(key);
     match header.kind() {
-        KIND_FREE => {
-            [false, true].into_iter().any(|compressed| s.checksum_matches(whole, offset, header, hash, compressed))
-        }
+        KIND_FREE => s.checksum_matches_either_way(whole, offset, header, hash),
         KIND_TOMBSTONE if header.value_len != 0 => false,
         _ => s.checksum_matches(whole, offset, header, hash, header.is_compressed()),
     }

@@ -289,19 +289,17 @@ impl Shadows {
         // A pointer to a record whose tag a flip turned into a filler byte leads to that byte,
         // which the scan steps over as a filler: its damaged stretch starts one byte after
         // the pointer's target. No writer points at a filler, so that pointer counts too.
-        let in_region = |at: u64| {
-            self.regions.iter().any(|&(start, end)| (start..end).contains(&at) || start == at.saturating_add(1))
-        };
+        let in_region =
+            |at: u64| self.regions.iter().any(|&(start, end)| (start..end).contains(&at) || stretch_is_of(start, at));
         let attributed = self.broken.iter().filter(|&&(_, at)| in_region(at));
         let damaged: Vec<(u64, u64)> = self.failed.iter().chain(attributed).copied().collect();
         // Owners are asked for only where every stretch the scan could not read starts at a
         // damaged block a chain met, so that each block's stretch is its own bytes and no
         // damage lies where no chain looked (which may be another newer version of a key).
-        let starts_at = |at: u64, start: u64| start == at || start == at.saturating_add(1);
         // (And only for a file with a few damaged blocks: naming an owner tries thousands of
         // readings of a block, and a file damaged all over is restored as before.)
         let owned = damaged.len() <= MAX_OWNED_BLOCKS
-            && self.regions.iter().all(|&(start, _)| damaged.iter().any(|&(_, at)| starts_at(at, start)));
+            && self.regions.iter().all(|&(start, _)| damaged.iter().any(|&(_, at)| stretch_is_of(start, at)));
         let buckets = source.header.num_buckets;
         let mut candidates: HashMap<u64, Vec<(&[u8], u64)>> = HashMap::new();
         if owned {
@@ -319,7 +317,7 @@ impl Shadows {
             let owner = owned
                 .then(|| {
                     let stretch =
-                        self.regions.iter().find(|&&(start, _)| starts_at(at, start)).map(|&(_, end)| end - at);
+                        self.regions.iter().find(|&&(start, _)| stretch_is_of(start, at)).map(|&(_, end)| end - at);
                     let older: Vec<&[u8]> = candidates
                         .get(&bucket)
                         .map(|keys| keys.iter().filter(|&&(_, version)| version < at).map(|&(key, _)| key).collect())
@@ -331,6 +329,13 @@ impl Shadows {
         }
         blocks
     }
+}
+
+/// Whether a stretch the scan could not read, starting at `start`, is the block at `at`'s:
+/// it starts there, or one byte further when the block's tag was zeroed (a filler byte the
+/// scan steps over).
+fn stretch_is_of(start: u64, at: u64) -> bool {
+    start == at || start == at.saturating_add(1)
 }
 
 /// The most damaged blocks whose owners a restore asks for (`Shadows::damaged_blocks`).
@@ -424,7 +429,7 @@ fn links_back_in_its_chain(
     // record, it was lost with it, and its stretch hid whose the damaged record was
     // (damaged_owner.rs). A record whose tag was zeroed reads as a filler byte, and its
     // stretch starts one byte further.
-    let starts = |start: u64| start == header.next || start == header.next.saturating_add(1);
+    let starts = |start: u64| stretch_is_of(start, header.next);
     if damaged.iter().any(|&(start, _)| starts(start)) || damage_open_since.is_some_and(starts) {
         return true;
     }
@@ -436,9 +441,7 @@ fn links_back_in_its_chain(
             // made dead, believed only with its check intact (see `scan`).
             bucket_of(older_hash, buckets) == bucket_of(hash, buckets)
                 && (older.kind() != KIND_FREE
-                    || [false, true]
-                        .into_iter()
-                        .any(|compressed| source.checksum_matches(whole, header.next, &older, older_hash, compressed)))
+                    || source.checksum_matches_either_way(whole, header.next, &older, older_hash))
         }),
         _ => false,
     }
@@ -483,12 +486,9 @@ fn shadows_dead_record(source: &Storage, whole: &WholeFile<'_>, offset: u64, hea
                 && next + dead.total_len() == offset + header.total_len()
                 && points_into_records(source, &dead) =>
         {
-            source.key_of(whole.chain(0), next, &dead).is_ok_and(|key| {
-                let hash = hash_key(key);
-                [false, true]
-                    .into_iter()
-                    .any(|compressed| source.checksum_matches(whole, next, &dead, hash, compressed))
-            })
+            source
+                .key_of(whole.chain(0), next, &dead)
+                .is_ok_and(|key| source.checksum_matches_either_way(whole, next, &dead, hash_key(key)))
         }
         _ => false,
     }
@@ -600,9 +600,7 @@ fn scan(
                     // (the 10,000-image run in appending mode, round 198).
                     (1, false)
                 } else if kind == KIND_FREE {
-                    let intact = [false, true]
-                        .into_iter()
-                        .any(|compressed| source.checksum_matches(whole, offset, &header, hash, compressed));
+                    let intact = source.checksum_matches_either_way(whole, offset, &header, hash);
                     if intact && appending {
                         // Appending mode never writes a dead record: this is a record or a
                         // tombstone whose tag a flip made dead (its checksum bits are kept),

@@ -1100,6 +1100,18 @@ impl Storage {
         }
     }
 
+    /// `checksum_matches` for a dead record (or a tag that reads as one), whose tag no longer
+    /// says whether its value was compressed: either way.
+    pub fn checksum_matches_either_way(
+        &self,
+        whole: &WholeFile<'_>,
+        offset: u64,
+        header: &RecordHeader,
+        hash: u64,
+    ) -> bool {
+        [false, true].into_iter().any(|compressed| self.checksum_matches(whole, offset, header, hash, compressed))
+    }
+
     /// Whether the stored value of the record at `offset` matches its checksum, during a
     /// sequential scan (restore), for a record stored `compressed` or not. A dead record's tag
     /// no longer says whether it was compressed: the scan tries both.
