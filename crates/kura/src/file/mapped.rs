@@ -277,14 +277,49 @@ impl MappedFile {
     /// # Safety
     /// As for `write`.
     pub unsafe fn write_untorn(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let last = offset + (data.len() as u64).saturating_sub(1);
+        debug_assert_eq!(offset / UNTORN_PAGE, last / UNTORN_PAGE, "an untorn write must lie within one page");
+        // SAFETY: forwarded to the caller.
+        unsafe { self.write_unmapped(offset, data) }
+    }
+
+    /// Copies `data` to `offset` with `pwrite(2)`, not through the mapping: for a file larger
+    /// than memory, where a store into the mapping faults each file page in first, reading
+    /// it from the disk even when the store covers it whole, while `pwrite` reads only the
+    /// pages it covers in part. The mapping shows the bytes at once (the same page cache).
+    ///
+    /// # Safety
+    /// As for `write`.
+    pub unsafe fn write_unmapped(&self, offset: u64, data: &[u8]) -> Result<()> {
         use std::os::unix::fs::FileExt;
         if !self.writable {
             return Err(Error::infeasible(format!("{} is open read-only", self.path.display())));
         }
         self.check_range(offset, data.len())?;
-        let last = offset + (data.len() as u64).saturating_sub(1);
-        debug_assert_eq!(offset / UNTORN_PAGE, last / UNTORN_PAGE, "an untorn write must lie within one page");
         self.file.write_all_at(data, offset).map_err(|e| Error::io(format!("write {}", self.path.display()), e))
+    }
+
+    /// `will_need` for the file pages that a write of `len` bytes at `offset` covers only in
+    /// part (its first and last), which `write_unmapped` must read before it can write them.
+    pub fn will_need_partial_pages(&self, offset: u64, len: usize) {
+        let end = offset.saturating_add(len as u64);
+        let first_page = offset / UNTORN_PAGE;
+        let last_page = end.saturating_sub(1) / UNTORN_PAGE;
+        let first_partial = !offset.is_multiple_of(UNTORN_PAGE);
+        let last_partial = !end.is_multiple_of(UNTORN_PAGE);
+        match (first_partial, last_partial) {
+            _ if len == 0 => {}
+            // One call for both when they are the same page or neighbours.
+            (true, true) if last_page <= first_page + 1 => self.will_need(offset, len),
+            (first, last) => {
+                if first {
+                    self.will_need(offset, 1);
+                }
+                if last {
+                    self.will_need(end - 1, 1);
+                }
+            }
+        }
     }
 
     /// Lets `fill` write the `len` bytes at `offset` in place (no intermediate buffer).

@@ -380,7 +380,7 @@ impl BTree {
         if id & TEMP_BIT != 0 {
             return Ok(id);
         }
-        let page = match self.pager.forget(id) {
+        let page = match self.pager.forget_replaced(id) {
             // A leaf lending its values from the slot about to be freed holds them itself
             // from now on (see `Pager::decode_page_lending`).
             Some(page) if page.is_lent() => Arc::new(Page::clone(&page)),

@@ -41,6 +41,10 @@ pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 struct Slot {
     page: Arc<Page>,
     size: usize,
+    /// The length of the file slot the page was read from or written to: what freeing that
+    /// slot needs, without reading its header again (from the disk, in a file larger than
+    /// memory).
+    slot_len: u64,
     referenced: bool,
 }
 
@@ -93,13 +97,14 @@ impl PageCache {
         Some(use_page(&slot.page))
     }
 
-    pub fn insert(&self, offset: u64, page: Arc<Page>) {
+    /// Caches `page`, read from or written to the slot of `slot_len` bytes at `offset`.
+    pub fn insert(&self, offset: u64, page: Arc<Page>, slot_len: u64) {
         let Some(shard) = self.shard(offset) else {
             return;
         };
         let size = page.memory_size();
         let mut shard = shard.lock();
-        if let Some(old) = shard.pages.insert(offset, Slot { page, size, referenced: false }) {
+        if let Some(old) = shard.pages.insert(offset, Slot { page, size, slot_len, referenced: false }) {
             shard.bytes -= old.size;
         } else {
             shard.ring.push_back(offset);
@@ -131,8 +136,26 @@ impl PageCache {
         }
     }
 
-    /// Drops the page cached at `offset`, if any (its slot is being freed or rewritten).
-    pub fn remove(&self, offset: u64) -> Option<Arc<Page>> {
+    /// Puts `page` in place of the one cached at `offset` (a copy of it), if that one is still
+    /// cached; returns whether it was.
+    pub fn replace(&self, offset: u64, page: Arc<Page>) -> bool {
+        let Some(shard) = self.shard(offset) else {
+            return false;
+        };
+        let size = page.memory_size();
+        let mut shard = shard.lock();
+        let Some(slot) = shard.pages.get_mut(&offset) else {
+            return false;
+        };
+        let old_size = std::mem::replace(&mut slot.size, size);
+        slot.page = page;
+        shard.bytes = shard.bytes - old_size + size;
+        true
+    }
+
+    /// Drops the page cached at `offset`, if any (its slot is being freed or rewritten), and
+    /// returns it with its slot's length.
+    pub fn remove(&self, offset: u64) -> Option<(Arc<Page>, u64)> {
         let mut shard = self.shard(offset)?.lock();
         let slot = shard.pages.remove(&offset)?;
         shard.bytes -= slot.size;
@@ -141,7 +164,7 @@ impl PageCache {
             let Shard { pages, ring, .. } = &mut *shard;
             ring.retain(|o| pages.contains_key(o));
         }
-        Some(slot.page)
+        Some((slot.page, slot.slot_len))
     }
 
     pub fn clear(&self) {

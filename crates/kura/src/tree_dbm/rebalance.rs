@@ -162,7 +162,7 @@ impl BTree {
         if id & TEMP_BIT != 0 {
             self.dirty.remove(id);
         } else {
-            self.pager.forget(id);
+            self.pager.forget_replaced(id);
             self.replaced.push(id);
         }
     }
