@@ -246,12 +246,15 @@ impl BTree {
             return;
         }
         let mut path = Vec::new();
+        let mut previous = None;
         for key in keys {
             path.clear();
             if let Ok(leaf) = self.find_leaf(key, &mut path) {
-                if leaf & TEMP_BIT == 0 {
+                // Keys in order often share a leaf: one request for it.
+                if leaf & TEMP_BIT == 0 && previous != Some(leaf) {
                     self.pager.read_ahead(leaf);
                 }
+                previous = Some(leaf);
             }
         }
     }
