@@ -46,7 +46,9 @@ const WARM_GROUP: usize = super::get_many::LEAF_GROUP;
 /// A durable batch of at least this many operations is journaled before it is applied
 /// (`write_batch_journaled_first`). A smaller one applies in less time than starting the
 /// write early saves, and a durable commit of one record stays one system call that syncs
-/// (durable_commit_syscalls.rs).
+/// (durable_commit_syscalls.rs); except in a file larger than half the memory, where its
+/// leaf's read from the disk overlaps the journal's write (1,000 durable single records into
+/// 2M under a 128 MiB limit: 168-172 µs each against 205-217 µs).
 const JOURNAL_FIRST_MIN_OPS: usize = WARM_GROUP;
 
 /// How a batch's operations reach the journal as they are applied.
@@ -124,7 +126,9 @@ impl Store {
             self.apply_spilling(batch)?;
             return self.checkpoint();
         }
-        if durable && batch.len() >= JOURNAL_FIRST_MIN_OPS {
+        // In a file larger than half the memory, a batch of any size: its leaves come from the
+        // disk, and that read proceeds while the device writes the journal.
+        if durable && (batch.len() >= JOURNAL_FIRST_MIN_OPS || self.tree.pager.exceeds_memory()) {
             return self.write_batch_journaled_first(batch);
         }
         self.apply(batch, Journaled::AsApplied)?;
