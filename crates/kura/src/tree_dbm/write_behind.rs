@@ -16,10 +16,11 @@
 //! Why `pwrite` and not a copy into the mapping: a store into the mapping faults its page in
 //! from the disk even when the copy covers the page whole, where `pwrite` reads only the
 //! pages it covers in part; and a page written through the mapping is mapped, so reclaim
-//! must unmap it again. The same 100 batches took 6.3-7.0 s with `pwrite` against 8.0-8.9 s
-//! copying into the mapping (with every page of each slot asked for), CPU time 4.2-4.6 s
-//! against 6.4-6.8 s; 2M records loaded in commits of 100,000 under the same limit took 31-33
-//! s against 44-50 s (alternating runs, nothing else running).
+//! must unmap it again. The same 100 batches took 5.9-7.2 s with `pwrite` and the freed slots'
+//! lengths kept (pager.rs, `forgotten_slot_lens`) against 7.8-9.0 s copying into the mapping
+//! (with every page of each slot asked for), CPU time 4.0-4.8 s against 6.1-6.7 s, and
+//! 6.9-7.7 s with `pwrite` alone; 2M records loaded in commits of 100,000 under the same limit
+//! took 31-33 s against 44-50 s (alternating runs, nothing else running).
 //!
 //! Nothing reads a held slot before the flush: its offset reaches the tree only through the
 //! commit's header, which is written after the flush (`Pager::write_header`), and the writer
