@@ -110,6 +110,11 @@ impl PageCache {
             shard.ring.push_back(offset);
         }
         shard.bytes += size;
+        self.evict_over_budget(&mut shard, offset);
+    }
+
+    /// Drops pages other than `keep`'s, by CLOCK, until the shard is within its budget.
+    fn evict_over_budget(&self, shard: &mut Shard, keep: u64) {
         // Sweep: at most two passes over the ring, so a shard of hot pages still terminates.
         let mut steps = shard.ring.len() * 2;
         while shard.bytes > self.shard_budget && steps > 0 {
@@ -117,7 +122,7 @@ impl PageCache {
             let Some(victim) = shard.ring.pop_front() else {
                 break;
             };
-            if victim == offset {
+            if victim == keep {
                 shard.ring.push_back(victim);
                 continue;
             }
@@ -150,6 +155,8 @@ impl PageCache {
         let old_size = std::mem::replace(&mut slot.size, size);
         slot.page = page;
         shard.bytes = shard.bytes - old_size + size;
+        // A copy holds the values its original lent: it may take more than its budget left.
+        self.evict_over_budget(&mut shard, offset);
         true
     }
 

@@ -5,9 +5,9 @@
 //! idempotent):
 //! - a change is encoded into the journal's pending entries as it is applied to the tree in
 //!   memory; a commit writes the pending entries as one frame (kill-safe), a durable commit
-//!   syncs the journal as well (power-loss-safe); a durable batch of many operations is
-//!   journaled whole before it is applied (`write_batch_journaled_first`), so that the device
-//!   writes its frame meanwhile;
+//!   syncs the journal as well (power-loss-safe); a durable batch of many operations (of any
+//!   size in a file larger than half the memory) is journaled whole before it is applied
+//!   (`write_batch_journaled_first`), so that the device writes its frame meanwhile;
 //! - the tree's pages are written only by a checkpoint: a durable commit of the tree file,
 //!   after which the journal starts over (durably). So the tree file never holds a change the
 //!   journal on disk lacks while that journal holds an older change it would undo; a batch
@@ -15,7 +15,9 @@
 //! - when applying a change fails midway (an I/O error, a batch with a record over the limit),
 //!   the tree goes back to the last checkpoint and the journal's frames are replayed, so memory
 //!   and journal agree again; a batch journaled before it was applied is left out of that
-//!   replay, and a checkpoint then starts the journal over without it.
+//!   replay, and a checkpoint then starts the journal over without it. If that replay or
+//!   checkpoint fails too (a failing disk), the error says to reopen the database, and the
+//!   reopen finds such a batch whole or absent, as after a crash.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -406,10 +408,11 @@ impl Store {
             Err(e) => Error::new(
                 e.kind(),
                 format!(
-                    "{}: {}; then replaying its journal failed too: {}; close and reopen the database",
+                    "{}: {}; then replaying its journal failed too: {}; close and reopen the database{}",
                     path.display(),
                     cause.message(),
-                    e.message()
+                    e.message(),
+                    if unapplied > 0 { " (the batch is then found whole or absent, as after a crash)" } else { "" }
                 ),
             ),
         }
