@@ -46,6 +46,15 @@ fn restore(dir: &std::path::Path, image: &[u8]) -> HashDbm {
     HashDbm::open(&crashed, OpenMode::Write, &Params::new()).unwrap()
 }
 
+/// A new HashDbm `name` in `dir` of `buckets` buckets, updated in `mode` ("in_place" or
+/// "appending"): its path and the open database.
+fn create_db(dir: &std::path::Path, name: &str, buckets: u64, mode: &str) -> (std::path::PathBuf, HashDbm) {
+    let path = dir.join(name);
+    let params = Params::new().with("num_buckets", buckets).with("update_mode", mode);
+    let db = HashDbm::create(&path, &params).unwrap();
+    (path, db)
+}
+
 /// The first key `prefix{i}` whose bucket among `buckets` is `bucket`.
 fn key_in_bucket(prefix: &str, bucket: u64, buckets: u64) -> Vec<u8> {
     (0..).map(|i| format!("{prefix}{i}").into_bytes()).find(|k| bucket_of(hash_key(k), buckets) == bucket).unwrap()
@@ -188,9 +197,7 @@ fn restore_scan_takes_no_record_running_past_the_record_area() {
 fn salvage_follows_no_tombstone_with_a_value() {
     use super::record::{encode_record, CheckLayout, KIND_TOMBSTONE};
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tombstone.kuh");
-    let params = Params::new().with("num_buckets", 1).with("update_mode", "appending");
-    let db = HashDbm::create(&path, &params).unwrap();
+    let (path, db) = create_db(dir.path(), "tombstone.kuh", 1, "appending");
     db.set(b"j", b"replaced", true).unwrap();
     let replaced = offset_of(&db, b"j");
     let inner = b"inside a value".to_vec();
@@ -219,9 +226,7 @@ fn appending_scan_takes_no_record_pointing_into_another_bucket() {
     use super::record::{encode_record, CheckLayout, KIND_RECORD};
     const BUCKETS: u64 = 8;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("appending.kuh");
-    let params = Params::new().with("num_buckets", BUCKETS).with("update_mode", "appending");
-    let db = HashDbm::create(&path, &params).unwrap();
+    let (path, db) = create_db(dir.path(), "appending.kuh", BUCKETS, "appending");
     let ghost = key_in_bucket("ghost", 0, BUCKETS);
     let elsewhere = key_in_bucket("other", 1, BUCKETS);
     db.set(&elsewhere, b"kept", true).unwrap();
@@ -260,9 +265,7 @@ fn appending_scan_takes_no_record_pointing_into_another_bucket() {
 fn a_damaged_key_reading_as_a_later_key_of_its_chain_costs_only_its_own_record() {
     for mode in ["in_place", "appending"] {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("flipped.kuh");
-        let params = Params::new().with("num_buckets", 1).with("update_mode", mode);
-        let db = HashDbm::create(&path, &params).unwrap();
+        let (path, db) = create_db(dir.path(), "flipped.kuh", 1, mode);
         // Chain order is newest first: `key:1`, then `key:0`, then `other`.
         let written = [(&b"other"[..], &b"o"[..]), (b"key:0", b"zero"), (b"key:1", b"one")];
         for (key, value) in written {
@@ -297,9 +300,7 @@ fn a_damaged_key_reading_as_a_later_key_of_its_chain_costs_only_its_own_record()
 fn appending_a_damaged_byte_costs_only_its_own_key() {
     const BUCKETS: u64 = 4;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("appending.kuh");
-    let params = Params::new().with("num_buckets", BUCKETS).with("update_mode", "appending");
-    let db = HashDbm::create(&path, &params).unwrap();
+    let (path, db) = create_db(dir.path(), "appending.kuh", BUCKETS, "appending");
     let mut model = std::collections::BTreeMap::new();
     for round in 0..3u32 {
         for i in (0..48u32).filter(|i| round == 0 || i % (round + 1) == 0) {
