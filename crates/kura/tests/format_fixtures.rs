@@ -52,6 +52,11 @@ const FIXTURES: &[(&str, &str)] = &[
     ("tree-zstd.kut", "max_page_size=1024,record_comp=zstd"),
     ("tree-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
     ("tree-numeric.kut", "max_page_size=1024,key_comparator=numeric,record_comp=snappy"),
+    // TreeDbm format version 2 (slot hints in the branches' child references); the four
+    // above are version 1.
+    ("tree-v2-none.kut", "max_page_size=1024"),
+    ("tree-v2-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
+    ("tree-v2-numeric.kut", "max_page_size=1024,key_comparator=numeric,record_comp=snappy"),
     ("tiny.kumt", ""),
     ("baby.kumb", ""),
     ("cache.kumc", "cap_rec_num=10000"),
@@ -221,6 +226,65 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         assert_eq!(hash_format_version(&path), 5, "{name}: the version after a rebuild with record_check=wide");
         check("rebuilt with the wide check");
     }
+}
+
+/// The format version in a TreeDbm file's header (bytes 8 to 11 of the copy at 0, docs/tree.md).
+fn tree_format_version(path: &Path) -> u32 {
+    let bytes = std::fs::read(path).unwrap();
+    u32::from_le_bytes(bytes.get(8..12).unwrap().try_into().unwrap())
+}
+
+/// A TreeDbm file of format version 1 takes writes as version 1 (its branches' child
+/// references without slot hints, which a version 1 reader refuses), through splits, merges,
+/// a reopen and `check`, until a rebuild writes it as version 2 with hints that `check` finds
+/// true; a new file is version 2. Checked against a model.
+#[test]
+fn an_older_tree_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
+    for name in ["tree-none.kut", "tree-zstd-dict.kut"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = scratch.path().join(name);
+        std::fs::copy(fixture_dir().join(name), &path).unwrap();
+        assert_eq!(tree_format_version(&path), 1, "{name}: a version 1 fixture");
+        let mut model = records();
+        // A memory this small reads every page with `pread`, the path the hints size.
+        let small = Params::new().with("cache_bytes", 4096).with("memory_bytes", 4096);
+        let db = kura::open(&path, OpenMode::Write, &small).unwrap();
+        for i in 0..1_500u32 {
+            let key = format!("new {:05}", i * 7919 % 1_500).into_bytes();
+            let value = format!("{i:04}").repeat((i as usize * 37) % 60 + 1).into_bytes();
+            db.set(&key, &value, true).unwrap();
+            model.insert(key, value);
+            if i % 3 == 0 {
+                let (old, _) = model.iter().nth(i as usize % 500).map(|(k, v)| (k.clone(), v.clone())).unwrap();
+                db.remove(&old).unwrap();
+                model.remove(&old);
+            }
+        }
+        db.close().unwrap();
+        let check = |version: u32, what: &str| {
+            assert_eq!(tree_format_version(&path), version, "{name}: the version {what}");
+            let db = kura::open(&path, OpenMode::ReadOnly, &small).unwrap();
+            let found: BTreeMap<Vec<u8>, Vec<u8>> = db.records().unwrap().map(Result::unwrap).collect();
+            assert_eq!(found, model, "{name}, {what}: the records read back differ");
+            for (key, value) in &model {
+                assert_eq!(&db.get(key).unwrap(), value, "{name}, {what}");
+            }
+            let properties: BTreeMap<String, String> = db.inspect().unwrap().properties().into_iter().collect();
+            assert_eq!(properties.get("format_version"), Some(&version.to_string()), "{name}, {what}");
+            let report = db.check().unwrap();
+            assert!(report.is_clean(), "{name}, {what}: {report:?}");
+            db.close().unwrap();
+        };
+        check(1, "after writes");
+        let db = kura::open(&path, OpenMode::Write, &Params::new()).unwrap();
+        db.rebuild(&Params::new()).unwrap();
+        db.close().unwrap();
+        check(2, "after a rebuild");
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("new.kut");
+    kura::open(&path, OpenMode::Create, &Params::new()).unwrap().close().unwrap();
+    assert_eq!(tree_format_version(&path), 2, "a new file");
 }
 
 /// Every HashDbm fixture restores whole into a file of the current version (the wide check in

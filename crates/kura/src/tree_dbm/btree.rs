@@ -19,6 +19,7 @@ use super::finger::Finger;
 use super::format::MAX_HEIGHT;
 use super::page::{Branch, Leaf, Page, MAX_RECORD_SIZE};
 use super::pager::{Pager, Publish};
+use super::slot_hint::SlotHint;
 
 pub use super::dirty::TEMP_BIT;
 
@@ -150,6 +151,11 @@ impl BTree {
     }
 
     pub fn page(&self, id: u64) -> Result<PageRef<'_>> {
+        self.page_hinted(id, SlotHint::UNKNOWN)
+    }
+
+    /// `page` of a child whose slot length its parent's `hint` tells (slot_hint.rs).
+    pub fn page_hinted(&self, id: u64, hint: SlotHint) -> Result<PageRef<'_>> {
         if id & TEMP_BIT != 0 {
             self.dirty
                 .get(id)
@@ -158,7 +164,7 @@ impl BTree {
         } else {
             match self.pager.pinned(id) {
                 Some(page) => Ok(PageRef::Borrowed(page)),
-                None => self.pager.read_page(id).map(PageRef::Clean),
+                None => self.pager.read_page(id, hint).map(PageRef::Clean),
             }
         }
     }
@@ -168,10 +174,16 @@ impl BTree {
     /// call into the tree).
     #[inline]
     pub fn with_page<R>(&self, id: u64, use_page: impl FnOnce(&Page) -> R) -> Result<R> {
+        self.with_page_hinted(id, SlotHint::UNKNOWN, use_page)
+    }
+
+    /// `with_page` of a child whose slot length its parent's `hint` tells.
+    #[inline]
+    pub fn with_page_hinted<R>(&self, id: u64, hint: SlotHint, use_page: impl FnOnce(&Page) -> R) -> Result<R> {
         if id & TEMP_BIT != 0 {
             self.page(id).map(|page| use_page(&page))
         } else {
-            self.pager.with_page(id, use_page)
+            self.pager.with_page(id, hint, use_page)
         }
     }
 
@@ -180,12 +192,13 @@ impl BTree {
     pub fn get<R>(&self, key: &[u8], found: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         let comparator = self.comparator();
         let mut id = self.root;
+        let mut hint = SlotHint::UNKNOWN;
         for _ in 1..self.height {
             let child = |page: &Page| match page {
-                Page::Branch(branch) => branch.children.get(branch.child_index(comparator, key)).copied(),
+                Page::Branch(branch) => branch.child_hinted(branch.child_index(comparator, key)),
                 Page::Leaf(_) => None,
             };
-            id = self.with_page(id, child)?.ok_or_else(|| wrong_level(id))?;
+            (id, hint) = self.with_page_hinted(id, hint, child)?.ok_or_else(|| wrong_level(id))?;
         }
         if self.height == 0 {
             return Ok(found(None));
@@ -194,16 +207,17 @@ impl BTree {
             Page::Leaf(leaf) => Ok(found(leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)))),
             Page::Branch(_) => Err(wrong_level(id)),
         };
-        self.with_page(id, in_leaf)?
+        self.with_page_hinted(id, hint, in_leaf)?
     }
 
     /// Descends to the leaf for `key`, returning the branch path `(id, child index)` and the
-    /// leaf id.
-    pub(super) fn find_leaf(&self, key: &[u8], path: &mut Vec<(u64, usize)>) -> Result<u64> {
+    /// leaf id with what its parent says of its slot's length.
+    pub(super) fn find_leaf(&self, key: &[u8], path: &mut Vec<(u64, usize)>) -> Result<(u64, SlotHint)> {
         let comparator = self.comparator();
         let mut id = self.root;
+        let mut hint = SlotHint::UNKNOWN;
         for _ in 1..self.height {
-            let page = self.page(id)?;
+            let page = self.page_hinted(id, hint)?;
             let Page::Branch(branch) = &*page else {
                 return Err(wrong_level(id));
             };
@@ -212,9 +226,9 @@ impl BTree {
             if self.leaves_read_ahead > 0 && path.len() + 1 == self.height as usize {
                 self.read_ahead_leaves(id, branch, index);
             }
-            id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
+            (id, hint) = branch.child_hinted(index).ok_or_else(|| wrong_level(id))?;
         }
-        Ok(id)
+        Ok((id, hint))
     }
 
     /// Reads ahead the `leaves_read_ahead` leaves after child `index` of the lowest branch
@@ -226,9 +240,10 @@ impl BTree {
         let asked = mark_index.load(Ordering::Relaxed) as usize;
         let from = if mark_branch.load(Ordering::Relaxed) == id && asked > index { asked + 1 } else { index + 1 };
         let until = index + self.leaves_read_ahead;
-        for &leaf in branch.children.iter().take(until + 1).skip(from) {
+        for index in from..=until {
+            let Some((leaf, hint)) = branch.child_hinted(index) else { break };
             if leaf & TEMP_BIT == 0 {
-                self.pager.read_ahead(leaf);
+                self.pager.read_ahead(leaf, hint);
             }
         }
         mark_branch.store(id, Ordering::Relaxed);
@@ -249,10 +264,10 @@ impl BTree {
         let mut previous = None;
         for key in keys {
             path.clear();
-            if let Ok(leaf) = self.find_leaf(key, &mut path) {
+            if let Ok((leaf, hint)) = self.find_leaf(key, &mut path) {
                 // Keys in order often share a leaf: one request for it.
                 if leaf & TEMP_BIT == 0 && previous != Some(leaf) {
-                    self.pager.read_ahead(leaf);
+                    self.pager.read_ahead(leaf, hint);
                 }
                 previous = Some(leaf);
             }
@@ -289,11 +304,12 @@ impl BTree {
         path: &mut Vec<(u64, usize)>,
     ) -> Result<bool> {
         let structure = self.structure;
-        let leaf_id = match self.finger.leaf_for(self.structure, self.comparator(), key, path) {
-            Some(leaf) => leaf,
+        // (A leaf the finger knows was read for the update before: no hint needed.)
+        let (leaf_id, hint) = match self.finger.leaf_for(self.structure, self.comparator(), key, path) {
+            Some(leaf) => (leaf, SlotHint::UNKNOWN),
             None => self.find_leaf(key, path)?,
         };
-        let changed = self.update_leaf(key, processor, path, leaf_id)?;
+        let changed = self.update_leaf(key, processor, path, (leaf_id, hint))?;
         // Unchanged structure: no page was copied, so `leaf_id` and `path` are still current
         // (unless a merge attempt shortened the path).
         if self.structure == structure && path.len() + 1 == self.height as usize {
@@ -302,16 +318,17 @@ impl BTree {
         Ok(changed)
     }
 
-    /// Applies `processor` to `key` in leaf `leaf_id`, reached along `path`.
+    /// Applies `processor` to `key` in leaf `leaf_id` (whose slot length `hint` tells),
+    /// reached along `path`.
     fn update_leaf(
         &mut self,
         key: &[u8],
         processor: Processor<'_, '_>,
         path: &mut Vec<(u64, usize)>,
-        leaf_id: u64,
+        (leaf_id, hint): (u64, SlotHint),
     ) -> Result<bool> {
         let (position, action) = {
-            let page = self.page(leaf_id)?;
+            let page = self.page_hinted(leaf_id, hint)?;
             let Page::Leaf(leaf) = &*page else {
                 return Err(wrong_level(leaf_id));
             };
@@ -443,10 +460,14 @@ impl BTree {
         }
     }
 
+    /// Points child `index` of dirty branch `parent` at dirty page `child` (a page not yet
+    /// written, so no hint).
     fn set_child(&mut self, parent: u64, index: usize, child: u64) -> Result<()> {
-        let slot = self.branch_mut(parent)?.children.get_mut(index).ok_or_else(|| wrong_level(parent))?;
-        *slot = child;
-        Ok(())
+        if self.branch_mut(parent)?.set_child(index, child, SlotHint::UNKNOWN) {
+            Ok(())
+        } else {
+            Err(wrong_level(parent))
+        }
     }
 
     /// Whether enough is dirty that the caller should commit.
@@ -479,7 +500,7 @@ impl BTree {
 
     fn write_and_publish(&mut self, hard: bool) -> Result<()> {
         self.structure += 1;
-        let root = if self.root & TEMP_BIT != 0 { self.write_dirty(self.root, 0)? } else { self.root };
+        let root = if self.root & TEMP_BIT != 0 { self.write_dirty(self.root, 0)?.0 } else { self.root };
         let mut header = self.pager.header().clone();
         header.root = root;
         header.height = self.height;
@@ -494,8 +515,9 @@ impl BTree {
         Ok(())
     }
 
-    /// Writes dirty page `id` after its dirty children; returns its offset.
-    fn write_dirty(&mut self, id: u64, depth: u32) -> Result<u64> {
+    /// Writes dirty page `id` after its dirty children; returns its offset and the hint its
+    /// parent stores with it.
+    fn write_dirty(&mut self, id: u64, depth: u32) -> Result<(u64, SlotHint)> {
         if depth >= MAX_HEIGHT {
             return Err(Error::broken("dirty tree deeper than the format allows"));
         }
@@ -503,13 +525,11 @@ impl BTree {
             self.dirty.remove(id).ok_or_else(|| Error::internal("a dirty page id names a page in the dirty set"))?;
         if let Page::Branch(branch) = &*page {
             let dirty_children: Vec<(usize, u64)> =
-                branch.children.iter().copied().enumerate().filter(|(_, c)| c & TEMP_BIT != 0).collect();
+                branch.children().iter().copied().enumerate().filter(|(_, c)| c & TEMP_BIT != 0).collect();
             for (index, child) in dirty_children {
-                let offset = self.write_dirty(child, depth + 1)?;
+                let (offset, hint) = self.write_dirty(child, depth + 1)?;
                 if let Page::Branch(branch) = Arc::make_mut(&mut page) {
-                    if let Some(slot) = branch.children.get_mut(index) {
-                        *slot = offset;
-                    }
+                    branch.set_child(index, offset, hint);
                 }
             }
         }

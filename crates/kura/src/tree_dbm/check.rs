@@ -7,6 +7,9 @@
 //! level its parent implies and is reached once, that keys ascend within each leaf and from
 //! one leaf to the next under the tree's comparator, and that the leaves hold the count the
 //! tree keeps. A damaged page is one problem; the walk skips what lies under it and goes on.
+//! Each child's slot must also fit the hint its parent keeps of its length (slot_hint.rs): a
+//! wrong hint loses nothing, but costs every read of the page a second one, and a writer never
+//! writes one.
 //!
 //! Then the rest of the file: what the open found (a header copy that failed its check,
 //! repaired or lost; a saved free-slot list that failed its check and was ignored; a file
@@ -20,8 +23,9 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use super::btree::{BTree, TEMP_BIT};
-use super::format::MAX_HEIGHT;
+use super::format::{MAX_HEIGHT, SLOT_HEADER_SIZE};
 use super::page::Page;
+use super::slot_hint::SlotHint;
 use super::TreeDbm;
 use crate::check::{CheckReport, Place};
 use crate::error::Result;
@@ -55,9 +59,10 @@ fn check_tree(tree: &BTree) -> CheckReport {
     // Children are pushed last first, so that leaves come off the stack in key order.
     let mut stack = Vec::new();
     if tree.height > 0 {
-        stack.push((tree.root, 1u32));
+        stack.push((tree.root, 1u32, SlotHint::UNKNOWN));
     }
-    while let Some((id, level)) = stack.pop() {
+    let hint_unit = tree.pager.hint_unit();
+    while let Some((id, level, hint)) = stack.pop() {
         if level > MAX_HEIGHT || !seen.insert(id) {
             report.add(place(id), "reached twice or too deep: the tree has a cycle");
             continue;
@@ -81,6 +86,13 @@ fn check_tree(tree: &BTree) -> CheckReport {
         report.pages += 1;
         if let Some(slot) = (id & TEMP_BIT == 0).then(|| tree.pager.slot_header(id).ok()).flatten() {
             slots.push((id, slot.slot_len));
+            let content = SLOT_HEADER_SIZE as u64 + u64::from(slot.stored_len);
+            if let Some(hinted) = hint_unit.and_then(|unit| unit.read_len(hint)).filter(|&len| len < content) {
+                report.add(
+                    place(id),
+                    format!("its parent's hint says its slot holds at most {hinted} bytes, it holds {content}"),
+                );
+            }
         }
         match (&*page, level == tree.height) {
             (Page::Leaf(leaf), true) => {
@@ -96,7 +108,8 @@ fn check_tree(tree: &BTree) -> CheckReport {
                 }
             }
             (Page::Branch(branch), false) => {
-                stack.extend(branch.children.iter().rev().map(|&child| (child, level + 1)));
+                let children = (0..branch.len()).rev().filter_map(|index| branch.child_hinted(index));
+                stack.extend(children.map(|(child, hint)| (child, level + 1, hint)));
             }
             _ => report.add(place(id), format!("at level {level} of {}: the wrong kind of page", tree.height)),
         }

@@ -102,7 +102,7 @@ fn tree_pages(path: &Path) -> HashMap<u64, (bool, u64)> {
         match pager.decode_page(offset).unwrap() {
             Page::Leaf(_) => pages.insert(offset, (true, slot_len)),
             Page::Branch(branch) => {
-                stack.extend(branch.children.iter().copied());
+                stack.extend(branch.children().iter().copied());
                 pages.insert(offset, (false, slot_len))
             }
         };

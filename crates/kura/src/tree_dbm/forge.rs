@@ -44,16 +44,12 @@ pub fn children(path: &Path, offset: u64) -> Result<Vec<u64>> {
     let stored = read_at(path, offset + SLOT_HEADER_SIZE as u64, slot.stored_len as usize)?;
     let mut raw = Vec::new();
     Codec::new(header.codec, Vec::new())?.decode(&stored, slot.compressed, &mut raw)?;
-    Ok(Branch::decode(&raw, header.comparator)?.children)
+    Ok(Branch::decode(&raw, header.comparator, header.records_slot_hints())?.children().to_vec())
 }
 
 /// Serialized branch bytes with these children and separators, checked or not.
 pub fn branch_bytes(children: &[u64], keys: &[&[u8]]) -> Result<Vec<u8>> {
-    let mut branch = Branch::new(children.first().copied().unwrap_or(0));
-    for (index, (key, child)) in keys.iter().zip(children.iter().skip(1)).enumerate() {
-        branch.keys.insert(index, key.to_vec());
-        branch.children.push(*child);
-    }
+    let branch = Branch::forged(children, keys.iter().map(|key| key.to_vec()).collect());
     let mut raw = Vec::new();
     branch.encode(&mut raw)?;
     Ok(raw)

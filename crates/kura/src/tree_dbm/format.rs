@@ -20,7 +20,14 @@ use crate::error::{Error, Result};
 use super::comparator::Comparator;
 
 pub const MAGIC: &[u8; 8] = b"KuraTree";
-pub const FORMAT_VERSION: u32 = 1;
+/// The version of the files this release creates. Version 2 stores a hint of each child's
+/// slot length in the low bits of a branch's child references (slot_hint.rs); version 1
+/// files are read, and written, as version 1 until a rebuild.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this release reads.
+const OLDEST_READ_VERSION: u32 = 1;
+/// The first version whose branches hold slot hints.
+const HINTED_VERSION: u32 = 2;
 
 // A file header copy's fields, each after the one before (the table at `FileHeader`).
 const MAGIC_FIELD: Field<HEADER_SIZE, { MAGIC.len() }> = Field::first();
@@ -188,6 +195,8 @@ pub fn broken_slot(offset: u64, what: &str) -> Error {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileHeader {
+    /// The file's format version: `FORMAT_VERSION` for a file this release created.
+    pub version: u32,
     pub codec: CodecKind,
     pub comparator: Comparator,
     pub closed_cleanly: bool,
@@ -222,6 +231,11 @@ impl FileHeader {
         !self.closed_cleanly && self.since_base.is_some_and(|since| since.base != self.sequence)
     }
 
+    /// Whether the file's branches hold slot hints (slot_hint.rs).
+    pub fn records_slot_hints(&self) -> bool {
+        self.version >= HINTED_VERSION
+    }
+
     /// Which of the two copies this header goes to.
     pub fn copy_offset(&self) -> u64 {
         (self.sequence % 2) * HEADER_SIZE as u64
@@ -230,7 +244,7 @@ impl FileHeader {
     pub fn encode(&self) -> [u8; HEADER_SIZE] {
         let mut out = HeaderBytes::<HEADER_SIZE>::new();
         out.put(MAGIC_FIELD, MAGIC);
-        out.put_u32(VERSION_FIELD, FORMAT_VERSION);
+        out.put_u32(VERSION_FIELD, self.version);
         out.put_u8(CODEC_FIELD, self.codec.id());
         out.put_u8(COMPARATOR_FIELD, self.comparator.id());
         out.put_u8(CLOSED_CLEANLY_FIELD, u8::from(self.closed_cleanly));
@@ -262,14 +276,18 @@ impl FileHeader {
             return Err(Error::broken("tree file header checksum mismatch"));
         }
         let version = bytes.u32(VERSION_FIELD);
-        if version != FORMAT_VERSION {
-            return Err(Error::broken(format!("tree file format version {version} is not supported")));
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
+            return Err(Error::broken(format!(
+                "tree file format version {version} is not supported (this release reads versions \
+                 {OLDEST_READ_VERSION} to {FORMAT_VERSION}): open it with the release that wrote it"
+            )));
         }
         let closed_cleanly = bytes.u8(CLOSED_CLEANLY_FIELD);
         if closed_cleanly > 1 {
             return Err(Error::broken("bad clean-close flag in the tree file header"));
         }
         let header = FileHeader {
+            version,
             codec: CodecKind::from_id(bytes.u8(CODEC_FIELD))?,
             comparator: Comparator::from_id(bytes.u8(COMPARATOR_FIELD))?,
             closed_cleanly: closed_cleanly == 1,
@@ -337,6 +355,7 @@ mod tests {
 
     fn sample() -> FileHeader {
         FileHeader {
+            version: FORMAT_VERSION,
             codec: CodecKind::Zstd,
             comparator: Comparator::Numeric,
             closed_cleanly: true,

@@ -40,6 +40,7 @@ use super::btree::{wrong_level, BTree, PageRef};
 use super::comparator::Comparator;
 use super::page::{Leaf, Page};
 use super::prefix_index::{same_prefix_order, Seek};
+use super::slot_hint::SlotHint;
 use super::TreeDbm;
 use crate::error::Result;
 use crate::file::prefetch_range;
@@ -91,7 +92,7 @@ impl BTree {
             runs.clear();
             while runs.len() < LEAF_GROUP && position < order.len() {
                 let Some((_, first_key)) = key_at(position) else { break };
-                let leaf = self.descend(first_key, Some(&mut high))?;
+                let (leaf, hint) = self.descend(first_key, Some(&mut high))?;
                 // The run's first key belongs to the leaf by the descent (so every run is at
                 // least one key long, even in a damaged tree); the next ones while below
                 // the leaf's upper separator.
@@ -102,7 +103,7 @@ impl BTree {
                     }
                     end += 1;
                 }
-                let page = self.page(leaf)?;
+                let page = self.page_hinted(leaf, hint)?;
                 prefetch_range(std::ptr::from_ref::<Page>(&page) as usize, std::mem::size_of::<Page>());
                 runs.push(Run { id: leaf, leaf: page, start: position, end, seek: None });
                 position = end;
@@ -142,8 +143,8 @@ impl BTree {
         for (position, key) in keys.iter().enumerate().take(LEAF_GROUP) {
             // No upper bound: each key is its own run (the updates find their leaves again),
             // and reading a separator's bytes is a miss of its own (10% of a batch's time).
-            let Ok(leaf) = self.descend(key, None) else { return };
-            let Ok(page) = self.page(leaf) else { return };
+            let Ok((leaf, hint)) = self.descend(key, None) else { return };
+            let Ok(page) = self.page_hinted(leaf, hint) else { return };
             prefetch_range(std::ptr::from_ref::<Page>(&page) as usize, std::mem::size_of::<Page>());
             runs.push(Run { id: leaf, leaf: page, start: position, end: position + 1, seek: None });
         }
@@ -156,14 +157,16 @@ impl BTree {
         }
     }
 
-    /// Descends the branches towards `key`: the id of the leaf it leads to, whose upper
-    /// separator (none for the last leaf) is left in `high` when one is given.
-    fn descend(&self, key: &[u8], mut high: Option<&mut UpperBound>) -> Result<u64> {
+    /// Descends the branches towards `key`: the id of the leaf it leads to, with its parent's
+    /// hint of its slot length, and whose upper separator (none for the last leaf) is left in
+    /// `high` when one is given.
+    fn descend(&self, key: &[u8], mut high: Option<&mut UpperBound>) -> Result<(u64, SlotHint)> {
         let comparator = self.comparator();
         if let Some(high) = high.as_deref_mut() {
             high.clear();
         }
         let mut id = self.root;
+        let mut hint = SlotHint::UNKNOWN;
         for _ in 1..self.height {
             let child = |page: &Page| match page {
                 Page::Branch(branch) => {
@@ -175,13 +178,13 @@ impl BTree {
                             high.set(comparator, prefix, len, (id, index), separator);
                         }
                     }
-                    branch.children.get(index).copied()
+                    branch.child_hinted(index)
                 }
                 Page::Leaf(_) => None,
             };
-            id = self.with_page(id, child)?.ok_or_else(|| wrong_level(id))?;
+            (id, hint) = self.with_page_hinted(id, hint, child)?.ok_or_else(|| wrong_level(id))?;
         }
-        Ok(id)
+        Ok((id, hint))
     }
 
     /// Copies separator `index` of branch `id` into `bytes` (an upper bound's, read when a

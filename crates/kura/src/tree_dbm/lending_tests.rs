@@ -85,7 +85,7 @@ fn written_file(name: &str, seed: u64, count: u64) -> (tempfile::TempDir, PathBu
 /// Whether the leaf of key `n` lends its values (read from the file now if not cached).
 fn leaf_lends(db: &TreeDbm, n: u64) -> bool {
     let tree = db.read().unwrap();
-    let leaf = tree.find_leaf(&key(n), &mut Vec::new()).unwrap();
+    let (leaf, _) = tree.find_leaf(&key(n), &mut Vec::new()).unwrap();
     tree.page(leaf).unwrap().is_lent()
 }
 

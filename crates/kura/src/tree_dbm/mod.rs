@@ -41,6 +41,7 @@ mod recovery;
 mod salvage_tests;
 mod scan;
 mod seek;
+mod slot_hint;
 mod space;
 mod store;
 mod verify;
@@ -422,6 +423,8 @@ impl Dbm for TreeDbm {
         stats.key_order = Some(header.comparator);
         stats.details = vec![
             ("max_page_size", Stat::Number(u64::from(header.max_page_size))),
+            // 2: the branches keep each child's slot length (slot hints); 1 until a rebuild.
+            ("format_version", Stat::Number(u64::from(header.version))),
             ("tree_height", Stat::Number(tree.height() as u64)),
             ("free_bytes", Stat::Number(space.free_bytes())),
             ("free_slots", Stat::Number(space.free_slots() as u64)),

@@ -30,17 +30,22 @@ use crate::file::LentBytes;
 use super::comparator::Comparator;
 use super::format::{DATA_START, SLOT_ALIGN};
 use super::prefix_index::{key_prefix, same_prefix_order, search_run, PrefixIndex, Seek};
+use super::slot_hint::SlotHint;
 use crate::file::prefetch_slice;
 
 /// Child references on disk are slot offsets; larger values are reserved in memory for pages
 /// not yet written (see `btree.rs`), so a stored one is corruption.
 const MAX_CHILD_OFFSET: u64 = 1 << 62;
 
-fn check_child(child: u64) -> Result<u64> {
+/// A stored child reference: its offset and, in a file of format version 2 (`hinted`), the
+/// hint in its low bits (slot_hint.rs); a version 1 reference has none, so low bits set there
+/// are corruption.
+fn check_child(reference: u64, hinted: bool) -> Result<(u64, SlotHint)> {
+    let (child, hint) = if hinted { SlotHint::split(reference) } else { (reference, SlotHint::UNKNOWN) };
     if child < DATA_START || !child.is_multiple_of(SLOT_ALIGN) || child >= MAX_CHILD_OFFSET {
-        return Err(Error::broken(format!("branch page: impossible child offset {child}")));
+        return Err(Error::broken(format!("branch page: impossible child offset {reference}")));
     }
-    Ok(child)
+    Ok((child, hint))
 }
 
 /// The largest key plus value accepted: far beyond any page, and small enough that a leaf
@@ -625,7 +630,10 @@ pub struct Branch {
     /// the branch itself (rebalance.rs drops it in the same step).
     pub keys: Vec<Vec<u8>>,
     /// Child references: file offsets, or ids of pages modified since the last commit.
-    pub children: Vec<u64>,
+    children: Vec<u64>,
+    /// What each child's slot length is known to be (slot_hint.rs): written with the child's
+    /// reference in a file of format version 2. Invariant: `hints.len() == children.len()`.
+    hints: Vec<SlotHint>,
     key_bytes: usize,
     /// `key_prefix` of each key with its length (saturated at `u32::MAX`, which still tells
     /// a key over 8 bytes), rebuilt after every change (branches change rarely): a search
@@ -636,10 +644,66 @@ pub struct Branch {
 
 impl Branch {
     pub fn new(first_child: u64) -> Branch {
-        Branch { keys: Vec::new(), children: vec![first_child], key_bytes: 0, index: PrefixIndex::default() }
+        Branch::with_first(first_child, SlotHint::UNKNOWN)
+    }
+
+    /// A branch of one child, whose slot length `hint` tells.
+    pub fn with_first(first_child: u64, hint: SlotHint) -> Branch {
+        Branch {
+            keys: Vec::new(),
+            children: vec![first_child],
+            hints: vec![hint],
+            key_bytes: 0,
+            index: PrefixIndex::default(),
+        }
+    }
+
+    /// A branch of these children and separators as given, unchecked (forge.rs builds
+    /// impossible branches on purpose).
+    #[cfg(any(test, feature = "internals"))]
+    pub fn forged(children: &[u64], keys: Vec<Vec<u8>>) -> Branch {
+        Branch {
+            key_bytes: keys.iter().map(Vec::len).sum(),
+            keys,
+            children: children.to_vec(),
+            hints: vec![SlotHint::UNKNOWN; children.len()],
+            index: PrefixIndex::default(),
+        }
+    }
+
+    /// The child references, in key order.
+    #[inline]
+    pub fn children(&self) -> &[u64] {
+        &self.children
+    }
+
+    /// Child `index`, None past the last.
+    #[inline]
+    pub fn child(&self, index: usize) -> Option<u64> {
+        self.children.get(index).copied()
+    }
+
+    /// Child `index` with what is known of its slot's length.
+    #[inline]
+    pub fn child_hinted(&self, index: usize) -> Option<(u64, SlotHint)> {
+        Some((*self.children.get(index)?, self.hints.get(index).copied().unwrap_or_default()))
+    }
+
+    /// Points child `index` at `child`, whose slot length `hint` tells; false when there is no
+    /// such child.
+    pub fn set_child(&mut self, index: usize, child: u64, hint: SlotHint) -> bool {
+        match (self.children.get_mut(index), self.hints.get_mut(index)) {
+            (Some(slot), Some(slot_hint)) => {
+                *slot = child;
+                *slot_hint = hint;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn refresh_prefixes(&mut self) {
+        debug_assert_eq!(self.hints.len(), self.children.len(), "invariant: a hint for every child");
         debug_assert!(
             self.keys.len() + 1 == self.children.len() || (self.keys.is_empty() && self.children.is_empty()),
             "invariant: a separator between children ({} keys, {} children)",
@@ -697,6 +761,11 @@ impl Branch {
 
     /// Inserts `child` after position `index`, separated from it by `key`.
     pub fn insert_after(&mut self, index: usize, key: Vec<u8>, child: u64) {
+        self.insert_hinted_after(index, key, child, SlotHint::UNKNOWN);
+    }
+
+    /// `insert_after` for a child whose slot length `hint` tells.
+    pub fn insert_hinted_after(&mut self, index: usize, key: Vec<u8>, child: u64, hint: SlotHint) {
         let at = (index + 1).min(self.children.len());
         self.key_bytes += key.len();
         let key_at = at.saturating_sub(1).min(self.keys.len());
@@ -707,6 +776,7 @@ impl Branch {
         let (prefix, len) = (key_prefix(&key), u32::try_from(key.len()).unwrap_or(u32::MAX));
         self.keys.insert(key_at, key);
         self.children.insert(at, child);
+        self.hints.insert(at, hint);
         if in_step {
             self.index.insert(key_at, prefix, len);
         } else {
@@ -722,6 +792,7 @@ impl Branch {
             return;
         }
         self.children.remove(index);
+        self.hints.remove(index);
         if !self.keys.is_empty() {
             let in_step = self.index.len() == self.keys.len();
             let key_at = index.saturating_sub(1).min(self.keys.len() - 1);
@@ -745,12 +816,14 @@ impl Branch {
         let mut right_keys = self.keys.split_off(middle);
         let up = right_keys.remove(0);
         let right_children = self.children.split_off(middle + 1);
+        let right_hints = self.hints.split_off(middle + 1);
         let right_bytes: usize = right_keys.iter().map(Vec::len).sum();
         self.key_bytes -= right_bytes + up.len();
         self.refresh_prefixes();
         let mut right = Branch {
             keys: right_keys,
             children: right_children,
+            hints: right_hints,
             key_bytes: right_bytes,
             index: PrefixIndex::default(),
         };
@@ -764,6 +837,7 @@ impl Branch {
         self.keys.push(separator);
         self.keys.extend(right.keys.iter().cloned());
         self.children.extend_from_slice(&right.children);
+        self.hints.extend_from_slice(&right.hints);
         self.refresh_prefixes();
     }
 
@@ -777,27 +851,31 @@ impl Branch {
         out.clear();
         out.reserve(self.encoded_size());
         put_varint(out, self.children.len() as u64);
-        put_varint(out, first);
+        put_varint(out, self.hints.first().copied().unwrap_or_default().stored_with(first));
         let mut previous: &[u8] = &[];
-        for (key, child) in self.keys.iter().zip(self.children.iter().skip(1)) {
+        let hinted = self.children.iter().zip(&self.hints).skip(1);
+        for (key, (child, hint)) in self.keys.iter().zip(hinted) {
             let shared = common_prefix(previous, key);
             put_varint(out, shared as u64);
             put_varint(out, (key.len() - shared) as u64);
             out.extend_from_slice(key.get(shared..).unwrap_or_default());
-            put_varint(out, *child);
+            put_varint(out, hint.stored_with(*child));
             previous = key;
         }
         Ok(())
     }
 
-    pub fn decode(raw: &[u8], comparator: Comparator) -> Result<Branch> {
+    /// The branch of `raw`; `hinted`: the file's format records slot hints (version 2).
+    pub fn decode(raw: &[u8], comparator: Comparator, hinted: bool) -> Result<Branch> {
         let mut reader = ByteReader::new(raw, "tree branch page");
         let count = reader.count(1)?;
         if count == 0 {
             return Err(Error::broken("branch page without children"));
         }
-        let mut branch = Branch::new(check_child(reader.varint()?)?);
+        let (first, hint) = check_child(reader.varint()?, hinted)?;
+        let mut branch = Branch::with_first(first, hint);
         branch.children.reserve(count - 1);
+        branch.hints.reserve(count - 1);
         let arena_limit = raw.len().saturating_mul(MAX_RATIO);
         for _ in 1..count {
             let shared = reader.length()?;
@@ -818,7 +896,9 @@ impl Branch {
             }
             branch.key_bytes += key.len();
             branch.keys.push(key);
-            branch.children.push(check_child(reader.varint()?)?);
+            let (child, hint) = check_child(reader.varint()?, hinted)?;
+            branch.children.push(child);
+            branch.hints.push(hint);
         }
         reader.finish()?;
         branch.refresh_prefixes();
@@ -971,7 +1051,7 @@ mod tests {
                         prop_assert_eq!(records(&owned), records(&lent));
                     }
                 }
-                let _ = Branch::decode(&bad, Comparator::Lexical);
+                let _ = Branch::decode(&bad, Comparator::Lexical, true);
             }
         }
     }
@@ -1108,23 +1188,33 @@ mod tests {
 
     #[test]
     fn branch_round_trip_and_split() {
-        let mut branch = Branch::new(4096);
+        let unit = super::super::slot_hint::HintUnit::for_page_size(8192);
+        let mut branch = Branch::with_first(4096, unit.hint(100));
         for i in 1..20u64 {
-            branch.insert_after(i as usize - 1, format!("k{i:03}").into_bytes(), 4096 + i * 16);
+            let hint = if i % 3 == 0 { SlotHint::UNKNOWN } else { unit.hint(i * 400) };
+            branch.insert_hinted_after(i as usize - 1, format!("k{i:03}").into_bytes(), 4096 + i * 16, hint);
         }
         let mut raw = Vec::new();
         branch.encode(&mut raw).unwrap();
-        let decoded = Branch::decode(&raw, Comparator::Lexical).unwrap();
+        let decoded = Branch::decode(&raw, Comparator::Lexical, true).unwrap();
         assert_eq!(decoded.keys, branch.keys);
         assert_eq!(decoded.children, branch.children);
+        assert_eq!(decoded.hints, branch.hints);
+        assert_eq!(decoded.child_hinted(2), Some((4096 + 32, unit.hint(800))));
         assert_eq!(decoded.child_index(Comparator::Lexical, b"k005"), 5);
         assert_eq!(decoded.child_index(Comparator::Lexical, b"a"), 0);
+        // A version 1 file has no hints: a reference with low bits set is corruption there.
+        assert!(Branch::decode(&raw, Comparator::Lexical, false).is_err());
+        let unhinted = Branch::forged(&branch.children, branch.keys.clone());
+        unhinted.encode(&mut raw).unwrap();
+        assert_eq!(Branch::decode(&raw, Comparator::Lexical, false).unwrap().children, branch.children);
         let (up, right) = branch.clone().split().unwrap();
         assert_eq!(up, b"k010");
         assert_eq!(right.children.len() + 10, 20);
+        assert_eq!(right.hints, branch.hints[10..]);
         let mut reordered = branch.clone();
         reordered.keys.swap(2, 3);
         reordered.encode(&mut raw).unwrap();
-        assert!(Branch::decode(&raw, Comparator::Lexical).is_err());
+        assert!(Branch::decode(&raw, Comparator::Lexical, true).is_err());
     }
 }

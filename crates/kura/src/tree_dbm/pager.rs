@@ -23,6 +23,7 @@ use super::format::{
 use super::header_copies;
 use super::page::{Branch, Leaf, Page};
 use super::pins::PinnedPages;
+use super::slot_hint::{HintUnit, SlotHint};
 use super::space::{aligned, Space};
 use super::verify::{self, PageSource};
 use super::write_behind::WriteBehind;
@@ -100,6 +101,15 @@ pub struct Pager {
     maybe_stale: bool,
 }
 
+/// A slot `write_slot` wrote.
+struct WrittenSlot {
+    offset: u64,
+    slot_len: u64,
+    checksum: u64,
+    /// Its header and stored bytes (the slot may be longer).
+    content_len: u64,
+}
+
 /// What opening a file does when its dictionary blob fails its check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DictionaryPolicy {
@@ -149,6 +159,7 @@ impl Pager {
         // else's).
         remove_if_exists(&crate::journal::journal_path(path))?;
         let header = FileHeader {
+            version: super::format::FORMAT_VERSION,
             codec: options.codec,
             comparator: options.comparator,
             closed_cleanly: false,
@@ -429,13 +440,20 @@ impl Pager {
     /// again by reclaim, which interrupts every core the process runs on to flush its TLB.
     /// Reader threads then wait for each other's reclaim, and reads gained 1.43x from a second
     /// thread where redb, which reads with `pread`, gained 1.93x (2M records under 128 MiB).
-    fn with_slot<T>(&self, offset: u64, use_raw: impl FnOnce(SlotHeader, &[u8]) -> Result<T>) -> Result<T> {
+    /// `hint`: what the page's parent says of the slot's length (slot_hint.rs), which sizes
+    /// that read.
+    fn with_slot<T>(
+        &self,
+        offset: u64,
+        hint: SlotHint,
+        use_raw: impl FnOnce(SlotHeader, &[u8]) -> Result<T>,
+    ) -> Result<T> {
         debug_assert!(
             self.write_behind.find(offset).is_none(),
             "slot {offset} read before its held bytes were written"
         );
         if self.exceeds_memory() {
-            return self.with_slot_read(offset, use_raw);
+            return self.with_slot_read(offset, hint, use_raw);
         }
         let slot = self.slot_header(offset)?;
         // SAFETY: as in `slot_header`; the range was checked against the file length.
@@ -443,10 +461,16 @@ impl Pager {
         self.with_stored(offset, slot, stored, use_raw)
     }
 
-    /// `with_slot` by `pread`: the slot's header and a page's worth after it in one read (a
-    /// slot is at most that long unless its page outgrew `max_page_size`, which a second read
-    /// completes), into a buffer per thread as `DECOMPRESSED` is.
-    fn with_slot_read<T>(&self, offset: u64, use_raw: impl FnOnce(SlotHeader, &[u8]) -> Result<T>) -> Result<T> {
+    /// `with_slot` by `pread`: the slot's header and stored bytes in one read, as long as its
+    /// `hint` says or, without one, a page's worth (a slot is at most that long unless its page
+    /// outgrew `max_page_size`); a second read completes a slot longer than that. Into a buffer
+    /// per thread as `DECOMPRESSED` is.
+    fn with_slot_read<T>(
+        &self,
+        offset: u64,
+        hint: SlotHint,
+        use_raw: impl FnOnce(SlotHeader, &[u8]) -> Result<T>,
+    ) -> Result<T> {
         check_slot_offset(offset)?;
         READ.with(|buffer| {
             let mut own = Vec::new();
@@ -455,7 +479,7 @@ impl Pager {
                 Ok(buffer) => buffer,
                 Err(_) => &mut own,
             };
-            let guess = (SLOT_HEADER_SIZE + self.max_page_size()) as u64;
+            let guess = self.read_len(hint);
             let first = guess.min(self.file.len().saturating_sub(offset)) as usize;
             bytes.resize(first, 0);
             self.file.read_at(offset, bytes)?;
@@ -523,25 +547,32 @@ impl Pager {
     }
 
     /// Starts reading the slot at `offset` from the disk unless its page is in memory
-    /// (`MappedFile::will_need`): for a page a caller will read soon. The slot's length is not
-    /// known before its header is read, so a whole page's worth is asked for.
-    pub fn read_ahead(&self, offset: u64) {
+    /// (`MappedFile::will_need`): for a page a caller will read soon. As long as its `hint`
+    /// says, or a whole page's worth without one (the slot's length is in its header).
+    pub fn read_ahead(&self, offset: u64, hint: SlotHint) {
         if self.pins.get(offset).is_none() && !self.cache.contains(offset) {
-            self.will_need_slot(offset);
+            self.file.will_need(offset, self.read_len(hint) as usize);
         }
+    }
+
+    /// The bytes a read of a slot with `hint` asks for first.
+    fn read_len(&self, hint: SlotHint) -> u64 {
+        self.hint_unit()
+            .and_then(|unit| unit.read_len(hint))
+            .unwrap_or((SLOT_HEADER_SIZE + self.max_page_size()) as u64)
     }
 
     /// For a walk over the tree's slots in a file larger than memory (`exceeds_memory`):
     /// starts reading the slot at `offset`, only its header when `header_only` (a walk that
-    /// needs a leaf's length, not its records).
-    pub fn read_ahead_for_walk(&self, offset: u64, header_only: bool) {
+    /// needs a leaf's length, not its records); `hint` as in `read_ahead`.
+    pub fn read_ahead_for_walk(&self, offset: u64, hint: SlotHint, header_only: bool) {
         if !self.exceeds_memory() {
             return;
         }
         if header_only {
             self.file.will_need(offset, SLOT_HEADER_SIZE);
         } else {
-            self.read_ahead(offset);
+            self.read_ahead(offset, hint);
         }
     }
 
@@ -571,13 +602,9 @@ impl Pager {
         }
     }
 
-    /// `MappedFile::will_need` for a whole page's worth of slot at `offset`.
-    fn will_need_slot(&self, offset: u64) {
-        self.file.will_need(offset, self.max_page_size() + SLOT_HEADER_SIZE);
-    }
-
-    /// Reads and decodes the page at `offset`, through the cache.
-    pub fn read_page(&self, offset: u64) -> Result<Arc<Page>> {
+    /// Reads and decodes the page at `offset`, through the cache; `hint`: what its parent
+    /// says of its slot's length (slot_hint.rs).
+    pub fn read_page(&self, offset: u64, hint: SlotHint) -> Result<Arc<Page>> {
         if let Some(page) = self.cache.get(offset) {
             self.pins.offer(offset, &page);
             return Ok(page);
@@ -585,7 +612,7 @@ impl Pager {
         // (A file larger than half the memory is read with one `pread` of the slot, which
         // `with_slot` makes: no advice to read it ahead first, which would be a second system
         // call for the same read.)
-        let (page, slot_len) = self.decode_page_lending(offset)?;
+        let (page, slot_len) = self.decode_page_lending(offset, hint)?;
         let page = Arc::new(page);
         self.cache.insert(offset, Arc::clone(&page), slot_len);
         self.pins.offer(offset, &page);
@@ -602,7 +629,7 @@ impl Pager {
     /// reference to it; a cached page stays locked in its cache shard meanwhile, so
     /// `use_page` must not call into the pager.
     #[inline]
-    pub fn with_page<R>(&self, offset: u64, use_page: impl FnOnce(&Page) -> R) -> Result<R> {
+    pub fn with_page<R>(&self, offset: u64, hint: SlotHint, use_page: impl FnOnce(&Page) -> R) -> Result<R> {
         if let Some(page) = self.pins.get(offset) {
             return Ok(use_page(page));
         }
@@ -613,7 +640,7 @@ impl Pager {
         });
         match (cached.flatten(), use_page) {
             (Some(result), _) => Ok(result),
-            (None, Some(f)) => self.read_page(offset).map(|page| f(&page)),
+            (None, Some(f)) => self.read_page(offset, hint).map(|page| f(&page)),
             (None, None) => Err(broken_slot(offset, "page cache lost a page")),
         }
     }
@@ -647,12 +674,12 @@ impl Pager {
 
     /// Reads the page at `offset` without touching the cache.
     pub fn decode_page(&self, offset: u64) -> Result<Page> {
-        self.decode_page_sized(offset).map(|(page, _)| page)
+        self.decode_page_sized(offset, SlotHint::UNKNOWN).map(|(page, _)| page)
     }
 
-    /// `decode_page`, also returning the length of the page's slot.
-    fn decode_page_sized(&self, offset: u64) -> Result<(Page, u64)> {
-        self.with_slot(offset, |slot, raw| Ok((self.decode_raw(offset, slot.kind, raw)?, slot.slot_len)))
+    /// `decode_page` of a slot `hint` sizes, also returning the length of the page's slot.
+    fn decode_page_sized(&self, offset: u64, hint: SlotHint) -> Result<(Page, u64)> {
+        self.with_slot(offset, hint, |slot, raw| Ok((self.decode_raw(offset, slot.kind, raw)?, slot.slot_len)))
             .map_err(|e| self.named(e))
     }
 
@@ -661,7 +688,7 @@ impl Pager {
         let comparator = self.header.comparator;
         match kind {
             SlotKind::Leaf => Leaf::decode(raw, comparator).map(Page::Leaf),
-            SlotKind::Branch => Branch::decode(raw, comparator).map(Page::Branch),
+            SlotKind::Branch => Branch::decode(raw, comparator, self.header.records_slot_hints()).map(Page::Branch),
             SlotKind::Blob => Err(broken_slot(offset, "a blob where a page was expected")),
         }
     }
@@ -690,9 +717,9 @@ impl Pager {
     /// writes need `&mut Pager`; `kura check` finds overlapping slots.)
     ///
     /// Returns the page with the length of its slot.
-    fn decode_page_lending(&self, offset: u64) -> Result<(Page, u64)> {
+    fn decode_page_lending(&self, offset: u64, hint: SlotHint) -> Result<(Page, u64)> {
         if self.exceeds_memory() {
-            return self.decode_page_sized(offset);
+            return self.decode_page_sized(offset, hint);
         }
         debug_assert!(
             self.write_behind.find(offset).is_none(),
@@ -715,7 +742,7 @@ impl Pager {
     }
 
     pub fn read_blob(&self, offset: u64) -> Result<Vec<u8>> {
-        self.with_slot(offset, |slot, raw| match slot.kind {
+        self.with_slot(offset, SlotHint::UNKNOWN, |slot, raw| match slot.kind {
             SlotKind::Blob => Ok(raw.to_vec()),
             _ => Err(broken_slot(offset, "a page where a blob was expected")),
         })
@@ -723,7 +750,7 @@ impl Pager {
 
     /// Writes `raw` into a new slot; returns its offset, length and checksum. The slot comes
     /// from space freed by an earlier, published commit, or from the end of the file.
-    fn write_slot(&mut self, kind: SlotKind, raw: &[u8], compress: bool, at_end: bool) -> Result<(u64, u64, u64)> {
+    fn write_slot(&mut self, kind: SlotKind, raw: &[u8], compress: bool, at_end: bool) -> Result<WrittenSlot> {
         let mut stored = std::mem::take(&mut self.stored_buffer);
         let compressed = if compress { self.codec.encode(raw, Effort::Dense, &mut stored)? } else { false };
         let body: &[u8] = if compressed { &stored } else { raw };
@@ -733,6 +760,8 @@ impl Pager {
         let (offset, slot_len) = if at_end { self.space.append(needed) } else { self.space.allocate(needed) };
         let mut slot = SlotHeader { kind, compressed, stored_len, slot_len, checksum: 0 };
         slot.checksum = slot.checksum_of(offset, body);
+        let content_len = (SLOT_HEADER_SIZE + body.len()) as u64;
+        let done = WrittenSlot { offset, slot_len, checksum: slot.checksum, content_len };
         let mut written = self.file.ensure_len(offset + slot_len);
         if written.is_ok() && self.exceeds_memory() {
             // Held: the file pages it covers in part are asked for now, and the bytes written
@@ -744,7 +773,7 @@ impl Pager {
                 // On failure the slot stays held, and `abandon_unpublished` frees it.
                 self.flush_held()?;
             }
-            return Ok((offset, slot_len, slot.checksum));
+            return Ok(done);
         }
         if written.is_ok() {
             // SAFETY: `&mut self` excludes readers, and the slot is free: not part of the
@@ -760,7 +789,7 @@ impl Pager {
             self.space.release(offset, slot_len);
             return Err(e);
         }
-        Ok((offset, slot_len, slot.checksum))
+        Ok(done)
     }
 
     /// Copies the held slots into the file (write_behind.rs). On failure they stay held, for
@@ -774,8 +803,9 @@ impl Pager {
         })
     }
 
-    /// Serializes, compresses and writes a page; caches it under its new offset.
-    pub fn write_page(&mut self, page: Arc<Page>) -> Result<u64> {
+    /// Serializes, compresses and writes a page; caches it under its new offset. Returns the
+    /// offset and the hint a parent stores with it (`SlotHint::UNKNOWN` in a version 1 file).
+    pub fn write_page(&mut self, page: Arc<Page>) -> Result<(u64, SlotHint)> {
         let mut raw = std::mem::take(&mut self.raw_buffer);
         let kind = match &*page {
             Page::Leaf(leaf) => {
@@ -786,16 +816,22 @@ impl Pager {
         };
         let written = kind.and_then(|kind| self.write_slot(kind, &raw, true, false));
         self.raw_buffer = raw;
-        let (offset, slot_len, checksum) = written?;
+        let WrittenSlot { offset, slot_len, checksum, content_len } = written?;
         self.durability.wrote(offset, checksum);
         self.pins.offer(offset, &page);
         self.cache.insert(offset, page, slot_len);
-        Ok(offset)
+        let hint = self.hint_unit().map_or(SlotHint::UNKNOWN, |unit| unit.hint(content_len));
+        Ok((offset, hint))
+    }
+
+    /// The unit of the file's slot hints; None for a file of format version 1, which has none.
+    pub fn hint_unit(&self) -> Option<HintUnit> {
+        self.header.records_slot_hints().then(|| HintUnit::for_page_size(self.header.max_page_size))
     }
 
     /// Writes an uncompressed blob; `at_end` puts it after everything else.
     pub fn write_blob(&mut self, bytes: &[u8], at_end: bool) -> Result<u64> {
-        self.write_slot(SlotKind::Blob, bytes, false, at_end).map(|(offset, _, _)| offset)
+        self.write_slot(SlotKind::Blob, bytes, false, at_end).map(|written| written.offset)
     }
 
     /// Frees the slot at `offset`. Only for slots of no committed tree: the caller frees a

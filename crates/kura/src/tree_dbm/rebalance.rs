@@ -10,6 +10,7 @@
 use super::btree::{wrong_level, BTree, TEMP_BIT};
 use super::format::MAX_HEIGHT;
 use super::page::{Branch, Page};
+use super::slot_hint::SlotHint;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A branch needs at least this many children before it may split.
@@ -95,8 +96,8 @@ impl BTree {
                 continue;
             }
             let left_index = if index + 1 < parent.len() { index } else { index - 1 };
-            let (left, right) = match (parent.children.get(left_index), parent.children.get(left_index + 1)) {
-                (Some(&l), Some(&r)) => (l, r),
+            let (left, right) = match (parent.child(left_index), parent.child(left_index + 1)) {
+                (Some(l), Some(r)) => (l, r),
                 _ => return Err(wrong_level(parent_id)),
             };
             let separator = parent.keys.get(left_index).cloned().unwrap_or_default();
@@ -140,7 +141,7 @@ impl BTree {
                 return Ok(());
             }
             let child = match &*self.page(root_id)? {
-                Page::Branch(branch) => branch.children.first().copied().ok_or_else(|| wrong_level(root_id))?,
+                Page::Branch(branch) => branch.child(0).ok_or_else(|| wrong_level(root_id))?,
                 Page::Leaf(_) => return Err(wrong_level(root_id)),
             };
             self.drop_page(root_id);
@@ -170,9 +171,8 @@ impl BTree {
     /// Makes child `index` of the dirty branch `parent` writable; returns its dirty id.
     fn dirty_child(&mut self, parent: u64, index: usize, child: u64) -> Result<u64> {
         let copy = self.make_dirty(child)?;
-        if let Some(slot) = self.branch_mut(parent)?.children.get_mut(index) {
-            *slot = copy;
-        }
+        // A page not yet written has no hint.
+        self.branch_mut(parent)?.set_child(index, copy, SlotHint::UNKNOWN);
         Ok(copy)
     }
 

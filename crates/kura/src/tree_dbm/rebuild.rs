@@ -14,6 +14,7 @@ use super::options::TreeOptions;
 use super::page::{Branch, Leaf, Page};
 use super::pager::Pager;
 use super::seek::Seek;
+use super::slot_hint::SlotHint;
 use crate::error::{Error, Result};
 use crate::file::{remove_if_exists, replace_file, sibling_path};
 
@@ -63,12 +64,13 @@ impl BulkLoader {
     fn flush_leaf(&mut self) -> Result<()> {
         let leaf = std::mem::take(&mut self.leaf);
         let first_key = leaf.key(0).unwrap_or_default().to_vec();
-        let offset = self.pager.write_page(Arc::new(Page::Leaf(leaf)))?;
-        self.push_child(0, first_key, offset)
+        let written = self.pager.write_page(Arc::new(Page::Leaf(leaf)))?;
+        self.push_child(0, first_key, written)
     }
 
-    /// Adds a written page to the open branch of `level`, writing that branch first if full.
-    fn push_child(&mut self, level: usize, first_key: Vec<u8>, offset: u64) -> Result<()> {
+    /// Adds a written page (its offset and hint) to the open branch of `level`, writing that
+    /// branch first if full.
+    fn push_child(&mut self, level: usize, first_key: Vec<u8>, (offset, hint): (u64, SlotHint)) -> Result<()> {
         if self.levels.len() <= level {
             self.levels.push(OpenBranch { branch: None, written: 0 });
         }
@@ -89,10 +91,10 @@ impl BulkLoader {
         let open =
             self.levels.get_mut(level).ok_or_else(|| Error::internal("a bulk load writes only to levels it opened"))?;
         match &mut open.branch {
-            None => open.branch = Some((first_key, Branch::new(offset))),
+            None => open.branch = Some((first_key, Branch::with_first(offset, hint))),
             Some((_, branch)) => {
                 let last = branch.len() - 1;
-                branch.insert_after(last, first_key, offset);
+                branch.insert_hinted_after(last, first_key, offset, hint);
             }
         }
         Ok(())
@@ -118,19 +120,19 @@ impl BulkLoader {
                     // The last open branch of the top level is the root, unless it has a single
                     // child, which then is.
                     if branch.len() == 1 {
-                        root = branch.children.first().copied().unwrap_or(0);
+                        root = branch.child(0).unwrap_or(0);
                         height = level + 1;
                     } else {
-                        root = self.pager.write_page(Arc::new(Page::Branch(branch)))?;
+                        root = self.pager.write_page(Arc::new(Page::Branch(branch)))?.0;
                         height = level + 2;
                     }
                     break;
                 }
-                let offset = self.pager.write_page(Arc::new(Page::Branch(branch)))?;
+                let written = self.pager.write_page(Arc::new(Page::Branch(branch)))?;
                 if let Some(open) = self.levels.get_mut(level) {
                     open.written += 1;
                 }
-                self.push_child(level + 1, first_key, offset)?;
+                self.push_child(level + 1, first_key, written)?;
             }
             level += 1;
         }

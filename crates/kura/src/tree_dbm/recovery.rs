@@ -59,10 +59,12 @@ pub fn recover_space(pager: &Pager) -> Result<Space> {
                     // them together rather than one wait after another (a leaf's header is
                     // all the walk reads of it, a branch is decoded whole).
                     let children_are_leaves = level + 1 == header.height;
-                    for &child in &branch.children {
-                        pager.read_ahead_for_walk(child, children_are_leaves);
+                    for index in 0..branch.len() {
+                        if let Some((child, hint)) = branch.child_hinted(index) {
+                            pager.read_ahead_for_walk(child, hint, children_are_leaves);
+                        }
                     }
-                    stack.extend(branch.children.iter().map(|&child| (child, level + 1)));
+                    stack.extend(branch.children().iter().map(|&child| (child, level + 1)));
                 }
                 Page::Leaf(_) => return Err(Error::broken("a branch slot decoded as a leaf")),
             },
@@ -191,7 +193,7 @@ fn walk(pager: &Pager, reached: &mut HashSet<u64>, each: &mut impl FnMut(&[u8], 
                 }
             }
             // Children are pushed last-first so that leaves come out in key order.
-            Ok(Page::Branch(branch)) => stack.extend(branch.children.iter().rev().map(|&c| (c, level + 1))),
+            Ok(Page::Branch(branch)) => stack.extend(branch.children().iter().rev().map(|&c| (c, level + 1))),
             Err(_) => skipped += 1,
         }
     }

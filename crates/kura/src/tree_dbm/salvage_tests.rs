@@ -103,7 +103,7 @@ fn subject(dir: &Path, params: &str, records: u32) -> Subject {
         match pager.decode_page(offset).unwrap() {
             Page::Branch(branch) => {
                 branches.push((offset, end));
-                stack.extend(branch.children.iter().copied());
+                stack.extend(branch.children().iter().copied());
             }
             Page::Leaf(leaf) => {
                 let uses_dictionary = slot.compressed && pager.header().dictionary != 0;

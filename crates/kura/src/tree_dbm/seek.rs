@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::btree::{wrong_level, BTree, PageRef};
 use super::comparator::Comparator;
 use super::page::{Leaf, Page};
+use super::slot_hint::SlotHint;
 use crate::error::{Error, Result};
 
 /// Empty leaves never exist in a sound tree; a damaged one may hold some, but a scan that
@@ -61,9 +62,10 @@ impl BTree {
         let forward = target.forward();
         let mut path: Vec<(PageRef<'_>, usize)> = Vec::with_capacity(self.height as usize);
         let mut id = self.root;
+        let mut hint = SlotHint::UNKNOWN;
         // Descend towards the target.
         loop {
-            let page = self.page(id)?;
+            let page = self.page_hinted(id, hint)?;
             let leaf_level = path.len() + 1 == self.height as usize;
             match (&*page, leaf_level) {
                 (Page::Branch(branch), false) => {
@@ -74,7 +76,7 @@ impl BTree {
                             branch.child_index(comparator, key)
                         }
                     };
-                    id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
+                    (id, hint) = branch.child_hinted(index).ok_or_else(|| wrong_level(id))?;
                     path.push((page, index));
                 }
                 (Page::Leaf(leaf), true) => {
@@ -108,17 +110,17 @@ impl BTree {
                 index.checked_sub(1)
             };
             let Some(next) = next else { continue };
-            let child = parent.child(next).ok_or_else(|| wrong_level(id))?;
+            let (child, child_hint) = parent.child(next).ok_or_else(|| wrong_level(id))?;
             path.push((parent, next));
             // Down the near edge of that subtree.
-            let mut id = child;
+            let (mut id, mut hint) = (child, child_hint);
             loop {
-                let page = self.page(id)?;
+                let page = self.page_hinted(id, hint)?;
                 let leaf_level = path.len() + 1 == self.height as usize;
                 match (&*page, leaf_level) {
                     (Page::Branch(branch), false) => {
                         let index = if forward { 0 } else { branch.len().saturating_sub(1) };
-                        id = *branch.children.get(index).ok_or_else(|| wrong_level(id))?;
+                        (id, hint) = branch.child_hinted(index).ok_or_else(|| wrong_level(id))?;
                         path.push((page, index));
                     }
                     (Page::Leaf(leaf), true) => {
@@ -176,9 +178,9 @@ impl PageRef<'_> {
         }
     }
 
-    fn child(&self, index: usize) -> Option<u64> {
+    fn child(&self, index: usize) -> Option<(u64, SlotHint)> {
         match &**self {
-            Page::Branch(branch) => branch.children.get(index).copied(),
+            Page::Branch(branch) => branch.child_hinted(index),
             Page::Leaf(_) => None,
         }
     }

@@ -68,7 +68,7 @@ pub fn new_pages_are_whole(pager: &impl PageSource, base: &FileHeader) -> Result
         }
         match (pager.decode_page(offset)?, leaf_level) {
             (Page::Leaf(_), true) => {}
-            (Page::Branch(branch), false) => stack.extend(branch.children.iter().map(|&child| (child, level + 1))),
+            (Page::Branch(branch), false) => stack.extend(branch.children().iter().map(|&child| (child, level + 1))),
             _ => return Err(Error::broken(format!("tree page at offset {offset} is at the wrong level"))),
         }
     }
@@ -100,7 +100,7 @@ fn durable_pages(pager: &impl PageSource, base: &FileHeader) -> Result<HashSet<u
         }
         if level < base.height {
             match pager.decode_page(offset)? {
-                Page::Branch(branch) => stack.extend(branch.children.iter().map(|&child| (child, level + 1))),
+                Page::Branch(branch) => stack.extend(branch.children().iter().map(|&child| (child, level + 1))),
                 Page::Leaf(_) => return Err(Error::broken(format!("durable tree page at offset {offset} is a leaf"))),
             }
         }
