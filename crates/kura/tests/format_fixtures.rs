@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kura::{DbmExt, OpenMode, Params};
+use kura::{Dbm, DbmExt, OpenMode, Params};
 
 /// One fixture: its file name and the parameters it was created with. The engine comes from
 /// the extension, as users open files.
@@ -159,6 +159,32 @@ fn every_committed_fixture_opens_with_every_record() {
     }
 }
 
+/// How `churn` writes into a fixture's copy.
+struct Churn {
+    /// Sets of keys `new N`, N in `0..new_keys` in a scattered order (7,919 is prime), each
+    /// value 4 to `4 * value_units` bytes long.
+    sets: u32,
+    new_keys: u32,
+    value_units: usize,
+    /// After every this many sets, one record of the model is removed.
+    remove_every: u32,
+}
+
+/// Sets and removes records in `db` as `how` says, doing the same to `model`.
+fn churn(db: &dyn Dbm, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, how: Churn) {
+    for i in 0..how.sets {
+        let key = format!("new {:05}", u64::from(i) * 7919 % u64::from(how.new_keys)).into_bytes();
+        let value = format!("{i:04}").repeat((i as usize * 37) % how.value_units + 1).into_bytes();
+        db.set(&key, &value, true).unwrap();
+        model.insert(key, value);
+        if i % how.remove_every == 0 {
+            let old = model.keys().nth(i as usize % (model.len() / 2).max(1)).cloned().unwrap();
+            db.remove(&old).unwrap();
+            model.remove(&old);
+        }
+    }
+}
+
 /// The format version in a HashDbm file's header (bytes 8 and 9, docs/format.md).
 fn hash_format_version(path: &Path) -> u16 {
     let bytes = std::fs::read(path).unwrap();
@@ -186,18 +212,8 @@ fn an_older_hash_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         std::fs::copy(fixture_dir().join(name), &path).unwrap();
         let mut model = records();
         let db = kura::open(&path, OpenMode::Write, &Params::new()).unwrap();
-        for i in 0..600u32 {
-            let key = format!("new {i}").into_bytes();
-            // Lengths from 1 to 1,200 bytes, so that records land across sectors too.
-            let value = format!("{i:04}").repeat((i as usize * 37) % 300 + 1).into_bytes();
-            db.set(&key, &value, true).unwrap();
-            model.insert(key, value);
-            if i % 7 == 0 {
-                let (old, _) = model.iter().nth(i as usize % 300).map(|(k, v)| (k.clone(), v.clone())).unwrap();
-                db.remove(&old).unwrap();
-                model.remove(&old);
-            }
-        }
+        // Lengths from 1 to 1,200 bytes, so that records land across sectors too.
+        churn(&*db, &mut model, Churn { sets: 600, new_keys: 600, value_units: 300, remove_every: 7 });
         db.close().unwrap();
         assert_eq!(hash_format_version(&path), kept, "{name}: the version after writes");
         let reopened = kura::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
@@ -249,17 +265,7 @@ fn an_older_tree_file_takes_writes_and_keeps_its_version_until_a_rebuild() {
         // A memory this small reads every page with `pread`, the path the hints size.
         let small = Params::new().with("cache_bytes", 4096).with("memory_bytes", 4096);
         let db = kura::open(&path, OpenMode::Write, &small).unwrap();
-        for i in 0..1_500u32 {
-            let key = format!("new {:05}", i * 7919 % 1_500).into_bytes();
-            let value = format!("{i:04}").repeat((i as usize * 37) % 60 + 1).into_bytes();
-            db.set(&key, &value, true).unwrap();
-            model.insert(key, value);
-            if i % 3 == 0 {
-                let (old, _) = model.iter().nth(i as usize % 500).map(|(k, v)| (k.clone(), v.clone())).unwrap();
-                db.remove(&old).unwrap();
-                model.remove(&old);
-            }
-        }
+        churn(&*db, &mut model, Churn { sets: 1_500, new_keys: 1_500, value_units: 60, remove_every: 3 });
         db.close().unwrap();
         let check = |version: u32, what: &str| {
             assert_eq!(tree_format_version(&path), version, "{name}: the version {what}");
