@@ -3,7 +3,7 @@
 //! - `cache.rs`: CacheDbm (`.kumc`), a sharded chained hash table with per-slot LRU eviction
 //!   under a record cap and a memory cap;
 //! - `segcache.rs`: SegCacheDbm (`.kums`), the same caps as CacheDbm with records packed into
-//!   segments (`segments.rs`) behind an index of 7 bytes a record (`segment_index.rs`), evicted
+//!   segments (`segments.rs`) behind an index of 8 bytes a record (`segment_index.rs`), evicted
 //!   a segment at a time;
 //! - `baby.rs`: BabyDbm (`.kumb`), an ordered B+ tree (`btree/`) with a bidirectional cursor.
 //!

@@ -1,6 +1,6 @@
 //! SegCacheDbm (`.kums`): an in-memory cache bounded by a record cap and a memory cap, as
 //! CacheDbm, at a fraction of its memory per record: records are packed end to end into large
-//! segments (`segments.rs`, no allocation per record) and found through an index of 7 bytes a
+//! segments (`segments.rs`, no allocation per record) and found through an index of 8 bytes a
 //! record (`segment_index.rs`), after the design of Pelikan's Segcache (Yang et al., NSDI '21).
 //!
 //! Records are sharded into slots by key hash as in CacheDbm; each slot has its own mutex,

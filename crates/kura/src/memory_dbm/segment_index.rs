@@ -1,20 +1,14 @@
-//! SegCacheDbm's hash index of one slot: 7 bytes an entry, where the record itself lives in a
-//! segment (`segments.rs`). Each entry packs 23 bits of the key's hash (a tag that settles
-//! all but one mismatch in 8 million without reading the record), the record's reference bit
-//! (set by a hit, cleared when eviction gives the record its second chance) and the record's
-//! 32-bit location in the slot's segments: 56 bits, stored end to end in a byte array.
+//! SegCacheDbm's hash index of one slot: 8 bytes a record, where the record itself lives in a
+//! segment (`segments.rs`). Each entry packs 31 bits of the key's hash (a tag that settles
+//! almost every mismatch without reading the record), the record's reference bit (set by a
+//! hit, cleared when eviction gives the record its second chance) and the record's 32-bit
+//! location in the slot's segments.
 //!
 //! Open addressing with linear probing; an entry's home is the multiply-shift of its tag over
 //! the capacity, so the capacity needs no power of two and grows by a quarter at a time
-//! (between 0.7 and 0.875 load once grown: 8.0 to 10.0 bytes a record), and growing needs the
-//! entries only, never the records' keys. Removal shifts the entries after it back (no
-//! tombstones), which keeps probe lengths as if nothing had ever been removed.
-//!
-//! Why 7 bytes and 23 bits: the served cache's memory per item was index 9.2 bytes of about
-//! 127 (issue 42's 1M items of a 10-byte key and a 100-byte value). An entry of 6 bytes (a
-//! 9-bit tag) saved twice as much, but its tag could not give an entry's home back, so every
-//! growth read every live record's key from the segments, which halved the rate of sets of
-//! new keys. 23 bits still place a home in a capacity of 8 million entries a slot.
+//! (between 0.7 and 0.875 load once grown: 9.1 to 11.4 bytes a record). Removal shifts the
+//! entries after it back (no tombstones), which keeps probe lengths as if nothing had ever
+//! been removed.
 
 /// A record's place in its slot's segments: segment id in the high bits, byte offset in the
 /// low `OFFSET_BITS`. `Location::NONE`'s bits never name a record (its segment id is
@@ -57,34 +51,24 @@ impl Location {
     }
 }
 
-/// Bits of an entry: tag, reference bit, location.
-const ENTRY_BITS: u32 = 56;
-/// Bits of a key's hash an entry keeps.
-const TAG_BITS: u32 = ENTRY_BITS - 33;
-const ENTRY_MASK: u64 = (1 << ENTRY_BITS) - 1;
-/// An entry of all ones: its location's segment id is the one `Location` reserves.
-const EMPTY: u64 = ENTRY_MASK;
+const EMPTY: u64 = u64::MAX;
 const REFERENCED: u64 = 1 << 32;
 /// Largest load before growing: numerator and denominator.
 const MAX_LOAD: (usize, usize) = (7, 8);
 /// The capacity of a new index.
 const MIN_CAPACITY: usize = 16;
-/// Bytes an entry takes.
-pub const ENTRY_BYTES: usize = (ENTRY_BITS / 8) as usize;
-/// Bytes after the last entry, so that each entry is read and written as one unaligned
-/// 8-byte word.
-const PAD_BYTES: usize = 8 - ENTRY_BYTES;
+/// Bytes an entry takes, for memory accounting.
+pub const ENTRY_BYTES: usize = std::mem::size_of::<u64>();
 
-/// The 23 bits of a key's hash the index keeps: from the low half (the high half picks the
-/// slot, see `key_hash.rs`).
+/// The 31 bits of a key's hash the index keeps: the low half (the high half picks the slot,
+/// see `key_hash.rs`), less one bit for the reference bit.
 #[inline]
 pub fn tag_of(hash: u64) -> u32 {
-    (hash as u32) >> (32 - TAG_BITS)
+    (hash as u32) >> 1
 }
 
 #[inline]
 fn entry(tag: u32, location: Location, referenced: bool) -> u64 {
-    debug_assert!(tag < 1 << TAG_BITS, "a tag of {TAG_BITS} bits (tag_of)");
     (u64::from(tag) << 33) | if referenced { REFERENCED } else { 0 } | u64::from(location.0)
 }
 
@@ -101,30 +85,21 @@ fn entry_location(entry: u64) -> Location {
 /// Invariants: `len` entries are not EMPTY; each non-empty entry is reachable from its home by
 /// probing over non-empty entries only; no two entries hold the same location.
 pub struct SegmentIndex {
-    /// `capacity` entries of `ENTRY_BYTES` little-endian bytes each, then `PAD_BYTES`.
-    entries: Box<[u8]>,
-    capacity: usize,
+    entries: Box<[u64]>,
     len: usize,
-}
-
-/// A table of `capacity` empty entries.
-fn empty_table(capacity: usize) -> Box<[u8]> {
-    // Every bit of an empty entry is set, and the pad's bits are never read.
-    vec![0xFF; capacity * ENTRY_BYTES + PAD_BYTES].into_boxed_slice()
 }
 
 impl SegmentIndex {
     pub fn new() -> SegmentIndex {
-        SegmentIndex { entries: empty_table(MIN_CAPACITY), capacity: MIN_CAPACITY, len: 0 }
+        SegmentIndex { entries: vec![EMPTY; MIN_CAPACITY].into_boxed_slice(), len: 0 }
     }
 
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// The bytes the table takes, pad included.
     pub fn bytes(&self) -> usize {
-        self.entries.len()
+        self.entries.len() * ENTRY_BYTES
     }
 
     /// The bytes the index takes once grown for one more record than now (as now if it
@@ -133,48 +108,38 @@ impl SegmentIndex {
         if self.has_room() {
             self.bytes()
         } else {
-            grown(self.capacity) * ENTRY_BYTES + PAD_BYTES
+            grown(self.entries.len()) * ENTRY_BYTES
         }
     }
 
     /// Whether one more entry fits without growing.
     pub fn has_room(&self) -> bool {
         let (numerator, denominator) = MAX_LOAD;
-        (self.len + 1) * denominator <= self.capacity * numerator
+        (self.len + 1) * denominator <= self.entries.len() * numerator
     }
 
     #[inline]
     fn home(&self, tag: u32) -> usize {
-        ((u64::from(tag) * self.capacity as u64) >> TAG_BITS) as usize
+        ((u64::from(tag) * self.entries.len() as u64) >> 31) as usize
     }
 
     #[inline]
     fn next(&self, position: usize) -> usize {
-        if position + 1 == self.capacity {
+        if position + 1 == self.entries.len() {
             0
         } else {
             position + 1
         }
     }
 
-    /// Entry `position`; EMPTY past the capacity (never asked for).
     #[inline]
     fn at(&self, position: usize) -> u64 {
-        let start = position * ENTRY_BYTES;
-        // Past the last entry the word runs beyond the pad: `get` refuses it.
-        match self.entries.get(start..start + 8).and_then(|word| <[u8; 8]>::try_from(word).ok()) {
-            Some(word) => u64::from_le_bytes(word) & ENTRY_MASK,
-            None => EMPTY,
-        }
+        self.entries.get(position).copied().unwrap_or(EMPTY)
     }
 
-    /// Writes entry `position` as one 8-byte word, its last byte (the next entry's first, or
-    /// the pad) written back as it was.
     fn put(&mut self, position: usize, value: u64) {
-        let start = position * ENTRY_BYTES;
-        if let Some(word) = self.entries.get_mut(start..start + 8) {
-            let old = <[u8; 8]>::try_from(&*word).map_or(0, u64::from_le_bytes);
-            word.copy_from_slice(&((old & !ENTRY_MASK) | (value & ENTRY_MASK)).to_le_bytes());
+        if let Some(slot) = self.entries.get_mut(position) {
+            *slot = value;
         }
     }
 
@@ -246,7 +211,7 @@ impl SegmentIndex {
         let mut hole = position.0;
         self.put(hole, EMPTY);
         self.len -= 1;
-        let capacity = self.capacity;
+        let capacity = self.entries.len();
         let mut scan = self.next(hole);
         loop {
             let moving = self.at(scan);
@@ -269,21 +234,16 @@ impl SegmentIndex {
 
     /// Grows the table by a quarter, rehashing every entry.
     pub fn grow(&mut self) {
-        let old = std::mem::replace(&mut self.entries, empty_table(grown(self.capacity)));
-        self.capacity = grown(self.capacity);
-        for bytes in old.chunks_exact(ENTRY_BYTES) {
-            let mut word = [0; 8];
-            word.get_mut(..ENTRY_BYTES).unwrap_or_default().copy_from_slice(bytes);
-            let value = u64::from_le_bytes(word);
-            if value != EMPTY {
-                self.insert_unchecked(value);
-            }
+        let larger = vec![EMPTY; grown(self.entries.len())].into_boxed_slice();
+        let old = std::mem::replace(&mut self.entries, larger);
+        for value in old.iter().copied().filter(|&value| value != EMPTY) {
+            self.insert_unchecked(value);
         }
     }
 
     /// Empties the index, keeping its capacity.
     pub fn clear(&mut self) {
-        self.entries.fill(0xFF);
+        self.entries.fill(EMPTY);
         self.len = 0;
     }
 }
@@ -312,7 +272,7 @@ mod tests {
         for step in 0..20_000u32 {
             let r = rng.next_u64();
             let location = Location::new((r % 7) as usize, ((r >> 8) % 300) as usize).unwrap();
-            let tag = ((r >> 20) % 50) as u32 * ((1 << TAG_BITS) / 50);
+            let tag = ((r >> 20) % 50) as u32 * 0x0100_0000;
             match (r >> 40) % 4 {
                 0 | 1 if !model.contains_key(&location.raw()) => {
                     let referenced = step % 3 == 0;
