@@ -90,7 +90,10 @@ fn check_tree(tree: &BTree) -> CheckReport {
             if let Some(hinted) = hint_unit.and_then(|unit| unit.read_len(hint)).filter(|&len| len < content) {
                 report.add(
                     place(id),
-                    format!("its parent's hint says its slot holds at most {hinted} bytes, it holds {content}"),
+                    format!(
+                        "its parent's hint says its slot holds at most {hinted} bytes, it holds {content}: \
+                         the branch or the slot is damaged, or this is a bug in Kura (no writer leaves such a hint)"
+                    ),
                 );
             }
         }

@@ -479,7 +479,8 @@ impl Pager {
                 Ok(buffer) => buffer,
                 Err(_) => &mut own,
             };
-            let guess = self.read_len(hint);
+            // At least the header, whatever a (damaged) header's page size makes of the hint.
+            let guess = self.read_len(hint).max(SLOT_HEADER_SIZE as u64);
             let first = guess.min(self.file.len().saturating_sub(offset)) as usize;
             bytes.resize(first, 0);
             self.file.read_at(offset, bytes)?;
