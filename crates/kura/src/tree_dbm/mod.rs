@@ -27,6 +27,8 @@ pub(crate) mod format;
 mod get_many;
 mod header_copies;
 #[cfg(test)]
+mod hint_tests;
+#[cfg(test)]
 mod lending_tests;
 mod options;
 mod page;

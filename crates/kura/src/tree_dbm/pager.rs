@@ -679,7 +679,7 @@ impl Pager {
     }
 
     /// `decode_page` of a slot `hint` sizes, also returning the length of the page's slot.
-    fn decode_page_sized(&self, offset: u64, hint: SlotHint) -> Result<(Page, u64)> {
+    pub(super) fn decode_page_sized(&self, offset: u64, hint: SlotHint) -> Result<(Page, u64)> {
         self.with_slot(offset, hint, |slot, raw| Ok((self.decode_raw(offset, slot.kind, raw)?, slot.slot_len)))
             .map_err(|e| self.named(e))
     }
