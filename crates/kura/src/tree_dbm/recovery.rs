@@ -18,6 +18,7 @@ use super::format::{SlotKind, MAX_HEIGHT};
 use super::options::TreeOptions;
 use super::page::Page;
 use super::pager::{Pager, PagerOptions};
+use super::slot_hint::SlotHint;
 use super::space::Space;
 use crate::dbm::Action;
 use crate::error::{Error, Result};
@@ -41,9 +42,9 @@ pub fn recover_space(pager: &Pager) -> Result<Space> {
     }
     let mut stack = Vec::new();
     if header.root != 0 {
-        stack.push((header.root, 1u32));
+        stack.push((header.root, 1u32, SlotHint::UNKNOWN));
     }
-    while let Some((offset, level)) = stack.pop() {
+    while let Some((offset, level, hint)) = stack.pop() {
         if !seen.insert(offset) {
             return Err(Error::broken(format!("tree page at offset {offset} is referenced twice")));
         }
@@ -52,7 +53,8 @@ pub fn recover_space(pager: &Pager) -> Result<Space> {
         let leaf_level = level == header.height;
         match (slot.kind, leaf_level) {
             (SlotKind::Leaf, true) => {}
-            (SlotKind::Branch, false) if level < MAX_HEIGHT => match pager.decode_page(offset)? {
+            // A branch is read as long as its parent's hint says, as the read ahead asked.
+            (SlotKind::Branch, false) if level < MAX_HEIGHT => match pager.decode_page_sized(offset, hint)?.0 {
                 Page::Branch(branch) => {
                     // In a file larger than memory each child's header is a read from the
                     // disk: ask for all of a branch's children at once, so the disk serves
@@ -62,9 +64,9 @@ pub fn recover_space(pager: &Pager) -> Result<Space> {
                     for index in 0..branch.len() {
                         if let Some((child, hint)) = branch.child_hinted(index) {
                             pager.read_ahead_for_walk(child, hint, children_are_leaves);
+                            stack.push((child, level + 1, hint));
                         }
                     }
-                    stack.extend(branch.children().iter().map(|&child| (child, level + 1)));
                 }
                 Page::Leaf(_) => return Err(Error::broken("a branch slot decoded as a leaf")),
             },
