@@ -23,7 +23,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use super::btree::{BTree, TEMP_BIT};
-use super::format::{MAX_HEIGHT, SLOT_HEADER_SIZE};
+use super::format::MAX_HEIGHT;
 use super::page::Page;
 use super::slot_hint::SlotHint;
 use super::TreeDbm;
@@ -86,7 +86,7 @@ fn check_tree(tree: &BTree) -> CheckReport {
         report.pages += 1;
         if let Some(slot) = (id & TEMP_BIT == 0).then(|| tree.pager.slot_header(id).ok()).flatten() {
             slots.push((id, slot.slot_len));
-            let content = SLOT_HEADER_SIZE as u64 + u64::from(slot.stored_len);
+            let content = slot.content_len();
             if let Some(hinted) = hint_unit.and_then(|unit| unit.read_len(hint)).filter(|&len| len < content) {
                 report.add(
                     place(id),

@@ -72,7 +72,7 @@ pub fn leaf_bytes(records: &[(&[u8], &[u8])]) -> Vec<u8> {
 pub fn write_page(path: &Path, offset: u64, branch: bool, stored: &[u8], compressed: bool) -> Result<()> {
     let old = SlotHeader::decode(&read_at(path, offset, SLOT_HEADER_SIZE)?, offset, u64::MAX)?;
     let stored_len = u32::try_from(stored.len()).map_err(|_| Error::invalid("too large"))?;
-    if SLOT_HEADER_SIZE as u64 + u64::from(stored_len) > old.slot_len {
+    if super::format::content_len(stored_len) > old.slot_len {
         return Err(Error::invalid("the forged page does not fit the slot"));
     }
     let kind = if branch { SlotKind::Branch } else { SlotKind::Leaf };

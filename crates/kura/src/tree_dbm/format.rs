@@ -123,7 +123,18 @@ pub struct SlotHeader {
     pub checksum: u64,
 }
 
+/// The bytes a slot's header and `stored_len` stored bytes take: the least its slot can be,
+/// and what a read of it needs (the slot may be longer).
+pub fn content_len(stored_len: u32) -> u64 {
+    SLOT_HEADER_SIZE as u64 + u64::from(stored_len)
+}
+
 impl SlotHeader {
+    /// `content_len` of this slot.
+    pub fn content_len(&self) -> u64 {
+        content_len(self.stored_len)
+    }
+
     pub fn encode(&self) -> [u8; SLOT_HEADER_SIZE] {
         let mut out = HeaderBytes::<SLOT_HEADER_SIZE>::new();
         out.put_u8(SLOT_FLAGS_FIELD, u8::from(self.compressed) | (self.kind.bits() << KIND_SHIFT));
@@ -146,8 +157,7 @@ impl SlotHeader {
         let stored_len = header.u32(SLOT_STORED_LEN_FIELD);
         let slot_len = header.u64(SLOT_LEN_FIELD);
         let checksum = header.u64(SLOT_CHECKSUM_FIELD);
-        let needed = SLOT_HEADER_SIZE as u64 + u64::from(stored_len);
-        if slot_len < needed
+        if slot_len < content_len(stored_len)
             || !slot_len.is_multiple_of(SLOT_ALIGN)
             || offset.checked_add(slot_len).is_none_or(|end| end > file_end)
         {

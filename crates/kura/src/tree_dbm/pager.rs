@@ -479,15 +479,14 @@ impl Pager {
                 Ok(buffer) => buffer,
                 Err(_) => &mut own,
             };
-            // At least the header, whatever a (damaged) header's page size makes of the hint.
-            let guess = self.read_len(hint).max(SLOT_HEADER_SIZE as u64);
+            let guess = self.read_len(hint);
             let first = guess.min(self.file.len().saturating_sub(offset)) as usize;
             bytes.resize(first, 0);
             self.file.read_at(offset, bytes)?;
             let header =
                 bytes.get(..SLOT_HEADER_SIZE).ok_or_else(|| broken_slot(offset, "cut by the end of the file"))?;
             let slot = SlotHeader::decode(header, offset, self.file.len())?;
-            let end = SLOT_HEADER_SIZE + slot.stored_len as usize;
+            let end = slot.content_len() as usize;
             if end > bytes.len() {
                 // `SlotHeader::decode` checked that the slot lies within the file.
                 bytes.resize(end, 0);
@@ -556,11 +555,13 @@ impl Pager {
         }
     }
 
-    /// The bytes a read of a slot with `hint` asks for first.
+    /// The bytes a read of a slot with `hint` asks for first: at least the header, whatever a
+    /// (damaged) header's page size makes of the hint.
     fn read_len(&self, hint: SlotHint) -> u64 {
         self.hint_unit()
             .and_then(|unit| unit.read_len(hint))
             .unwrap_or((SLOT_HEADER_SIZE + self.max_page_size()) as u64)
+            .max(SLOT_HEADER_SIZE as u64)
     }
 
     /// For a walk over the tree's slots in a file larger than memory (`exceeds_memory`):
@@ -757,17 +758,17 @@ impl Pager {
         let body: &[u8] = if compressed { &stored } else { raw };
         let stored_len =
             u32::try_from(body.len()).map_err(|_| Error::new(ErrorKind::Limit, "a tree page is larger than 4 GiB"))?;
-        let needed = aligned(SLOT_HEADER_SIZE as u64 + u64::from(stored_len));
+        let content_len = super::format::content_len(stored_len);
+        let needed = aligned(content_len);
         let (offset, slot_len) = if at_end { self.space.append(needed) } else { self.space.allocate(needed) };
         let mut slot = SlotHeader { kind, compressed, stored_len, slot_len, checksum: 0 };
         slot.checksum = slot.checksum_of(offset, body);
-        let content_len = (SLOT_HEADER_SIZE + body.len()) as u64;
         let done = WrittenSlot { offset, slot_len, checksum: slot.checksum, content_len };
         let mut written = self.file.ensure_len(offset + slot_len);
         if written.is_ok() && self.exceeds_memory() {
             // Held: the file pages it covers in part are asked for now, and the bytes written
             // at the flush (write_behind.rs).
-            self.file.will_need_partial_pages(offset, SLOT_HEADER_SIZE + body.len());
+            self.file.will_need_partial_pages(offset, content_len as usize);
             let due = self.write_behind.hold(offset, slot_len, &[&slot.encode(), body]);
             self.stored_buffer = stored;
             if due {

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::format::{HEADER_SIZE, SLOT_HEADER_SIZE};
+use super::format::HEADER_SIZE;
 use super::page::Page;
 use super::pager::Pager;
 use super::TreeDbm;
@@ -90,7 +90,7 @@ fn subject(dir: &Path, params: &str, records: u32) -> Subject {
     // The slot at `offset`: its header, and its unused tail (past the stored bytes) noted.
     let mut slot_at = |offset: u64| {
         let slot = pager.slot_header(offset).unwrap();
-        let stored_end = offset + SLOT_HEADER_SIZE as u64 + u64::from(slot.stored_len);
+        let stored_end = offset + slot.content_len();
         if stored_end < offset + slot.slot_len {
             tails.push((stored_end, offset + slot.slot_len));
         }
