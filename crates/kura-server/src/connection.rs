@@ -21,7 +21,7 @@ use crate::protocol::reply;
 use crate::protocol::text::{self, Limits, Request, StoreRequest};
 use crate::shared::Shared;
 use crate::stats::{add, bump};
-use crate::store::{ArithmeticOutcome, Found, StoreOutcome};
+use crate::store::{ArithmeticOutcome, CasShown, Found, StoreOutcome};
 use crate::verbose::Log;
 
 /// Bytes read from the socket at once.
@@ -541,7 +541,7 @@ fn retrieve_many<S: Stream>(shared: &Shared, keys: &[&[u8]], with_cas: bool, out
     // Early values by index: None not seen (or not kept), Some(None) a miss.
     let mut early: Vec<Option<EarlyValue>> = Vec::new();
     let (mut answered, mut early_bytes, mut full) = (0usize, 0usize, false);
-    let looked_up = shared.store.get_many(keys, &mut |index, found| {
+    let looked_up = shared.store.get_many(keys, CasShown::when(with_cas), &mut |index, found| {
         if full {
             return;
         }
@@ -614,8 +614,8 @@ fn retrieve<S: Stream>(
         write_value(output, key, found, with_cas);
     };
     let done = match touch {
-        Some(exptime) => shared.store.touch(key, exptime, &mut write),
-        None => shared.store.get(key, &mut write),
+        Some(exptime) => shared.store.touch(key, exptime, CasShown::when(with_cas), &mut write),
+        None => shared.store.get(key, CasShown::when(with_cas), &mut write),
     };
     bump(if touch.is_some() { &counters.cmd_touch } else { &counters.cmd_get });
     if let Err(e) = done {
@@ -666,7 +666,7 @@ fn execute<S: Stream>(shared: &Arc<Shared>, request: Request<'_>, output: &mut O
         },
         Request::Touch { key, exptime, noreply } => {
             let mut touched = false;
-            let bytes = match store.touch(key, exptime, &mut |found| touched = found.is_some()) {
+            let bytes = match store.touch(key, exptime, CasShown::No, &mut |found| touched = found.is_some()) {
                 Ok(()) if touched => reply::TOUCHED,
                 Ok(()) => reply::NOT_FOUND,
                 Err(e) => {

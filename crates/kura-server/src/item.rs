@@ -8,11 +8,12 @@
 //! | 1    | bits 0-2: flags, expiry, CAS present; bits 3-5: 0b100 (layout 2); bit 6: stale; bit 7: win sent |
 //! | 0-5  | client flags, varint (if present)                                           |
 //! | 0-5  | expiry, varint Unix seconds (if present; absent: never; 1: expired)         |
-//! | 0-10 | CAS unique, varint (if present; absent: 0)                                  |
+//! | 0-10 | CAS unique, varint (if present; absent: 0, none given yet)                  |
 //! | n    | the data, as the client sent it                                             |
 //!
-//! A plain `set` (no flags, no expiry) of a server with CAS on costs 1 byte plus its CAS's
-//! varint (3 bytes for the first two million writes), where layout 1 took 17. Layout 1, still
+//! A plain `set` (no flags, no expiry) costs 1 byte: its CAS unique is given, and stored, only
+//! when a reply first shows it (`store.rs`, CAS uniques on demand), where layout 1 took 17
+//! bytes and an eager unique 3 more for the first two million writes. Layout 1, still
 //! read: byte 0 bits 0-5 = 1 (stale and win bits as above), then flags (4 bytes), expiry (4)
 //! and CAS (8), big-endian.
 //!

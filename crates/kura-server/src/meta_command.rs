@@ -16,7 +16,9 @@ use crate::protocol::meta::{
 };
 use crate::protocol::reply;
 use crate::protocol::text::{StoreMode, StoreRequest};
-use crate::store::{ArithmeticExtras, ArithmeticOutcome, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict};
+use crate::store::{
+    ArithmeticExtras, ArithmeticOutcome, CasShown, MetaFound, MetaGetChange, Store, StoreOutcome, Verdict,
+};
 
 /// Why a meta command is answered with an error line: a fixed reply (a bad flag, a non-numeric
 /// value), or the engine failed on the key of this many bytes (`failure.rs` words it).
@@ -90,6 +92,7 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             recache: flags.unsigned(b'R')?.map(|seconds| u32::try_from(seconds).unwrap_or(u32::MAX)),
         };
         let changes = change.touch.is_some() || change.vivify.is_some() || change.recache.is_some();
+        let shown = CasShown::when(flags.has(b'c'));
         let mut hit = false;
         let mut write = |found: MetaFound<'_>| {
             let Some((found, verdict)) = found else { return };
@@ -120,12 +123,12 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             }
         };
         let done = if changes {
-            store.meta_get(&key, change, &mut write)
+            store.meta_get(&key, change, shown, &mut write)
         } else {
             // The read path, unless the item is stale with its win not handed out yet: then
             // the get must record the win, which takes the writing path.
             let mut must_win = false;
-            let read = store.get(&key, &mut |found| match found {
+            let read = store.get(&key, shown, &mut |found| match found {
                 Some(found) if found.header.stale && !found.header.win_sent => must_win = true,
                 Some(found) => {
                     let verdict = Verdict { win: false, already_won: found.header.win_sent, stale: found.header.stale };
@@ -134,7 +137,7 @@ pub fn get(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
                 None => {}
             });
             if read.is_ok() && must_win {
-                store.meta_get(&key, change, &mut write)
+                store.meta_get(&key, change, shown, &mut write)
             } else {
                 read
             }
@@ -210,7 +213,8 @@ const INVALID_MODE: &[u8] = b"CLIENT_ERROR invalid mode for ms M token\r\n";
 
 /// Carries out an `ms` with its data.
 pub fn set_data(store: &Store, request: &StoreRequest, meta: &MetaReturn, data: &[u8], out: &mut Vec<u8>) {
-    let (code, cas) = match store.store_with_cas(request, data) {
+    let shown = CasShown::when(meta.returned.iter().any(|(letter, _)| *letter == b'c'));
+    let (code, cas) = match store.store_with_cas(request, data, shown) {
         Ok((StoreOutcome::Stored, cas)) => (&b"HD"[..], Some(cas)),
         Ok((StoreOutcome::NotStored, _)) => (&b"NS"[..], None),
         Ok((StoreOutcome::Exists, _)) => (&b"EX"[..], None),
@@ -296,7 +300,8 @@ pub fn arithmetic(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
             Some(exptime) => Some((exptime, flags.unsigned(b'J')?.unwrap_or(0))),
             None => None,
         };
-        let extras = ArithmeticExtras { create, compare: flags.unsigned(b'C')?, touch: flags.ttl(b'T')? };
+        let cas_shown = CasShown::when(flags.has(b'c'));
+        let extras = ArithmeticExtras { create, compare: flags.unsigned(b'C')?, touch: flags.ttl(b'T')?, cas_shown };
         match store.arithmetic_or_create(&key, delta, incr, extras) {
             Ok(outcome @ (ArithmeticOutcome::Value(value, header) | ArithmeticOutcome::Created(value, header))) => {
                 let value_text = value.to_string();
@@ -350,7 +355,9 @@ pub fn debug(store: &Store, words: &[&[u8]], out: &mut Vec<u8>) {
         }
     };
     let mut line = None;
-    let found = store.get(&key, &mut |found| {
+    // A debug line shows the CAS unique the item holds, 0 when none was shown yet: it gives
+    // none (a debug command writes nothing).
+    let found = store.get(&key, CasShown::No, &mut |found| {
         line = found.map(|found| {
             format!(
                 " exp={} la=0 cas={} fetch=no cls=1 size={}\r\n",

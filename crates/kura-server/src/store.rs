@@ -5,6 +5,12 @@
 //! write hands the item's expiry to the engine too (`Store::update`), so that an engine that
 //! knows expiry (SegCacheDbm) hides the item from then on and reclaims its memory first.
 //! A stored value this server did not write (wrong format) is also treated as absent.
+//!
+//! CAS uniques on demand: a write stores no CAS unique unless its reply shows one (`ms c`,
+//! `ma c`, `mg N c`); a read that shows one (`gets`, `gats`, `mg c`) gives the item its
+//! unique then, in one atomic update, so every later read shows the same one until the next
+//! write. An item whose unique no client has seen holds 0, which matches no client's CAS:
+//! exactly memcached's answers, for 3 bytes less per item that no client asks the CAS of.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +46,25 @@ pub enum ArithmeticOutcome {
     Exists,
 }
 
+/// Whether a command's reply shows the item's CAS unique (`gets`, `gats`, `mg c`, `ms c`,
+/// `ma c`): the item gets its unique then if it has none (CAS uniques on demand, above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CasShown {
+    Yes,
+    #[default]
+    No,
+}
+
+impl CasShown {
+    pub fn when(shown: bool) -> CasShown {
+        if shown {
+            CasShown::Yes
+        } else {
+            CasShown::No
+        }
+    }
+}
+
 /// What an `ma` adds to a plain `incr`/`decr` (all None for those).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ArithmeticExtras {
@@ -50,6 +75,8 @@ pub struct ArithmeticExtras {
     pub compare: Option<u64>,
     /// `T`: the item's new exptime, once changed.
     pub touch: Option<i64>,
+    /// `c`: the reply shows the changed item's CAS unique.
+    pub cas_shown: CasShown,
 }
 
 /// What a meta get may change (`Store::meta_get`).
@@ -207,6 +234,40 @@ impl Store {
         }
     }
 
+    /// The CAS unique a write stores: a new one when its reply shows it, else none (0) until
+    /// a read shows one (CAS uniques on demand).
+    fn cas_for(&self, shown: CasShown) -> u64 {
+        match shown {
+            CasShown::Yes => self.take_cas(),
+            CasShown::No => 0,
+        }
+    }
+
+    /// Whether showing `header`'s CAS unique first needs one given to the item.
+    fn needs_cas(&self, header: &Header, shown: CasShown) -> bool {
+        shown == CasShown::Yes && self.cas_enabled && header.cas == 0
+    }
+
+    /// Whether the CAS a client gave (`md C`, `md I C`) names the item holding `held`. With
+    /// CAS on, an item holds 0 until its unique is first shown, and 0 is no unique a client
+    /// was shown: it matches nothing (memcached's items always hold one). Under -C every
+    /// item's CAS is 0 to a client, and `md` compares with that, as memcached -C does.
+    fn cas_matches(&self, held: u64, given: u64) -> bool {
+        held == given && (held != 0 || !self.cas_enabled)
+    }
+
+    /// Whether a client's CAS `given` is older than the item's, which holds `held` (`ms I`).
+    /// An item holding none yet was written after every unique handed out for its key
+    /// before, so a unique handed out is older; one never handed out is not, as it would
+    /// not be in memcached, whose item would hold a unique below it.
+    fn is_older(&self, given: u64, held: u64) -> bool {
+        if held == 0 {
+            given < self.next_cas.load(Ordering::Relaxed)
+        } else {
+            given < held
+        }
+    }
+
     /// Returns `cas`, taken for a write that did not happen, if no one took a later one
     /// since: a single client then sees the CAS values memcached would give (a failed
     /// write consumes none there). Under concurrent writers it may stay consumed, which
@@ -221,14 +282,15 @@ impl Store {
 
     /// Carries out a storage command with its data.
     pub fn store(&self, request: &StoreRequest, data: &[u8]) -> Result<StoreOutcome> {
-        self.store_with_cas(request, data).map(|(outcome, _)| outcome)
+        self.store_with_cas(request, data, CasShown::No).map(|(outcome, _)| outcome)
     }
 
-    /// `store`, also returning the CAS unique of the item when stored (meta `ms c`).
-    pub fn store_with_cas(&self, request: &StoreRequest, data: &[u8]) -> Result<(StoreOutcome, u64)> {
+    /// `store`, also returning the CAS unique of the item when stored: a new one when
+    /// `shown` (meta `ms c`), else 0 (none given yet).
+    pub fn store_with_cas(&self, request: &StoreRequest, data: &[u8], shown: CasShown) -> Result<(StoreOutcome, u64)> {
         let now = clock::now();
         let expiry = clock::expiry_of(request.exptime, now);
-        let cas = self.take_cas();
+        let cas = self.cas_for(shown);
         let fresh = Header { flags: request.flags, expiry, cas, ..Header::default() };
         let max = self.max_item_size;
         // Under -C the request's CAS counts as none, as memcached -C reads it.
@@ -267,7 +329,7 @@ impl Store {
                 (StoreMode::Cas, Some(_)) if request_cas == 0 => (StoreOutcome::Exists, Action::Keep),
                 // `ms I`: a writer holding an older CAS still stores, and the item is stale;
                 // it keeps the old item's expiry (as memcached 1.6.18 answers `t` after it).
-                (StoreMode::Cas, Some(found)) if request.invalidate && request_cas < found.header.cas => {
+                (StoreMode::Cas, Some(found)) if request.invalidate && self.is_older(request_cas, found.header.cas) => {
                     // A win token already handed out stays handed out (memcached keeps the
                     // item's token bit), so no second client is told to recompute.
                     let header =
@@ -299,43 +361,98 @@ impl Store {
         Ok((outcome, cas))
     }
 
-    /// Shows the live item of `key` to `visit` (None when absent or expired), without copying.
-    pub fn get(&self, key: &[u8], visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
+    /// Shows the live item of `key` to `visit` (None when absent or expired), without copying
+    /// unless the item needs its CAS unique first (`shown`, CAS uniques on demand).
+    pub fn get(&self, key: &[u8], shown: CasShown, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
         let now = clock::now();
         let mut expired = false;
+        let mut needs_cas = false;
         self.db.get_with(key, &mut |stored| {
             let found = live(stored, now);
             expired = stored.is_some() && found.is_none();
-            visit(found);
+            match found {
+                Some(found) if self.needs_cas(&found.header, shown) => needs_cas = true,
+                found => visit(found),
+            }
         })?;
         if expired {
             bump(&self.counters.get_expired);
         }
+        if needs_cas {
+            return self.give_cas(key, now, visit);
+        }
+        Ok(())
+    }
+
+    /// Gives `key`'s live item a CAS unique if it still has none (one atomic update, so that
+    /// clients asking at once are all shown the same one) and shows it to `visit` once the
+    /// engine has stored it: the data is copied aside for that, once per written item that
+    /// a client asks the CAS of.
+    fn give_cas(&self, key: &[u8], now: u64, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
+        let mut shown: Option<(Header, Vec<u8>)> = None;
+        self.update(key, &mut |old| {
+            let Some(found) = live(old, now) else {
+                shown = None;
+                return clean(old);
+            };
+            let header =
+                if found.header.cas == 0 { Header { cas: self.take_cas(), ..found.header } } else { found.header };
+            shown = Some((header, found.data.to_vec()));
+            if header == found.header {
+                Action::Keep
+            } else {
+                Action::Set(Cow::Owned(item::encode(header, &[found.data])))
+            }
+        })?;
+        visit(shown.as_ref().map(|(header, data)| Found { header: *header, data }));
         Ok(())
     }
 
     /// Shows the live item of each of `keys` to `visit(index, item)` (None when absent or
     /// expired), once per key and in any order: the engine's batched lookup, which overlaps
     /// the memory misses of the keys instead of paying them one after the other.
-    pub fn get_many(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<Found<'_>>)) -> Result<()> {
+    /// An item that needs its CAS unique first (`shown`) is shown after the others.
+    pub fn get_many(
+        &self,
+        keys: &[&[u8]],
+        shown: CasShown,
+        visit: &mut dyn FnMut(usize, Option<Found<'_>>),
+    ) -> Result<()> {
         let now = clock::now();
         let mut expired = 0u64;
+        let mut needs_cas = Vec::new();
         self.db.get_many_with(keys, &mut |index, stored| {
             let found = live(stored, now);
             expired += u64::from(stored.is_some() && found.is_none());
-            visit(index, found);
+            match found {
+                Some(found) if self.needs_cas(&found.header, shown) => needs_cas.push(index),
+                found => visit(index, found),
+            }
         })?;
         add(&self.counters.get_expired, expired);
+        for index in needs_cas {
+            let key = keys.get(index).copied().unwrap_or_default();
+            self.give_cas(key, now, &mut |found| visit(index, found))?;
+        }
         Ok(())
     }
 
-    /// Sets the expiry of `key`'s live item and shows it to `visit` (gat, touch).
-    pub fn touch(&self, key: &[u8], exptime: i64, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
+    /// Sets the expiry of `key`'s live item and shows it to `visit` (gat, gats, touch).
+    pub fn touch(
+        &self,
+        key: &[u8],
+        exptime: i64,
+        shown: CasShown,
+        visit: &mut dyn FnMut(Option<Found<'_>>),
+    ) -> Result<()> {
         let now = clock::now();
         let expiry = clock::expiry_of(exptime, now);
         self.update(key, &mut |old| match live(old, now) {
             Some(found) => {
-                let header = Header { expiry, ..found.header };
+                let mut header = Header { expiry, ..found.header };
+                if self.needs_cas(&header, shown) {
+                    header.cas = self.take_cas();
+                }
                 visit(Some(Found { header, data: found.data }));
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
@@ -351,7 +468,14 @@ impl Store {
     /// wins; `recache` (seconds) wins if the item expires sooner than that. A stale item
     /// wins too. A win is handed out once per item: later gets see `Z` instead (`win_sent`).
     /// Shows the item and the verdict to `visit`, as the get's reply needs them.
-    pub fn meta_get(&self, key: &[u8], change: MetaGetChange, visit: &mut dyn FnMut(MetaFound<'_>)) -> Result<()> {
+    /// With `shown` (`mg c`) an item without a CAS unique gets one.
+    pub fn meta_get(
+        &self,
+        key: &[u8],
+        change: MetaGetChange,
+        shown: CasShown,
+        visit: &mut dyn FnMut(MetaFound<'_>),
+    ) -> Result<()> {
         let now = clock::now();
         let mut vivified = false;
         self.update(key, &mut |old| {
@@ -362,7 +486,7 @@ impl Store {
                 };
                 let header = Header {
                     expiry: clock::expiry_of(exptime, now),
-                    cas: self.take_cas(),
+                    cas: self.cas_for(shown),
                     win_sent: true,
                     ..Header::default()
                 };
@@ -371,6 +495,9 @@ impl Store {
                 return Action::Set(Cow::Owned(item::encode(header, &[])));
             };
             let mut header = found.header;
+            if self.needs_cas(&header, shown) {
+                header.cas = self.take_cas();
+            }
             if let Some(exptime) = change.touch {
                 header.expiry = clock::expiry_of(exptime, now);
             }
@@ -396,29 +523,26 @@ impl Store {
         Ok(())
     }
 
-    /// `md I`: marks `key`'s live item stale with a new CAS unique (and `exptime`, if
-    /// given), so that the next meta get wins the right to recompute it; Stored when
-    /// marked, NotFound when absent, Exists when `cas` is given and differs.
+    /// `md I`: marks `key`'s live item stale (and sets `exptime`, if given), so that the
+    /// next meta get wins the right to recompute it; Stored when marked, NotFound when
+    /// absent, Exists when `cas` is given and does not match. The stale item is a new
+    /// version: its CAS unique is given when first shown, as a write's.
     pub fn invalidate(&self, key: &[u8], cas: Option<u64>, exptime: Option<i64>) -> Result<StoreOutcome> {
         let now = clock::now();
-        let fresh_cas = self.take_cas();
         let mut outcome = StoreOutcome::NotFound;
         self.update(key, &mut |old| match live(old, now) {
-            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
+            Some(found) if cas.is_some_and(|cas| !self.cas_matches(found.header.cas, cas)) => {
                 outcome = StoreOutcome::Exists;
                 Action::Keep
             }
             Some(found) => {
                 outcome = StoreOutcome::Stored;
                 let expiry = exptime.map_or(found.header.expiry, |exptime| clock::expiry_of(exptime, now));
-                let header = Header { expiry, cas: fresh_cas, stale: true, win_sent: false, ..found.header };
+                let header = Header { expiry, cas: 0, stale: true, win_sent: false, ..found.header };
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
             None => clean(old),
         })?;
-        if outcome != StoreOutcome::Stored {
-            self.give_back_cas(fresh_cas);
-        }
         Ok(outcome)
     }
 
@@ -428,7 +552,7 @@ impl Store {
         let now = clock::now();
         let mut outcome = StoreOutcome::NotFound;
         self.update(key, &mut |old| match live(old, now) {
-            Some(found) if cas.is_some_and(|cas| cas != found.header.cas) => {
+            Some(found) if cas.is_some_and(|cas| !self.cas_matches(found.header.cas, cas)) => {
                 outcome = StoreOutcome::Exists;
                 Action::Keep
             }
@@ -468,7 +592,7 @@ impl Store {
         extras: ArithmeticExtras,
     ) -> Result<ArithmeticOutcome> {
         let now = clock::now();
-        let cas = self.take_cas();
+        let cas = self.cas_for(extras.cas_shown);
         let mut outcome = ArithmeticOutcome::NotFound;
         self.update(key, &mut |old| {
             let Some(found) = live(old, now) else {
@@ -540,5 +664,38 @@ mod tests {
         // A CAS given back after the wrap goes back one step, never to 0.
         store.give_back_cas(3);
         assert_eq!(store.take_cas(), 3);
+    }
+
+    /// A read that found no unique and goes on to give one keeps the unique another client's
+    /// read gave meanwhile (the race `tests/cas_uniques.rs` provokes with threads).
+    #[test]
+    fn giving_a_unique_keeps_one_given_meanwhile() {
+        let db: Arc<dyn Dbm> = Arc::new(kura::TinyDbm::new(&kura::Params::new()).unwrap());
+        let store = Store::new(db, 1 << 20, 1);
+        let request = StoreRequest {
+            mode: StoreMode::Set,
+            key: b"k".to_vec(),
+            flags: 0,
+            exptime: 0,
+            length: 1,
+            cas: 0,
+            noreply: false,
+            invalidate: false,
+        };
+        assert_eq!(store.store(&request, b"v").unwrap(), StoreOutcome::Stored);
+        let shown = |store: &Store, give: bool| {
+            let mut cas = None;
+            let visit = &mut |found: Option<Found<'_>>| cas = found.map(|f| f.header.cas);
+            if give {
+                store.give_cas(b"k", clock::now(), visit).unwrap();
+            } else {
+                store.get(b"k", CasShown::Yes, visit).unwrap();
+            }
+            cas.unwrap()
+        };
+        let first = shown(&store, false);
+        assert_ne!(first, 0);
+        assert_eq!(shown(&store, true), first);
+        assert_eq!(shown(&store, false), first);
     }
 }

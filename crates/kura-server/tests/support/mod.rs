@@ -118,6 +118,12 @@ impl Client {
         line
     }
 
+    /// Sends a request and reads its one-line reply.
+    pub fn exchange_line(&mut self, request: &[u8]) -> Vec<u8> {
+        self.send(request);
+        self.line()
+    }
+
     /// The CAS unique of `key` from `gets`.
     pub fn cas_of(&mut self, key: &str) -> u64 {
         self.send(format!("gets {key}\r\n").as_bytes());
