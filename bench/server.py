@@ -417,7 +417,7 @@ def report_memory():
         for side, row in sides.items():
             per_item = (row["rss"] - row["baseline_rss"]) / max(row["items"], 1)
             lines.append(f"| {run} | {side} | {row['items']:,} | {row['rss']:,} | {row['baseline_rss']:,} | "
-                         f"{row['rss'] / reference['rss']:.2f} | {row['items'] / reference['items']:.2f} | "
+                         f"{row['rss'] / reference['rss']:.3f} | {row['items'] / reference['items']:.2f} | "
                          f"{per_item:.1f} |")
     with open(os.path.join(RESULTS, "server_memory.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
