@@ -300,7 +300,7 @@ def report():
         f"turn). `multiget_16_keys`: keys asked per second in 16-key gets. `load_64_connections_ops`: "
         f"{results['load_requests']:,} requests of the 90/10 mix over 100,000 keys. RSS after "
         f"{results['items']:,} items of random bytes (`curr_items` checked on every side). All servers "
-        f"with 2 worker threads. `kura`: the default engine, an LRU cache bounded by `--memory-limit`; "
+        f"with 2 worker threads. `kura`: the default engine (SegCacheDbm: segments, CLOCK eviction), bounded by `--memory-limit`; "
         f"`compact`: `--params {COMPACT_PARAMS}` (CompactDbm, lz4 buckets, no eviction), measured for "
         f"the mix and the RSS only. `memcaslap_*`: memcaslap (libmemcached-tools) with "
         f"`{' '.join(MEMCASLAP[1:])}` (and `-d 16` for 16-key gets), the same turns; the figure is the "
