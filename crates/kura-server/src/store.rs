@@ -6,11 +6,12 @@
 //! knows expiry (SegCacheDbm) hides the item from then on and reclaims its memory first.
 //! A stored value this server did not write (wrong format) is also treated as absent.
 //!
-//! CAS uniques on demand: a write stores no CAS unique unless its reply shows one (`ms c`,
-//! `ma c`, `mg N c`); a read that shows one (`gets`, `gats`, `mg c`) gives the item its
-//! unique then, in one atomic update, so every later read shows the same one until the next
-//! write. An item whose unique no client has seen holds 0, which matches no client's CAS:
-//! exactly memcached's answers, for 3 bytes less per item that no client asks the CAS of.
+//! CAS uniques on demand: a write stores a CAS unique only when its reply shows one (`ms c`,
+//! `ma c`, `mg N c`) or the version it replaces holds one (`cas_for_write`); a read that
+//! shows one (`gets`, `gats`, `mg c`) gives the item its unique then, in one atomic update, so
+//! every later read shows the same one until the next write. An item whose unique no client
+//! has seen holds 0, which matches no client's CAS: memcached's answers (docs/server.md, "CAS
+//! uniques on demand"), for 3 bytes less per item that no client asks the CAS of.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,6 +119,24 @@ pub struct Store {
     /// False under `-C`: items get CAS 0 and storage commands' CAS never matches.
     cas_enabled: bool,
     pub counters: Counters,
+}
+
+/// An item copied aside inside an engine call, shown once the engine has stored the change:
+/// a reply never shows what the engine then refused to keep (a client would be sent a value
+/// and an error for one request, and a pipelining client would fall out of step).
+struct Copied {
+    header: Header,
+    data: Vec<u8>,
+}
+
+impl Copied {
+    fn of(header: Header, data: &[u8]) -> Copied {
+        Copied { header, data: data.to_vec() }
+    }
+
+    fn found(&self) -> Found<'_> {
+        Found { header: self.header, data: &self.data }
+    }
 }
 
 /// The live item in `stored` at `now`, if any.
@@ -234,12 +253,19 @@ impl Store {
         }
     }
 
-    /// The CAS unique a write stores: a new one when its reply shows it, else none (0) until
-    /// a read shows one (CAS uniques on demand).
-    fn cas_for(&self, shown: CasShown) -> u64 {
-        match shown {
-            CasShown::Yes => self.take_cas(),
-            CasShown::No => 0,
+    /// The CAS unique a new version of an item stores: a new one when the write's reply shows
+    /// it (`shown`), or when the version it replaces (`old`, expired or not) holds one; else
+    /// none (0) until a read shows one. Why the second: a client may hold the replaced
+    /// version's unique, and a restart starts the counter one above the highest unique stored
+    /// (`first_cas_for`); so that no unique ever shown comes back, the uniques shown for a key
+    /// stay below one stored in it for as long as the key lives, as when every write took one.
+    fn cas_for_write(&self, shown: CasShown, old: Option<&[u8]>) -> u64 {
+        let replaces_a_unique =
+            old.and_then(|stored| item::decode(stored).ok()).is_some_and(|(header, _)| header.cas != 0);
+        if shown == CasShown::Yes || replaces_a_unique {
+            self.take_cas()
+        } else {
+            0
         }
     }
 
@@ -268,18 +294,6 @@ impl Store {
         }
     }
 
-    /// Returns `cas`, taken for a write that did not happen, if no one took a later one
-    /// since: a single client then sees the CAS values memcached would give (a failed
-    /// write consumes none there). Under concurrent writers it may stay consumed, which
-    /// only leaves a gap; uniqueness holds either way (the counter never goes back past a
-    /// value handed out).
-    fn give_back_cas(&self, cas: u64) {
-        if cas == 0 {
-            return;
-        }
-        let _ = self.next_cas.compare_exchange(cas.wrapping_add(1), cas, Ordering::Relaxed, Ordering::Relaxed);
-    }
-
     /// Carries out a storage command with its data.
     pub fn store(&self, request: &StoreRequest, data: &[u8]) -> Result<StoreOutcome> {
         self.store_with_cas(request, data, CasShown::No).map(|(outcome, _)| outcome)
@@ -290,17 +304,25 @@ impl Store {
     pub fn store_with_cas(&self, request: &StoreRequest, data: &[u8], shown: CasShown) -> Result<(StoreOutcome, u64)> {
         let now = clock::now();
         let expiry = clock::expiry_of(request.exptime, now);
-        let cas = self.cas_for(shown);
-        let fresh = Header { flags: request.flags, expiry, cas, ..Header::default() };
+        let fresh = Header { flags: request.flags, expiry, ..Header::default() };
         let max = self.max_item_size;
         // Under -C the request's CAS counts as none, as memcached -C reads it.
         let request_cas = if self.cas_enabled { request.cas } else { 0 };
         let mut outcome = StoreOutcome::NotStored;
+        let mut stored_cas = 0;
         self.update(&request.key, &mut |old| {
             let found = live(old, now);
-            let stored = || (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(fresh, &[data]))));
+            // The new version, its CAS unique taken only now that it is written, under the
+            // key's lock: a unique shown later is above it.
+            let mut new_version = |header: Header, parts: &[&[u8]]| {
+                let header = Header { cas: self.cas_for_write(shown, old), ..header };
+                stored_cas = header.cas;
+                (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, parts))))
+            };
             let (result, action) = match (request.mode, found) {
-                (StoreMode::Set, _) | (StoreMode::Add, None) | (StoreMode::Replace, Some(_)) => stored(),
+                (StoreMode::Set, _) | (StoreMode::Add, None) | (StoreMode::Replace, Some(_)) => {
+                    new_version(fresh, &[data])
+                }
                 (StoreMode::Add, Some(_)) => (StoreOutcome::NotStored, Action::Keep),
                 (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => {
                     (StoreOutcome::NotStored, clean(old))
@@ -317,10 +339,10 @@ impl Store {
                         (StoreOutcome::NotStored, Action::Keep)
                     } else {
                         let header =
-                            Header { cas, flags: found.header.flags, expiry: found.header.expiry, ..Header::default() };
+                            Header { flags: found.header.flags, expiry: found.header.expiry, ..Header::default() };
                         let parts: [&[u8]; 2] =
                             if request.mode == StoreMode::Append { [found.data, data] } else { [data, found.data] };
-                        (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &parts))))
+                        new_version(header, &parts)
                     }
                 }
                 (StoreMode::Cas, None) => (StoreOutcome::NotFound, clean(old)),
@@ -334,18 +356,18 @@ impl Store {
                     // item's token bit), so no second client is told to recompute.
                     let header =
                         Header { stale: true, expiry: found.header.expiry, win_sent: found.header.win_sent, ..fresh };
-                    (StoreOutcome::Stored, Action::Set(Cow::Owned(item::encode(header, &[data]))))
+                    new_version(header, &[data])
                 }
                 (StoreMode::Cas, Some(found)) if found.header.cas != request_cas => {
                     (StoreOutcome::Exists, Action::Keep)
                 }
-                (StoreMode::Cas, Some(_)) => stored(),
+                (StoreMode::Cas, Some(_)) => new_version(fresh, &[data]),
             };
             outcome = result;
             action
         })?;
         if outcome != StoreOutcome::Stored {
-            self.give_back_cas(cas);
+            stored_cas = 0;
         }
         let counters = &self.counters;
         bump(&counters.cmd_set);
@@ -358,7 +380,7 @@ impl Store {
         if outcome == StoreOutcome::Stored {
             bump(&counters.total_items);
         }
-        Ok((outcome, cas))
+        Ok((outcome, stored_cas))
     }
 
     /// Shows the live item of `key` to `visit` (None when absent or expired), without copying
@@ -386,10 +408,9 @@ impl Store {
 
     /// Gives `key`'s live item a CAS unique if it still has none (one atomic update, so that
     /// clients asking at once are all shown the same one) and shows it to `visit` once the
-    /// engine has stored it: the data is copied aside for that, once per written item that
-    /// a client asks the CAS of.
+    /// engine has stored it (`Copied`: once per version a client asks the CAS of).
     fn give_cas(&self, key: &[u8], now: u64, visit: &mut dyn FnMut(Option<Found<'_>>)) -> Result<()> {
-        let mut shown: Option<(Header, Vec<u8>)> = None;
+        let mut shown = None;
         self.update(key, &mut |old| {
             let Some(found) = live(old, now) else {
                 shown = None;
@@ -397,14 +418,14 @@ impl Store {
             };
             let header =
                 if found.header.cas == 0 { Header { cas: self.take_cas(), ..found.header } } else { found.header };
-            shown = Some((header, found.data.to_vec()));
+            shown = Some(Copied::of(header, found.data));
             if header == found.header {
                 Action::Keep
             } else {
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
         })?;
-        visit(shown.as_ref().map(|(header, data)| Found { header: *header, data }));
+        visit(shown.as_ref().map(Copied::found));
         Ok(())
     }
 
@@ -447,20 +468,23 @@ impl Store {
     ) -> Result<()> {
         let now = clock::now();
         let expiry = clock::expiry_of(exptime, now);
+        let mut touched = None;
         self.update(key, &mut |old| match live(old, now) {
             Some(found) => {
                 let mut header = Header { expiry, ..found.header };
                 if self.needs_cas(&header, shown) {
                     header.cas = self.take_cas();
                 }
-                visit(Some(Found { header, data: found.data }));
+                touched = Some(Copied::of(header, found.data));
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
             None => {
-                visit(None);
+                touched = None;
                 clean(old)
             }
-        })
+        })?;
+        visit(touched.as_ref().map(Copied::found));
+        Ok(())
     }
 
     /// A meta get that may change the item (`mg` with `N`, `R` or `T`, or on a stale item):
@@ -478,20 +502,21 @@ impl Store {
     ) -> Result<()> {
         let now = clock::now();
         let mut vivified = false;
+        let mut shown_item: Option<(Copied, Verdict)> = None;
         self.update(key, &mut |old| {
             let Some(found) = live(old, now) else {
                 let Some(exptime) = change.vivify else {
-                    visit(None);
+                    shown_item = None;
                     return clean(old);
                 };
                 let header = Header {
                     expiry: clock::expiry_of(exptime, now),
-                    cas: self.cas_for(shown),
+                    cas: self.cas_for_write(shown, old),
                     win_sent: true,
                     ..Header::default()
                 };
                 vivified = true;
-                visit(Some((Found { header, data: b"" }, Verdict { win: true, ..Verdict::default() })));
+                shown_item = Some((Copied::of(header, b""), Verdict { win: true, ..Verdict::default() }));
                 return Action::Set(Cow::Owned(item::encode(header, &[])));
             };
             let mut header = found.header;
@@ -510,7 +535,7 @@ impl Store {
                 stale: header.stale,
             };
             header.win_sent |= verdict.win;
-            visit(Some((Found { header, data: found.data }, verdict)));
+            shown_item = Some((Copied::of(header, found.data), verdict));
             if header == found.header {
                 Action::Keep
             } else {
@@ -520,13 +545,14 @@ impl Store {
         if vivified {
             bump(&self.counters.total_items);
         }
+        visit(shown_item.as_ref().map(|(item, verdict)| (item.found(), *verdict)));
         Ok(())
     }
 
     /// `md I`: marks `key`'s live item stale (and sets `exptime`, if given), so that the
     /// next meta get wins the right to recompute it; Stored when marked, NotFound when
     /// absent, Exists when `cas` is given and does not match. The stale item is a new
-    /// version: its CAS unique is given when first shown, as a write's.
+    /// version, whose CAS unique is taken as a write's (`cas_for_write`).
     pub fn invalidate(&self, key: &[u8], cas: Option<u64>, exptime: Option<i64>) -> Result<StoreOutcome> {
         let now = clock::now();
         let mut outcome = StoreOutcome::NotFound;
@@ -538,7 +564,8 @@ impl Store {
             Some(found) => {
                 outcome = StoreOutcome::Stored;
                 let expiry = exptime.map_or(found.header.expiry, |exptime| clock::expiry_of(exptime, now));
-                let header = Header { expiry, cas: 0, stale: true, win_sent: false, ..found.header };
+                let cas = self.cas_for_write(CasShown::No, old);
+                let header = Header { expiry, cas, stale: true, win_sent: false, ..found.header };
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
             None => clean(old),
@@ -592,11 +619,11 @@ impl Store {
         extras: ArithmeticExtras,
     ) -> Result<ArithmeticOutcome> {
         let now = clock::now();
-        let cas = self.cas_for(extras.cas_shown);
         let mut outcome = ArithmeticOutcome::NotFound;
         self.update(key, &mut |old| {
             let Some(found) = live(old, now) else {
                 if let Some((exptime, initial)) = extras.create {
+                    let cas = self.cas_for_write(extras.cas_shown, old);
                     let header = Header { expiry: clock::expiry_of(exptime, now), cas, ..Header::default() };
                     outcome = ArithmeticOutcome::Created(initial, header);
                     return Action::Set(Cow::Owned(item::encode(header, &[initial.to_string().as_bytes()])));
@@ -624,13 +651,11 @@ impl Store {
                 text.resize(found.data.len(), b' ');
             }
             let expiry = extras.touch.map_or(found.header.expiry, |exptime| clock::expiry_of(exptime, now));
+            let cas = self.cas_for_write(extras.cas_shown, old);
             let header = Header { cas, flags: found.header.flags, expiry, ..Header::default() };
             outcome = ArithmeticOutcome::Value(next, header);
             Action::Set(Cow::Owned(item::encode(header, &[&text])))
         })?;
-        if !matches!(outcome, ArithmeticOutcome::Value(..) | ArithmeticOutcome::Created(..)) {
-            self.give_back_cas(cas);
-        }
         let counters = &self.counters;
         match (&outcome, incr) {
             (ArithmeticOutcome::NotFound, true) => bump(&counters.incr_misses),
@@ -661,9 +686,6 @@ mod tests {
         let store = Store::new(db, 1 << 20, u64::MAX);
         let taken: Vec<u64> = (0..4).map(|_| store.take_cas()).collect();
         assert_eq!(taken, [u64::MAX, 1, 2, 3]);
-        // A CAS given back after the wrap goes back one step, never to 0.
-        store.give_back_cas(3);
-        assert_eq!(store.take_cas(), 3);
     }
 
     /// A read that found no unique and goes on to give one keeps the unique another client's
