@@ -150,6 +150,10 @@ pub struct Engine {
     /// The parameters that fix a new database's size (`import_params` gives one of them): a
     /// user who gives any of them has sized the database, and an import sizes nothing.
     pub sized_by: &'static [&'static str],
+    /// Parameters that bound the whole database, not each part of it (a cache's record and
+    /// memory caps): a shard set gives each shard its share, so that the set as a whole stays
+    /// within them.
+    pub shared_caps: &'static [&'static str],
     /// Opens (or creates) a database of this engine; call it through `Engine::open`.
     pub(crate) open: fn(&Path, OpenMode, &Params) -> Result<Box<dyn Dbm>>,
     /// What `kura restore` does for this engine; call it through `Engine::restore`.

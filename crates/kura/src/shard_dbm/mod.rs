@@ -27,7 +27,8 @@ use crate::codec::CodecKind;
 use crate::dbm::{Cursor, Dbm, ExpiringProcessor, OpenMode, OrderedCursor, Params, Processor};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::stats::{Stat, Stats};
+use crate::memory_dbm::slotted::share;
+use crate::stats::{Caps, Stat, Stats};
 use crate::tree_dbm::Comparator;
 
 pub use naming::{check_count, existing_shards, find_set, has_shards, remove_shards, shard_path, MAX_SHARDS};
@@ -158,10 +159,14 @@ impl ShardDbm {
                 inner_params = inner_params.with("memory_bytes", memory / count as u64);
             }
         }
+        let caps = shared_caps(inner, params, count)?;
         let mut shards = Vec::with_capacity(count);
         for index in 0..count {
             let path = if in_memory_only { PathBuf::new() } else { naming::shard_path(&base, index, count) };
-            let shard = inner.open(&path, mode, &inner_params).map_err(|e| {
+            let shard_params = caps.iter().fold(inner_params.clone(), |shard_params, (name, total)| {
+                shard_params.with(name, share(*total, count, index) as u64)
+            });
+            let shard = inner.open(&path, mode, &shard_params).map_err(|e| {
                 let shown = path.display().to_string();
                 let message = if e.message().contains(&shown) {
                     e.message().to_string()
@@ -243,6 +248,35 @@ impl ShardDbm {
             None => unreachable_shard(),
         })
     }
+}
+
+/// The caps in `params` that bound the whole set (`Engine::shared_caps` of its shards'
+/// engine: a cache's record and memory caps), each with its total. Every shard gets its share
+/// (`share`: the shares add up to the total), so that the set holds no more than the caps say,
+/// as one database of that engine would; given whole to each shard, N shards held N times it.
+fn shared_caps(inner: &Engine, params: &Params, count: usize) -> Result<Vec<(&'static str, u64)>> {
+    let mut caps = Vec::new();
+    for &name in inner.shared_caps {
+        let Some(total) = params.get_u64(name)? else { continue };
+        if total < count as u64 {
+            return Err(Error::invalid(format!(
+                "{name}={total} cannot be shared by {count} shards: each needs at least 1 (lower num_shards or raise {name})"
+            )));
+        }
+        caps.push((name, total));
+    }
+    Ok(caps)
+}
+
+/// The set's caps: its shards' added up (each holds its share of the set's, `shared_caps`);
+/// None for shards that evict nothing, and no memory cap unless every shard has one.
+fn set_caps(shards: &[Stats]) -> Option<Caps> {
+    let all: Vec<&Caps> = shards.iter().map(|shard| shard.caps.as_ref()).collect::<Option<_>>()?;
+    Some(Caps {
+        records: all.iter().fold(0u64, |sum, caps| sum.saturating_add(caps.records)),
+        memory: all.iter().try_fold(0u64, |sum, caps| caps.memory.map(|memory| sum.saturating_add(memory))),
+        evictions: all.iter().fold(0u64, |sum, caps| sum.saturating_add(caps.evictions)),
+    })
 }
 
 /// `shard_of` returns an index below the shard count, and the set never has zero shards.
@@ -429,6 +463,7 @@ impl Dbm for ShardDbm {
         }
         stats.details =
             vec![("inner_engine", Stat::Name(self.inner.name)), ("num_shards", Stat::Number(self.shards.len() as u64))];
+        stats.caps = set_caps(&shards);
         stats.shards = shards;
         Ok(stats)
     }
