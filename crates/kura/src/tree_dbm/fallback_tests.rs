@@ -181,3 +181,23 @@ fn a_wrong_digest_falls_back_to_the_durable_commit() {
     let path = write(&history.dir, "digest.kut", &bytes);
     assert_opens_with(&path, &history.durable.model);
 }
+
+/// A header whose format version differs from its durable base's (damage that kept the
+/// checksum: no writer changes a file's version in place) is not used either: read as
+/// version 1, its branches' slot hints would be taken for offsets.
+#[test]
+fn a_header_of_another_format_version_falls_back_to_the_durable_commit() {
+    /// The format version's place in a header copy (docs/tree.md, bytes 8..12).
+    const VERSION_AT: usize = 8;
+    let history = history();
+    let mut bytes = history.soft.bytes.clone();
+    let copy = history.soft.header.copy_offset() as usize;
+    assert_eq!(bytes[copy + VERSION_AT..copy + VERSION_AT + 4], 2u32.to_le_bytes(), "a new file is version 2");
+    bytes[copy + VERSION_AT..copy + VERSION_AT + 4].copy_from_slice(&1u32.to_le_bytes());
+    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[copy..copy + CHECKSUM_AT]);
+    bytes[copy + CHECKSUM_AT..copy + HEADER_SIZE].copy_from_slice(&checksum.to_le_bytes());
+    let (newest, _) = FileHeader::read_both(&bytes).unwrap();
+    assert_eq!((newest.sequence, newest.version), (history.soft.header.sequence, 1));
+    let path = write(&history.dir, "version.kut", &bytes);
+    assert_opens_with(&path, &history.durable.model);
+}

@@ -41,6 +41,14 @@ pub fn new_pages_are_whole(pager: &impl PageSource, base: &FileHeader) -> Result
     if newest.dictionary != base.dictionary || newest.codec != base.codec || newest.comparator != base.comparator {
         return Err(Error::broken("the tree header and its durable base disagree on the codec"));
     }
+    // A file keeps its format version until a rebuild or a restore writes a new file, so the
+    // two copies of one file never differ in it (a version 1 branch has no slot hints).
+    if newest.version != base.version {
+        return Err(Error::broken(format!(
+            "the tree header (format version {}) and its durable base (version {}) disagree on the format",
+            newest.version, base.version
+        )));
+    }
     let durable = durable_pages(pager, base)?;
     let mut seen = HashSet::new();
     let mut digest = 0u64;
