@@ -135,7 +135,7 @@ pub fn run(args: &ServeArgs, params: &Params) -> kura::Result<()> {
         );
     }
     raise_descriptor_limit(args.max_connections);
-    configure_malloc();
+    use_one_malloc_arena();
     let db: Arc<dyn Dbm> = Arc::from(open(args.path.as_ref(), engine, &params, memory_limit)?);
     let class = db.inspect()?.class;
     let shown = args.path.as_ref().map_or_else(|| "memory".to_string(), |p| p.display().to_string());
@@ -195,28 +195,24 @@ impl Drop for PidFile {
     }
 }
 
-/// Sets glibc's malloc up for a long-lived store, before the worker threads start:
+/// Makes glibc's malloc keep one arena instead of one per thread that allocates, before the
+/// worker threads start. A served in-memory database is allocated by whichever worker
+/// handles a write, and with an arena per worker the blocks one frees are reused only by
+/// that worker: RSS after the same million sets to a CompactDbm varied from 128 to 157 MB
+/// from run to run, and is 128.5 MB every time with one arena. Throughput of the 90/10 mix
+/// was the same within noise both ways (docs/server.md, "Memory per item"); small blocks
+/// come from each thread's cache without taking the arena's lock.
 ///
-/// - One arena instead of one per thread that allocates. A served in-memory database is
-///   allocated by whichever worker handles a write, and with an arena per worker the blocks
-///   one frees are reused only by that worker: RSS after the same million sets to a
-///   CompactDbm varied from 128 to 157 MB from run to run, and was 128.5 MB every time with
-///   one arena. Throughput of the 90/10 mix was the same within noise both ways
-///   (docs/server.md, "Memory per item"); small blocks come from each thread's cache without
-///   taking the arena's lock.
-/// - A fixed mmap threshold (128 KiB, glibc's starting value). Left dynamic, glibc raises it
-///   to the size of each mapped block freed, up to 32 MiB, after which CompactDbm's growing
-///   arenas (`compact_dbm/arena.rs`: reallocated a sixteenth larger at a time) are moved
-///   about inside the heap, leaving holes the heap keeps: 161.6 MB after a million sets to a
-///   served CompactDbm, 143.1 MB with the threshold fixed (mapped blocks grow by `mremap`, in
-///   place, and go back to the system when freed); SegCacheDbm 129.3 and 128.9 MB.
-fn configure_malloc() {
+/// The mmap threshold stays glibc's dynamic one. Fixed at 128 KiB it kept CompactDbm's
+/// growing arenas out of the heap (a served compact map 143-147 MB after a million sets
+/// instead of 161-169 MB), but every block of 128 KiB or more then became an `mmap` of fresh
+/// pages: the 90/10 mix of 64 KiB values ran 13% slower and of 256 KiB values 23% slower
+/// (docs/server.md, "The mmap threshold stays dynamic").
+fn use_one_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes malloc settings; M_ARENA_MAX takes any positive count and
-    // M_MMAP_THRESHOLD any size up to 32 MiB.
+    // SAFETY: mallopt only changes a malloc setting; M_ARENA_MAX takes any positive count.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
 }
 
