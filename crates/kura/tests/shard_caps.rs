@@ -110,3 +110,29 @@ fn a_cap_below_the_shard_count_is_refused() {
     };
     assert!(error.message().contains("cap_rec_num=3 cannot be shared by 4 shards"), "{error}");
 }
+
+/// An import sizes a new set of caches for its lines as a whole (each shard for its share,
+/// the set for all of them), from a counted file or, at the end, from a stream: every record
+/// is kept, none evicted for a cap shared out twice.
+#[test]
+fn an_import_into_a_set_of_caches_keeps_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("records.tsv");
+    let lines: String = (0..3000).map(|i| format!("key{i}\tvalue {i}\n")).collect();
+    std::fs::write(&input, &lines).unwrap();
+    for engine in ["cache", "segcache"] {
+        let params = Params::new().with("inner_engine", engine);
+        let options = kura::import::ImportOptions { shards: Some(4), ..Default::default() };
+        let counted = dir.path().join(format!("counted-{engine}.kus"));
+        kura::import::import_file(&counted, &input, &params, &options, &|_| {}).unwrap();
+        // A stream is sized at its end; a cache needs a cap to open with, given for the set.
+        let streamed = dir.path().join(format!("streamed-{engine}.kus"));
+        let with_cap = params.clone().with("cap_rec_num", 100_000);
+        kura::import::import_reader(&streamed, lines.as_bytes(), "stdin", &with_cap, &options, &|_| {}).unwrap();
+        for base in [counted, streamed] {
+            let db = open_set(&base, OpenMode::Write, &params);
+            assert_eq!(db.count().unwrap(), 3000, "{engine}: {}", base.display());
+            assert_eq!(db.get(b"key2999").unwrap(), b"value 2999");
+        }
+    }
+}

@@ -222,7 +222,8 @@ fn open_target(
         if to_size(inner, &params) {
             match countable {
                 Some(input) => {
-                    params = params.or_defaults(&inner.import_params(count_lines(input)?.div_ceil(count)));
+                    let per_shard = inner.import_params(count_lines(input)?.div_ceil(count));
+                    params = params.or_defaults(&shard_dbm::for_whole_set(inner, per_shard, count)?);
                 }
                 None => size_at_end = Some(SizeAtEnd { engine: inner, given: params.clone(), ways: count }),
             }

@@ -163,9 +163,7 @@ impl ShardDbm {
         let mut shards = Vec::with_capacity(count);
         for index in 0..count {
             let path = if in_memory_only { PathBuf::new() } else { naming::shard_path(&base, index, count) };
-            let shard_params = caps.iter().fold(inner_params.clone(), |shard_params, (name, total)| {
-                shard_params.with(name, share(*total, count, index) as u64)
-            });
+            let shard_params = with_shares(&inner_params, &caps, count, index);
             let shard = inner.open(&path, mode, &shard_params).map_err(|e| {
                 let shown = path.display().to_string();
                 let message = if e.message().contains(&shown) {
@@ -266,6 +264,26 @@ fn shared_caps(inner: &Engine, params: &Params, count: usize) -> Result<Vec<(&'s
         caps.push((name, total));
     }
     Ok(caps)
+}
+
+/// `params` with each of `caps` replaced by shard `index`'s share of it.
+fn with_shares(params: &Params, caps: &[(&'static str, u64)], count: usize, index: usize) -> Params {
+    caps.iter()
+        .fold(params.clone(), |shard_params, (name, total)| shard_params.with(name, share(*total, count, index) as u64))
+}
+
+/// Parameters for a whole set of `count` shards from those of one of its shards
+/// (`per_shard`: an importer sizes each shard for its share of the records): each cap the set
+/// shares out (`Engine::shared_caps`) becomes `count` times the shard's, which gives every
+/// shard at least the shard's own back.
+pub(crate) fn for_whole_set(inner: &Engine, per_shard: Params, count: u64) -> Result<Params> {
+    let mut params = per_shard;
+    for &name in inner.shared_caps {
+        if let Some(cap) = params.get_u64(name)? {
+            params = params.with(name, cap.saturating_mul(count));
+        }
+    }
+    Ok(params)
 }
 
 /// The set's caps: its shards' added up (each holds its share of the set's, `shared_caps`);
