@@ -665,10 +665,8 @@ fn execute<S: Stream>(shared: &Arc<Shared>, request: Request<'_>, output: &mut O
             }
         },
         Request::Touch { key, exptime, noreply } => {
-            let mut touched = false;
-            let bytes = match store.touch(key, exptime, CasShown::No, &mut |found| touched = found.is_some()) {
-                Ok(()) if touched => reply::TOUCHED,
-                Ok(()) => reply::NOT_FOUND,
+            let touched = match store.touch_only(key, exptime) {
+                Ok(touched) => touched,
                 Err(e) => {
                     bump(&counters.cmd_touch);
                     return output.reply(noreply, &failure::reply(counters, "touch", key.len(), &e));
@@ -676,7 +674,7 @@ fn execute<S: Stream>(shared: &Arc<Shared>, request: Request<'_>, output: &mut O
             };
             bump(&counters.cmd_touch);
             bump(if touched { &counters.touch_hits } else { &counters.touch_misses });
-            output.reply(noreply, bytes);
+            output.reply(noreply, if touched { reply::TOUCHED } else { reply::NOT_FOUND });
         }
         Request::FlushAll { delay, noreply } => {
             bump(&counters.cmd_flush);

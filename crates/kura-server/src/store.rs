@@ -254,7 +254,8 @@ impl Store {
     }
 
     /// The CAS unique a new version of an item stores: a new one when the write's reply shows
-    /// it (`shown`), or when the version it replaces (`old`, expired or not) holds one; else
+    /// it (`shown`), or when the version it replaces (`old`, expired or not, as far as the
+    /// engine shows it: SegCacheDbm hides expired items) holds one; else
     /// none (0) until a read shows one. Why the second: a client may hold the replaced
     /// version's unique, and a restart starts the counter one above the highest unique stored
     /// (`first_cas_for`); so that no unique ever shown comes back, the uniques shown for a key
@@ -458,7 +459,7 @@ impl Store {
         Ok(())
     }
 
-    /// Sets the expiry of `key`'s live item and shows it to `visit` (gat, gats, touch).
+    /// Sets the expiry of `key`'s live item and shows it to `visit` once stored (gat, gats).
     pub fn touch(
         &self,
         key: &[u8],
@@ -466,25 +467,37 @@ impl Store {
         shown: CasShown,
         visit: &mut dyn FnMut(Option<Found<'_>>),
     ) -> Result<()> {
+        let mut touched = None;
+        self.set_expiry(key, exptime, shown, &mut |header, data| touched = Some(Copied::of(header, data)))?;
+        visit(touched.as_ref().map(Copied::found));
+        Ok(())
+    }
+
+    /// `touch`: sets the expiry of `key`'s live item; whether there was one. Nothing is
+    /// shown, so nothing is copied.
+    pub fn touch_only(&self, key: &[u8], exptime: i64) -> Result<bool> {
+        let mut touched = false;
+        self.set_expiry(key, exptime, CasShown::No, &mut |_, _| touched = true)?;
+        Ok(touched)
+    }
+
+    /// Sets the expiry of `key`'s live item (giving it a CAS unique if `shown` needs one),
+    /// showing `seen` the changed item inside the engine call: the caller may use it only
+    /// once this returns Ok.
+    fn set_expiry(&self, key: &[u8], exptime: i64, shown: CasShown, seen: &mut dyn FnMut(Header, &[u8])) -> Result<()> {
         let now = clock::now();
         let expiry = clock::expiry_of(exptime, now);
-        let mut touched = None;
         self.update(key, &mut |old| match live(old, now) {
             Some(found) => {
                 let mut header = Header { expiry, ..found.header };
                 if self.needs_cas(&header, shown) {
                     header.cas = self.take_cas();
                 }
-                touched = Some(Copied::of(header, found.data));
+                seen(header, found.data);
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
-            None => {
-                touched = None;
-                clean(old)
-            }
-        })?;
-        visit(touched.as_ref().map(Copied::found));
-        Ok(())
+            None => clean(old),
+        })
     }
 
     /// A meta get that may change the item (`mg` with `N`, `R` or `T`, or on a stale item):

@@ -110,7 +110,13 @@ impl ShardWriter {
         let mut partial = path.clone().into_os_string();
         partial.push(".partial");
         let partial = PathBuf::from(partial);
-        let mut inner_params = params.without("num_shards").without("inner_engine").without("engine");
+        // The caps the set shares out (a cache's) bound the set: this shard takes its share.
+        let mut inner_params = shard_dbm::params_of_shard(
+            inner,
+            &params.without("num_shards").without("inner_engine").without("engine"),
+            num_shards,
+            index,
+        )?;
         let mut size_at_end = None;
         if to_size(inner, &inner_params) {
             match options.expected_records {
@@ -332,6 +338,33 @@ mod tests {
             }
             set.close().unwrap();
         }
+    }
+
+    /// A set of caches written shard by shard holds the caps given for the set, as one
+    /// opened whole does: each writer gives its shard its share.
+    #[test]
+    fn shards_written_apart_share_the_set_s_caps() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("set.kumc");
+        let (shards, cap) = (4, 1001u64);
+        let params = Params::new().with("cap_rec_num", cap);
+        let mut routed: Vec<Vec<Vec<u8>>> = vec![Vec::new(); shards];
+        for i in 0..2000u64 {
+            let key = format!("k{i}").into_bytes();
+            routed[shard_of(&key, shards)].push(key);
+        }
+        for (index, keys) in routed.iter().enumerate() {
+            let mut writer = ShardWriter::create(&base, index, shards, &params, &options()).unwrap();
+            for key in keys {
+                writer.set(key, b"value").unwrap();
+            }
+            let written = writer.finish().unwrap();
+            assert!(written.count <= crate::memory_dbm::slotted::share(cap, shards, index) as u64);
+        }
+        let set = ShardDbm::open(&base, OpenMode::ReadOnly, &Params::new(), crate::registry::ENGINES).unwrap();
+        assert_eq!(set.inspect().unwrap().caps.unwrap().records, cap);
+        assert!(set.count().unwrap() <= cap);
+        set.close().unwrap();
     }
 
     #[test]

@@ -159,11 +159,10 @@ impl ShardDbm {
                 inner_params = inner_params.with("memory_bytes", memory / count as u64);
             }
         }
-        let caps = shared_caps(inner, params, count)?;
         let mut shards = Vec::with_capacity(count);
         for index in 0..count {
             let path = if in_memory_only { PathBuf::new() } else { naming::shard_path(&base, index, count) };
-            let shard_params = with_shares(&inner_params, &caps, count, index);
+            let shard_params = params_of_shard(inner, &inner_params, count, index)?;
             let shard = inner.open(&path, mode, &shard_params).map_err(|e| {
                 let shown = path.display().to_string();
                 let message = if e.message().contains(&shown) {
@@ -266,10 +265,14 @@ fn shared_caps(inner: &Engine, params: &Params, count: usize) -> Result<Vec<(&'s
     Ok(caps)
 }
 
-/// `params` with each of `caps` replaced by shard `index`'s share of it.
-fn with_shares(params: &Params, caps: &[(&'static str, u64)], count: usize, index: usize) -> Params {
-    caps.iter()
-        .fold(params.clone(), |shard_params, (name, total)| shard_params.with(name, share(*total, count, index) as u64))
+/// Shard `index`'s parameters from its set's `params`: each cap the set shares out, its share
+/// (`shared_caps`). `ShardDbm::open` and the writer of one shard (`import::ShardWriter`)
+/// both take them from here, so a set holds its caps however its shards were written.
+pub(crate) fn params_of_shard(inner: &Engine, params: &Params, count: usize, index: usize) -> Result<Params> {
+    let caps = shared_caps(inner, params, count)?;
+    Ok(caps.iter().fold(params.clone(), |shard_params, (name, total)| {
+        shard_params.with(name, share(*total, count, index) as u64)
+    }))
 }
 
 /// Parameters for a whole set of `count` shards from those of one of its shards
