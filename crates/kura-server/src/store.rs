@@ -275,6 +275,17 @@ impl Store {
         shown == CasShown::Yes && self.cas_enabled && header.cas == 0
     }
 
+    /// `header` as a reply that may show its CAS unique (`shown`) shows it: with the next
+    /// unique if it holds none yet. Called inside the key's engine call, so that clients
+    /// asking at once are all shown the one given.
+    fn showing_cas(&self, header: Header, shown: CasShown) -> Header {
+        if self.needs_cas(&header, shown) {
+            Header { cas: self.take_cas(), ..header }
+        } else {
+            header
+        }
+    }
+
     /// Whether the CAS a client gave (`md C`, `md I C`) names the item holding `held`. With
     /// CAS on, an item holds 0 until its unique is first shown, and 0 is no unique a client
     /// was shown: it matches nothing (memcached's items always hold one). Under -C every
@@ -417,8 +428,7 @@ impl Store {
                 shown = None;
                 return clean(old);
             };
-            let header =
-                if found.header.cas == 0 { Header { cas: self.take_cas(), ..found.header } } else { found.header };
+            let header = self.showing_cas(found.header, CasShown::Yes);
             shown = Some(Copied::of(header, found.data));
             if header == found.header {
                 Action::Keep
@@ -489,10 +499,7 @@ impl Store {
         let expiry = clock::expiry_of(exptime, now);
         self.update(key, &mut |old| match live(old, now) {
             Some(found) => {
-                let mut header = Header { expiry, ..found.header };
-                if self.needs_cas(&header, shown) {
-                    header.cas = self.take_cas();
-                }
+                let header = self.showing_cas(Header { expiry, ..found.header }, shown);
                 seen(header, found.data);
                 Action::Set(Cow::Owned(item::encode(header, &[found.data])))
             }
@@ -532,10 +539,7 @@ impl Store {
                 shown_item = Some((Copied::of(header, b""), Verdict { win: true, ..Verdict::default() }));
                 return Action::Set(Cow::Owned(item::encode(header, &[])));
             };
-            let mut header = found.header;
-            if self.needs_cas(&header, shown) {
-                header.cas = self.take_cas();
-            }
+            let mut header = self.showing_cas(found.header, shown);
             if let Some(exptime) = change.touch {
                 header.expiry = clock::expiry_of(exptime, now);
             }
