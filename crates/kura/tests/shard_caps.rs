@@ -100,6 +100,25 @@ fn a_reopened_set_keeps_its_caps() {
     }
 }
 
+/// A small memory cap shared over shards still takes records of a few KiB: under a cap too
+/// small for 16 slots of 64 KiB, a cache takes fewer slots (`slotted::num_slots_param`), where
+/// 64 KiB over 5 shards of 16 slots had left each slot 1 KiB and refused a 587-byte record.
+#[test]
+fn a_small_shared_memory_cap_takes_records_of_a_few_kib() {
+    for engine in ["cache", "segcache"] {
+        for shards in [1usize, 5] {
+            let params = Params::new()
+                .with("inner_engine", engine)
+                .with("num_shards", shards)
+                .with("cap_rec_num", 100)
+                .with("cap_mem_bytes", 64 << 10);
+            let db = open_set(Path::new(""), OpenMode::Create, &params);
+            let writes: Vec<(u16, u16)> = (0..200).map(|i| (i, 587 + i * 17)).collect();
+            write_within(db.as_ref(), &writes, 100, Some(64 << 10), &mut HashMap::new());
+        }
+    }
+}
+
 /// A cap smaller than the shard count cannot be shared: refused, naming the cap.
 #[test]
 fn a_cap_below_the_shard_count_is_refused() {

@@ -31,7 +31,7 @@ use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
 use super::slot_group::SlotGroup;
-use super::slotted::{share, Padded, SlotRecords, Slotted, SlottedCursor};
+use super::slotted::{num_slots_param, share, Padded, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
@@ -428,12 +428,7 @@ impl CacheDbm {
             .get_u64("cap_rec_num")?
             .ok_or_else(|| Error::invalid("cache needs cap_rec_num (the maximum number of records)"))?;
         let cap_mem_bytes = params.get_u64("cap_mem_bytes")?;
-        let num_slots = params.get_u64("num_slots")?.map_or(Ok(DEFAULT_NUM_SLOTS), |n| {
-            usize::try_from(n)
-                .ok()
-                .filter(|n| (1..=MAX_LOCKS).contains(n))
-                .ok_or_else(|| Error::invalid(format!("num_slots must be 1..={MAX_LOCKS}")))
-        })?;
+        let num_slots = num_slots_param(params, DEFAULT_NUM_SLOTS, cap_mem_bytes)?;
         let policy = Policy::parse(params.get("policy"))?;
         Self::build(cap_rec_num, cap_mem_bytes, num_slots, policy, backing)
     }

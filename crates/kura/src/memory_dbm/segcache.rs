@@ -45,7 +45,7 @@ use super::backing::{self, Backing};
 use super::key_hash::{hash_key, slot_of};
 use super::segment_index::{tag_of, Location, Position, SegmentIndex, MAX_SEGMENTS};
 use super::segments::{record_len, too_large, Room, Segments, StoredRecord};
-use super::slotted::{share, Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
+use super::slotted::{num_slots_param, share, Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::ExpiringProcessor;
 use crate::dbm::OpenMode;
@@ -53,7 +53,6 @@ use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
 use crate::engine::Mark;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expiry::{Clock, Expiry};
-use crate::multi_get::MAX_LOCKS;
 use crate::stats::{Caps, Stat, Stats};
 
 /// Default slot count, as CacheDbm's.
@@ -445,12 +444,7 @@ impl SegCacheDbm {
             return Err(Error::invalid("cap_rec_num must be at least 1"));
         }
         let cap_mem_bytes = params.get_u64("cap_mem_bytes")?;
-        let num_slots = params.get_u64("num_slots")?.map_or(Ok(DEFAULT_NUM_SLOTS), |n| {
-            usize::try_from(n)
-                .ok()
-                .filter(|n| (1..=MAX_LOCKS).contains(n))
-                .ok_or_else(|| Error::invalid(format!("num_slots must be 1..={MAX_LOCKS}")))
-        })?;
+        let num_slots = num_slots_param(params, DEFAULT_NUM_SLOTS, cap_mem_bytes)?;
         let no_evict = match params.get("policy").map(str::to_ascii_lowercase).as_deref() {
             None | Some("clock") => false,
             Some("noevict") => true,

@@ -27,8 +27,9 @@
 use super::backing::Backing;
 use super::key_hash::{hash_key, slot_of};
 use super::record::RecordBytes;
-use crate::dbm::{Cursor, Dbm};
+use crate::dbm::{Cursor, Dbm, Params};
 use crate::error::{Error, Result};
+use crate::multi_get::MAX_LOCKS;
 
 /// Keeps each slot's lock on its own cache line, so threads on different slots do not
 /// contend through false sharing.
@@ -271,6 +272,28 @@ impl<S: Slotted> Cursor for SlottedCursor<'_, S> {
         self.settle(index);
         Ok(())
     }
+}
+
+/// The least memory share the default slot count leaves a slot under a memory cap. A smaller
+/// cap takes fewer slots (fewer writers in parallel, which so small a cache does not need)
+/// rather than refusing records of a few KiB: a slot's share holds a record beside its index
+/// and, in SegCacheDbm, a standard segment, and 64 KiB over 5 shards of 16 slots each left
+/// 1 KiB, too little for a 587-byte record.
+pub const MIN_DEFAULT_SLOT_SHARE: u64 = 64 << 10;
+
+/// A cache's slot count: its `num_slots` parameter (1 to `MAX_LOCKS`), or when not given
+/// `default`, fewer under a memory cap too small to give each slot `MIN_DEFAULT_SLOT_SHARE`
+/// (at least one slot).
+pub fn num_slots_param(params: &Params, default: usize, cap_mem_bytes: Option<u64>) -> Result<usize> {
+    let Some(given) = params.get_u64("num_slots")? else {
+        return Ok(cap_mem_bytes.map_or(default, |cap| {
+            usize::try_from(cap / MIN_DEFAULT_SLOT_SHARE).unwrap_or(usize::MAX).clamp(1, default)
+        }));
+    };
+    usize::try_from(given)
+        .ok()
+        .filter(|n| (1..=MAX_LOCKS).contains(n))
+        .ok_or_else(|| Error::invalid(format!("num_slots must be 1..={MAX_LOCKS}")))
 }
 
 /// Slot `index`'s share of a cap of `total` split over `parts` slots, the shares adding up to
