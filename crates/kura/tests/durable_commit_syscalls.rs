@@ -154,3 +154,38 @@ fn count_syncs_of_durable_commits(name: &str) {
     }
     assert!(!Path::new(&kura::journal_path(&db)).exists(), "a close removes the journal");
 }
+
+/// The journal's syncs as `inspect` counts them (`journal_syncs`).
+fn journal_syncs(db: &dyn kura::Dbm) -> u64 {
+    let stats = db.inspect().unwrap();
+    match stats.details.iter().find(|(name, _)| *name == "journal_syncs") {
+        Some((_, kura::Stat::Number(syncs))) => *syncs,
+        other => panic!("{}: journal_syncs {other:?}", stats.class),
+    }
+}
+
+/// `inspect`'s `journal_syncs` counts what the strace test above counts: one `fdatasync` for
+/// each durable commit of a single thread, and one for any number of commits made durable
+/// together by a `synchronize(true)`.
+#[test]
+fn inspect_counts_the_journal_syncs_of_durable_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["counted.kut", "counted.kuh"] {
+        let db = kura::open(dir.path().join(name), OpenMode::Create, &Params::new()).unwrap();
+        db.set(b"first", b"record", true).unwrap();
+        db.synchronize(true).unwrap();
+        let before = journal_syncs(db.as_ref());
+        for i in 0..ROUNDS {
+            let mut batch = WriteBatch::new();
+            batch.set(format!("durable{i}").as_bytes(), b"value");
+            db.write_batch_durable(&batch).unwrap();
+        }
+        assert_eq!(journal_syncs(db.as_ref()) - before, ROUNDS as u64, "{name}: one sync a durable commit");
+        for i in 0..ROUNDS {
+            db.set(format!("plain{i}").as_bytes(), b"value", true).unwrap();
+        }
+        db.synchronize(true).unwrap();
+        assert_eq!(journal_syncs(db.as_ref()) - before, ROUNDS as u64 + 1, "{name}: one sync for the plain sets");
+        db.close().unwrap();
+    }
+}

@@ -75,6 +75,12 @@ impl HashJournal {
         Ok(bytes > self.checkpoint_bytes)
     }
 
+    /// Bytes of the journal file in use, and the `fdatasync`s durable commits made of it
+    /// (`inspect`'s `journal_bytes` and `journal_syncs`).
+    pub fn usage(&self) -> (u64, u64) {
+        (self.file.bytes(), self.file.syncs())
+    }
+
     /// Whether a batch of `bytes` bytes is too large for the journal: applied without entries
     /// after a checkpoint, and made durable by the next.
     fn bypasses(&self, bytes: usize) -> bool {

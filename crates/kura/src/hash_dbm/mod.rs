@@ -840,6 +840,11 @@ impl Dbm for HashDbm {
                 ("record_check", Stat::Name(h.record_check().name())),
                 ("record_check_bits", Stat::Number(u64::from(h.check_layout().min_bits()))),
             ];
+            if let Some(journal) = &self.journal {
+                let (bytes, syncs) = journal.usage();
+                // Fewer syncs than durable commits when threads' commits shared one.
+                stats.details.extend([("journal_bytes", Stat::Number(bytes)), ("journal_syncs", Stat::Number(syncs))]);
+            }
             Ok(stats)
         })
     }

@@ -38,6 +38,11 @@ impl Journal {
         self.file.bytes()
     }
 
+    /// The `fdatasync`s durable commits made of the journal since the database opened.
+    pub fn syncs(&self) -> u64 {
+        self.file.syncs()
+    }
+
     /// The sync state shared with committers outside the database's lock.
     pub fn sync_state(&self) -> Arc<SyncState> {
         self.file.sync_state()

@@ -42,6 +42,9 @@ pub type Position = u64;
 #[derive(Debug, Default)]
 pub struct SyncState {
     synced: Mutex<Position>,
+    /// The `fdatasync`s made so far (`inspect`'s `journal_syncs`): fewer than the durable
+    /// commits when commits share one.
+    syncs: AtomicU64,
     /// Set when an fdatasync failed: the kernel may have dropped the dirty pages it could not
     /// write, so a later sync that succeeds proves nothing. Every durable commit fails from then.
     failed: AtomicBool,
@@ -73,12 +76,18 @@ impl SyncState {
         }
         // Every frame published before the sync starts is covered by it.
         let target = ticket.appender.published().max(ticket.position);
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = ticket.appender.sync_data() {
             self.failed.store(true, Ordering::Release);
             return Err(e);
         }
         *synced = target;
         Ok(())
+    }
+
+    /// The `fdatasync`s `sync` made so far.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 
     /// Every frame published so far is durable (a checkpoint, or a restart that synced).
@@ -129,6 +138,11 @@ impl JournalFile {
     /// Makes every frame up to the ticket's position durable (`SyncState::sync`).
     pub fn sync(&self, ticket: &SyncTicket) -> Result<()> {
         self.sync.sync(ticket)
+    }
+
+    /// The `fdatasync`s durable commits made of this journal since the database opened.
+    pub fn syncs(&self) -> u64 {
+        self.sync.syncs()
     }
 
     /// Starts the device writing the frames published so far (`MappedAppender::start_writeback`),
@@ -338,4 +352,61 @@ fn frame_header(salt: u64, offset: u64, len: u32, count: u32, payload: &[u8]) ->
     header.put_u32(FRAME_COUNT_FIELD, count);
     header.put_u64(FRAME_CHECKSUM_FIELD, frame_checksum(salt, offset, len, count, payload));
     header.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a test fails loudly on the first broken expectation")]
+
+    use super::*;
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0; FRAME_HEADER_SIZE];
+        frame.extend_from_slice(payload);
+        frame
+    }
+
+    /// Group commit: a sync covers every frame published before it started, so a commit whose
+    /// frame it covered returns without an `fdatasync` of its own.
+    #[test]
+    fn one_sync_serves_every_frame_published_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = JournalFile::new(&dir.path().join("db.kut"));
+        let first = journal.append_frame(&mut frame(b"first"), 1, false, AppendWrite::Mapped).unwrap();
+        let second = journal.append_frame(&mut frame(b"second"), 1, false, AppendWrite::Mapped).unwrap();
+        assert!(first < second);
+        journal.sync(&journal.ticket_for(first).unwrap()).unwrap();
+        assert_eq!(journal.syncs(), 1);
+        journal.sync(&journal.ticket_for(second).unwrap()).unwrap();
+        assert_eq!(journal.syncs(), 1, "the second frame was published before the first sync started");
+        let third = journal.append_frame(&mut frame(b"third"), 1, false, AppendWrite::Mapped).unwrap();
+        journal.sync(&journal.ticket_for(third).unwrap()).unwrap();
+        assert_eq!(journal.syncs(), 2, "a frame published after the last sync needs one of its own");
+    }
+
+    /// Threads committing at once: every commit is durable when its sync returns (the synced
+    /// position reaches its frame), and no commit syncs twice.
+    #[test]
+    fn concurrent_commits_are_each_covered_by_a_sync() {
+        const THREADS: usize = 4;
+        const COMMITS: usize = 50;
+        let dir = tempfile::tempdir().unwrap();
+        let journal = JournalFile::new(&dir.path().join("db.kut"));
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let journal = &journal;
+                scope.spawn(move || {
+                    for commit in 0..COMMITS {
+                        let payload = format!("thread {thread} commit {commit}");
+                        let mut frame = frame(payload.as_bytes());
+                        let position = journal.append_frame(&mut frame, 1, false, AppendWrite::Mapped).unwrap();
+                        journal.sync(&journal.ticket_for(position).unwrap()).unwrap();
+                        assert!(*journal.sync.synced.lock() >= position, "a commit returned before its sync");
+                    }
+                });
+            }
+        });
+        let syncs = journal.syncs();
+        assert!((1..=(THREADS * COMMITS) as u64).contains(&syncs), "{syncs} syncs");
+    }
 }

@@ -432,6 +432,8 @@ impl Dbm for TreeDbm {
             ("free_slots", Stat::Number(space.free_slots() as u64)),
             ("dirty_pages", Stat::Number(tree.dirty_pages() as u64)),
             ("journal_bytes", Stat::Number(store.journal().bytes())),
+            // Fewer than the durable commits when threads' commits shared one (group commit).
+            ("journal_syncs", Stat::Number(store.journal().syncs())),
             ("cache_bytes_used", Stat::Number(tree.pager.cache().bytes() as u64)),
             ("memory_bytes", Stat::Number(tree.pager.memory_bytes())),
             ("dictionary_size", Stat::Number(tree.pager.codec().dictionary().len() as u64)),
