@@ -245,7 +245,8 @@ pub trait Dbm: Send + Sync + std::any::Any {
     /// Applies the operations of `batch` in order. The file engines apply a batch atomically:
     /// TreeDbm all of it or none, even across a crash; HashDbm likewise through its journal,
     /// except a batch of more than a quarter of its `checkpoint_bytes` (a bulk load), atomic
-    /// for readers but not across a crash; ShardDbm per shard (docs/durability.md). The
+    /// for readers but not across a crash; a ShardDbm of file engines per shard
+    /// (docs/durability.md). The
     /// default applies the operations one by one, each atomic on its own, so that a failure
     /// midway can leave a prefix applied. Removing an absent key is not an error here.
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
@@ -254,7 +255,8 @@ pub trait Dbm: Send + Sync + std::any::Any {
 
     /// `write_batch`, then durable: when this returns, the batch survives a power loss (as
     /// after `synchronize(true)`). TreeDbm and HashDbm make it durable with one `fdatasync`
-    /// of their journal; the default applies the batch and then synchronizes the database.
+    /// of their journal (HashDbm's bulk batches, which bypass it, with a checkpoint); the
+    /// default applies the batch and then synchronizes the database.
     fn write_batch_durable(&self, batch: &WriteBatch) -> Result<()> {
         self.write_batch(batch)?;
         self.synchronize(true)

@@ -11,6 +11,8 @@
 //! comes from the disk while the journal is written.
 //!
 //! strace is installed by `make deps`; where it is missing the test says so and passes.
+//! Beside it, `inspect`'s own count of the journal's syncs (`journal_syncs`) is checked
+//! against the same rule, one a durable commit, in a test that needs no strace.
 
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 

@@ -101,8 +101,8 @@ fn a_reopened_set_keeps_its_caps() {
 }
 
 /// A small memory cap shared over shards still takes records of a few KiB: under a cap too
-/// small for 16 slots of 64 KiB, a cache takes fewer slots (`slotted::num_slots_param`), where
-/// 64 KiB over 5 shards of 16 slots had left each slot 1 KiB and refused a 587-byte record.
+/// small for 16 slots of 64 KiB, a cache takes fewer slots (`slotted::SlotCount`), where
+/// 64 KiB over 5 shards of 16 slots had left each slot 819 bytes and refused a 587-byte record.
 #[test]
 fn a_small_shared_memory_cap_takes_records_of_a_few_kib() {
     for engine in ["cache", "segcache"] {
@@ -152,6 +152,40 @@ fn an_import_into_a_set_of_caches_keeps_every_record() {
             let db = open_set(&base, OpenMode::Write, &params);
             assert_eq!(db.count().unwrap(), 3000, "{engine}: {}", base.display());
             assert_eq!(db.get(b"key2999").unwrap(), b"value 2999");
+        }
+    }
+}
+
+/// A cache's slot count as `inspect` reports it.
+fn num_slots(db: &dyn Dbm) -> u64 {
+    match db.inspect().unwrap().details.iter().find(|(name, _)| *name == "num_slots") {
+        Some((_, Stat::Number(slots))) => *slots,
+        other => panic!("a cache reports num_slots: {other:?}"),
+    }
+}
+
+/// A snapshot keeps `num_slots` only when it was given: a count derived from a small cap is
+/// derived again from the caps of the reopen, a given count stays.
+#[test]
+fn a_derived_slot_count_follows_the_caps_of_the_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    for (engine, extension) in [("cache", "kumc"), ("segcache", "kums")] {
+        for given in [None, Some(4u64)] {
+            let path = dir.path().join(format!("{}-slots.{extension}", given.unwrap_or(0)));
+            let mut params = Params::new().with("cap_rec_num", 1000).with("cap_mem_bytes", 64 << 10);
+            if let Some(slots) = given {
+                params = params.with("num_slots", slots);
+            }
+            let registry = kura::registry::engine(engine).unwrap();
+            let db = registry.open(&path, OpenMode::Create, &params).unwrap();
+            assert_eq!(num_slots(db.as_ref()), given.unwrap_or(1), "{engine}: 64 KiB takes one slot");
+            db.set(b"key", &[7; 3000], true).unwrap();
+            db.close().unwrap();
+            let larger = Params::new().with("cap_mem_bytes", 4 << 20);
+            let db = registry.open(&path, OpenMode::Write, &larger).unwrap();
+            assert_eq!(num_slots(db.as_ref()), given.unwrap_or(16), "{engine}, given {given:?}: after the reopen");
+            assert_eq!(db.get(b"key").unwrap(), vec![7; 3000]);
+            db.close().unwrap();
         }
     }
 }

@@ -31,7 +31,7 @@ use super::lru::{LruList, LINK_BYTES};
 use super::record::RecordBytes;
 use super::sketch::FrequencySketch;
 use super::slot_group::SlotGroup;
-use super::slotted::{num_slots_param, share, Padded, SlotRecords, Slotted, SlottedCursor};
+use super::slotted::{share, Padded, SlotCount, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::OpenMode;
 use crate::dbm::{Action, Cursor, Dbm, Params, Processor};
@@ -40,9 +40,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::multi_get::{groups, MAX_LOCKS};
 use crate::stats::{Caps, Stat, Stats};
 
-/// Default slot count: as Tkrzw's CacheDBM; plenty for a few threads, and few enough that
-/// per-slot LRU stays close to a global LRU.
-pub const DEFAULT_NUM_SLOTS: usize = 16;
 /// Keys a batched lookup takes together: half of `multi_get::GROUP`, because a CacheDbm
 /// batch holds the mutexes of its keys' slots for the whole group (a hit moves its record in
 /// the slot's recency list), and on 2 threads 32 keys a group ran 10% slower than 16.
@@ -352,6 +349,8 @@ pub struct CacheDbm {
     slots: Box<[Padded<Mutex<Slot>>]>,
     cap_rec_num: u64,
     cap_mem_bytes: Option<u64>,
+    /// What `num_slots` was (a snapshot keeps a given count only).
+    num_slots: SlotCount,
     policy: Policy,
     backing: Backing,
 }
@@ -370,7 +369,8 @@ impl CacheDbm {
     pub const MAGIC: &'static [Mark] = &snapshot::magic(&CLASS);
 
     /// A cache with no file. Parameters: `cap_rec_num` (required), `cap_mem_bytes`,
-    /// `num_slots` (default 16), `policy` (default `lru`).
+    /// `num_slots` (default 16, fewer under a `cap_mem_bytes` below 1 MiB:
+    /// `SlotCount`), `policy` (default `lru`).
     ///
     /// `policy=lru`: every write is stored and a full slot evicts its least recently used
     /// records. `policy=tinylfu`: each slot also keeps a frequency sketch of the keys
@@ -428,7 +428,7 @@ impl CacheDbm {
             .get_u64("cap_rec_num")?
             .ok_or_else(|| Error::invalid("cache needs cap_rec_num (the maximum number of records)"))?;
         let cap_mem_bytes = params.get_u64("cap_mem_bytes")?;
-        let num_slots = num_slots_param(params, DEFAULT_NUM_SLOTS, cap_mem_bytes)?;
+        let num_slots = SlotCount::from_params(params, cap_mem_bytes)?;
         let policy = Policy::parse(params.get("policy"))?;
         Self::build(cap_rec_num, cap_mem_bytes, num_slots, policy, backing)
     }
@@ -436,20 +436,21 @@ impl CacheDbm {
     /// A cache with no file and an explicit slot count (tests use 1 to compare with a plain
     /// LRU). The slot count is lowered to `cap_rec_num` if that is smaller.
     pub fn with_slots(cap_rec_num: u64, cap_mem_bytes: Option<u64>, num_slots: usize) -> Result<CacheDbm> {
+        let num_slots = SlotCount { count: num_slots, given: true };
         Self::build(cap_rec_num, cap_mem_bytes, num_slots, Policy::Lru, Backing::in_memory(CLASS))
     }
 
     fn build(
         cap_rec_num: u64,
         cap_mem_bytes: Option<u64>,
-        num_slots: usize,
+        slot_count: SlotCount,
         policy: Policy,
         backing: Backing,
     ) -> Result<CacheDbm> {
         if cap_rec_num == 0 {
             return Err(Error::invalid("cap_rec_num must be at least 1"));
         }
-        let num_slots = num_slots.clamp(1, usize::try_from(cap_rec_num).unwrap_or(usize::MAX)).min(MAX_LOCKS);
+        let num_slots = slot_count.count.clamp(1, usize::try_from(cap_rec_num).unwrap_or(usize::MAX)).min(MAX_LOCKS);
         let mut slots = Vec::with_capacity(num_slots);
         for index in 0..num_slots {
             let cap_records = share(cap_rec_num, num_slots, index);
@@ -485,7 +486,14 @@ impl CacheDbm {
                 rejections: 0,
             })));
         }
-        Ok(CacheDbm { slots: slots.into_boxed_slice(), cap_rec_num, cap_mem_bytes, policy, backing })
+        Ok(CacheDbm {
+            slots: slots.into_boxed_slice(),
+            cap_rec_num,
+            cap_mem_bytes,
+            num_slots: slot_count,
+            policy,
+            backing,
+        })
     }
 
     #[inline]
@@ -495,11 +503,12 @@ impl CacheDbm {
     }
 
     /// The parameters a snapshot keeps, as `Params::parse` reads them: the caps, the slot
-    /// count and the policy.
+    /// count if it was given, and the policy.
     fn saved_params(&self) -> String {
         let memory_cap = self.cap_mem_bytes.map(|cap| format!(",cap_mem_bytes={cap}")).unwrap_or_default();
-        let (records, slots, policy) = (self.cap_rec_num, self.slots.len(), self.policy.name());
-        format!("cap_rec_num={records}{memory_cap},num_slots={slots},policy={policy}")
+        let slots = self.num_slots.saved(self.slots.len());
+        let (records, policy) = (self.cap_rec_num, self.policy.name());
+        format!("cap_rec_num={records}{memory_cap}{slots},policy={policy}")
     }
 
     fn save(&self) -> Result<()> {

@@ -45,7 +45,7 @@ use super::backing::{self, Backing};
 use super::key_hash::{hash_key, slot_of};
 use super::segment_index::{tag_of, Location, Position, SegmentIndex, MAX_SEGMENTS};
 use super::segments::{record_len, too_large, Room, Segments, StoredRecord};
-use super::slotted::{num_slots_param, share, Padded, RecordView, SlotRecords, Slotted, SlottedCursor};
+use super::slotted::{share, Padded, RecordView, SlotCount, SlotRecords, Slotted, SlottedCursor};
 use super::snapshot::{self, Snapshot};
 use crate::dbm::ExpiringProcessor;
 use crate::dbm::OpenMode;
@@ -55,8 +55,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::expiry::{Clock, Expiry};
 use crate::stats::{Caps, Stat, Stats};
 
-/// Default slot count, as CacheDbm's.
-pub const DEFAULT_NUM_SLOTS: usize = 16;
 /// The largest standard segment: what a location's offset can address (1 MiB).
 pub const MAX_SEGMENT_BYTES: usize = 1 << super::segment_index::OFFSET_BITS;
 /// The smallest standard segment.
@@ -379,6 +377,8 @@ pub struct SegCacheDbm {
     slots: Box<[Padded<Mutex<Slot>>]>,
     cap_rec_num: u64,
     cap_mem_bytes: Option<u64>,
+    /// What `num_slots` was (a snapshot keeps a given count only).
+    num_slots: SlotCount,
     no_evict: bool,
     segment_bytes: Option<usize>,
     backing: Backing,
@@ -398,7 +398,7 @@ impl SegCacheDbm {
     pub const MAGIC: &'static [Mark] = &snapshot::magic(&CLASS);
 
     /// A cache with no file. Parameters: `cap_rec_num` (required), `cap_mem_bytes`,
-    /// `num_slots` (default 16), `policy` (`clock`, the default: segment-at-a-time eviction
+    /// `num_slots` (default 16, fewer under a `cap_mem_bytes` below 1 MiB: `SlotCount`), `policy` (`clock`, the default: segment-at-a-time eviction
     /// with reinsertion; or `noevict`: a write that would need an eviction is a Limit error),
     /// `segment_bytes` (default: a 32nd of a slot's memory share, 256 bytes to 1 MiB).
     pub fn new(params: &Params) -> Result<SegCacheDbm> {
@@ -444,7 +444,7 @@ impl SegCacheDbm {
             return Err(Error::invalid("cap_rec_num must be at least 1"));
         }
         let cap_mem_bytes = params.get_u64("cap_mem_bytes")?;
-        let num_slots = num_slots_param(params, DEFAULT_NUM_SLOTS, cap_mem_bytes)?;
+        let slot_count = SlotCount::from_params(params, cap_mem_bytes)?;
         let no_evict = match params.get("policy").map(str::to_ascii_lowercase).as_deref() {
             None | Some("clock") => false,
             Some("noevict") => true,
@@ -462,7 +462,7 @@ impl SegCacheDbm {
                 )
             })
             .transpose()?;
-        let num_slots = num_slots.min(usize::try_from(cap_rec_num).unwrap_or(usize::MAX));
+        let num_slots = slot_count.count.min(usize::try_from(cap_rec_num).unwrap_or(usize::MAX));
         let mut slots = Vec::with_capacity(num_slots);
         for index in 0..num_slots {
             let cap_bytes = cap_mem_bytes.map_or(usize::MAX, |cap| share(cap, num_slots, index));
@@ -493,6 +493,7 @@ impl SegCacheDbm {
             slots: slots.into_boxed_slice(),
             cap_rec_num,
             cap_mem_bytes,
+            num_slots: slot_count,
             no_evict,
             segment_bytes,
             backing,
@@ -509,8 +510,9 @@ impl SegCacheDbm {
     fn saved_params(&self) -> String {
         let memory_cap = self.cap_mem_bytes.map(|cap| format!(",cap_mem_bytes={cap}")).unwrap_or_default();
         let segments = self.segment_bytes.map(|bytes| format!(",segment_bytes={bytes}")).unwrap_or_default();
-        let (records, slots, policy) = (self.cap_rec_num, self.slots.len(), self.policy());
-        format!("cap_rec_num={records}{memory_cap},num_slots={slots},policy={policy}{segments}")
+        let slots = self.num_slots.saved(self.slots.len());
+        let (records, policy) = (self.cap_rec_num, self.policy());
+        format!("cap_rec_num={records}{memory_cap}{slots},policy={policy}{segments}")
     }
 
     fn save(&self) -> Result<()> {

@@ -274,26 +274,52 @@ impl<S: Slotted> Cursor for SlottedCursor<'_, S> {
     }
 }
 
+/// Slot count of a cache (CacheDbm, SegCacheDbm) when `num_slots` is not given: as Tkrzw's
+/// CacheDBM, plenty for a few threads, and few enough that per-slot recency stays close to a
+/// global one.
+pub const DEFAULT_NUM_SLOTS: usize = 16;
+
 /// The least memory share the default slot count leaves a slot under a memory cap. A smaller
 /// cap takes fewer slots (fewer writers in parallel, which so small a cache does not need)
 /// rather than refusing records of a few KiB: a slot's share holds a record beside its index
 /// and, in SegCacheDbm, a standard segment, and 64 KiB over 5 shards of 16 slots each left
-/// 1 KiB, too little for a 587-byte record.
-pub const MIN_DEFAULT_SLOT_SHARE: u64 = 64 << 10;
+/// 819 bytes, too little for a 587-byte record.
+const MIN_DEFAULT_SLOT_SHARE: u64 = 64 << 10;
 
-/// A cache's slot count: its `num_slots` parameter (1 to `MAX_LOCKS`), or when not given
-/// `default`, fewer under a memory cap too small to give each slot `MIN_DEFAULT_SLOT_SHARE`
-/// (at least one slot).
-pub fn num_slots_param(params: &Params, default: usize, cap_mem_bytes: Option<u64>) -> Result<usize> {
-    let Some(given) = params.get_u64("num_slots")? else {
-        return Ok(cap_mem_bytes.map_or(default, |cap| {
-            usize::try_from(cap / MIN_DEFAULT_SLOT_SHARE).unwrap_or(usize::MAX).clamp(1, default)
-        }));
-    };
-    usize::try_from(given)
-        .ok()
-        .filter(|n| (1..=MAX_LOCKS).contains(n))
-        .ok_or_else(|| Error::invalid(format!("num_slots must be 1..={MAX_LOCKS}")))
+/// A cache's slot count, and whether its `num_slots` parameter gave it. A snapshot keeps a
+/// given count only: a derived one is derived again from the caps the file reopens with.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotCount {
+    pub count: usize,
+    pub given: bool,
+}
+
+impl SlotCount {
+    /// The `num_slots` parameter (1 to `MAX_LOCKS`), or when not given `DEFAULT_NUM_SLOTS`,
+    /// fewer under a memory cap too small to give each slot `MIN_DEFAULT_SLOT_SHARE` (at least
+    /// one slot).
+    pub fn from_params(params: &Params, cap_mem_bytes: Option<u64>) -> Result<SlotCount> {
+        let Some(given) = params.get_u64("num_slots")? else {
+            let count = cap_mem_bytes.map_or(DEFAULT_NUM_SLOTS, |cap| {
+                usize::try_from(cap / MIN_DEFAULT_SLOT_SHARE).unwrap_or(usize::MAX).clamp(1, DEFAULT_NUM_SLOTS)
+            });
+            return Ok(SlotCount { count, given: false });
+        };
+        usize::try_from(given)
+            .ok()
+            .filter(|n| (1..=MAX_LOCKS).contains(n))
+            .map(|count| SlotCount { count, given: true })
+            .ok_or_else(|| Error::invalid(format!("num_slots must be 1..={MAX_LOCKS}")))
+    }
+
+    /// `,num_slots=N` for a snapshot's parameters when the count was given, else nothing.
+    pub fn saved(self, actual: usize) -> String {
+        if self.given {
+            format!(",num_slots={actual}")
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// Slot `index`'s share of a cap of `total` split over `parts` slots, the shares adding up to

@@ -3,48 +3,66 @@
 //! Every lookup passes through the root and the upper branches, so going through the page
 //! cache for them (a shard lock and a reference count, each an atomic read-modify-write) costs
 //! more than searching them, and with several reader threads those shared counters bounce
-//! between cores. A few branch pages are therefore also kept here, in a small direct-mapped
-//! table of write-once cells: a reader finds a pinned page with plain loads and borrows it for
-//! as long as it holds the tree's read lock.
+//! between cores. Branch pages are therefore also kept here, in a direct-mapped table of
+//! write-once cells: a reader finds a pinned page with plain loads and borrows it for as long
+//! as it holds the tree's read lock.
 //!
 //! Soundness of the borrow: a cell is only emptied through `&mut self` (the writer, which
 //! excludes readers), and the writer empties the cell of an offset whenever that slot stops
 //! holding that page (made dirty, freed, or the file cleared), so a pinned page is always the
 //! page at its offset in the committed tree.
+//!
+//! Memory: a pinned page outlives its eviction from the page cache, so the pins are memory
+//! beside `cache_bytes`. The table is sized from it: a cell for each sixteenth of the cache a
+//! decoded page of the default size takes, a power of two from 64 to 1,024.
 
 use std::sync::{Arc, OnceLock};
 
+use super::options::DEFAULT_MAX_PAGE_SIZE;
 use super::page::Page;
 
-/// Cells in the table (a power of two). Branch pages are about one in a hundred and fifty
-/// pages: a tree of 1M records of 174 bytes has about 250, which 64 cells, direct-mapped,
-/// left mostly to the page cache's shard locks and reference counts (`perf`: 14% of a cold
-/// read phase in `offer`). 1,024 cells take 24 KiB and pin most branches of a tree of a few
-/// million records, and the upper levels of any.
-const CELLS: usize = 1024;
-const _: () = assert!(CELLS.is_power_of_two());
+/// The fewest cells: what every cache got before the table was sized from it.
+const MIN_CELLS: usize = 64;
+/// The most cells. Branch pages are about one in a hundred and fifty pages: a tree of 1M
+/// records of 174 bytes has about 250, which 64 cells, direct-mapped, left mostly to the page
+/// cache's shard locks and reference counts (`perf`: 14% of a cold read phase in `offer`);
+/// 1,024 pin most branches of a tree of a few million records, and the upper levels of any.
+const MAX_CELLS: usize = 1024;
+/// The pins may hold about this fraction of `cache_bytes` (beyond `MIN_CELLS` pages).
+const CACHE_FRACTION: usize = 16;
+/// A decoded page of the default size, as `dirty_budget` counts it: one and a half times it.
+const DECODED_PAGE_BYTES: usize = DEFAULT_MAX_PAGE_SIZE as usize * 3 / 2;
 
 /// A pinned page and the offset it was read from; empty until a reader fills it.
 type Cell = OnceLock<(u64, Arc<Page>)>;
 
-fn cell_index(offset: u64) -> usize {
-    // Slots are 16-byte aligned: mix before choosing a cell.
-    ((offset >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CELLS.trailing_zeros())) as usize
-}
-
 pub struct PinnedPages {
     cells: Box<[Cell]>,
-}
-
-impl Default for PinnedPages {
-    fn default() -> Self {
-        PinnedPages { cells: (0..CELLS).map(|_| OnceLock::new()).collect() }
-    }
+    /// `64 - log2(cells)`: the hash's top bits choose a cell.
+    shift: u32,
 }
 
 impl PinnedPages {
+    /// A table for a page cache of `cache_bytes` (see the module comment).
+    pub fn for_cache(cache_bytes: usize) -> PinnedPages {
+        let fits = (cache_bytes / CACHE_FRACTION / DECODED_PAGE_BYTES).max(1);
+        // The largest power of two not above `fits`, within the bounds.
+        let cells = (1usize << fits.ilog2()).clamp(MIN_CELLS, MAX_CELLS);
+        PinnedPages::with_cells(cells)
+    }
+
+    fn with_cells(cells: usize) -> PinnedPages {
+        assert!(cells.is_power_of_two() && cells >= 2, "a bug in Kura: {cells} pin cells");
+        PinnedPages { cells: (0..cells).map(|_| OnceLock::new()).collect(), shift: 64 - cells.trailing_zeros() }
+    }
+
+    fn cell_index(&self, offset: u64) -> usize {
+        // Slots are 16-byte aligned: mix before choosing a cell.
+        ((offset >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
     fn cell(&self, offset: u64) -> Option<&Cell> {
-        self.cells.get(cell_index(offset))
+        self.cells.get(self.cell_index(offset))
     }
 
     /// The page pinned for `offset`, if any.
@@ -69,7 +87,8 @@ impl PinnedPages {
 
     /// Unpins the page of `offset`, if pinned; returns it.
     pub fn unpin(&mut self, offset: u64) -> Option<Arc<Page>> {
-        let cell = self.cells.get_mut(cell_index(offset))?;
+        let index = self.cell_index(offset);
+        let cell = self.cells.get_mut(index)?;
         match cell.get() {
             Some((pinned, _)) if *pinned == offset => cell.take().map(|(_, page)| page),
             _ => None,
@@ -88,11 +107,25 @@ mod tests {
     use super::*;
     use crate::tree_dbm::page::{Branch, Leaf};
 
-    /// Offsets whose cells collide, found by the cell function itself.
-    fn colliding_offsets() -> (u64, u64) {
+    /// Two offsets whose cells collide, found by the cell function itself (among any
+    /// `cells + 1` offsets two share a cell).
+    fn colliding_offsets(pins: &PinnedPages) -> (u64, u64) {
         let first = 16;
-        let second = (2..).map(|n| n * 16).find(|&offset| cell_index(offset) == cell_index(first));
-        (first, second.unwrap_or_else(|| unreachable!("the cells repeat within 2^60 offsets")))
+        let second = (2..).map(|n| n * 16).find(|&offset| pins.cell_index(offset) == pins.cell_index(first));
+        (first, second.unwrap_or_else(|| unreachable!("two of any cells + 1 offsets share a cell")))
+    }
+
+    /// The table grows with the cache, within its bounds, and every offset has a cell.
+    #[test]
+    fn the_table_is_sized_from_the_cache() {
+        assert_eq!(PinnedPages::for_cache(0).cells.len(), MIN_CELLS);
+        assert_eq!(PinnedPages::for_cache(8 << 20).cells.len(), MIN_CELLS);
+        assert_eq!(PinnedPages::for_cache(32 << 20).cells.len(), 128);
+        assert_eq!(PinnedPages::for_cache(256 << 20).cells.len(), MAX_CELLS);
+        assert_eq!(PinnedPages::for_cache(4 << 30).cells.len(), MAX_CELLS);
+        let pins = PinnedPages::for_cache(64 << 20);
+        let cells = pins.cells.len();
+        assert!((0..100_000u64).all(|n| pins.cell_index(n * 16) < cells));
     }
 
     /// Only branches are pinned, a pinned page is found at its own offset only, a full cell
@@ -100,8 +133,8 @@ mod tests {
     /// takes the next branch offered.
     #[test]
     fn branches_are_pinned_once_per_cell() {
-        let pins = PinnedPages::default();
-        let (first, second) = colliding_offsets();
+        let pins = PinnedPages::for_cache(256 << 20);
+        let (first, second) = colliding_offsets(&pins);
         let leaf = Arc::new(Page::Leaf(Leaf::new()));
         pins.offer(first, &leaf);
         assert!(pins.get(first).is_none(), "a leaf is never pinned");
