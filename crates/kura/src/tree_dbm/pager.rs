@@ -207,7 +207,7 @@ impl Pager {
             space,
             cache: PageCache::new(cache_bytes),
             memory_bytes: (cache_bytes as u64).saturating_mul(4),
-            pins: PinnedPages::for_cache(cache_bytes),
+            pins: PinnedPages::for_cache(cache_bytes, header.max_page_size as usize),
             raw_buffer: Vec::new(),
             stored_buffer: Vec::new(),
             durability: Durability::new(header.sequence),

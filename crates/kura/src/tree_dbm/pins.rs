@@ -14,11 +14,10 @@
 //!
 //! Memory: a pinned page outlives its eviction from the page cache, so the pins are memory
 //! beside `cache_bytes`. The table is sized from it: a cell for each sixteenth of the cache a
-//! decoded page of the default size takes, a power of two from 64 to 1,024.
+//! decoded page takes, a power of two from 64 to 1,024.
 
 use std::sync::{Arc, OnceLock};
 
-use super::options::DEFAULT_MAX_PAGE_SIZE;
 use super::page::Page;
 
 /// The fewest cells: what every cache got before the table was sized from it.
@@ -30,8 +29,6 @@ const MIN_CELLS: usize = 64;
 const MAX_CELLS: usize = 1024;
 /// The pins may hold about this fraction of `cache_bytes` (beyond `MIN_CELLS` pages).
 const CACHE_FRACTION: usize = 16;
-/// A decoded page of the default size, as `dirty_budget` counts it: one and a half times it.
-const DECODED_PAGE_BYTES: usize = DEFAULT_MAX_PAGE_SIZE as usize * 3 / 2;
 
 /// A pinned page and the offset it was read from; empty until a reader fills it.
 type Cell = OnceLock<(u64, Arc<Page>)>;
@@ -43,9 +40,12 @@ pub struct PinnedPages {
 }
 
 impl PinnedPages {
-    /// A table for a page cache of `cache_bytes` (see the module comment).
-    pub fn for_cache(cache_bytes: usize) -> PinnedPages {
-        let fits = (cache_bytes / CACHE_FRACTION / DECODED_PAGE_BYTES).max(1);
+    /// A table for a page cache of `cache_bytes` holding pages of up to `max_page_size` bytes
+    /// (see the module comment).
+    pub fn for_cache(cache_bytes: usize, max_page_size: usize) -> PinnedPages {
+        // A decoded page, as `TreeOptions::dirty_budget` counts it: one and a half times its size.
+        let decoded_page = max_page_size.max(1).saturating_mul(3) / 2;
+        let fits = (cache_bytes / CACHE_FRACTION / decoded_page).max(1);
         // The largest power of two not above `fits`, within the bounds.
         let cells = (1usize << fits.ilog2()).clamp(MIN_CELLS, MAX_CELLS);
         PinnedPages::with_cells(cells)
@@ -115,15 +115,17 @@ mod tests {
         (first, second.unwrap_or_else(|| unreachable!("two of any cells + 1 offsets share a cell")))
     }
 
+    const PAGE: usize = 8192;
+
     /// The table grows with the cache, within its bounds, and every offset has a cell.
     #[test]
     fn the_table_is_sized_from_the_cache() {
-        assert_eq!(PinnedPages::for_cache(0).cells.len(), MIN_CELLS);
-        assert_eq!(PinnedPages::for_cache(8 << 20).cells.len(), MIN_CELLS);
-        assert_eq!(PinnedPages::for_cache(32 << 20).cells.len(), 128);
-        assert_eq!(PinnedPages::for_cache(256 << 20).cells.len(), MAX_CELLS);
-        assert_eq!(PinnedPages::for_cache(4 << 30).cells.len(), MAX_CELLS);
-        let pins = PinnedPages::for_cache(64 << 20);
+        assert_eq!(PinnedPages::for_cache(0, PAGE).cells.len(), MIN_CELLS);
+        assert_eq!(PinnedPages::for_cache(8 << 20, PAGE).cells.len(), MIN_CELLS);
+        assert_eq!(PinnedPages::for_cache(32 << 20, PAGE).cells.len(), 128);
+        assert_eq!(PinnedPages::for_cache(256 << 20, PAGE).cells.len(), MAX_CELLS);
+        assert_eq!(PinnedPages::for_cache(4 << 30, PAGE).cells.len(), MAX_CELLS);
+        let pins = PinnedPages::for_cache(64 << 20, PAGE);
         let cells = pins.cells.len();
         assert!((0..100_000u64).all(|n| pins.cell_index(n * 16) < cells));
     }
@@ -133,7 +135,7 @@ mod tests {
     /// takes the next branch offered.
     #[test]
     fn branches_are_pinned_once_per_cell() {
-        let pins = PinnedPages::for_cache(256 << 20);
+        let pins = PinnedPages::for_cache(256 << 20, PAGE);
         let (first, second) = colliding_offsets(&pins);
         let leaf = Arc::new(Page::Leaf(Leaf::new()));
         pins.offer(first, &leaf);
