@@ -428,16 +428,16 @@ impl CacheDbm {
             .get_u64("cap_rec_num")?
             .ok_or_else(|| Error::invalid("cache needs cap_rec_num (the maximum number of records)"))?;
         let cap_mem_bytes = params.get_u64("cap_mem_bytes")?;
-        let num_slots = SlotCount::from_params(params, cap_mem_bytes)?;
+        let slot_count = SlotCount::from_params(params, cap_mem_bytes)?;
         let policy = Policy::parse(params.get("policy"))?;
-        Self::build(cap_rec_num, cap_mem_bytes, num_slots, policy, backing)
+        Self::build(cap_rec_num, cap_mem_bytes, slot_count, policy, backing)
     }
 
     /// A cache with no file and an explicit slot count (tests use 1 to compare with a plain
     /// LRU). The slot count is lowered to `cap_rec_num` if that is smaller.
     pub fn with_slots(cap_rec_num: u64, cap_mem_bytes: Option<u64>, num_slots: usize) -> Result<CacheDbm> {
-        let num_slots = SlotCount { count: num_slots, given: true };
-        Self::build(cap_rec_num, cap_mem_bytes, num_slots, Policy::Lru, Backing::in_memory(CLASS))
+        let slot_count = SlotCount { count: num_slots, given: true };
+        Self::build(cap_rec_num, cap_mem_bytes, slot_count, Policy::Lru, Backing::in_memory(CLASS))
     }
 
     fn build(
