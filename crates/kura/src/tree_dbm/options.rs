@@ -5,6 +5,7 @@ use crate::dbm::Params;
 use crate::error::{Error, Result};
 
 use super::comparator::Comparator;
+use super::page::decoded_page_bytes;
 use super::pager::PagerOptions;
 
 pub(crate) const PARAMS: &[&str] = &[
@@ -120,7 +121,7 @@ impl TreeOptions {
     /// 10,000 pages a bulk load under 128 MiB was OOM-killed; with too few, random batches
     /// checkpoint often and rewrite most of the tree each time.
     pub fn dirty_budget(&self, max_page_size: usize) -> usize {
-        let decoded_page = max_page_size.max(1).saturating_mul(3) / 2;
+        let decoded_page = decoded_page_bytes(max_page_size);
         self.max_dirty_pages.unwrap_or_else(|| (self.cache_bytes / 2 / decoded_page).max(MIN_DIRTY_PAGES))
     }
 

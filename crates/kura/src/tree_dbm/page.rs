@@ -52,6 +52,13 @@ fn check_child(reference: u64, hinted: bool) -> Result<(u64, SlotHint)> {
 /// holding two of them plus a page of others still fits the arena's 32-bit offsets.
 pub const MAX_RECORD_SIZE: usize = 1 << 30;
 
+/// The memory a decoded page of at most `max_page_size` encoded bytes is budgeted: one and a
+/// half times it (a decoded page of 8 KiB takes about 12 KiB). The modified pages' budget
+/// (`TreeOptions::dirty_budget`) and the pinned branches' table (pins.rs) count pages in it.
+pub fn decoded_page_bytes(max_page_size: usize) -> usize {
+    max_page_size.max(1).saturating_mul(3) / 2
+}
+
 /// Estimated serialized bytes per record besides the key and value (three varints).
 const RECORD_OVERHEAD: usize = 3;
 /// Estimated serialized bytes per child reference (a varint offset and two key varints).

@@ -18,7 +18,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::page::Page;
+use super::page::{decoded_page_bytes, Page};
 
 /// The fewest cells: what every cache got before the table was sized from it.
 const MIN_CELLS: usize = 64;
@@ -43,9 +43,7 @@ impl PinnedPages {
     /// A table for a page cache of `cache_bytes` holding pages of up to `max_page_size` bytes
     /// (see the module comment).
     pub fn for_cache(cache_bytes: usize, max_page_size: usize) -> PinnedPages {
-        // A decoded page, as `TreeOptions::dirty_budget` counts it: one and a half times its size.
-        let decoded_page = max_page_size.max(1).saturating_mul(3) / 2;
-        let fits = (cache_bytes / CACHE_FRACTION / decoded_page).max(1);
+        let fits = (cache_bytes / CACHE_FRACTION / decoded_page_bytes(max_page_size)).max(1);
         // The largest power of two not above `fits`, within the bounds.
         let cells = (1usize << fits.ilog2()).clamp(MIN_CELLS, MAX_CELLS);
         PinnedPages::with_cells(cells)
