@@ -241,6 +241,84 @@ fn restore_scan_does_not_revive_a_dead_record_read_from_the_byte_before_it() {
     assert_eq!(restored.get(b"b").unwrap(), b"live");
 }
 
+/// A free span written over removed records keeps the first one's bytes after its own tag
+/// and length. Read from the length byte, they are a record with a `next` one byte shorter
+/// (still 0, where the record was its chain's last), then the removed key, value and check
+/// bytes: intact when the length equals the record's live tag. A scan resynchronizing byte
+/// by byte through a damaged block right before the span took it, and the removed record
+/// came back (the power-loss test that cuts checkpoints, 20,000 images).
+///
+/// Built here: two buckets; "a" and "c" of bucket 0 removed together (a span covers merged
+/// blocks only), after "r", the record "a" pointed at, was removed, which rewrote the
+/// pointer of "a" to 0 in its 3 bytes; "x" of bucket 1 right before "a" damaged. The value
+/// of "a" is chosen so that the span's length is its live tag.
+#[test]
+fn restore_scan_does_not_revive_a_removed_record_under_a_free_span() {
+    let key_in = |bucket: u64| {
+        (0u64..)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|key| super::storage::bucket_of(super::storage::hash_key(key), 2) == bucket)
+            .unwrap()
+    };
+    let (zero, one) = (key_in(0), key_in(1));
+    let key = |base: &[u8], suffix: &str| {
+        // Keys of a bucket: its first key with a suffix, searched until the bucket matches.
+        (0u64..)
+            .map(|i| [base, format!("{suffix}{i}").as_bytes()].concat())
+            .find(|key| {
+                super::storage::bucket_of(super::storage::hash_key(key), 2)
+                    == super::storage::bucket_of(super::storage::hash_key(base), 2)
+            })
+            .unwrap()
+    };
+    let (r, a, c) = (key(&zero, "r"), key(&zero, "a"), key(&zero, "c"));
+    let (x, b) = (key(&one, "x"), key(&one, "b"));
+    // A record whose `next` is 3 bytes wide: tag, next, both sizes, the check byte, the wide
+    // check, then key and value.
+    let record_len = |key: &[u8], value: &[u8]| 1 + 3 + 1 + 1 + 1 + 3 + key.len() + value.len();
+    let second = b"second value".to_vec();
+    let hash = super::storage::hash_key(&a);
+    let removed = (0u64..)
+        .flat_map(|stamp| (10..70).map(move |len| (stamp, len)))
+        .map(|(stamp, len)| format!("{stamp:08x}:").bytes().cycle().take(len).collect::<Vec<u8>>())
+        .find(|value| {
+            let tag = super::record::KIND_RECORD | (super::record::checksum(hash, false, value).narrow() >> 8) as u8;
+            usize::from(tag) == record_len(&a, value) + record_len(&c, &second)
+        })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("span.kuh");
+    let db = HashDbm::create(&path, &Params::new().with("num_buckets", 2)).unwrap();
+    let damaged_value = vec![7u8; 40];
+    db.set(&r, b"pointed at", true).unwrap();
+    db.set(&x, &damaged_value, true).unwrap();
+    db.set(&a, &removed, true).unwrap();
+    db.set(&c, &second, true).unwrap();
+    db.set(&b, b"live", true).unwrap();
+    db.remove(&r).unwrap();
+    db.checkpoint().unwrap();
+    db.remove(&a).unwrap();
+    db.remove(&c).unwrap();
+    db.checkpoint().unwrap();
+    let mut image = std::fs::read(&path).unwrap();
+    drop(db);
+    let span = image.windows(removed.len()).position(|w| w == removed).unwrap() - record_len(&a, b"");
+    assert_eq!(image[span], 0xE0, "the checkpoint wrote a free span over the removed records");
+    assert_eq!(
+        image[span + 1],
+        super::record::KIND_RECORD | (super::record::checksum(hash, false, &removed).narrow() >> 8) as u8
+    );
+    assert_eq!(
+        image[span + 2..span + 4],
+        [0x80, 0x00],
+        "the pointer of the removed record reads as 0 from the byte after its first"
+    );
+    damage_first_byte_of(&mut image, &damaged_value);
+    let restored = restore_by_scan_alone(dir.path(), image);
+    assert!(restored.get(&a).is_err(), "a removed record came back");
+    assert_eq!(restored.get(&b).unwrap(), b"live");
+}
+
 /// A tombstone's value is empty. The last bytes of a padded `next` field (a continuation
 /// byte `10 0 sssss`, then 0) read as a tombstone whose key, value and check byte are the
 /// record's own: a scan resynchronizing there took it, and in appending mode removed the

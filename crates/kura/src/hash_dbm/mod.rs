@@ -856,6 +856,7 @@ impl Dbm for HashDbm {
     fn close(&self) -> Result<()> {
         self.with_all(|slot| match slot.take() {
             Some(mut s) => {
+                self.sync_journal_before_close()?;
                 s.close()?;
                 // The file is durable and closed cleanly: its journal has nothing left to give.
                 self.remove_journal()
@@ -870,7 +871,7 @@ impl Drop for HashDbm {
         if let Some(mut s) = self.storage.get_mut().take() {
             // Errors cannot be reported from drop; call `close` to see them. A failed close
             // leaves the file marked as crashed, and the next writer restores it.
-            if s.close().is_ok() {
+            if self.sync_journal_before_close().is_ok() && s.close().is_ok() {
                 let _ = self.remove_journal();
             }
         }

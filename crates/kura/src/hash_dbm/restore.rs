@@ -494,6 +494,32 @@ fn shadows_dead_record(source: &Storage, whole: &WholeFile<'_>, offset: u64, hea
     }
 }
 
+/// Whether the record read at `offset` is the dead record that a free span starting one byte
+/// before covers, read with the span's length byte as its tag.
+///
+/// A hard synchronization writes a free span over each run of records it frees: its tag over
+/// the first record's tag, its length (one varint byte below 128) over the first byte of
+/// that record's `next` field, which is padded to two bytes or more whenever it points
+/// anywhere. Read from the length byte, the rest of the `next` field is a shorter valid one,
+/// and the dead record's key, value and check bytes follow. A length of 64 to 127 reads as a
+/// live tag, and when its low bits equal the record's check bits, as an intact record: a
+/// scan resynchronizing byte by byte after a torn block met it and brought a removed record
+/// back (the power-loss test that cuts checkpoints, in place, 20,000 images, operation 3,684).
+///
+/// The reverse reading would drop a real record only if the byte before it (the last byte
+/// of the block before) is 0xE0 and the record is shorter than its own tag's value, and only
+/// where the chains did not reach it.
+fn lies_under_free_span(source: &Storage, whole: &WholeFile<'_>, offset: u64, header: &RecordHeader) -> bool {
+    let Some(span_start) = offset.checked_sub(1) else { return false };
+    match source.scan_block(whole, span_start) {
+        Ok(Block::FreeSpan { len }) => {
+            span_in_area(source, span_start, len)
+                && offset.saturating_add(header.total_len()) <= span_start.saturating_add(len)
+        }
+        _ => false,
+    }
+}
+
 /// Adds every intact record of the record area whose key `sink` does not have yet.
 ///
 /// In appending mode nothing written is ever overwritten, so a later block of a key is a
@@ -588,9 +614,11 @@ fn scan(
                 } else if !appending
                     && !aligned
                     && kind != KIND_FREE
-                    && shadows_dead_record(source, whole, offset, &header)
+                    && (shadows_dead_record(source, whole, offset, &header)
+                        || lies_under_free_span(source, whole, offset, &header))
                 {
-                    // The dead record one byte further is the block (see the function).
+                    // The dead record one byte further, or the free span one byte before, is
+                    // the block (see the functions).
                     (1, false)
                 } else if kind == KIND_TOMBSTONE && header.value_len != 0 {
                     // A tombstone's value is empty (docs/format.md): this is the inside of a

@@ -54,6 +54,12 @@ impl Journal {
         self.file.ticket()
     }
 
+    /// Makes every frame written so far durable (`JournalFile::sync_published`): before a
+    /// checkpoint or a close writes the tree file with their changes.
+    pub fn sync_published(&self) -> Result<()> {
+        self.file.sync_published()
+    }
+
     /// The pending entries' buffer, to encode one more entry into (`entry_added` after).
     pub fn pending_mut(&mut self) -> &mut Vec<u8> {
         &mut self.pending

@@ -302,10 +302,7 @@ impl Store {
             }
         }
         self.commit_to_sync()?;
-        match self.journal.ticket() {
-            Some(ticket) => self.journal.sync_state().sync(&ticket),
-            None => Ok(()),
-        }
+        self.journal.sync_published()
     }
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
@@ -343,6 +340,9 @@ impl Store {
         // Everything stands in the journal file first: a failed tree commit rolls the tree
         // back to the last checkpoint, and the journal is then replayed over it.
         self.commit()?;
+        // The frames first: a journal left beside the checkpoint is replayed whole over it
+        // (`JournalFile::sync_published`).
+        self.journal.sync_published()?;
         let committed = self.tree.commit(true);
         self.undone_on_failure(committed)?;
         self.journal.restart()
@@ -354,9 +354,7 @@ impl Store {
         encode_entry(self.journal.pending_mut(), Entry::Clear);
         self.journal.entry_added();
         self.commit_to_sync()?;
-        if let Some(ticket) = self.journal.ticket() {
-            self.journal.sync_state().sync(&ticket)?;
-        }
+        self.journal.sync_published()?;
         let cleared = self.tree.clear();
         self.undone_on_failure(cleared)?;
         self.journal.restart()
@@ -365,6 +363,9 @@ impl Store {
     /// A checkpoint, then the journal file removed (a close: the tree file holds everything).
     pub fn close(&mut self) -> Result<()> {
         self.commit()?;
+        // Until its removal reaches the directory, the journal may be replayed over the closed
+        // file: whole, which changes nothing (`JournalFile::sync_published`).
+        self.journal.sync_published()?;
         let closed = self.tree.commit(false).and_then(|()| self.tree.pager.close(false));
         self.undone_on_failure(closed)?;
         self.journal.remove()
