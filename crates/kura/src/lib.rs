@@ -83,6 +83,9 @@ pub use encoding::{decode_varint, put_varint, varint_len};
 pub use engine::RestoreReport;
 pub use error::{Error, ErrorKind, Result};
 pub use expiry::{Clock, Expiry, ManualClock};
+/// A probe at every sync that makes writes durable, for the project's power-loss tests.
+#[cfg(feature = "internals")]
+pub use file::sync_probe;
 pub use hash_dbm::{HashDbm, RecordCheck, UpdateMode, MAX_KEY_SIZE};
 pub use journal::journal_path;
 pub use memory_dbm::{BabyCursor, BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};

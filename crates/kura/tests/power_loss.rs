@@ -12,10 +12,16 @@
 //! old or the new snapshot whole; both are checked, with a torn temporary snapshot left
 //! beside them.
 //!
+//! Inside a checkpoint or a close: the sync probe (`kura::sync_probe`) takes every file's
+//! durable bytes and its bytes now right before each sync, and images are built at each of
+//! those moments, so that a power loss is cut between any two syncs of one operation (the
+//! tree's pages, its header, the journal started over; HashDbm's records, its list, its
+//! clean header). Durable batches are among its operations.
+//!
 //! `KURA_POWERLOSS_IMAGES` sets the images per configuration (default 1,000 per file-engine
 //! configuration and per shard-set configuration, 1,200 for each in-place HashDbm test, 1,500
 //! for each of TreeDbm's two configurations; for the memory engines a budget of 1,200, 60
-//! snapshot pairs).
+//! snapshot pairs; 1,200 for each of the cut-anywhere test's three).
 
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 #![expect(clippy::indexing_slicing, reason = "offsets into buffers the test sized itself")]
@@ -23,12 +29,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use kura::shard_dbm::{shard_of, shard_path};
 use kura::split_mix::SplitMix64;
 use kura::{Dbm, DbmExt, OpenMode, Params, Storage, WriteBatch};
-use support::power_loss::{crash_image, image_budget, write_image_file, Fate, Model, Tracker};
+use support::power_loss::{crash_image, image_budget, read_if_exists, write_image_file, Fate, Model, Tracker};
 
 /// Keys of the workload: few enough that records are often rewritten and removed.
 const KEYS: u64 = 200;
@@ -55,30 +62,35 @@ fn value(rng: &mut SplitMix64, key: u64) -> Vec<u8> {
 /// write batch (without, the random stream is the one the single-file tests always had).
 fn write_some(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64, operations: u64, batches: bool) {
     for _ in 0..operations {
-        if batches && rng.below(BATCH_ONE_IN) == 0 {
-            write_a_batch(db, tracker, rng);
-            continue;
+        write_one(db, tracker, rng, batches);
+    }
+}
+
+/// One random write of `write_some`: a set, a remove, an append, or (with `batches`) a batch.
+fn write_one(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64, batches: bool) {
+    if batches && rng.below(BATCH_ONE_IN) == 0 {
+        write_a_batch(db, tracker, rng);
+        return;
+    }
+    let k = rng.below(KEYS);
+    let key = format!("key{k:04}").into_bytes();
+    match rng.below(10) {
+        0..=1 => {
+            if db.remove(&key).is_ok() {
+                tracker.remove(&key);
+            }
         }
-        let k = rng.below(KEYS);
-        let key = format!("key{k:04}").into_bytes();
-        match rng.below(10) {
-            0..=1 => {
-                if db.remove(&key).is_ok() {
-                    tracker.remove(&key);
-                }
-            }
-            2 => {
-                let tail = value(rng, k);
-                let mut grown = tracker.model().get(&key).cloned().unwrap_or_default();
-                grown.extend_from_slice(&tail[..tail.len().min(300)]);
-                db.set(&key, &grown, true).unwrap();
-                tracker.set(&key, &grown);
-            }
-            _ => {
-                let v = value(rng, k);
-                db.set(&key, &v, true).unwrap();
-                tracker.set(&key, &v);
-            }
+        2 => {
+            let tail = value(rng, k);
+            let mut grown = tracker.model().get(&key).cloned().unwrap_or_default();
+            grown.extend_from_slice(&tail[..tail.len().min(300)]);
+            db.set(&key, &grown, true).unwrap();
+            tracker.set(&key, &grown);
+        }
+        _ => {
+            let v = value(rng, k);
+            db.set(&key, &v, true).unwrap();
+            tracker.set(&key, &v);
         }
     }
 }
@@ -90,6 +102,11 @@ const MAX_BATCH_OPS: u64 = 30;
 
 /// A write batch of sets and removes of random keys (over every shard of a set).
 fn write_a_batch(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64) {
+    write_a_batch_as(db, tracker, rng, false);
+}
+
+/// `write_a_batch`, committed with `write_batch_durable` when `durable`.
+fn write_a_batch_as(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64, durable: bool) {
     let mut batch = WriteBatch::new();
     let mut changes = Vec::new();
     for _ in 0..1 + rng.below(MAX_BATCH_OPS) {
@@ -102,7 +119,11 @@ fn write_a_batch(db: &dyn Dbm, tracker: &mut Tracker, rng: &mut SplitMix64) {
         };
         changes.push((key, new));
     }
-    db.write_batch(&batch).unwrap();
+    if durable {
+        db.write_batch_durable(&batch).unwrap();
+    } else {
+        db.write_batch(&batch).unwrap();
+    }
     tracker.batch(&changes);
 }
 
@@ -457,4 +478,228 @@ fn memory_engine_snapshots_are_old_or_new_whole() {
         db.close().unwrap();
         println!("{}: {rounds} snapshot pairs (old and new), all whole", engine.name);
     }
+}
+
+/// The test using the sync probe now: tests run on threads of one process, and it has one probe.
+static PROBE_USER: Mutex<()> = Mutex::new(());
+
+/// A test's hold on the sync probe.
+struct Observing {
+    _probe: kura::sync_probe::Observing,
+    _exclusive: std::sync::MutexGuard<'static, ()>,
+}
+
+/// What the sync probe saw of one database's files: each file's durable bytes (as of its
+/// last sync), and, for each sync since the test last looked, every file's durable and
+/// current bytes right before it (`kura::sync_probe`).
+struct SyncMoments {
+    /// The directory of the database's files: syncs elsewhere (other tests, images being
+    /// restored) are not its.
+    dir: PathBuf,
+    files: Vec<PathBuf>,
+    durable: Vec<Vec<u8>>,
+    /// Per moment, per file: (durable bytes, current bytes).
+    moments: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl SyncMoments {
+    fn new(dir: &Path, files: &[PathBuf]) -> SyncMoments {
+        let mut moments =
+            SyncMoments { dir: dir.to_path_buf(), files: files.to_vec(), durable: Vec::new(), moments: Vec::new() };
+        moments.all_durable();
+        moments
+    }
+
+    /// Follows the syncs of the files `files` in `dir` until the returned guard drops (one
+    /// test at a time: the probe is the process's).
+    fn observe(dir: &Path, files: &[PathBuf]) -> (Arc<Mutex<SyncMoments>>, Observing) {
+        let exclusive = PROBE_USER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let probe = Arc::new(Mutex::new(SyncMoments::new(dir, files)));
+        let observed = Arc::clone(&probe);
+        let observing = kura::sync_probe::observe(move |synced: &Path| observed.lock().unwrap().before_sync(synced));
+        (probe, Observing { _probe: observing, _exclusive: exclusive })
+    }
+
+    /// Every file as it is now is durable (after a `synchronize(true)` that synced them all,
+    /// or a close).
+    fn all_durable(&mut self) {
+        self.durable = self.files.iter().map(|file| read_if_exists(file)).collect();
+        self.moments.clear();
+    }
+
+    /// A sync of `path` is about to run: a power loss now keeps each file's durable bytes
+    /// plus any of the pages written since; after it, the synced file's bytes now are durable.
+    fn before_sync(&mut self, path: &Path) {
+        if !path.starts_with(&self.dir) {
+            return;
+        }
+        let moment: Vec<(Vec<u8>, Vec<u8>)> = self
+            .files
+            .iter()
+            .zip(&self.durable)
+            .map(|(file, durable)| (durable.clone(), read_if_exists(file)))
+            .collect();
+        if let Some(index) = self.files.iter().position(|file| file == path) {
+            self.durable[index] = moment[index].1.clone();
+        }
+        self.moments.push(moment);
+    }
+}
+
+/// Power loss at every sync a checkpoint makes (`checkpoint_bytes` small, so that sets often
+/// end in one): the tree's pages, then its header, then the journal started over under a new
+/// salt; or HashDbm's file, then its journal. Right before each sync the probe
+/// (`kura::sync_probe`) takes every file's durable bytes and its bytes now; each image keeps
+/// the durable bytes plus any pages written since, as `Tracker::crash` does between
+/// operations. A moment between two syncs of one operation is a power loss cut inside it.
+/// Checked as the other tests are: every record synced and unmodified present, modified
+/// ones old or new, and TreeDbm's files a prefix of their commits.
+#[test]
+fn a_power_loss_cut_anywhere_inside_a_checkpoint_keeps_every_durable_record() {
+    let tree_small_pages =
+        Params::new().with("max_page_size", 2048).with("max_dirty_pages", 16).with("checkpoint_bytes", 16384);
+    let tree_zstd = Params::new().with("record_comp", "zstd").with("checkpoint_bytes", 24576);
+    let hash = in_place_params().with("checkpoint_bytes", 8192);
+    let budget = image_budget(DEFAULT_CUT_IMAGES);
+    let configurations = [("tree", tree_small_pages), ("tree", tree_zstd), ("hash", hash)];
+    for (seed, (engine_name, params)) in configurations.iter().enumerate() {
+        let started = Instant::now();
+        let tally = simulate_cuts(Layout::single(engine_name), params, 100 + seed as u64, budget);
+        println!(
+            "{engine_name} {params:?}: {} crash images at {} syncs, {} of them between two syncs of one operation, \
+             all consistent, in {:.1} s",
+            tally.images,
+            tally.syncs,
+            tally.inside,
+            started.elapsed().as_secs_f64()
+        );
+        assert!(tally.inside > 0, "{engine_name}: no operation made two syncs; the test cut no checkpoint");
+    }
+}
+
+/// Crash images per configuration of the cut-anywhere test.
+const DEFAULT_CUT_IMAGES: usize = 1200;
+
+/// What `simulate_cuts` built: images, the syncs they were taken at, and how many of those
+/// syncs came after another sync of the same operation (a cut inside a checkpoint).
+#[derive(Default)]
+struct CutTally {
+    images: usize,
+    syncs: usize,
+    inside: usize,
+}
+
+fn simulate_cuts(layout: Layout, params: &Params, seed: u64, images: usize) -> CutTally {
+    let engine = layout.engine;
+    let (dir, image_dir) = (scratch_dir(), scratch_dir());
+    let path = dir.path().join(format!("db.{}", engine.extension));
+    let crashed = image_dir.path().join(format!("crashed.{}", engine.extension));
+    let (files, crashed_files) = (layout.files(&path), layout.files(&crashed));
+    let mut rng = SplitMix64::new(seed);
+    let mut tracker = Tracker::new();
+    let mut db = layout.create(&path, params);
+    db.synchronize(true).unwrap();
+    tracker.synchronized_files(&files);
+    let (probe, _observing) = SyncMoments::observe(dir.path(), &files);
+    let mut tally = CutTally::default();
+    let mut operation = 0u64;
+    while tally.images < images {
+        operation += 1;
+        // Mostly writes; now and then a durable commit, a durable batch, or a close (which
+        // checkpoints and removes the journal) and a reopen.
+        let (mut synced_all, mut closed) = (false, false);
+        match rng.below(40) {
+            0 => {
+                db.synchronize(true).unwrap();
+                synced_all = true;
+            }
+            1 => {
+                db.close().unwrap();
+                (synced_all, closed) = (true, true);
+            }
+            2 => {
+                // Durable: it makes every commit before it durable too.
+                write_a_batch_as(db.as_ref(), &mut tracker, &mut rng, true);
+                synced_all = true;
+            }
+            _ => write_one(db.as_ref(), &mut tracker, &mut rng, true),
+        }
+        let moments = std::mem::take(&mut probe.lock().unwrap().moments);
+        tally.syncs += moments.len();
+        tally.inside += moments.len().saturating_sub(1);
+        for (index, moment) in moments.iter().enumerate() {
+            let what = format!("{} {params:?} seed {seed} operation {operation} sync {index}", layout.name());
+            for _ in 0..2 {
+                for ((durable, current), file) in moment.iter().zip(&crashed_files) {
+                    let bytes = match rng.below(4) {
+                        0 => durable.clone(),
+                        1 => current.clone(),
+                        _ => crash_image(durable, current, &mut rng),
+                    };
+                    write_image_file(file, &bytes);
+                }
+                let opened = layout
+                    .open(&crashed, params)
+                    .unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
+                tracker.check(opened.as_ref(), &what);
+                if engine.name == "tree" {
+                    let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
+                    tracker.check_commit_prefix(&records, |_| true, &what);
+                }
+                opened.close().unwrap();
+                tally.images += 1;
+            }
+        }
+        if closed {
+            db = layout.open(&path, params).unwrap();
+        }
+        if synced_all {
+            tracker.synchronized_files(&files);
+            probe.lock().unwrap().all_durable();
+        }
+    }
+    db.close().unwrap();
+    tally
+}
+
+/// HashDbm applies a batch larger than a quarter of `checkpoint_bytes` without journaling it
+/// (after a checkpoint), so the batch is in the file only until the next checkpoint. A durable
+/// batch after it that synced only the journal returned with the large batch not durable: a
+/// power loss then could bring its keys back to their values before it (found by the
+/// cut-anywhere test once it made durable batches). Here the files' durable bytes, as the
+/// sync probe follows them, must hold both batches once the durable one returns.
+#[test]
+fn a_durable_batch_makes_an_unjournaled_batch_before_it_durable_too() {
+    let params = Params::new().with("num_buckets", 64).with("checkpoint_bytes", 8192);
+    let layout = Layout::single("hash");
+    let dir = scratch_dir();
+    let path = dir.path().join("db.kuh");
+    let files = layout.files(&path);
+    let db = layout.create(&path, &params);
+    db.set(b"first", b"journaled", true).unwrap();
+    db.synchronize(true).unwrap();
+    let (probe, _observing) = SyncMoments::observe(dir.path(), &files);
+    let mut large = WriteBatch::new();
+    for i in 0..40 {
+        large.set(format!("large{i:02}").as_bytes(), [b'v'; 100]);
+    }
+    assert!(large.byte_size() > 8192 / 4, "the batch bypasses the journal");
+    db.write_batch(&large).unwrap();
+    let mut small = WriteBatch::new();
+    small.set(b"small", b"durable");
+    db.write_batch_durable(&small).unwrap();
+    let durable = probe.lock().unwrap().durable.clone();
+    let image_dir = scratch_dir();
+    let image = image_dir.path().join("image.kuh");
+    for (bytes, file) in durable.iter().zip(layout.files(&image)) {
+        write_image_file(&file, bytes);
+    }
+    let opened = layout.open(&image, &params).unwrap();
+    assert_eq!(opened.get(b"small").unwrap(), b"durable");
+    for i in 0..40 {
+        let key = format!("large{i:02}");
+        assert_eq!(opened.get(key.as_bytes()).unwrap(), [b'v'; 100], "{key}: the large batch is not durable");
+    }
+    opened.close().unwrap();
+    db.close().unwrap();
 }

@@ -224,6 +224,7 @@ impl MappedAppender {
 
     /// Makes every write to the file durable: one `fdatasync`.
     pub fn sync_data(&self) -> Result<()> {
+        super::sync_probe::before_sync(&self.path);
         self.file.sync_data().map_err(|e| self.io("fdatasync", e))
     }
 

@@ -445,6 +445,7 @@ impl MappedFile {
     /// the device a second time.
     pub fn sync(&self, hard: bool) -> Result<()> {
         if hard {
+            super::sync_probe::before_sync(&self.path);
             return self.file.sync_data().map_err(|e| Error::io(format!("fdatasync {}", self.path.display()), e));
         }
         let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
@@ -475,6 +476,7 @@ impl MappedFile {
                 return self.sync(true);
             }
         }
+        super::sync_probe::before_sync(&self.path);
         self.file.sync_all().map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))
     }
 }

@@ -8,6 +8,10 @@ mod mapped;
 mod open;
 mod prefetch;
 mod replace;
+#[cfg(feature = "internals")]
+pub mod sync_probe;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod sync_probe;
 
 pub use appender::{AppendWrite, Exclusive, MappedAppender, Published};
 pub use lock::{FileLock, LockMode};

@@ -30,6 +30,7 @@ pub fn sync_parent(path: &Path) -> Result<()> {
         _ => Path::new("."),
     };
     let dir = File::open(parent).map_err(|e| Error::io(format!("open {}", parent.display()), e))?;
+    super::sync_probe::before_sync(parent);
     dir.sync_all().map_err(|e| Error::io(format!("fsync {}", parent.display()), e))
 }
 

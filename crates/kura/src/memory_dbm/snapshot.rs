@@ -24,7 +24,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, Xxh3};
 
@@ -96,6 +96,8 @@ pub struct SnapshotWriter {
     count: u64,
     params: String,
     context: String,
+    /// The file written, for the sync probe.
+    path: PathBuf,
 }
 
 impl SnapshotWriter {
@@ -113,6 +115,7 @@ impl SnapshotWriter {
             count: 0,
             params: params.to_string(),
             context,
+            path: path.to_path_buf(),
         };
         let mut fields = HeaderBytes::<HEADER_LEN>::new();
         fields.put(MAGIC_FIELD, MAGIC);
@@ -188,6 +191,7 @@ impl SnapshotWriter {
         trailer.extend_from_slice(&checksum.to_le_bytes());
         self.put(&trailer)?;
         let file = self.out.into_inner().map_err(|e| Error::io(&self.context, e.into_error()))?;
+        crate::file::sync_probe::before_sync(&self.path);
         file.sync_all().map_err(|e| Error::io(&self.context, e))?;
         Ok(self.count)
     }
