@@ -229,20 +229,11 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
     // the same bucket skips the newer ones. A file closed cleanly states how many records it
     // holds, and holds no stale record with a live tag (the close's hard synchronization
     // marked every unlinked one dead), so finding fewer than it states starts the scan too.
-    //
-    // After a crash in place, chains can walk cleanly and still be short: a power loss keeps
-    // any subset of the pages written since the last synchronization, so a bucket's old head
-    // can lead past a record whose unlinking pointer reached the disk, while the new record
-    // its new head pointed to never did. Both versions of that key were then out of every
-    // chain, and with no chain broken no scan ran: the key was lost (the power-loss test that
-    // cuts checkpoints, 20,000 images, operation 9,752). So a file not closed cleanly is
-    // always scanned, as in appending mode: records of keys the chains gave are skipped.
     let found = report.from_chains + unreadable.len() as u64;
     if from.header.closed_cleanly && found < from.header.record_count {
         report.short_of_count = from.header.record_count - found;
     }
-    let crashed = !from.header.closed_cleanly;
-    if report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0 || !in_place || crashed {
+    if report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0 || !in_place {
         scan(&source, &sink, &mut report, &mut unreadable, &mut damage, &refuse_scanned)?;
     }
     for key in &unreadable {
