@@ -4,7 +4,7 @@
 //! intact (see the crash contract in storage.rs), and the first record of a key in its
 //! chain is its current state. If any chain is broken (a pointer out of the file, a bad
 //! header, a loop), if the chains hold fewer records than a cleanly closed file states, and
-//! always in appending mode or after a crash, the record area is then scanned from start to end and every
+//! always in appending mode, the record area is then scanned from start to end and every
 //! intact record (checksum verified) whose key was not yet recovered is added too, so that
 //! damage, or pages lost to a power loss, lose only the records they hit.
 //!
@@ -217,8 +217,8 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
     // In appending mode the scan runs even when every chain walked cleanly: after a power
     // loss a chain can be whole yet short (a head pointer whose update was lost), and as
     // nothing is ever overwritten there, the newest intact version of a key in file order is
-    // its state. In place the scan runs (besides after every crash, below) when a chain is
-    // broken or holds a record that fails its checksum: after a power loss, a pointer can reach the disk before the record it
+    // its state. In place the scan runs when a chain is broken or holds a record that fails
+    // its checksum: after a power loss, a pointer can reach the disk before the record it
     // points to, and the bytes found there (a free block, or a torn record whose `next` may
     // read as anything, even 0) cut the chain short. Every record of the last synchronized
     // state is still intact in the record area (records freed since were not reused nor
