@@ -39,7 +39,7 @@ use super::{check_key, stripe_of, HashDbm};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::file::AppendWrite;
-use crate::journal::{self, encode_entry, Entry, JournalFile, Recovered, FRAME_HEADER_SIZE};
+use crate::journal::{self, encode_entry, Entry, JournalFile, Recovered, SyncTicket, FRAME_HEADER_SIZE};
 use crate::multi_get::LockSet;
 
 /// A batch's frame buffer is kept for the next batch up to this capacity.
@@ -127,17 +127,11 @@ impl HashDbm {
                 durable.then(|| journal.file.ticket_for(position)).flatten(),
             ))
         })?;
-        if let Some(ticket) = ticket {
-            if journal.unjournaled.load(Ordering::Acquire) {
-                // A batch that bypassed the journal since the last checkpoint is in the file
-                // only: the journal's sync would leave it out of what this call makes durable
-                // (the power-loss test with durable batches found such a batch's key back at
-                // its value before it).
-                return self.checkpoint();
-            }
-            journal.file.sync(&ticket)?;
-        }
-        self.checkpoint_if_due(due)
+        let checkpointed = match ticket {
+            Some(ticket) => self.make_durable(journal, Some(ticket))?,
+            None => false,
+        };
+        self.checkpoint_if_due(due && !checkpointed)
     }
 
     /// A batch larger than a quarter of `checkpoint_bytes` (a bulk load): a checkpoint first,
@@ -211,13 +205,23 @@ impl HashDbm {
     /// commits of other threads written before it started; a checkpoint instead when a batch
     /// bypassed the journal since the last one.
     pub(super) fn sync_journal(&self, journal: &HashJournal) -> Result<()> {
+        self.make_durable(journal, journal.file.ticket()).map(drop)
+    }
+
+    /// Makes the commits up to `ticket` durable: one `fdatasync` of the journal, or a
+    /// checkpoint when a batch bypassed the journal since the last one, since that batch is in
+    /// the file only (a durable batch that synced the journal alone returned with such a
+    /// batch before it not durable: the power-loss test with durable batches found its keys
+    /// back at their values before it). Returns whether it checkpointed.
+    fn make_durable(&self, journal: &HashJournal, ticket: Option<SyncTicket>) -> Result<bool> {
         if journal.unjournaled.load(Ordering::Acquire) {
-            return self.checkpoint();
+            self.checkpoint()?;
+            return Ok(true);
         }
-        match journal.file.ticket() {
-            Some(ticket) => journal.file.sync(&ticket),
-            None => Ok(()),
+        if let Some(ticket) = ticket {
+            journal.file.sync(&ticket)?;
         }
+        Ok(false)
     }
 
     /// Makes the file durable as it is (a hard synchronization, which also hands the space of
