@@ -223,7 +223,6 @@ struct Tally {
 /// state of some commit, and a batch (a set's part of one, in a shard) is one commit.
 fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: bool) -> Tally {
     let engine = layout.engine;
-    let commits_atomic = engine.name == "tree";
     let dir = scratch_dir();
     let path = dir.path().join(format!("db.{}", engine.extension));
     let crashed = dir.path().join(format!("crashed.{}", engine.extension));
@@ -272,27 +271,34 @@ fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: 
             } else {
                 std::fs::write(&crashed, crash.image(&mut rng)).unwrap();
             }
-            let opened =
-                layout.open(&crashed, params).unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
-            tracker.check(opened.as_ref(), &what);
-            if commits_atomic {
-                let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
-                let count = layout.shard_count();
-                for shard in 0..count {
-                    let in_shard = |key: &[u8]| shard_of(key, count) == shard;
-                    let actual: Model =
-                        records.iter().filter(|(key, _)| in_shard(key)).map(|(k, v)| (k.clone(), v.clone())).collect();
-                    tracker.check_commit_prefix(&actual, in_shard, &format!("{what} shard {shard}"));
-                }
-            }
-            // The restored database goes on working.
-            opened.set(b"after the crash", b"written", true).unwrap();
-            opened.close().unwrap();
+            check_crash_image(layout, &crashed, params, &tracker, &what);
             tally.images += 1;
         }
     }
     db.close().unwrap();
     tally
+}
+
+/// Opens the crash image at `crashed` for writing, as a user would (restoring it where
+/// needed), and checks it against `tracker`: every record (`Tracker::check`), and for TreeDbm
+/// files, whose commits are atomic, that each file holds a prefix of its own writes
+/// (`Tracker::check_commit_prefix`, shard by shard in a set); then the restored database
+/// must go on taking writes.
+fn check_crash_image(layout: Layout, crashed: &Path, params: &Params, tracker: &Tracker, what: &str) {
+    let opened = layout.open(crashed, params).unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
+    tracker.check(opened.as_ref(), what);
+    if layout.engine.name == "tree" {
+        let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
+        let count = layout.shard_count();
+        for shard in 0..count {
+            let in_shard = |key: &[u8]| shard_of(key, count) == shard;
+            let actual: Model =
+                records.iter().filter(|(key, _)| in_shard(key)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            tracker.check_commit_prefix(&actual, in_shard, &format!("{what} shard {shard}"));
+        }
+    }
+    opened.set(b"after the crash", b"written", true).unwrap();
+    opened.close().unwrap();
 }
 
 impl Tally {
@@ -484,7 +490,7 @@ fn memory_engine_snapshots_are_old_or_new_whole() {
 static PROBE_USER: Mutex<()> = Mutex::new(());
 
 /// A test's hold on the sync probe.
-struct Observing {
+struct ProbeHold {
     _probe: kura::sync_probe::Observing,
     _exclusive: std::sync::MutexGuard<'static, ()>,
 }
@@ -512,12 +518,12 @@ impl SyncMoments {
 
     /// Follows the syncs of the files `files` in `dir` until the returned guard drops (one
     /// test at a time: the probe is the process's).
-    fn observe(dir: &Path, files: &[PathBuf]) -> (Arc<Mutex<SyncMoments>>, Observing) {
+    fn observe(dir: &Path, files: &[PathBuf]) -> (Arc<Mutex<SyncMoments>>, ProbeHold) {
         let exclusive = PROBE_USER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let probe = Arc::new(Mutex::new(SyncMoments::new(dir, files)));
         let observed = Arc::clone(&probe);
         let observing = kura::sync_probe::observe(move |synced: &Path| observed.lock().unwrap().before_sync(synced));
-        (probe, Observing { _probe: observing, _exclusive: exclusive })
+        (probe, ProbeHold { _probe: observing, _exclusive: exclusive })
     }
 
     /// Every file as it is now is durable (after a `synchronize(true)` that synced them all,
@@ -638,15 +644,7 @@ fn simulate_cuts(layout: Layout, params: &Params, seed: u64, images: usize) -> C
                     };
                     write_image_file(file, &bytes);
                 }
-                let opened = layout
-                    .open(&crashed, params)
-                    .unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
-                tracker.check(opened.as_ref(), &what);
-                if engine.name == "tree" {
-                    let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
-                    tracker.check_commit_prefix(&records, |_| true, &what);
-                }
-                opened.close().unwrap();
+                check_crash_image(layout, &crashed, params, &tracker, &what);
                 tally.images += 1;
             }
         }
