@@ -29,6 +29,7 @@
 //! batch's frame and changes are both before it or both after. Lock order: the header lock,
 //! then stripes (ascending), then `commit`, then the journal held alone.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLockWriteGuard};
@@ -107,7 +108,7 @@ impl HashDbm {
         if journal.bypasses(batch.byte_size()) {
             return self.write_batch_bypassing(journal, batch, durable);
         }
-        let (due, ticket) = self.with_batch_locked(batch, |applying| {
+        let (due, ticket) = self.with_batch_locked(batch, None, |applying| {
             let mut frame = journal.commit.lock();
             frame.clear();
             frame.resize(FRAME_HEADER_SIZE, 0);
@@ -136,18 +137,28 @@ impl HashDbm {
 
     /// A batch larger than a quarter of `checkpoint_bytes` (a bulk load): a checkpoint first,
     /// under the header lock and the batch's stripes, so that no entry older than the batch is
-    /// left in the journal to be replayed over it; then the batch is applied without entries,
+    /// left in the journal to be replayed over it; then the batch is applied without a frame,
     /// atomic for readers but not across a crash (a prefix of it may survive), and the file is
     /// due a checkpoint before the next durable commit returns.
+    ///
+    /// The operations of the keys the batch removes are still journaled, each as it is
+    /// applied: a restore after a crash scans the record area (restore.rs), where a record
+    /// removed since the last checkpoint still looks live (its tag is marked dead only at the
+    /// next: freed.rs), and the replay of these entries removes it again. Without them a
+    /// killed process brought back a key that a returned batch had removed. Every operation of
+    /// such a key is journaled, not only its removal, so that a replay ends in its state after
+    /// the same prefix of the batch (a set after the removal included); keys the batch only
+    /// sets need no entry, since their new record heads their chain.
     fn write_batch_bypassing(&self, journal: &HashJournal, batch: &WriteBatch, durable: bool) -> Result<()> {
         let header = self.header_lock.lock();
-        let due = self.with_batch_locked(batch, |applying| {
+        let (settle, journal_due) = self.with_batch_locked(batch, Some(journal), |applying| {
             let _commit = journal.commit.lock();
             journal.file.restart_after(|| self.storage_ref()?.synchronize(true))?;
             journal.unjournaled.store(true, Ordering::Release);
-            applying()?;
-            Ok(self.storage_ref()?.settle_due())
+            let journal_due = applying()?;
+            Ok((self.storage_ref()?.settle_due(), journal_due))
         })?;
+        let due = settle || journal_due;
         drop(header);
         if durable || due {
             self.checkpoint()?;
@@ -157,12 +168,20 @@ impl HashDbm {
 
     /// Runs `body` with the stripes of every key of `batch` locked exclusively (taken once
     /// each, ascending, as `multi_get::LockSet` explains); `body` gets the function that
-    /// applies the batch's operations in order, each under its key's stripe.
+    /// applies the batch's operations in order, each under its key's stripe. With
+    /// `removals_to`, every operation of a key the batch removes is appended to that journal
+    /// right after it is applied (`write_batch_bypassing` says why), and the function returns
+    /// whether the journal is then due a checkpoint.
     fn with_batch_locked<R>(
         &self,
         batch: &WriteBatch,
+        removals_to: Option<&HashJournal>,
         body: impl FnOnce(&mut dyn FnMut() -> Result<bool>) -> Result<R>,
     ) -> Result<R> {
+        let removed: HashSet<&[u8]> = match removals_to {
+            Some(_) => batch.ops().filter(|op| op.value().is_none()).map(|op| op.key()).collect(),
+            None => HashSet::new(),
+        };
         let mut body = Some(body);
         let mut planned: Vec<Planned<'_>> = Vec::with_capacity(batch.len());
         let mut stripes = LockSet::default();
@@ -184,6 +203,7 @@ impl HashDbm {
             }
             let storage = self.storage_ref()?;
             let mut applying = || -> Result<bool> {
+                let mut journal_due = false;
                 for plan in &planned {
                     let guard = order
                         .position(stripe_of(plan.bucket))
@@ -193,8 +213,11 @@ impl HashDbm {
                     let key = plan.op.key();
                     let found = storage.find(chain.read(), key, plan.hash)?;
                     Self::apply_write(storage, &chain, key, plan.hash, plan.op.value(), found)?;
+                    if let Some(journal) = removals_to.filter(|_| removed.contains(key)) {
+                        journal_due |= journal.log(Entry::from(plan.op))?;
+                    }
                 }
-                Ok(true)
+                Ok(journal_due)
             };
             let body = body.take().ok_or_else(|| Error::internal("write_batch applies its batch once"))?;
             return body(&mut applying);
