@@ -160,3 +160,71 @@ fn restore_reports_shard_by_shard_and_keeps_the_shards_a_missing_one_leaves() {
     }
     assert_eq!(seen, report.records);
 }
+
+/// A set of caches whose shard 0 is gone: the empty shard put in its place must take the caps
+/// its restored siblings have (a cache cannot be made without its record cap; the restore
+/// failed, leaving the first shards of a new set behind), and the new set must hold every
+/// record of the others, each as written, within the caps.
+#[test]
+fn restore_of_a_cache_set_missing_a_shard_gives_the_empty_one_its_siblings_caps() {
+    let capped: Vec<&kura::Engine> = kura::engines().iter().filter(|engine| !engine.shared_caps.is_empty()).collect();
+    assert!(!capped.is_empty(), "the registry lists the caches' shared caps");
+    for engine in capped {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join(format!("db.{}", engine.extension));
+        let params = Params::new().with("num_shards", 3).with("cap_rec_num", 3000);
+        let db = kura::open(&base, OpenMode::Create, &params).unwrap();
+        let model: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+            (0..300).map(|i| (format!("k{i:04}").into_bytes(), format!("v{i}").into_bytes())).collect();
+        for (key, value) in &model {
+            db.set(key, value, true).unwrap();
+        }
+        db.close().unwrap();
+        let shard_stats = |base: &Path, index| {
+            let shard =
+                kura::open(shard_path(base, index, 3), OpenMode::ReadOnly, &Params::new().with("engine", engine.name));
+            shard.unwrap().inspect().unwrap()
+        };
+        let sibling = shard_stats(&base, 1);
+        std::fs::remove_file(shard_path(&base, 0, 3)).unwrap();
+
+        let dest = dir.path().join(format!("new.{}", engine.extension));
+        let report = ShardDbm::restore_set(&base, &dest, kura::engines())
+            .unwrap_or_else(|e| panic!("{}: the restore failed: {e}", engine.name));
+        assert!(report.shards[0].dropped[0].contains("nothing restored"), "{}: {report:?}", engine.name);
+        let empty = shard_stats(&dest, 0);
+        assert_eq!(empty.count, 0);
+        for cap in engine.shared_caps {
+            assert_eq!(empty.property(cap), sibling.property(cap), "{}: {cap} of the empty shard", engine.name);
+        }
+        let restored = kura::open(&dest, OpenMode::ReadOnly, &Params::new()).unwrap();
+        let mut seen = 0;
+        for record in kura::DbmExt::records(restored.as_ref()).unwrap() {
+            let (key, value) = record.unwrap();
+            assert_eq!(model.get(&key), Some(&value), "{}: a restored record is one that was written", engine.name);
+            seen += 1;
+        }
+        assert_eq!(seen, report.records, "{}", engine.name);
+        assert!(seen > 0 && seen < 300, "{}: shards 1 and 2 hold some of the 300 records: {seen}", engine.name);
+    }
+}
+
+/// A restore that fails partway (here a shard that is a directory, which no engine can read:
+/// an I/O error, not damage an empty shard could stand in for) leaves no shard of the new set
+/// behind, so that the next attempt does not find a database already there.
+#[test]
+fn a_restore_that_fails_partway_leaves_no_shard_of_the_new_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("db.kuh");
+    make_set(&base, 3, &Params::new());
+    let last = shard_path(&base, 2, 3);
+    std::fs::remove_file(&last).unwrap();
+    std::fs::create_dir(&last).unwrap();
+    let dest = dir.path().join("new.kuh");
+    let error = ShardDbm::restore_set(&base, &dest, kura::engines()).unwrap_err();
+    assert_ne!(error.kind(), ErrorKind::BrokenData, "{error}");
+    for index in 0..3 {
+        let shard = shard_path(&dest, index, 3);
+        assert!(!shard.exists(), "{} was left behind after: {error}", shard.display());
+    }
+}
