@@ -710,3 +710,119 @@ fn a_durable_batch_makes_an_unjournaled_batch_before_it_durable_too() {
     opened.close().unwrap();
     db.close().unwrap();
 }
+
+/// The open that recovers a crashed HashDbm file (restore, journal replay, checkpoint) killed at
+/// any of its syncs, or powered off there: the next open must still find every write that had
+/// returned before the first crash. The crash left removals whose records still read live
+/// (they are marked dead only at a checkpoint) and that only the journal's replay removes
+/// again after the restore's scan; the open started the journal over under a new salt before
+/// its checkpoint marked them dead, so a writer killed between the two left the next restore
+/// to take them back (found by review).
+#[test]
+fn an_open_recovering_a_crashed_file_keeps_every_returned_write_across_a_second_crash() {
+    let layout = Layout::single("hash");
+    let params = in_place_params();
+    let (dir, crash_dir, image_dir) = (scratch_dir(), scratch_dir(), scratch_dir());
+    let path = dir.path().join("db.kuh");
+    let mut tracker = Tracker::new();
+    let db = layout.create(&path, &params);
+    let key = |i: usize| format!("key{i:03}").into_bytes();
+    for i in 0..60 {
+        db.set(&key(i), format!("first {i}").as_bytes(), true).unwrap();
+        tracker.set(&key(i), format!("first {i}").as_bytes());
+    }
+    db.synchronize(true).unwrap();
+    tracker.synchronized_files(&layout.files(&path));
+    for i in 0..20 {
+        db.remove(&key(i)).unwrap();
+        tracker.remove(&key(i));
+    }
+    for i in 20..30 {
+        db.set(&key(i), format!("second {i}").as_bytes(), true).unwrap();
+        tracker.set(&key(i), format!("second {i}").as_bytes());
+    }
+    db.synchronize(true).unwrap();
+    // A writer killed here: its files as the page cache holds them.
+    let crashed = crash_dir.path().join("db.kuh");
+    for (file, copy) in layout.files(&path).iter().zip(layout.files(&crashed)) {
+        write_image_file(&copy, &read_if_exists(file));
+    }
+    tracker.synchronized_files(&layout.files(&path));
+    drop(db);
+
+    let files = layout.files(&crashed);
+    let (probe, observing) = SyncMoments::observe(crash_dir.path(), &files);
+    layout.open(&crashed, &params).unwrap().close().unwrap();
+    drop(observing);
+    let moments = std::mem::take(&mut probe.lock().unwrap().moments);
+    assert!(moments.len() >= 3, "the recovering open syncs its restore, its checkpoint and its journal");
+    let image = image_dir.path().join("db.kuh");
+    let mut rng = SplitMix64::new(7);
+    for (index, moment) in moments.iter().enumerate() {
+        // Killed: every file as it is now. Powered off: its durable bytes and any pages since.
+        for killed in [true, false, false] {
+            for ((durable, current), file) in moment.iter().zip(layout.files(&image)) {
+                let bytes = if killed { current.clone() } else { crash_image(durable, current, &mut rng) };
+                write_image_file(&file, &bytes);
+            }
+            let what =
+                format!("the recovering open {} at its sync {index}", if killed { "killed" } else { "powered off" });
+            check_crash_image(layout, &image, &params, &tracker, &what);
+        }
+    }
+}
+
+/// A HashDbm batch larger than a quarter of `checkpoint_bytes` is applied without a frame, and
+/// a writer killed after it returned leaves its removed records with live tags until the next
+/// checkpoint; the restore of a crashed file scans the record area, which finds them. The
+/// batch's operations on the keys it removes are journaled so that the replay removes them
+/// again: removals, a removal and a set after it, a set and a removal after it.
+#[test]
+fn a_killed_writer_keeps_the_removals_of_a_batch_that_bypassed_the_journal() {
+    let layout = Layout::single("hash");
+    let params = in_place_params().with("checkpoint_bytes", 8192);
+    let (dir, crash_dir) = (scratch_dir(), scratch_dir());
+    let path = dir.path().join("db.kuh");
+    let mut tracker = Tracker::new();
+    let db = layout.create(&path, &params);
+    let key = |i: usize| format!("key{i:03}").into_bytes();
+    for i in 0..40 {
+        db.set(&key(i), format!("first {i}").as_bytes(), true).unwrap();
+        tracker.set(&key(i), format!("first {i}").as_bytes());
+    }
+    db.synchronize(true).unwrap();
+    let mut batch = WriteBatch::new();
+    let mut changes: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+    let mut push = |batch: &mut WriteBatch, key: Vec<u8>, value: Option<Vec<u8>>| {
+        match &value {
+            Some(value) => batch.set(&key, value),
+            None => batch.remove(&key),
+        };
+        changes.push((key, value));
+    };
+    for i in 0..10 {
+        push(&mut batch, key(i), None);
+    }
+    for i in 10..15 {
+        push(&mut batch, key(i), None);
+        push(&mut batch, key(i), Some(format!("set again {i}").into_bytes()));
+    }
+    for i in 15..20 {
+        push(&mut batch, key(i), Some(format!("set then removed {i}").into_bytes()));
+        push(&mut batch, key(i), None);
+    }
+    for i in 40..80 {
+        push(&mut batch, key(i), Some(vec![b'n'; 100]));
+    }
+    assert!(batch.byte_size() > 8192 / 4, "the batch bypasses the journal");
+    db.write_batch(&batch).unwrap();
+    tracker.batch(&changes);
+    // Killed now: the files as the page cache holds them.
+    tracker.synchronized_files(&layout.files(&path));
+    let crashed = crash_dir.path().join("db.kuh");
+    for (file, copy) in layout.files(&path).iter().zip(layout.files(&crashed)) {
+        write_image_file(&copy, &read_if_exists(file));
+    }
+    drop(db);
+    check_crash_image(layout, &crashed, &params, &tracker, "a writer killed after a batch that bypassed the journal");
+}

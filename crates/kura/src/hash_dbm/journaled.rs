@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::{Mutex, RwLockWriteGuard};
 
 use super::chain_lock::ChainMut;
+use super::header::UpdateMode;
 use super::storage::{bucket_of, hash_key};
 use super::{check_key, stripe_of, HashDbm};
 use crate::batch::{BatchOp, WriteBatch};
@@ -141,8 +142,8 @@ impl HashDbm {
     /// atomic for readers but not across a crash (a prefix of it may survive), and the file is
     /// due a checkpoint before the next durable commit returns.
     ///
-    /// The operations of the keys the batch removes are still journaled, each as it is
-    /// applied: a restore after a crash scans the record area (restore.rs), where a record
+    /// In place, the operations of the keys the batch removes are still journaled, each as it
+    /// is applied: a restore after a crash scans the record area (restore.rs), where a record
     /// removed since the last checkpoint still looks live (its tag is marked dead only at the
     /// next: freed.rs), and the replay of these entries removes it again. Without them a
     /// killed process brought back a key that a returned batch had removed. Every operation of
@@ -151,7 +152,9 @@ impl HashDbm {
     /// sets need no entry, since their new record heads their chain.
     fn write_batch_bypassing(&self, journal: &HashJournal, batch: &WriteBatch, durable: bool) -> Result<()> {
         let header = self.header_lock.lock();
-        let (settle, journal_due) = self.with_batch_locked(batch, Some(journal), |applying| {
+        // In appending mode a removal is a tombstone, which the scan takes as the key's state.
+        let in_place = self.storage_ref()?.header.update_mode == UpdateMode::InPlace;
+        let (settle, journal_due) = self.with_batch_locked(batch, in_place.then_some(journal), |applying| {
             let _commit = journal.commit.lock();
             journal.file.restart_after(|| self.storage_ref()?.synchronize(true))?;
             journal.unjournaled.store(true, Ordering::Release);
@@ -169,16 +172,16 @@ impl HashDbm {
     /// Runs `body` with the stripes of every key of `batch` locked exclusively (taken once
     /// each, ascending, as `multi_get::LockSet` explains); `body` gets the function that
     /// applies the batch's operations in order, each under its key's stripe. With
-    /// `removals_to`, every operation of a key the batch removes is appended to that journal
-    /// right after it is applied (`write_batch_bypassing` says why), and the function returns
-    /// whether the journal is then due a checkpoint.
+    /// `ops_of_removed_keys_to`, every operation of a key the batch removes is appended to that
+    /// journal right after it is applied (`write_batch_bypassing` says why), and the function
+    /// returns whether the journal is then due a checkpoint.
     fn with_batch_locked<R>(
         &self,
         batch: &WriteBatch,
-        removals_to: Option<&HashJournal>,
+        ops_of_removed_keys_to: Option<&HashJournal>,
         body: impl FnOnce(&mut dyn FnMut() -> Result<bool>) -> Result<R>,
     ) -> Result<R> {
-        let removed: HashSet<&[u8]> = match removals_to {
+        let removed: HashSet<&[u8]> = match ops_of_removed_keys_to {
             Some(_) => batch.ops().filter(|op| op.value().is_none()).map(|op| op.key()).collect(),
             None => HashSet::new(),
         };
@@ -213,8 +216,10 @@ impl HashDbm {
                     let key = plan.op.key();
                     let found = storage.find(chain.read(), key, plan.hash)?;
                     Self::apply_write(storage, &chain, key, plan.hash, plan.op.value(), found)?;
-                    if let Some(journal) = removals_to.filter(|_| removed.contains(key)) {
-                        journal_due |= journal.log(Entry::from(plan.op))?;
+                    if let Some(journal) = ops_of_removed_keys_to {
+                        if removed.contains(key) {
+                            journal_due |= journal.log(Entry::from(plan.op))?;
+                        }
                     }
                 }
                 Ok(journal_due)
@@ -338,12 +343,21 @@ impl HashDbm {
             Error::new(e.kind(), format!("{}: replaying it failed: {}", path.display(), e.message()))
         })?;
         let journal = HashJournal::new(&self.path, checkpoint_bytes);
-        // The journal exists from the start, so that every checkpoint shows as a new salt in
-        // its header (the power-loss simulation follows checkpoints by it).
-        journal.file.create_now()?;
+        let replayed = !recovered.is_empty() || recovered.dropped_bytes > 0;
+        if !replayed {
+            // The journal exists from the start, so that every checkpoint shows as a new salt
+            // in its header (the power-loss simulation follows checkpoints by it).
+            journal.file.create_now()?;
+        }
         self.journal = Some(journal);
-        if !recovered.is_empty() || recovered.dropped_bytes > 0 {
-            // What was replayed becomes durable in the file, and the journal starts over.
+        if replayed {
+            // What was replayed becomes durable in the file, the records it removed marked
+            // dead, and only then does the journal start over (the checkpoint opens it after
+            // the file's sync: `JournalFile::restart_after`). Started over first, a journal
+            // under a new salt left the replay's removals to the next restore's scan, which
+            // found their records live: a writer killed in this open, after a writer killed
+            // after a removal, brought the removed key back; and a power loss there lost
+            // durable commits the journal alone held.
             self.checkpoint()?;
         }
         Ok(())

@@ -2,12 +2,12 @@
 //!
 //! First every chain is walked from its bucket: after a process crash the chains are
 //! intact (see the crash contract in storage.rs), and the first record of a key in its
-//! chain is its current state. If any chain is broken (a pointer out of the file, a bad
-//! header, a loop), if the chains hold fewer records than a cleanly closed file states, in a
-//! file not closed cleanly, and always in appending mode, the record area is then scanned
-//! from start to end and every intact record (checksum verified) whose key was not yet
-//! recovered is added too, so that damage, or pages lost to a power loss, lose only the
-//! records they hit.
+//! chain is its current state. Then the record area is scanned from start to end, and every
+//! intact record (checksum verified) whose key was not yet recovered is added too, so that
+//! damage, or pages lost to a power loss, lose only the records they hit. The scan runs in
+//! appending mode always; in place, after any crash (a file not closed cleanly), when a chain
+//! is broken (a pointer out of the file, a bad header, a loop), and when the chains hold
+//! fewer records than a cleanly closed file states.
 //!
 //! A record is copied only once its value is proven intact (checksum, and for a compressed
 //! value a dictionary that passed its own checksum); the keys whose value could not be are
@@ -218,12 +218,13 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
     // In appending mode the scan runs even when every chain walked cleanly: after a power
     // loss a chain can be whole yet short (a head pointer whose update was lost), and as
     // nothing is ever overwritten there, the newest intact version of a key in file order is
-    // its state. In place the scan runs when a chain is broken or holds a record that fails
-    // its checksum: after a power loss, a pointer can reach the disk before the record it
-    // points to, and the bytes found there (a free block, or a torn record whose `next` may
-    // read as anything, even 0) cut the chain short. Every record of the last synchronized
-    // state is still intact in the record area (records freed since were not reused nor
-    // marked dead: freed.rs), so the scan finds those the chains lost.
+    // its state. In place the scan runs after every crash (below), and in a file closed
+    // cleanly when a chain is broken or holds a record that fails its checksum: after a power
+    // loss, a pointer can reach the disk before the record it points to, and the bytes found
+    // there (a free block, or a torn record whose `next` may read as anything, even 0) cut
+    // the chain short. Every record of the last synchronized state is still intact in the
+    // record area (records freed since were not reused nor marked dead: freed.rs), so the
+    // scan finds those the chains lost.
     //
     // A chain can also walk cleanly and still be short when its bucket entry is damaged: a
     // flipped bit that makes it 0 empties the chain, one that points it at an older record of
