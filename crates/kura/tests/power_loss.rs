@@ -711,6 +711,32 @@ fn a_durable_batch_makes_an_unjournaled_batch_before_it_durable_too() {
     db.close().unwrap();
 }
 
+/// `key000`, `key001`, ... up to `count` keys, each set to `first N` in a new database at
+/// `path` and synced: the database, and the tracker of its records.
+fn synced_keys(layout: Layout, path: &Path, params: &Params, count: usize) -> (Box<dyn Dbm>, Tracker) {
+    let mut tracker = Tracker::new();
+    let db = layout.create(path, params);
+    for i in 0..count {
+        db.set(&key_n(i), format!("first {i}").as_bytes(), true).unwrap();
+        tracker.set(&key_n(i), format!("first {i}").as_bytes());
+    }
+    db.synchronize(true).unwrap();
+    (db, tracker)
+}
+
+/// The key `synced_keys` names `n`.
+fn key_n(n: usize) -> Vec<u8> {
+    format!("key{n:03}").into_bytes()
+}
+
+/// Copies the files of the open database at `from` to `to` as a writer killed now leaves
+/// them: as the page cache holds them.
+fn copy_as_killed(layout: Layout, from: &Path, to: &Path) {
+    for (file, copy) in layout.files(from).iter().zip(layout.files(to)) {
+        write_image_file(&copy, &read_if_exists(file));
+    }
+}
+
 /// The open that recovers a crashed HashDbm file (restore, journal replay, checkpoint) killed at
 /// any of its syncs, or powered off there: the next open must still find every write that had
 /// returned before the first crash. The crash left removals whose records still read live
@@ -724,29 +750,20 @@ fn an_open_recovering_a_crashed_file_keeps_every_returned_write_across_a_second_
     let params = in_place_params();
     let (dir, crash_dir, image_dir) = (scratch_dir(), scratch_dir(), scratch_dir());
     let path = dir.path().join("db.kuh");
-    let mut tracker = Tracker::new();
-    let db = layout.create(&path, &params);
-    let key = |i: usize| format!("key{i:03}").into_bytes();
-    for i in 0..60 {
-        db.set(&key(i), format!("first {i}").as_bytes(), true).unwrap();
-        tracker.set(&key(i), format!("first {i}").as_bytes());
-    }
-    db.synchronize(true).unwrap();
+    let (db, mut tracker) = synced_keys(layout, &path, &params, 60);
     tracker.synchronized_files(&layout.files(&path));
     for i in 0..20 {
-        db.remove(&key(i)).unwrap();
-        tracker.remove(&key(i));
+        db.remove(&key_n(i)).unwrap();
+        tracker.remove(&key_n(i));
     }
     for i in 20..30 {
-        db.set(&key(i), format!("second {i}").as_bytes(), true).unwrap();
-        tracker.set(&key(i), format!("second {i}").as_bytes());
+        db.set(&key_n(i), format!("second {i}").as_bytes(), true).unwrap();
+        tracker.set(&key_n(i), format!("second {i}").as_bytes());
     }
     db.synchronize(true).unwrap();
     // A writer killed here: its files as the page cache holds them.
     let crashed = crash_dir.path().join("db.kuh");
-    for (file, copy) in layout.files(&path).iter().zip(layout.files(&crashed)) {
-        write_image_file(&copy, &read_if_exists(file));
-    }
+    copy_as_killed(layout, &path, &crashed);
     tracker.synchronized_files(&layout.files(&path));
     drop(db);
 
@@ -783,14 +800,7 @@ fn a_killed_writer_keeps_the_removals_of_a_batch_that_bypassed_the_journal() {
     let params = in_place_params().with("checkpoint_bytes", 8192);
     let (dir, crash_dir) = (scratch_dir(), scratch_dir());
     let path = dir.path().join("db.kuh");
-    let mut tracker = Tracker::new();
-    let db = layout.create(&path, &params);
-    let key = |i: usize| format!("key{i:03}").into_bytes();
-    for i in 0..40 {
-        db.set(&key(i), format!("first {i}").as_bytes(), true).unwrap();
-        tracker.set(&key(i), format!("first {i}").as_bytes());
-    }
-    db.synchronize(true).unwrap();
+    let (db, mut tracker) = synced_keys(layout, &path, &params, 40);
     let mut batch = WriteBatch::new();
     let mut changes: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
     let mut push = |batch: &mut WriteBatch, key: Vec<u8>, value: Option<Vec<u8>>| {
@@ -801,18 +811,18 @@ fn a_killed_writer_keeps_the_removals_of_a_batch_that_bypassed_the_journal() {
         changes.push((key, value));
     };
     for i in 0..10 {
-        push(&mut batch, key(i), None);
+        push(&mut batch, key_n(i), None);
     }
     for i in 10..15 {
-        push(&mut batch, key(i), None);
-        push(&mut batch, key(i), Some(format!("set again {i}").into_bytes()));
+        push(&mut batch, key_n(i), None);
+        push(&mut batch, key_n(i), Some(format!("set again {i}").into_bytes()));
     }
     for i in 15..20 {
-        push(&mut batch, key(i), Some(format!("set then removed {i}").into_bytes()));
-        push(&mut batch, key(i), None);
+        push(&mut batch, key_n(i), Some(format!("set then removed {i}").into_bytes()));
+        push(&mut batch, key_n(i), None);
     }
     for i in 40..80 {
-        push(&mut batch, key(i), Some(vec![b'n'; 100]));
+        push(&mut batch, key_n(i), Some(vec![b'n'; 100]));
     }
     assert!(batch.byte_size() > 8192 / 4, "the batch bypasses the journal");
     db.write_batch(&batch).unwrap();
@@ -820,9 +830,7 @@ fn a_killed_writer_keeps_the_removals_of_a_batch_that_bypassed_the_journal() {
     // Killed now: the files as the page cache holds them.
     tracker.synchronized_files(&layout.files(&path));
     let crashed = crash_dir.path().join("db.kuh");
-    for (file, copy) in layout.files(&path).iter().zip(layout.files(&crashed)) {
-        write_image_file(&copy, &read_if_exists(file));
-    }
+    copy_as_killed(layout, &path, &crashed);
     drop(db);
     check_crash_image(layout, &crashed, &params, &tracker, "a writer killed after a batch that bypassed the journal");
 }
