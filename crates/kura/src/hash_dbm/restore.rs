@@ -243,22 +243,13 @@ pub fn salvage(source: &mut Storage, sink: &mut Storage, damaged: bool, cut_shor
     // tags are marked dead only then: freed.rs), which the journal's replay removes again:
     // every removal since the checkpoint has an entry, a batch that bypassed the journal
     // included (journaled.rs, `write_batch_bypassing`).
-    //
-    // When the crash is the only reason to scan (in place, every chain whole), the scan takes
-    // only records it reaches by stepping from block to block, none it finds by moving one
-    // byte at a time after a block it could not read: after a killed process that block is
-    // the record being written, cut short, and a reading of its bytes that passes a 13-bit
-    // check would be a record never written, where the restore of such a file did not scan
-    // before. (A broken chain is damage, or a power loss, and there the scan takes both.)
     let found = report.from_chains + unreadable.len() as u64;
     if from.header.closed_cleanly && found < from.header.record_count {
         report.short_of_count = from.header.record_count - found;
     }
-    let chains_short = report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0;
     let crashed = !from.header.closed_cleanly;
-    if chains_short || !in_place || crashed {
-        let take_resynchronized = chains_short || !in_place;
-        scan(&source, &sink, &mut report, &mut unreadable, &mut damage, &refuse_scanned, take_resynchronized)?;
+    if report.broken_chains > 0 || report.suspect_chains > 0 || report.short_of_count > 0 || !in_place || crashed {
+        scan(&source, &sink, &mut report, &mut unreadable, &mut damage, &refuse_scanned)?;
     }
     for key in &unreadable {
         if !has(&sink, key, hash_key(key))? {
@@ -561,8 +552,7 @@ fn lies_under_free_span(source: &Storage, whole: &WholeFile<'_>, offset: u64, he
 /// or dead record resynchronizes it: it moves one byte at a time, and a free-span tag or a
 /// dead tag that fails its checksum is not believed. (A byte 0xE0 inside a value read as a
 /// free span used to skip the live records after it.) Zero bytes are skipped in one step:
-/// no block starts with one but a filler byte. In place, a record found by resynchronizing is
-/// taken only with `take_resynchronized` (`salvage` says when it is not).
+/// no block starts with one but a filler byte.
 fn scan(
     (source, whole): &Whole<'_>,
     sink: &Whole<'_>,
@@ -570,7 +560,6 @@ fn scan(
     unreadable: &mut HashSet<Vec<u8>>,
     damage: &mut Shadows,
     refuse_scanned: &HashSet<u64>,
-    take_resynchronized: bool,
 ) -> Result<()> {
     let appending = source.header.update_mode == UpdateMode::Appending;
     // Appending mode: each key's last intact version in file order, and where it lies.
@@ -671,7 +660,6 @@ fn scan(
                     if appending {
                         latest.insert(key, (offset, (kind == KIND_RECORD).then(|| value.clone())));
                     } else if kind == KIND_RECORD
-                        && (aligned || take_resynchronized)
                         && !refuse_scanned.contains(&bucket_of(hash, source.header.num_buckets))
                         && !has(sink, &key, hash)?
                     {

@@ -323,14 +323,18 @@ impl JournalFile {
         // The old frames stay behind the new header: their checksums hold only with the old
         // salt. A new file gets its first zeros (see `GROWTH_BYTES`) before the header.
         let started = (|| {
-            if exclusive.len() > MAX_RECYCLED_BYTES {
-                exclusive.truncate(MAX_RECYCLED_BYTES)?;
-            }
             exclusive.grow_to(GROWTH_BYTES)?;
             exclusive.write(0, &encode_header(salt))?;
             exclusive.sync_data()?;
             if created {
                 crate::file::sync_parent(&self.path)?;
+            }
+            // Cut only once the new salt is durable: cut before, a power loss could keep the
+            // old header over a shortened journal, whose first frames a replay would then set
+            // over a database file that already holds the later ones (review). After, the
+            // frames cut are the old salt's, which no replay takes.
+            if exclusive.len() > MAX_RECYCLED_BYTES {
+                exclusive.truncate(MAX_RECYCLED_BYTES)?;
             }
             Ok(())
         })();
