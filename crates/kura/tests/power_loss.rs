@@ -834,3 +834,80 @@ fn a_killed_writer_keeps_the_removals_of_a_batch_that_bypassed_the_journal() {
     drop(db);
     check_crash_image(layout, &crashed, &params, &tracker, "a writer killed after a batch that bypassed the journal");
 }
+
+/// A journal longer than 64 MiB is cut to 64 MiB when it starts over after a checkpoint. Cut
+/// before its new header (the new salt) was durable, a power loss could keep the old header
+/// over the shortened journal, and the next open replayed that prefix of its frames over the
+/// checkpointed file, which held later values: keys rewritten in the frames cut off went back
+/// to older values (found by review). Images at every sync of the checkpoint that cuts it.
+#[test]
+fn a_journal_cut_when_it_starts_over_replays_no_prefix_of_its_frames() {
+    const CUT_AT: usize = 64 << 20;
+    let layout = Layout::single("hash");
+    let params = Params::new().with("num_buckets", 512).with("checkpoint_bytes", 72 << 20);
+    let (dir, image_dir) = (scratch_dir(), scratch_dir());
+    let path = dir.path().join("db.kuh");
+    let files = layout.files(&path);
+    let journal = kura::journal_path(&path);
+    let mut tracker = Tracker::new();
+    let db = layout.create(&path, &params);
+    let value = |round: u8, i: usize| {
+        let mut value = vec![b'a' + round; 40_000];
+        value[..8].copy_from_slice(&(i as u64).to_le_bytes());
+        value
+    };
+    // New keys past `CUT_AT`, then the first hundred rewritten (in frames past it: fewer than
+    // the 32 MiB of freed records that would checkpoint), then a durable sync.
+    let keys = 1700;
+    for (round, count) in [(0, keys), (1, 100)] {
+        for i in 0..count {
+            db.set(&key_n(i), &value(round, i), true).unwrap();
+            tracker.set(&key_n(i), &value(round, i));
+        }
+    }
+    db.synchronize(true).unwrap();
+    assert!(read_if_exists(&journal).len() > CUT_AT, "the journal grew past the length it is cut to");
+    tracker.synchronized_files(&files);
+    // More writes until one passes `checkpoint_bytes` and checkpoints.
+    let (probe, observing) = SyncMoments::observe(dir.path(), &files);
+    let mut i = 0;
+    while probe.lock().unwrap().moments.is_empty() {
+        db.set(&key_n(i), &value(2, i), true).unwrap();
+        tracker.set(&key_n(i), &value(2, i));
+        i += 1;
+        assert!(i < keys, "no checkpoint came");
+    }
+    drop(observing);
+    let moments = std::mem::take(&mut probe.lock().unwrap().moments);
+    let image = image_dir.path().join("db.kuh");
+    let mut rng = SplitMix64::new(11);
+    for (index, moment) in moments.iter().enumerate() {
+        for attempt in 0..2 {
+            for ((durable, current), file) in moment.iter().zip(layout.files(&image)) {
+                // The first image keeps every file's new length and none of its new pages.
+                let bytes = if attempt == 0 {
+                    durable_at_new_length(durable, current)
+                } else {
+                    crash_image(durable, current, &mut rng)
+                };
+                write_image_file(&file, &bytes);
+            }
+            check_crash_image(
+                layout,
+                &image,
+                &params,
+                &tracker,
+                &format!("the checkpoint cutting the journal, sync {index}, image {attempt}"),
+            );
+        }
+    }
+    db.close().unwrap();
+}
+
+/// A file's durable bytes at the length it has now (cut or grown), none of the pages written
+/// since: what a power loss keeps when only the new length reached the disk.
+fn durable_at_new_length(durable: &[u8], current: &[u8]) -> Vec<u8> {
+    let mut bytes = durable.to_vec();
+    bytes.resize(current.len(), 0);
+    bytes
+}
