@@ -592,6 +592,24 @@ fn a_power_loss_cut_anywhere_inside_a_checkpoint_keeps_every_durable_record() {
     }
 }
 
+/// Writes the crash image of one sync moment (`SyncMoments`) at `image`, each file's bytes as
+/// `pick` makes them from its durable and its current bytes, and checks it
+/// (`check_crash_image`).
+fn check_moment_image(
+    layout: Layout,
+    moment: &[(Vec<u8>, Vec<u8>)],
+    image: &Path,
+    params: &Params,
+    tracker: &Tracker,
+    what: &str,
+    mut pick: impl FnMut(&[u8], &[u8]) -> Vec<u8>,
+) {
+    for ((durable, current), file) in moment.iter().zip(layout.files(image)) {
+        write_image_file(&file, &pick(durable, current));
+    }
+    check_crash_image(layout, image, params, tracker, what);
+}
+
 /// Crash images per configuration of the cut-anywhere test.
 const DEFAULT_CUT_IMAGES: usize = 1200;
 
@@ -609,7 +627,7 @@ fn simulate_cuts(layout: Layout, params: &Params, seed: u64, images: usize) -> C
     let (dir, image_dir) = (scratch_dir(), scratch_dir());
     let path = dir.path().join(format!("db.{}", engine.extension));
     let crashed = image_dir.path().join(format!("crashed.{}", engine.extension));
-    let (files, crashed_files) = (layout.files(&path), layout.files(&crashed));
+    let files = layout.files(&path);
     let mut rng = SplitMix64::new(seed);
     let mut tracker = Tracker::new();
     let mut db = layout.create(&path, params);
@@ -645,15 +663,13 @@ fn simulate_cuts(layout: Layout, params: &Params, seed: u64, images: usize) -> C
         for (index, moment) in moments.iter().enumerate() {
             let what = format!("{} {params:?} seed {seed} operation {operation} sync {index}", layout.name());
             for _ in 0..2 {
-                for ((durable, current), file) in moment.iter().zip(&crashed_files) {
-                    let bytes = match rng.below(4) {
-                        0 => durable.clone(),
-                        1 => current.clone(),
+                check_moment_image(layout, moment, &crashed, params, &tracker, &what, |durable, current| {
+                    match rng.below(4) {
+                        0 => durable.to_vec(),
+                        1 => current.to_vec(),
                         _ => crash_image(durable, current, &mut rng),
-                    };
-                    write_image_file(file, &bytes);
-                }
-                check_crash_image(layout, &crashed, params, &tracker, &what);
+                    }
+                });
                 tally.images += 1;
             }
         }
@@ -778,13 +794,15 @@ fn an_open_recovering_a_crashed_file_keeps_every_returned_write_across_a_second_
     for (index, moment) in moments.iter().enumerate() {
         // Killed: every file as it is now. Powered off: its durable bytes and any pages since.
         for killed in [true, false, false] {
-            for ((durable, current), file) in moment.iter().zip(layout.files(&image)) {
-                let bytes = if killed { current.clone() } else { crash_image(durable, current, &mut rng) };
-                write_image_file(&file, &bytes);
-            }
             let what =
                 format!("the recovering open {} at its sync {index}", if killed { "killed" } else { "powered off" });
-            check_crash_image(layout, &image, &params, &tracker, &what);
+            check_moment_image(layout, moment, &image, &params, &tracker, &what, |durable, current| {
+                if killed {
+                    current.to_vec()
+                } else {
+                    crash_image(durable, current, &mut rng)
+                }
+            });
         }
     }
 }
@@ -883,22 +901,15 @@ fn a_journal_cut_when_it_starts_over_replays_no_prefix_of_its_frames() {
     let mut rng = SplitMix64::new(11);
     for (index, moment) in moments.iter().enumerate() {
         for attempt in 0..2 {
-            for ((durable, current), file) in moment.iter().zip(layout.files(&image)) {
+            let what = format!("the checkpoint cutting the journal, sync {index}, image {attempt}");
+            check_moment_image(layout, moment, &image, &params, &tracker, &what, |durable, current| {
                 // The first image keeps every file's new length and none of its new pages.
-                let bytes = if attempt == 0 {
+                if attempt == 0 {
                     durable_at_new_length(durable, current)
                 } else {
                     crash_image(durable, current, &mut rng)
-                };
-                write_image_file(&file, &bytes);
-            }
-            check_crash_image(
-                layout,
-                &image,
-                &params,
-                &tracker,
-                &format!("the checkpoint cutting the journal, sync {index}, image {attempt}"),
-            );
+                }
+            });
         }
     }
     db.close().unwrap();
