@@ -35,7 +35,9 @@ use std::time::Instant;
 use kura::shard_dbm::{shard_of, shard_path};
 use kura::split_mix::SplitMix64;
 use kura::{Dbm, DbmExt, OpenMode, Params, Storage, WriteBatch};
-use support::power_loss::{crash_image, image_budget, read_if_exists, write_image_file, Fate, Model, Tracker};
+use support::power_loss::{
+    crash_image, image_budget, read_if_exists, write_image_file, write_sparse, Fate, Model, Tracker,
+};
 
 /// Keys of the workload: few enough that records are often rewritten and removed.
 const KEYS: u64 = 200;
@@ -269,7 +271,7 @@ fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: 
                     tally.count(image.iter().map(|(_, fate)| *fate));
                 }
             } else {
-                std::fs::write(&crashed, crash.image(&mut rng)).unwrap();
+                write_sparse(&crashed, &crash.image(&mut rng));
             }
             check_crash_image(layout, &crashed, params, &tracker, &what);
             tally.images += 1;

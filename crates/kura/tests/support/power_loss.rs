@@ -109,17 +109,17 @@ impl Tracker {
             let Some(journal_index) = self.synced_files.iter().position(|(p, _)| *p == journal) else {
                 continue;
             };
-            let current = read_if_exists(path);
+            // Called after every operation: only the heads are read, the files whole only
+            // when a checkpoint changed them.
             let is_tree_file = path.extension().is_some_and(|e| e == "kut") || is_tree_shard(path);
             let head = |bytes: &[u8], size: usize| bytes[..bytes.len().min(size)].to_vec();
-            let current_journal = read_if_exists(&journal);
             let synced_journal = &self.synced_files[journal_index].1;
             let restarted = !synced_journal.is_empty()
-                && head(&current_journal, JOURNAL_HEADER) != head(synced_journal, JOURNAL_HEADER);
-            let tree_committed = is_tree_file && head(&current, TREE_HEADERS) != head(synced, TREE_HEADERS);
+                && read_head(&journal, JOURNAL_HEADER) != head(synced_journal, JOURNAL_HEADER);
+            let tree_committed = is_tree_file && read_head(path, TREE_HEADERS) != head(synced, TREE_HEADERS);
             if restarted || tree_committed {
-                self.synced_files[index].1 = current;
-                self.synced_files[journal_index].1 = current_journal;
+                self.synced_files[index].1 = read_if_exists(path);
+                self.synced_files[journal_index].1 = read_if_exists(&journal);
             }
         }
     }
@@ -358,6 +358,21 @@ pub fn read_if_exists(path: &Path) -> Vec<u8> {
     }
 }
 
+/// The first `size` bytes of the file at `path` (fewer if it is shorter; none if it does not
+/// exist).
+fn read_head(path: &Path, size: usize) -> Vec<u8> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(size);
+    match std::fs::File::open(path) {
+        Ok(file) => {
+            file.take(size as u64).read_to_end(&mut head).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => panic!("open {}: {e}", path.display()),
+    }
+    head
+}
+
 /// Writes a file of a crash image: `bytes`, or no file at all when there are none.
 pub fn write_image_file(path: &Path, bytes: &[u8]) {
     if bytes.is_empty() {
@@ -367,8 +382,28 @@ pub fn write_image_file(path: &Path, bytes: &[u8]) {
             Err(e) => panic!("remove {}: {e}", path.display()),
         }
     } else {
-        std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        write_sparse(path, bytes);
     }
+}
+
+/// Writes `bytes` to the file at `path`, leaving its all-zero pages as holes, which read back
+/// as the same zeros. A HashDbm file or journal of a few dozen records is mostly zeros (1 MiB
+/// of each is reserved ahead), and writing them whole, file after file and image after image,
+/// was most of a debug run's time.
+pub fn write_sparse(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    const ZEROS: [u8; PAGE] = [0; PAGE];
+    let write = || -> std::io::Result<()> {
+        let file = std::fs::File::create(path)?;
+        file.set_len(bytes.len() as u64)?;
+        for (page, chunk) in bytes.chunks(PAGE).enumerate() {
+            if chunk != &ZEROS[..chunk.len()] {
+                file.write_all_at(chunk, (page * PAGE) as u64)?;
+            }
+        }
+        Ok(())
+    };
+    write().unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
 /// A page of `bytes`, short or empty past its end (read as zeros).
