@@ -79,6 +79,14 @@ impl BucketCache {
         })
     }
 
+    /// The first index in `from..to` whose chain is not empty, or `to`. Entries are read one
+    /// by one with relaxed loads, so a chain linked or emptied meanwhile may show either way.
+    pub fn first_occupied(&self, from: u64, to: u64) -> u64 {
+        let window = self.entries().get(from.min(self.len as u64) as usize..to.min(self.len as u64) as usize);
+        let occupied = window.and_then(|w| w.iter().position(|e| e.load(Ordering::Relaxed) & OFFSET_MASK != 0));
+        occupied.map_or(to, |at| from + at as u64)
+    }
+
     /// Stores an entry; an empty chain always gets an empty filter.
     #[inline]
     pub fn set(&self, index: u64, entry: Entry) {
@@ -88,7 +96,8 @@ impl BucketCache {
         }
     }
 
-    /// Fills the copy from the file's bucket array (5-byte little-endian entries).
+    /// Fills the copy, all empty until now, from the file's bucket array (5-byte
+    /// little-endian entries).
     pub fn load(&self, packed: &[u8], width: usize) {
         for (entry, bytes) in self.entries().iter().zip(packed.chunks_exact(width)) {
             let mut word = [0u8; 8];
@@ -96,8 +105,11 @@ impl BucketCache {
                 low.copy_from_slice(bytes);
             }
             let head = u64::from_le_bytes(word) & OFFSET_MASK;
-            let filter = if head == 0 { 0 } else { u64::from(UNKNOWN_FILTER) };
-            entry.store(head | (filter << OFFSET_BITS), Ordering::Relaxed);
+            // The copy starts zeroed: an empty bucket's page of it is left untouched, so a
+            // file of few records costs little memory and time to open.
+            if head != 0 {
+                entry.store(head | (u64::from(UNKNOWN_FILTER) << OFFSET_BITS), Ordering::Relaxed);
+            }
         }
     }
 
@@ -115,5 +127,44 @@ impl BucketCache {
     /// Bytes of memory the copy takes.
     pub fn memory_size(&self) -> usize {
         self.map.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on the first broken expectation"
+    )]
+    use super::*;
+    use crate::split_mix::SplitMix64;
+
+    /// `first_occupied` against a plain scan of a model, over random sparse arrays and
+    /// windows (those past the end included).
+    #[test]
+    fn first_occupied_finds_what_a_scan_of_the_model_finds() {
+        let mut rng = SplitMix64::new(7);
+        for round in 0..200 {
+            let len = 1 + rng.below(5000);
+            let cache = BucketCache::new(len).unwrap();
+            let mut model = vec![0u64; len as usize];
+            for _ in 0..rng.below(8) {
+                let index = rng.below(len);
+                let head = 1 + rng.below(1 << 30);
+                cache.set(index, Entry { head, filter: UNKNOWN_FILTER });
+                model[index as usize] = head;
+            }
+            if round % 3 == 0 && len > 1 {
+                // A chain emptied again reads as empty.
+                let index = rng.below(len);
+                cache.set(index, Entry { head: 0, filter: UNKNOWN_FILTER });
+                model[index as usize] = 0;
+            }
+            let from = rng.below(len + 10);
+            let to = from + rng.below(len + 10);
+            let expected = (from..to).find(|&i| model.get(i as usize).is_some_and(|&h| h != 0)).unwrap_or(to);
+            assert_eq!(cache.first_occupied(from, to), expected, "round {round}: {from}..{to} of {len}");
+        }
     }
 }

@@ -3,7 +3,8 @@
 //! A cursor holds no lock between calls. It copies the keys of one bucket at a time under
 //! that bucket's lock and reads each record when asked, so other threads keep writing while
 //! it moves; a record removed meanwhile is skipped, one added to a bucket not yet reached is
-//! seen. A rebuild that changes the bucket count restarts nothing: the cursor goes on with
+//! seen. Empty buckets, most of a file with few records, are passed over a window at a time
+//! by reading the in-memory bucket array under one lock. A rebuild that changes the bucket count restarts nothing: the cursor goes on with
 //! the new buckets and may then miss or repeat records.
 
 use std::collections::VecDeque;
@@ -52,8 +53,17 @@ impl<'a> HashCursor<'a> {
                 self.current = None;
                 return Ok(false);
             }
-            let bucket = self.next_bucket;
-            self.next_bucket += 1;
+            // Empty buckets are skipped a window at a time under one lock (most of a
+            // sparse file's); the bucket found is then loaded under its own lock.
+            let Some(occupied) = self.dbm.first_occupied_bucket(self.next_bucket, num_buckets) else {
+                continue;
+            };
+            let bucket = occupied?;
+            if bucket >= num_buckets {
+                self.next_bucket = bucket;
+                continue;
+            }
+            self.next_bucket = bucket + 1;
             self.load(bucket)?;
         }
     }

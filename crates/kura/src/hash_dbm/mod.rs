@@ -76,6 +76,9 @@ const RECORD_READ_AHEAD_BUCKETS: u64 = 512;
 /// the walks of the buckets before it.
 const RECORD_PREFETCH_BUCKETS: u64 = 16;
 
+/// Buckets a cursor looks through for an occupied one under one stripe lock: a bounded
+/// wait for the writers of that stripe (about 30 µs).
+const CURSOR_SCAN_STEP: u64 = 1 << 15;
 /// Number of lock stripes. Enough that two threads rarely meet on one; each is a word.
 const STRIPES: usize = 1024;
 const _: () = assert!(STRIPES <= crate::multi_get::MAX_LOCKS, "a batched lookup plans its stripes in a LockSet");
@@ -523,6 +526,21 @@ impl HashDbm {
             }
         }
         Ok(())
+    }
+
+    /// The first bucket at or after `from` whose chain looks occupied, looking at most
+    /// `CURSOR_SCAN_STEP` buckets ahead (the end of that window, or `num_buckets`, when none
+    /// does); None when a rebuild changed the bucket count (the caller retries). A hint for
+    /// cursors (`Storage::first_occupied_bucket`): one lock for many buckets.
+    fn first_occupied_bucket(&self, from: u64, num_buckets: u64) -> Option<Result<u64>> {
+        // The bucket count changes only under every stripe lock: holding one, it is stable.
+        let stripe = self.stripes.first()?;
+        let _guard = stripe.read();
+        if self.num_buckets.load(Ordering::Acquire) != num_buckets {
+            return None;
+        }
+        let to = from.saturating_add(CURSOR_SCAN_STEP).min(num_buckets);
+        Some(self.storage_ref().map(|s| s.first_occupied_bucket(from, to)))
     }
 
     /// Collects the live records of `chain` as (key, offset, header), newest version of

@@ -658,6 +658,14 @@ impl Storage {
         }
     }
 
+    /// The first bucket in `from..to` whose chain is not empty, or `to`: a hint, read without
+    /// the buckets' locks, so a chain linked or emptied meanwhile may show either way. A
+    /// cursor skips empty buckets with it; locking each of a default file's million buckets
+    /// in turn took 40 ms to list a file of one record.
+    pub fn first_occupied_bucket(&self, from: u64, to: u64) -> u64 {
+        self.buckets.first_occupied(from, to)
+    }
+
     /// Reads the head pointer of `chain`'s bucket.
     #[inline]
     pub fn head(&self, chain: Chain<'_>) -> Result<u64> {
