@@ -63,7 +63,9 @@ def engines():
     is ordered), ``params`` (the parameters ``open`` takes), ``codec_param`` (the parameter
     naming its codec, or None), ``sized_by`` (the parameters that size a new database),
     ``magic`` ((offset, bytes) pairs every file of it starts with), ``shard_set``, ``restore``
-    (whether a damaged file can be salvaged) and ``summary``: the description
+    (whether a damaged file can be salvaged), ``after_power_loss`` (what a power loss leaves
+    of the writes since the last durable commit: ``commit prefix``, ``each record``, ``last
+    snapshot`` or ``as shards``) and ``summary``: the description
     ``kura engines --json`` and Ruby's ``Kura.engines`` show too."""
     return [
         dict(engine, params=list(engine["params"]), sized_by=list(engine["sized_by"]), magic=list(engine["magic"]))

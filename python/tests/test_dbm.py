@@ -219,6 +219,10 @@ def test_whichdb_tells_kura_files(tmp_path):
     assert kura.engine_of_file(tmp_path / "set.kut") == "shard"
     shard = next(engine for engine in kura.engines() if engine["name"] == "shard")
     assert (shard["order"], shard["magic"], shard["shard_set"]) == ("as shards", [], True)
+    # What a power loss leaves: the file engines' own promises, the memory engines' snapshot.
+    promises = {engine["name"]: engine["after_power_loss"] for engine in kura.engines()}
+    assert (promises["tree"], promises["hash"], promises["shard"]) == ("commit prefix", "each record", "as shards")
+    assert {promises[e["name"]] for e in kura.engines() if e["storage"] == "memory"} == {"last snapshot"}
     with kura.open(tmp_path / "set.kut", "r") as db:
         assert db.ordered, "a set of trees is ordered, as its entry's order says"
     (tmp_path / "other").write_bytes(b"GDBM and friends start otherwise")

@@ -44,7 +44,8 @@ module Kura
 
   # The engine registry: one Hash per engine (:name, :class, :extension, :storage,
   # :ordered, :order ("as shards" for a shard set, ordered as its shards), :params,
-  # :codec_param, :sized_by, :magic ([offset, bytes] pairs), :shard_set, :restore, :summary).
+  # :codec_param, :sized_by, :magic ([offset, bytes] pairs), :shard_set, :restore,
+  # :after_power_loss ("commit prefix", "each record", "last snapshot" or "as shards"), :summary).
   def self.engines
     ENGINES
   end

@@ -51,6 +51,35 @@ impl Order {
     }
 }
 
+/// What a power loss leaves of the writes made since the last durable commit, as
+/// docs/durability.md states it and tests/power_loss.rs checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterPowerLoss {
+    /// The state after one of those commits: the writes up to it, each batch whole or absent
+    /// (TreeDbm).
+    CommitPrefix,
+    /// Each record on its own: its durable value or one written since, never garbage
+    /// (HashDbm, which applies a batch too large for its journal operation by operation).
+    EachRecord,
+    /// The last snapshot written, whole (the memory engines).
+    LastSnapshot,
+    /// Each shard as its engine's, the shards independently (ShardDbm).
+    AsShards,
+}
+
+impl AfterPowerLoss {
+    /// `commit prefix`, `each record`, `last snapshot` or `as shards`, as `kura engines`
+    /// prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AfterPowerLoss::CommitPrefix => "commit prefix",
+            AfterPowerLoss::EachRecord => "each record",
+            AfterPowerLoss::LastSnapshot => "last snapshot",
+            AfterPowerLoss::AsShards => "as shards",
+        }
+    }
+}
+
 /// What a salvage copied, and what it had to leave behind (for the user to read).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestoreReport {
@@ -164,6 +193,8 @@ pub struct Engine {
     /// A set of shard files of another engine (`BASE-00000-of-00004` ...), not one file: its
     /// base path carries the shards' extension, and importers write its shards in parallel.
     pub shard_set: bool,
+    /// What a power loss leaves of the writes since the last durable commit.
+    pub after_power_loss: AfterPowerLoss,
 }
 
 impl std::fmt::Debug for Engine {
@@ -191,7 +222,7 @@ impl Engine {
     /// `Kura.engines` show it: the one list of its facts all three translate. `ordered` is
     /// true for an engine ordered whatever its parameters; `order` says `as shards` for a
     /// shard set, ordered when its shards' engine is.
-    pub fn description(&self) -> [(&'static str, Fact); 13] {
+    pub fn description(&self) -> [(&'static str, Fact); 14] {
         [
             ("name", Fact::Text(self.name)),
             ("class", Fact::Text(self.class)),
@@ -205,6 +236,7 @@ impl Engine {
             ("magic", Fact::Marks(self.magic)),
             ("shard_set", Fact::Flag(self.shard_set)),
             ("restore", Fact::Flag(self.can_restore())),
+            ("after_power_loss", Fact::Text(self.after_power_loss.name())),
             ("summary", Fact::Text(self.summary)),
         ]
     }

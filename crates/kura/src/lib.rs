@@ -90,7 +90,7 @@ pub use hash_dbm::{HashDbm, RecordCheck, UpdateMode, MAX_KEY_SIZE};
 pub use journal::journal_path;
 pub use memory_dbm::{BabyCursor, BabyDbm, CacheDbm, SegCacheDbm, TinyDbm};
 pub use packed_bytes::PackedBytes;
-pub use registry::{engines, open, Engine, Order, Storage};
+pub use registry::{engines, open, AfterPowerLoss, Engine, Order, Storage};
 pub use shard_dbm::ShardDbm;
 pub use stats::{Caps, CodecStat, Stat, Stats};
 /// Damaging tree files on purpose, for the project's own corruption tests.

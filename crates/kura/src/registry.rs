@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::compact_dbm::CompactDbm;
 use crate::engine;
-pub use crate::engine::{Engine, Fact, Order, Restore, RestoreReport, Storage};
+pub use crate::engine::{AfterPowerLoss, Engine, Fact, Order, Restore, RestoreReport, Storage};
 
 use crate::check::{CheckReport, Place};
 use crate::dbm::{Dbm, OpenMode, Params};
@@ -65,6 +65,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(|source, dest| HashDbm::salvage_file(source, dest)),
         magic: HashDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::EachRecord,
     },
     Engine {
         name: "tree",
@@ -83,6 +84,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(|source, dest| TreeDbm::salvage_file(source, dest)),
         magic: TreeDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::CommitPrefix,
     },
     Engine {
         name: "tiny",
@@ -101,6 +103,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(TinyDbm::salvage_file),
         magic: TinyDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::LastSnapshot,
     },
     Engine {
         name: "baby",
@@ -119,6 +122,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(BabyDbm::salvage_file),
         magic: BabyDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::LastSnapshot,
     },
     Engine {
         name: "cache",
@@ -137,6 +141,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(CacheDbm::salvage_file),
         magic: CacheDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::LastSnapshot,
     },
     Engine {
         name: "shard",
@@ -155,6 +160,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(|source, dest| ShardDbm::restore_set(source, dest, ENGINES)),
         magic: &[],
         shard_set: true,
+        after_power_loss: AfterPowerLoss::AsShards,
     },
     Engine {
         name: "compact",
@@ -173,6 +179,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(CompactDbm::salvage_file),
         magic: CompactDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::LastSnapshot,
     },
     Engine {
         name: "segcache",
@@ -191,6 +198,7 @@ pub(crate) static ENGINES: &[Engine] = &[
         restore: Restore::Salvage(SegCacheDbm::salvage_file),
         magic: SegCacheDbm::MAGIC,
         shard_set: false,
+        after_power_loss: AfterPowerLoss::LastSnapshot,
     },
 ];
 

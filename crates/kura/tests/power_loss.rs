@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use kura::shard_dbm::{shard_of, shard_path};
 use kura::split_mix::SplitMix64;
-use kura::{Dbm, DbmExt, OpenMode, Params, Storage, WriteBatch};
+use kura::{AfterPowerLoss, Dbm, DbmExt, OpenMode, Params, Storage, WriteBatch};
 use support::power_loss::{
     crash_image, image_budget, read_if_exists, write_image_file, write_sparse, Fate, Model, Tracker,
 };
@@ -289,7 +289,7 @@ fn simulate(layout: Layout, params: &Params, seed: u64, images: usize, lenient: 
 fn check_crash_image(layout: Layout, crashed: &Path, params: &Params, tracker: &Tracker, what: &str) {
     let opened = layout.open(crashed, params).unwrap_or_else(|e| panic!("{what}: the crash image does not open: {e}"));
     tracker.check(opened.as_ref(), what);
-    if layout.engine.name == "tree" {
+    if layout.engine.after_power_loss == AfterPowerLoss::CommitPrefix {
         let records: Model = opened.records().unwrap().map(Result::unwrap).collect();
         let count = layout.shard_count();
         for shard in 0..count {
@@ -448,7 +448,7 @@ fn shard_set_of_tree_files_survives_power_loss_after_synchronize() {
 #[test]
 fn memory_engine_snapshots_are_old_or_new_whole() {
     let rounds = image_budget(1200).div_ceil(20).max(10);
-    for engine in kura::engines().iter().filter(|e| e.storage == Storage::Memory) {
+    for engine in kura::engines().iter().filter(|e| e.after_power_loss == AfterPowerLoss::LastSnapshot) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(format!("db.{}", engine.extension));
         let params = engine.bench_params(KEYS);
