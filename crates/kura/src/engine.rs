@@ -68,8 +68,8 @@ pub enum AfterPowerLoss {
 }
 
 impl AfterPowerLoss {
-    /// `commit prefix`, `each record`, `last snapshot` or `as shards`, as `kura engines`
-    /// prints it.
+    /// `commit prefix`, `each record`, `last snapshot` or `as shards`, as `kura engines
+    /// --json` shows it.
     pub fn name(self) -> &'static str {
         match self {
             AfterPowerLoss::CommitPrefix => "commit prefix",

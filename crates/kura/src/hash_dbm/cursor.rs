@@ -4,8 +4,9 @@
 //! that bucket's lock and reads each record when asked, so other threads keep writing while
 //! it moves; a record removed meanwhile is skipped, one added to a bucket not yet reached is
 //! seen. Empty buckets, most of a file with few records, are passed over a window at a time
-//! by reading the in-memory bucket array under one lock. A rebuild that changes the bucket count restarts nothing: the cursor goes on with
-//! the new buckets and may then miss or repeat records.
+//! by reading the in-memory bucket array under one lock. A rebuild that changes the bucket
+//! count restarts nothing: the cursor goes on with the new buckets and may then miss or
+//! repeat records.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;

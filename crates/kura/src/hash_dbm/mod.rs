@@ -534,7 +534,9 @@ impl HashDbm {
     /// cursors (`Storage::first_occupied_bucket`): one lock for many buckets.
     fn first_occupied_bucket(&self, from: u64, num_buckets: u64) -> Option<Result<u64>> {
         // The bucket count changes only under every stripe lock: holding one, it is stable.
-        let stripe = self.stripes.first()?;
+        // The window's own stripe, so that cursors walking different parts of the file do not
+        // all meet on one lock.
+        let stripe = self.stripes.get(stripe_of(from))?;
         let _guard = stripe.read();
         if self.num_buckets.load(Ordering::Acquire) != num_buckets {
             return None;
