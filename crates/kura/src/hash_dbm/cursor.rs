@@ -29,10 +29,16 @@ impl<'a> HashCursor<'a> {
         HashCursor { dbm, next_bucket: u64::MAX, pending: VecDeque::new(), current: None }
     }
 
-    /// Loads the keys of bucket `bucket` into `pending`.
+    /// Loads the keys of bucket `bucket` into `pending`; none when a rebuild left fewer
+    /// buckets than that (the walk then ends, as the module comment allows).
     fn load(&mut self, bucket: u64) -> Result<()> {
         loop {
             let num_buckets = self.dbm.num_buckets.load(Ordering::Acquire);
+            if bucket >= num_buckets {
+                // Chosen among more buckets: reading it would report an index out of range
+                // as damaged data.
+                return Ok(());
+            }
             let loaded =
                 self.dbm.with_bucket_index(bucket, num_buckets, false, |s, lock| HashDbm::live_keys(s, lock.read()));
             if let Some(keys) = loaded {
