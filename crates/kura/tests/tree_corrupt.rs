@@ -375,3 +375,47 @@ fn a_durable_batch_meeting_a_damaged_leaf_is_absent_and_the_file_stays_usable() 
     check(&db, true);
     db.close().unwrap();
 }
+
+/// The same batch, but held in the write buffer (tree_dbm/write_buffer.rs): it is durable in
+/// the journal when its call returns, and reads see it. Applying the buffer meets the damaged
+/// leaf, and so does replaying the journal to undo that, so memory cannot be brought back in
+/// line with the journal: the database then refuses every operation, reads included, and its
+/// close leaves the journal (the only whole record of the commits) beside the file. The reopen
+/// reports the damage, and a restore copies what is readable and replays the journal over the
+/// copy: every record of the batch is there, the one whose leaf was damaged included.
+#[test]
+fn a_buffered_batch_meeting_a_damaged_leaf_is_kept_by_the_journal_for_the_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path(), CodecKind::Zstd);
+    let (root, _, _) = forge::root(&path).unwrap();
+    let first_leaf = forge::children(&path, forge::children(&path, root).unwrap()[0]).unwrap()[0];
+    forge::write_page(&path, first_leaf, false, &[40, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], true).unwrap();
+    let keys: Vec<Vec<u8>> = (0..40u32)
+        .map(|i| if i == 20 { b"key000000".to_vec() } else { format!("key{:06}-new", 1000 + i * 50).into_bytes() })
+        .collect();
+    let mut batch = WriteBatch::new();
+    for key in &keys {
+        batch.set(key, b"new");
+    }
+    let db = TreeDbm::open(&path, OpenMode::Write, &Params::new().with("write_buffer_bytes", 1 << 20)).unwrap();
+    db.write_batch_durable(&batch).unwrap();
+    assert_eq!(db.get(&keys[0]).unwrap(), b"new");
+    let err = db.count().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BrokenData, "{err}");
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    // Every operation is refused now, with the same error.
+    assert_eq!(db.get(&keys[1]).unwrap_err().kind(), ErrorKind::BrokenData);
+    assert_eq!(db.set(b"key002000-after", b"x", true).unwrap_err().kind(), ErrorKind::BrokenData);
+    assert!(db.synchronize(true).is_err());
+    assert!(db.close().is_err());
+    drop(db);
+    assert!(kura::journal_path(&path).exists(), "the close removed the journal");
+    let reopened = TreeDbm::open(&path, OpenMode::Write, &Params::new());
+    assert_eq!(reopened.map(drop).unwrap_err().kind(), ErrorKind::BrokenData);
+    let restored = dir.path().join("restored.kut");
+    TreeDbm::restore_file(&path, &restored).unwrap();
+    let db = TreeDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap();
+    for key in &keys {
+        assert_eq!(db.get(key).unwrap(), b"new", "{}", String::from_utf8_lossy(key));
+    }
+}

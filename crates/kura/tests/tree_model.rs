@@ -1,5 +1,6 @@
 //! Model-based tests of TreeDbm: random operation sequences checked against a BTreeMap,
-//! including ranges in both directions, cursors across removals, batches, rebuilds,
+//! including ranges in both directions, cursors across removals, batches (durable or not,
+//! applied at once or waiting in the write buffer), point reads between them, rebuilds,
 //! close/reopen, and every codec.
 #![expect(
     clippy::unwrap_used,
@@ -18,7 +19,10 @@ enum Op {
     Set(u16, usize),
     Remove(u16),
     Append(u16),
-    Batch(Vec<(u16, Option<usize>)>),
+    /// The operations, and whether the batch is durable.
+    Batch(Vec<(u16, Option<usize>)>, bool),
+    Get(u16),
+    GetMany(Vec<u16>),
     Range(u16, u16, bool),
     CursorWalk(u16, bool),
     CursorRemoveRun(u16, u8),
@@ -43,7 +47,10 @@ fn op() -> impl Strategy<Value = Op> {
         30 => (k.clone(), len.clone()).prop_map(|(k, l)| Op::Set(k, l)),
         12 => k.clone().prop_map(Op::Remove),
         2 => k.clone().prop_map(Op::Append),
-        3 => proptest::collection::vec((k.clone(), proptest::option::of(len)), 0..60).prop_map(Op::Batch),
+        4 => (proptest::collection::vec((k.clone(), proptest::option::of(len)), 0..60), any::<bool>())
+            .prop_map(|(ops, durable)| Op::Batch(ops, durable)),
+        4 => k.clone().prop_map(Op::Get),
+        2 => proptest::collection::vec(k.clone(), 0..40).prop_map(Op::GetMany),
         4 => (k.clone(), k.clone(), any::<bool>()).prop_map(|(a, b, r)| Op::Range(a, b, r)),
         3 => (k.clone(), any::<bool>()).prop_map(|(a, f)| Op::CursorWalk(a, f)),
         2 => (k.clone(), any::<u8>()).prop_map(|(a, n)| Op::CursorRemoveRun(a, n)),
@@ -69,10 +76,19 @@ fn check_all(db: &TreeDbm, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 /// does for a file larger than memory.
 const SMALL_CACHE_BYTES: u64 = 4096;
 
-fn run(codec: CodecKind, ops: Vec<Op>, small_cache: bool) {
+/// The write buffer's budgets a run picks from: none (every batch applied at once), one that
+/// holds a few batches and drains often (each batch here is up to 60 operations, 2 KiB), and
+/// the default (a quarter of the cache: only the journal's checkpoints drain it).
+const WRITE_BUFFERS: [Option<u64>; 3] = [Some(0), Some(6_000), None];
+
+fn run(codec: CodecKind, ops: Vec<Op>, small_cache: bool, write_buffer: Option<u64>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.kut");
     let with_cache = |params: Params| {
+        let params = match write_buffer {
+            Some(bytes) => params.with("write_buffer_bytes", bytes),
+            None => params,
+        };
         if small_cache {
             params.with("cache_bytes", SMALL_CACHE_BYTES).with("memory_bytes", SMALL_CACHE_BYTES)
         } else {
@@ -108,7 +124,7 @@ fn run(codec: CodecKind, ops: Vec<Op>, small_cache: bool) {
                 };
                 model.insert(key(k), joined);
             }
-            Op::Batch(items) => {
+            Op::Batch(items, durable) => {
                 let mut batch = WriteBatch::new();
                 for (k, v) in &items {
                     match v {
@@ -122,7 +138,30 @@ fn run(codec: CodecKind, ops: Vec<Op>, small_cache: bool) {
                         }
                     }
                 }
-                db.write_batch(&batch).unwrap();
+                if durable {
+                    db.write_batch_durable(&batch).unwrap();
+                } else {
+                    db.write_batch(&batch).unwrap();
+                }
+                // Read back at once, while the batch may still wait in the write buffer.
+                for (k, _) in items.iter().step_by(7) {
+                    match db.get(&key(*k)) {
+                        Ok(value) => assert_eq!(Some(&value), model.get(&key(*k))),
+                        Err(e) => assert!(e.kind() == ErrorKind::NotFound && !model.contains_key(&key(*k)), "{e}"),
+                    }
+                }
+            }
+            Op::Get(k) => match db.get(&key(k)) {
+                Ok(value) => assert_eq!(Some(&value), model.get(&key(k))),
+                Err(e) => assert!(e.kind() == ErrorKind::NotFound && !model.contains_key(&key(k)), "{e}"),
+            },
+            Op::GetMany(keys) => {
+                let keys: Vec<Vec<u8>> = keys.into_iter().map(key).collect();
+                let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let mut got = vec![None; keys.len()];
+                db.get_many_with(&refs, &mut |index, value| got[index] = Some(value.map(<[u8]>::to_vec))).unwrap();
+                let expected: Vec<_> = keys.iter().map(|k| Some(model.get(k).cloned())).collect();
+                assert_eq!(got, expected);
             }
             Op::Range(a, b, reverse) => {
                 let (lo, hi) = (key(a.min(b)), key(a.max(b)));
@@ -238,8 +277,13 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
-    fn matches_btreemap(ops in proptest::collection::vec(op(), 1..300), codec in 0usize..7, small_cache: bool) {
-        run(CodecKind::ALL[codec], ops, small_cache);
+    fn matches_btreemap(
+        ops in proptest::collection::vec(op(), 1..300),
+        codec in 0usize..7,
+        small_cache: bool,
+        write_buffer in 0usize..WRITE_BUFFERS.len(),
+    ) {
+        run(CodecKind::ALL[codec], ops, small_cache, WRITE_BUFFERS[write_buffer]);
     }
 }
 

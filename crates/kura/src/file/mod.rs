@@ -18,4 +18,4 @@ pub use lock::{FileLock, LockMode};
 pub use mapped::{allocate, LentBytes, MappedFile};
 pub use open::{not_regular, open_regular_file};
 pub use prefetch::{prefetch, prefetch_range, prefetch_slice};
-pub use replace::{remove_if_exists, replace_file, sibling_path, sync_parent};
+pub use replace::{remove_if_exists, replace_file, sibling_path, sync_existing, sync_parent};

@@ -34,6 +34,18 @@ pub fn sync_parent(path: &Path) -> Result<()> {
     dir.sync_all().map_err(|e| Error::io(format!("fsync {}", parent.display()), e))
 }
 
+/// `fdatasync`s the file at `path` as it stands, when it exists (a file this process did not
+/// write, or wrote without syncing).
+pub fn sync_existing(path: &Path) -> Result<()> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
+    };
+    super::sync_probe::before_sync(path);
+    file.sync_data().map_err(|e| Error::io(format!("fdatasync {}", path.display()), e))
+}
+
 /// Removes a leftover file, treating "already absent" as success.
 pub fn remove_if_exists(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {

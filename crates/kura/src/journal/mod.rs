@@ -89,6 +89,15 @@ pub fn journal_path(db_path: &Path) -> PathBuf {
     sibling_path(db_path, ".journal")
 }
 
+/// Makes the journal of the database file at `db_path` durable as it stands, before a replay
+/// of it commits the database file durably: a journal a crashed writer left (its last frames
+/// perhaps never synced), or this writer's own, whose frames a commit without a sync wrote.
+/// A database file may hold a change only where the journal on disk holds it too: after a
+/// power loss that kept only an older part of the journal, its replay would set keys back.
+pub fn make_durable(db_path: &Path) -> Result<()> {
+    crate::file::sync_existing(&journal_path(db_path))
+}
+
 /// One change, as the journal keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Entry<'a> {

@@ -62,11 +62,25 @@ struct Run<'tree> {
 }
 
 impl TreeDbm {
+    /// While batches wait in the write buffer (write_buffer.rs), each key of a segment is
+    /// looked up there first and then in the tree, one by one: a point read does not apply
+    /// the buffer.
     pub(super) fn get_many_sorted(&self, keys: &[&[u8]], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
-        let comparator = self.read()?.comparator();
+        let comparator = self.read_undrained()?.tree.comparator();
         let order = sorted_order(keys, comparator);
         for segment in order.chunks(SEGMENT) {
-            self.read()?.get_sorted(keys, segment, visit)?;
+            let store = self.read_undrained()?;
+            if !store.has_buffered() {
+                store.tree.get_sorted(keys, segment, visit)?;
+                continue;
+            }
+            for &index in segment {
+                let key = keys.get(index).copied().unwrap_or_default();
+                match store.buffered(key) {
+                    Some(buffered) => visit(index, buffered),
+                    None => store.tree.get(key, |value| visit(index, value))?,
+                }
+            }
         }
         Ok(())
     }

@@ -48,6 +48,7 @@ mod space;
 mod store;
 mod verify;
 mod write_behind;
+mod write_buffer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -146,6 +147,11 @@ impl TreeDbm {
         // removed the journal under the lock).
         let recovered = journal::recover(path)?;
         if writable {
+            if !recovered.is_empty() {
+                // The replay below may commit the tree file durably, and the checkpoint after
+                // it will (`journal::make_durable`).
+                journal::make_durable(path)?;
+            }
             tree.pager.mark_open()?;
             // Leftovers of a rebuild or restore killed midway; we hold the lock, so they are
             // nobody's work in progress.
@@ -158,7 +164,9 @@ impl TreeDbm {
             let journal = journal::journal_path(path);
             Error::new(e.kind(), format!("{}: replaying it failed: {}", journal.display(), e.message()))
         })?;
-        let mut store = Store::new(tree, path, options.checkpoint_bytes);
+        let buffer_policy =
+            store::BufferPolicy { budget: options.write_buffer_bytes, beyond_memory_only: !options.write_buffer_given };
+        let mut store = Store::new(tree, path, options.checkpoint_bytes, buffer_policy);
         if writable && (!recovered.is_empty() || recovered.dropped_bytes > 0) {
             // What was replayed becomes durable in the tree file, and the journal starts over.
             store.checkpoint()?;
@@ -246,14 +254,32 @@ impl TreeDbm {
         &self.path
     }
 
+    /// The tree, holding every change made: the buffered batches applied (write_buffer.rs).
     pub(crate) fn read(&self) -> Result<MappedRwLockReadGuard<'_, BTree>> {
         self.read_store().map(|store| MappedRwLockReadGuard::map(store, |store| &store.tree))
     }
 
-    /// The tree with its journal, for what reports on both.
+    /// The tree with its journal, the buffered batches applied.
     fn read_store(&self) -> Result<MappedRwLockReadGuard<'_, Store>> {
-        RwLockReadGuard::try_map(self.tree.read(), Option::as_ref)
-            .map_err(|_| Error::infeasible("the database is closed"))
+        let guard = self.tree.read();
+        if !guard.as_ref().is_some_and(Store::has_buffered) {
+            return usable(RwLockReadGuard::try_map(guard, Option::as_ref));
+        }
+        drop(guard);
+        let mut guard = self.tree.write();
+        if let Some(store) = guard.as_mut().filter(|store| store.has_buffered()) {
+            // (Another reader may have applied it meanwhile: then nothing changed.)
+            self.named(store.drain())?;
+            self.changed();
+        }
+        // Downgraded, not let go: no batch can be buffered again before the reader reads.
+        usable(RwLockReadGuard::try_map(RwLockWriteGuard::downgrade(guard), Option::as_ref))
+    }
+
+    /// The store as it is, batches perhaps waiting in its buffer: for point reads, which look
+    /// there first (`Store::buffered`), and for what does not read the records.
+    pub(super) fn read_undrained(&self) -> Result<MappedRwLockReadGuard<'_, Store>> {
+        usable(RwLockReadGuard::try_map(self.tree.read(), Option::as_ref))
     }
 
     fn write(&self) -> Result<MappedRwLockWriteGuard<'_, Store>> {
@@ -320,6 +346,16 @@ impl TreeDbm {
     }
 }
 
+/// The store behind `mapped` when there is one (the database is open) and it is usable (no
+/// failed undo left memory at odds with the journal: `Store::usable`).
+fn usable<'a, Other>(
+    mapped: std::result::Result<MappedRwLockReadGuard<'a, Store>, Other>,
+) -> Result<MappedRwLockReadGuard<'a, Store>> {
+    let store = mapped.map_err(|_| Error::infeasible("the database is closed"))?;
+    store.usable()?;
+    Ok(store)
+}
+
 impl Dbm for TreeDbm {
     /// Applies all operations of `batch`, or none: the batch is committed as one unit, so a
     /// crash leaves it wholly present or wholly absent, and an error leaves it absent.
@@ -348,7 +384,12 @@ impl Dbm for TreeDbm {
     }
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        self.named(self.read().and_then(|tree| tree.get(key, visit)))
+        let store = self.read_undrained()?;
+        if let Some(buffered) = store.buffered(key) {
+            visit(buffered);
+            return Ok(());
+        }
+        self.named(store.tree.get(key, visit))
     }
 
     /// Sorts the batch and descends once per leaf (`get_many.rs`); visits in key order.
@@ -357,11 +398,11 @@ impl Dbm for TreeDbm {
     }
 
     fn count(&self) -> Result<u64> {
-        Ok(self.read()?.count())
+        Ok(self.named(self.read())?.count())
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
-        let _open = self.read()?;
+        let _open = self.named(self.read())?;
         Ok(Box::new(TreeCursor::new(self)))
     }
 
@@ -370,7 +411,7 @@ impl Dbm for TreeDbm {
     }
 
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
-        let _open = self.read()?;
+        let _open = self.named(self.read())?;
         Ok(Box::new(TreeCursor::new(self)))
     }
 
@@ -395,13 +436,13 @@ impl Dbm for TreeDbm {
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
-        let tree = self.read()?;
-        let space = tree.pager.space();
+        let store = self.read_undrained()?;
+        let space = store.tree.pager.space();
         Ok(space.free_bytes() > space.end() / 2 && space.end() > 1 << 20)
     }
 
     fn file_size(&self) -> Result<u64> {
-        let store = self.read_store()?;
+        let store = self.read_undrained()?;
         Ok(store.tree.pager.used_size() + store.journal().bytes())
     }
 
@@ -411,11 +452,11 @@ impl Dbm for TreeDbm {
     }
 
     fn codec(&self) -> Result<Option<CodecKind>> {
-        Ok(Some(self.read_store()?.tree.pager.codec().kind()))
+        Ok(Some(self.read_undrained()?.tree.pager.codec().kind()))
     }
 
     fn inspect(&self) -> Result<Stats> {
-        let store = self.read_store()?;
+        let store = self.named(self.read_store())?;
         let tree = &store.tree;
         let header = tree.pager.header();
         let space = tree.pager.space();

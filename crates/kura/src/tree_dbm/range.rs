@@ -96,7 +96,9 @@ struct End<'a> {
 
 impl<'a> TreeRange<'a> {
     pub(super) fn new(db: &'a TreeDbm, (lower, upper): (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> TreeRange<'a> {
-        let comparator = db.read().map(|tree| tree.comparator()).unwrap_or_default();
+        // (Read as the tree stands: the comparator is the file's, whatever waits in the write
+        // buffer, which the range's first read applies.)
+        let comparator = db.read_undrained().map(|store| store.tree.comparator()).unwrap_or_default();
         TreeRange { db, comparator, lower, upper, front: End::default(), back: End::default(), done: false }
     }
 

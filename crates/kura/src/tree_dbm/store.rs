@@ -23,6 +23,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use super::btree::{check_record_size, BTree};
+use super::write_buffer::WriteBuffer;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::dbm::{Action, Processor};
 use crate::error::{Error, Result};
@@ -53,6 +54,12 @@ const WARM_GROUP: usize = super::get_many::LEAF_GROUP;
 /// 2M under a 128 MiB limit: 168-172 µs each against 205-217 µs).
 const JOURNAL_FIRST_MIN_OPS: usize = WARM_GROUP;
 
+/// A batch of at least this many operations is buffered (write_buffer.rs) rather than applied,
+/// when the store has a buffer: one that is journaled first anyway. A smaller one, one record
+/// above all, applies in about the time buffering it takes, and would leave a buffer for every
+/// read to look into.
+const BUFFER_MIN_OPS: usize = JOURNAL_FIRST_MIN_OPS;
+
 /// How a batch's operations reach the journal as they are applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Journaled {
@@ -72,11 +79,64 @@ pub struct Store {
     /// before it is applied, while it is applied (`write_batch_journaled_first`). An undo
     /// replays the journal without them.
     unapplied_tail: usize,
+    /// Batches journaled and not yet applied (write_buffer.rs). Empty whenever anything but
+    /// a point read or another buffered batch meets the tree: `drain` applies it first.
+    buffer: WriteBuffer,
+    buffer_policy: BufferPolicy,
+    /// Set when undoing a failed change could not bring memory back in line with the journal
+    /// (its replay failed too: a damaged leaf, a full disk): the journal file is then the only
+    /// whole record of the commits, so nothing may checkpoint over it or remove it, and every
+    /// operation is refused, with this error, until the database is reopened (which replays
+    /// the journal, or says to restore the file, which replays it over the copy).
+    broken: Option<(crate::error::ErrorKind, String)>,
+}
+
+/// When batches wait in the write buffer (`TreeOptions::write_buffer_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferPolicy {
+    /// The most memory the buffer may take; 0: batches are applied as they come.
+    pub budget: usize,
+    /// Only while the file is larger than half the memory (`Pager::exceeds_memory`), the
+    /// default. In memory, applying the buffered records in key order took about as long as
+    /// applying each batch as it came (1M records, 100 batches of 1,000 random records: 0.13 s
+    /// for the drain against 0.17 s of applies), so waiting only moved that time to whatever
+    /// came next; from the disk, each leaf is read once for all its records, in file order.
+    pub beyond_memory_only: bool,
 }
 
 impl Store {
-    pub fn new(tree: BTree, path: &Path, checkpoint_bytes: u64) -> Store {
-        Store { tree, journal: Journal::new(path), checkpoint_bytes, unapplied_tail: 0 }
+    pub fn new(tree: BTree, path: &Path, checkpoint_bytes: u64, buffer_policy: BufferPolicy) -> Store {
+        Store {
+            tree,
+            journal: Journal::new(path),
+            checkpoint_bytes,
+            unapplied_tail: 0,
+            buffer: WriteBuffer::default(),
+            buffer_policy,
+            broken: None,
+        }
+    }
+
+    /// Refuses any operation once an undo failed (`broken`).
+    pub fn usable(&self) -> Result<()> {
+        match &self.broken {
+            Some((kind, message)) => Err(Error::new(*kind, message.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// The buffered operation on `key`, for a point read (`WriteBuffer::get`): None when the
+    /// tree answers.
+    pub fn buffered(&self, key: &[u8]) -> Option<Option<&[u8]>> {
+        if self.buffer.is_empty() {
+            return None;
+        }
+        self.buffer.get(key)
+    }
+
+    /// Whether batches wait in the buffer (`drain` applies them).
+    pub fn has_buffered(&self) -> bool {
+        !self.buffer.is_empty()
     }
 
     pub fn journal(&self) -> &Journal {
@@ -86,6 +146,8 @@ impl Store {
     /// Runs `processor` on `key` and journals the change it made; true when it changed
     /// something.
     pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {
+        self.usable()?;
+        self.drain()?;
         let Store { tree, journal, .. } = self;
         let pending = journal.pending_mut();
         let mark = pending.len();
@@ -116,9 +178,14 @@ impl Store {
     /// batch holds all it modifies until it ends (100,000 random removals, 2.4 MB of keys,
     /// modify every leaf of a 2M-record tree: 400 MB, under a 128 MiB memory limit).
     pub fn write_batch(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
+        self.usable()?;
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there.
         self.commit()?;
+        if self.buffers(batch) {
+            return self.write_batch_buffered(batch, durable);
+        }
+        self.drain()?;
         if batch.byte_size() as u64 > self.checkpoint_bytes / 4 || batch.len() > self.tree.max_dirty_pages {
             // A checkpoint first, which empties the journal durably: a crash between the
             // batch's checkpoint and the journal's restart would otherwise replay older entries
@@ -140,6 +207,89 @@ impl Store {
             self.commit()?;
         }
         self.after_change()
+    }
+
+    /// Whether `batch` goes to the buffer: the store has one, the batch is more than a handful
+    /// of operations, small enough for the journal (a larger one is written once, into the
+    /// tree: `apply_spilling`), and fits in the buffer's budget on its own. (Unlike a batch
+    /// applied at once, it may modify more pages than their budget: `drain` spills.)
+    fn buffers(&self, batch: &WriteBatch) -> bool {
+        let BufferPolicy { budget, beyond_memory_only } = self.buffer_policy;
+        budget > 0
+            && batch.len() >= BUFFER_MIN_OPS
+            && batch.byte_size() as u64 <= self.checkpoint_bytes / 4
+            && WriteBuffer::cost_of(batch) <= budget
+            && (!beyond_memory_only || self.tree.pager.exceeds_memory())
+    }
+
+    /// A batch journaled and buffered, to be applied with the buffer (`drain`): one frame of
+    /// the journal, synced by the caller when `durable`, as a batch applied at once is; the
+    /// buffer is drained first when the batch would take it past its budget. Records too
+    /// large for a page are refused before anything is journaled, as applying them would
+    /// refuse them.
+    fn write_batch_buffered(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
+        for op in batch.ops() {
+            if let BatchOp::Set { key, value } = op {
+                check_record_size(key, value)?;
+            }
+        }
+        if self.buffer.bytes() + WriteBuffer::cost_of(batch) > self.buffer_policy.budget {
+            self.drain()?;
+        }
+        for op in batch.ops() {
+            encode_entry(self.journal.pending_mut(), Entry::from(op));
+            self.journal.entry_added();
+        }
+        // One frame, however large, as `write_batch_journaled_first` says.
+        if durable {
+            self.commit_to_sync()?;
+        } else {
+            self.commit()?;
+        }
+        for op in batch.ops() {
+            self.buffer.insert(op);
+        }
+        self.after_change()
+    }
+
+    /// Applies the buffered batches to the tree, in key order, and empties the buffer. Their
+    /// records are in the journal's frames already: a crash replays them over whatever part
+    /// of them the tree file holds, and a failure here replays them into memory
+    /// (`undo_uncommitted`). When the modified pages pass their budget midway, the tree is
+    /// committed as it stands without a sync (`spill`), as a spilling batch's is, once the
+    /// journal is synced: a tree file may hold a change only where the journal on disk holds
+    /// it too, or a replay of an older journal would set its key back.
+    pub fn drain(&mut self) -> Result<()> {
+        self.usable()?;
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let drained = self.buffer.take_sorted(self.tree.comparator());
+        let ops: Vec<BatchOp<'_>> = drained.ops().collect();
+        let mut ahead = LeafReadAhead::default();
+        let mut journal_synced = false;
+        for (group_start, group) in ops.chunks(WARM_GROUP).enumerate().map(|(i, g)| (i * WARM_GROUP, g)) {
+            let keys: Vec<&[u8]> = group.iter().map(|op| op.key()).collect();
+            let appended: Vec<usize> =
+                group.iter().map(|op| op.value().map_or(0, |value| op.key().len() + value.len())).collect();
+            // The group's leaves asked from the disk before the warming descends to them.
+            ahead.before(&self.tree, &ops, group_start);
+            self.tree.warm_leaves(&keys, &appended);
+            for (offset, &op) in group.iter().enumerate() {
+                ahead.before(&self.tree, &ops, group_start + offset);
+                self.apply_op(op, Journaled::Already)?;
+                if self.tree.wants_commit() {
+                    if !journal_synced {
+                        self.commit()?;
+                        let synced = self.journal.sync_published();
+                        self.undone_on_failure(synced)?;
+                        journal_synced = true;
+                    }
+                    self.spill()?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A durable batch, journaled before it is applied: its entries written as one frame, the
@@ -307,12 +457,14 @@ impl Store {
 
     /// Writes the pending entries as a frame (a commit that survives a killed process).
     pub fn commit(&mut self) -> Result<()> {
+        self.usable()?;
         let written = self.journal.write_pending();
         self.undone_on_failure(written)
     }
 
     /// `commit`, for a commit the caller syncs next (`ticket`).
     pub fn commit_to_sync(&mut self) -> Result<()> {
+        self.usable()?;
         let written = self.journal.write_pending_to_sync();
         self.undone_on_failure(written)
     }
@@ -337,6 +489,8 @@ impl Store {
 
     /// Writes every change into the tree file durably and starts the journal over.
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.usable()?;
+        self.drain()?;
         // Everything stands in the journal file first: a failed tree commit rolls the tree
         // back to the last checkpoint, and the journal is then replayed over it.
         self.commit()?;
@@ -351,6 +505,9 @@ impl Store {
     /// Removes every record, durably: the clear is journaled and synced before the empty tree
     /// is published, so that a crash in between cannot replay older entries over it.
     pub fn clear(&mut self) -> Result<()> {
+        self.usable()?;
+        // The buffered batches come before the clear in the journal, which a replay clears too.
+        self.buffer.clear();
         encode_entry(self.journal.pending_mut(), Entry::Clear);
         self.journal.entry_added();
         self.commit_to_sync()?;
@@ -362,6 +519,8 @@ impl Store {
 
     /// A checkpoint, then the journal file removed (a close: the tree file holds everything).
     pub fn close(&mut self) -> Result<()> {
+        self.usable()?;
+        self.drain()?;
         self.commit()?;
         // Until its removal reaches the directory, the journal may be replayed over the closed
         // file: whole, which changes nothing (`JournalFile::sync_published`).
@@ -382,11 +541,14 @@ impl Store {
     fn undo_uncommitted(&mut self, cause: Error) -> Error {
         self.tree.rollback();
         self.journal.discard_pending();
+        // The buffered batches are in the journal's frames: the replay applies them.
+        self.buffer.clear();
         let path = self.tree.pager.path().to_path_buf();
         // A batch journaled before it was applied, and not wholly applied: left out of the
         // replay, and out of the journal by a checkpoint that starts it over.
         let unapplied = std::mem::take(&mut self.unapplied_tail);
-        let replayed = journal::recover(&path).and_then(|recovered| {
+        // The replay may commit the tree file durably (`journal::make_durable`).
+        let replayed = journal::make_durable(&path).and_then(|()| journal::recover(&path)).and_then(|recovered| {
             let take = if unapplied == 0 {
                 usize::MAX
             } else {
@@ -406,16 +568,19 @@ impl Store {
         });
         match replayed {
             Ok(()) => cause,
-            Err(e) => Error::new(
-                e.kind(),
-                format!(
-                    "{}: {}; then replaying its journal failed too: {}; close and reopen the database{}",
+            Err(e) => {
+                let message = format!(
+                    "{}: {}; then replaying its journal failed too: {}; the database refuses every operation \
+                     until it is reopened, which replays the journal (every commit is in it{}; if the reopen \
+                     reports damage, `kura restore` copies what is readable and replays the journal over the copy)",
                     path.display(),
                     cause.message(),
                     e.message(),
-                    if unapplied > 0 { " (the batch is then found whole or absent, as after a crash)" } else { "" }
-                ),
-            ),
+                    if unapplied > 0 { ", and the batch is found whole or absent, as after a crash" } else { "" }
+                );
+                self.broken = Some((e.kind(), message.clone()));
+                Error::new(e.kind(), message)
+            }
         }
     }
 }
