@@ -40,6 +40,8 @@ pub struct Durability {
     unpublished: Vec<u64>,
     /// Slots of the durable tree freed since it was committed: `(offset, slot length)`.
     held: Vec<(u64, u64)>,
+    /// Sum of the slot lengths in `held`.
+    held_bytes: u64,
 }
 
 impl Durability {
@@ -62,6 +64,12 @@ impl Durability {
         !self.held.is_empty()
     }
 
+    /// The room the held-back slots take (file space no commit can reuse until the next
+    /// durable one).
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
     /// A page was written into the slot at `offset`.
     pub fn wrote(&mut self, offset: u64, checksum: u64) {
         let term = digest_term(offset, checksum);
@@ -81,6 +89,7 @@ impl Durability {
             }
             None => {
                 self.held.push((offset, slot_len));
+                self.held_bytes += slot_len;
                 false
             }
         }
@@ -132,18 +141,22 @@ mod tests {
         let mut durability = Durability::new(4);
         durability.wrote(1024, 77);
         durability.wrote(2048, 78);
-        // Freeing a page of the durable tree holds it back.
+        // Freeing a page of the durable tree holds it back, and its room counts.
         assert!(!durability.freed(512, 64));
+        assert_eq!(durability.held_bytes(), 64);
         // The header of the commit that replaces 1024 counts only 2048.
         let since = durability.since_base(&[1024]);
         assert_eq!(since, SinceBase { base: 4, digest: digest_term(2048, 78), new_pages: 1 });
         durability.published();
+        // A page written since is reused at once: nothing more held.
         assert!(durability.freed(1024, 64));
+        assert_eq!(durability.held_bytes(), 64);
         durability.wrote(4096, 79);
         assert_eq!(durability.abandon(), vec![4096]);
         assert_eq!(durability.since_base(&[]).digest, digest_term(2048, 78));
         assert_eq!(durability.made_durable(9), vec![(512, 64)]);
         assert!(durability.is_clean());
+        assert_eq!(durability.held_bytes(), 0);
         assert_eq!(durability.sequence(), 9);
     }
 }

@@ -922,6 +922,11 @@ impl Pager {
         }
     }
 
+    /// File space held back for the durable tree (`Durability::held_bytes`).
+    pub fn held_bytes(&self) -> u64 {
+        self.durability.held_bytes()
+    }
+
     /// Whether the current header is the durable one, with nothing written since.
     pub fn is_durable(&self) -> bool {
         self.durability.sequence() == self.header.sequence && self.durability.is_clean()
