@@ -137,19 +137,7 @@ pub trait Dbm: Send + Sync + std::any::Any {
     /// Stores `value` under `key`. With `overwrite` false, an existing record is left as it is
     /// and the call fails with a Duplicate error.
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
-        let mut existed = false;
-        self.process(key, &mut |old| {
-            existed = old.is_some();
-            if existed && !overwrite {
-                Action::Keep
-            } else {
-                Action::Set(Cow::Borrowed(value))
-            }
-        })?;
-        if existed && !overwrite {
-            return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
-        }
-        Ok(())
+        set_by_process(self, key, value, overwrite)
     }
 
     /// Replaces the value of `key` only if it has a record (memcached's `replace`): true when
@@ -340,6 +328,24 @@ pub trait Dbm: Send + Sync + std::any::Any {
     fn ordered_cursor(&self) -> Result<Box<dyn OrderedCursor + '_>> {
         Err(Error::infeasible("this engine is not ordered"))
     }
+}
+
+/// `Dbm::set` as a `process` that looks at the old record: an engine whose own `set` takes
+/// another way for some calls (TreeDbm's write buffer) falls back on this for the rest.
+pub(crate) fn set_by_process<D: Dbm + ?Sized>(db: &D, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+    let mut existed = false;
+    db.process(key, &mut |old| {
+        existed = old.is_some();
+        if existed && !overwrite {
+            Action::Keep
+        } else {
+            Action::Set(Cow::Borrowed(value))
+        }
+    })?;
+    if existed && !overwrite {
+        return Err(Error::new(ErrorKind::Duplicate, "a record exists for the key"));
+    }
+    Ok(())
 }
 
 /// A position in a database. A fresh cursor points nowhere: call `first` or `jump`.

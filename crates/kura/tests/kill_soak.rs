@@ -333,10 +333,10 @@ fn changes_of(op: &Op, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<Change> {
 fn params_for(engine: &Engine, file_index: u64) -> Params {
     let codecs = ["none", "lz4", "zstd", "zlib", "snappy"];
     let journal_first = file_index % 5 == 4;
-    // TreeDbm: the second file of each five keeps batches of 16 operations or more in its
-    // write buffer (tree_dbm/write_buffer.rs) until a few have come or something reads the
-    // tree, so that kills land while batches wait, while they are applied, and while that
-    // spills past its few modified pages; its journal has room for them.
+    // TreeDbm: the second file of each five keeps sets and batches in its write buffer
+    // (tree_dbm/write_buffer.rs) until it fills or something else meets the tree, so that
+    // kills land while they wait, while they are applied, and while that commits past its few
+    // modified pages; its journal has room for them.
     let buffered = file_index % 5 == 1;
     let candidates = [
         ("record_comp", codecs[(file_index % codecs.len() as u64) as usize].to_string()),
@@ -358,7 +358,8 @@ fn params_for(engine: &Engine, file_index: u64) -> Params {
         .filter(|(name, _)| engine.params.contains(name))
         .fold(Params::new(), |params, (name, value)| params.with(name, value));
     if buffered && engine.params.contains(&"write_buffer_bytes") {
-        return params.with("write_buffer_bytes", 16_384);
+        // Memory said to be small: sets and batches of any size wait too.
+        return params.with("write_buffer_bytes", 16_384).with("memory_bytes", 65_536);
     }
     params
 }

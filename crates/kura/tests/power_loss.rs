@@ -574,13 +574,14 @@ fn a_power_loss_cut_anywhere_inside_a_checkpoint_keeps_every_durable_record() {
     let tree_small_pages =
         Params::new().with("max_page_size", 2048).with("max_dirty_pages", 16).with("checkpoint_bytes", 16384);
     let tree_zstd = Params::new().with("record_comp", "zstd").with("checkpoint_bytes", 24576);
-    // Batches of 16 operations or more wait in the write buffer until a few have come (or a
-    // set, a read or a checkpoint applies them), and applying them spills past 16 modified
-    // pages after syncing the journal (tree_dbm/write_buffer.rs).
+    // Sets and batches wait in the write buffer (the file counts as larger than memory) until
+    // it fills or a removal, a read or a checkpoint applies them, and applying them commits
+    // past 16 modified pages after syncing the journal (tree_dbm/write_buffer.rs).
     let tree_buffered = Params::new()
         .with("max_page_size", 2048)
         .with("max_dirty_pages", 16)
         .with("checkpoint_bytes", 65536)
+        .with("memory_bytes", 4096)
         .with("write_buffer_bytes", 8192);
     let hash = in_place_params().with("checkpoint_bytes", 8192);
     // A set's `synchronize(true)` and close sync each shard in turn: a cut between two shards'

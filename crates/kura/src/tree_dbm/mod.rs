@@ -383,6 +383,19 @@ impl Dbm for TreeDbm {
         self.named(self.try_process(key, processor))
     }
 
+    /// An overwriting `set` in a file larger than half the memory goes to the write buffer
+    /// (`Store::set_buffered`); any other, as `process`.
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        if overwrite && self.writable {
+            let mut store = self.write()?;
+            if self.named(store.set_buffered(key, value))? {
+                self.changed();
+                return self.named(store.after_change());
+            }
+        }
+        crate::dbm::set_by_process(self, key, value, overwrite)
+    }
+
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         let store = self.read_undrained()?;
         if let Some(buffered) = store.buffered(key) {

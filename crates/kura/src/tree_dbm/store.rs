@@ -66,8 +66,9 @@ const HELD_BACK_SHARE: u64 = 8;
 
 /// A batch of at least this many operations is buffered (write_buffer.rs) rather than applied,
 /// when the store has a buffer: one that is journaled first anyway. A smaller one, one record
-/// above all, applies in about the time buffering it takes, and would leave a buffer for every
-/// read to look into.
+/// above all, applies in about the time buffering it takes in memory, and would leave a buffer
+/// for every read to look into; in a file larger than half the memory, where applying it
+/// waits for a leaf from the disk, a batch of any size is buffered (and so is a `set`).
 const BUFFER_MIN_OPS: usize = JOURNAL_FIRST_MIN_OPS;
 
 /// How a batch's operations reach the journal as they are applied.
@@ -225,11 +226,35 @@ impl Store {
     /// applied at once, it may modify more pages than their budget: `drain` spills.)
     fn buffers(&self, batch: &WriteBatch) -> bool {
         let BufferPolicy { budget, beyond_memory_only } = self.buffer_policy;
+        let beyond_memory = self.tree.pager.exceeds_memory();
         budget > 0
-            && batch.len() >= BUFFER_MIN_OPS
+            && (batch.len() >= BUFFER_MIN_OPS || beyond_memory)
             && batch.byte_size() as u64 <= self.checkpoint_bytes / 4
             && WriteBuffer::cost_of(batch) <= budget
-            && (!beyond_memory_only || self.tree.pager.exceeds_memory())
+            && (!beyond_memory_only || beyond_memory)
+    }
+
+    /// Stores `value` under `key` through the buffer, when the file is larger than half the
+    /// memory and has a buffer: journaled as a pending entry (committed with the next commit,
+    /// as a `set` applied at once is), not applied, so that it does not wait for its leaf to
+    /// come from the disk. False when it takes the usual way (`process`), which it does in a
+    /// file that fits in memory: there it applies in about the time buffering it takes, and
+    /// would leave a buffer for every read to look into.
+    pub fn set_buffered(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.usable()?;
+        let op = BatchOp::Set { key, value };
+        let cost = WriteBuffer::cost_of_op(op);
+        if self.buffer_policy.budget < cost || !self.tree.pager.exceeds_memory() {
+            return Ok(false);
+        }
+        check_record_size(key, value)?;
+        if self.buffer.bytes() + cost > self.buffer_policy.budget {
+            self.drain()?;
+        }
+        encode_entry(self.journal.pending_mut(), Entry::Set { key, value });
+        self.journal.entry_added();
+        self.buffer.insert(op);
+        Ok(true)
     }
 
     /// A batch journaled and buffered, to be applied with the buffer (`drain`): one frame of

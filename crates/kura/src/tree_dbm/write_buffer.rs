@@ -111,6 +111,11 @@ impl WriteBuffer {
         batch.byte_size() + batch.len() * ENTRY_OVERHEAD
     }
 
+    /// What buffering `op` would cost at most.
+    pub fn cost_of_op(op: BatchOp<'_>) -> usize {
+        op.key().len() + op.value().map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
+    }
+
     /// Records `op`, replacing an earlier operation on its key.
     pub fn insert(&mut self, op: BatchOp<'_>) {
         let key = op.key();
