@@ -330,6 +330,23 @@ fn restore_replays_the_commits_in_the_journal() {
     assert!(!kura::journal_path(&restored).exists(), "the copy is closed: one file");
 }
 
+/// A zstd file (`build`) whose first leaf is overwritten with bytes that fail its checksum.
+fn build_with_first_leaf_damaged(dir: &Path) -> PathBuf {
+    let path = build(dir, CodecKind::Zstd);
+    let (root, _, _) = forge::root(&path).unwrap();
+    let first_leaf = forge::children(&path, forge::children(&path, root).unwrap()[0]).unwrap()[0];
+    forge::write_page(&path, first_leaf, false, &[40, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], true).unwrap();
+    path
+}
+
+/// 40 keys past the damaged first leaf (`build_with_first_leaf_damaged`), and, halfway
+/// through, one that lands in it.
+fn keys_one_in_the_damaged_leaf() -> Vec<Vec<u8>> {
+    (0..40u32)
+        .map(|i| if i == 20 { b"key000000".to_vec() } else { format!("key{:06}-new", 1000 + i * 50).into_bytes() })
+        .collect()
+}
+
 /// A durable batch that meets a damaged leaf while it is applied, after TreeDbm journaled it
 /// whole (tree_dbm/store.rs, `write_batch_journaled_first`), fails whole: none of it is read
 /// back, before or after a reopen, and the database takes the next batches. (Replaying the
@@ -338,14 +355,8 @@ fn restore_replays_the_commits_in_the_journal() {
 #[test]
 fn a_durable_batch_meeting_a_damaged_leaf_is_absent_and_the_file_stays_usable() {
     let dir = tempfile::tempdir().unwrap();
-    let path = build(dir.path(), CodecKind::Zstd);
-    let (root, _, _) = forge::root(&path).unwrap();
-    let first_leaf = forge::children(&path, forge::children(&path, root).unwrap()[0]).unwrap()[0];
-    forge::write_page(&path, first_leaf, false, &[40, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], true).unwrap();
-    // Keys past the damaged first leaf, and, halfway through, one that lands in it.
-    let failing: Vec<Vec<u8>> = (0..40u32)
-        .map(|i| if i == 20 { b"key000000".to_vec() } else { format!("key{:06}-new", 1000 + i * 50).into_bytes() })
-        .collect();
+    let path = build_with_first_leaf_damaged(dir.path());
+    let failing = keys_one_in_the_damaged_leaf();
     let later: Vec<Vec<u8>> = (0..20u32).map(|i| format!("key{:06}-later", 1000 + i * 70).into_bytes()).collect();
     let batch_of = |keys: &[Vec<u8>], value: &[u8]| {
         let mut batch = WriteBatch::new();
@@ -386,13 +397,8 @@ fn a_durable_batch_meeting_a_damaged_leaf_is_absent_and_the_file_stays_usable() 
 #[test]
 fn a_buffered_batch_meeting_a_damaged_leaf_is_kept_by_the_journal_for_the_restore() {
     let dir = tempfile::tempdir().unwrap();
-    let path = build(dir.path(), CodecKind::Zstd);
-    let (root, _, _) = forge::root(&path).unwrap();
-    let first_leaf = forge::children(&path, forge::children(&path, root).unwrap()[0]).unwrap()[0];
-    forge::write_page(&path, first_leaf, false, &[40, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], true).unwrap();
-    let keys: Vec<Vec<u8>> = (0..40u32)
-        .map(|i| if i == 20 { b"key000000".to_vec() } else { format!("key{:06}-new", 1000 + i * 50).into_bytes() })
-        .collect();
+    let path = build_with_first_leaf_damaged(dir.path());
+    let keys = keys_one_in_the_damaged_leaf();
     let mut batch = WriteBatch::new();
     for key in &keys {
         batch.set(key, b"new");
