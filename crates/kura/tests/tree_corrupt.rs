@@ -425,3 +425,28 @@ fn a_buffered_batch_meeting_a_damaged_leaf_is_kept_by_the_journal_for_the_restor
         assert_eq!(db.get(key).unwrap(), b"new", "{}", String::from_utf8_lossy(key));
     }
 }
+
+/// Sets wait in the write buffer too in a file larger than memory, as pending entries of the
+/// journal until a commit: applying the buffer writes them first, so that when it meets the
+/// damaged leaf, the undo's replay has them (and meets the leaf too), and the restore keeps
+/// every set that returned, not only those a commit had written.
+#[test]
+fn buffered_sets_meeting_a_damaged_leaf_are_kept_by_the_journal_for_the_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build_with_first_leaf_damaged(dir.path());
+    let keys = keys_one_in_the_damaged_leaf();
+    let db = TreeDbm::open(&path, OpenMode::Write, &tiny_memory().with("write_buffer_bytes", 1 << 20)).unwrap();
+    for key in &keys {
+        db.set(key, b"new", true).unwrap();
+    }
+    assert_eq!(db.count().unwrap_err().kind(), ErrorKind::BrokenData);
+    assert_eq!(db.get(&keys[0]).unwrap_err().kind(), ErrorKind::BrokenData);
+    assert!(db.close().is_err());
+    drop(db);
+    let restored = dir.path().join("restored.kut");
+    TreeDbm::restore_file(&path, &restored).unwrap();
+    let db = TreeDbm::open(&restored, OpenMode::ReadOnly, &Params::new()).unwrap();
+    for key in &keys {
+        assert_eq!(db.get(key).unwrap(), b"new", "{}", String::from_utf8_lossy(key));
+    }
+}

@@ -90,8 +90,9 @@ pub struct Store {
     /// before it is applied, while it is applied (`write_batch_journaled_first`). An undo
     /// replays the journal without them.
     unapplied_tail: usize,
-    /// Batches journaled and not yet applied (write_buffer.rs). Empty whenever anything but
-    /// a point read or another buffered batch meets the tree: `drain` applies it first.
+    /// Batches and sets journaled (a set's entry perhaps still pending) and not yet applied
+    /// (write_buffer.rs). Empty whenever anything but a point read or another buffered batch
+    /// or set meets the tree: `drain` applies it first.
     buffer: WriteBuffer,
     buffer_policy: BufferPolicy,
     /// Set when undoing a failed change could not bring memory back in line with the journal
@@ -287,8 +288,9 @@ impl Store {
         self.after_change()
     }
 
-    /// Applies the buffered batches to the tree, in key order, and empties the buffer. Their
-    /// records are in the journal's frames already: a crash replays them over whatever part
+    /// Applies the buffered batches and sets to the tree, in key order, and empties the buffer.
+    /// Their records are in the journal's frames (the sets' once the pending entries are
+    /// written, first thing here): a crash replays them over whatever part
     /// of them the tree file holds, and a failure here replays them into memory
     /// (`undo_uncommitted`). When the modified pages pass their budget midway, the tree is
     /// committed as it stands without a sync (`spill`), as a spilling batch's is, once the
@@ -299,6 +301,10 @@ impl Store {
         if self.buffer.is_empty() {
             return Ok(());
         }
+        // Buffered sets are pending entries until a commit: written now (a frame, not
+        // synced), so that the undo of a failure below replays them with the batches rather
+        // than dropping sets that returned.
+        self.commit()?;
         let drained = self.buffer.take_sorted(self.tree.comparator());
         let ops: Vec<BatchOp<'_>> = drained.ops().collect();
         let mut ahead = LeafReadAhead::default();
@@ -315,7 +321,6 @@ impl Store {
                 self.apply_op(op, Journaled::Already)?;
                 if self.tree.wants_commit() {
                     if !journal_synced {
-                        self.commit()?;
                         let synced = self.journal.sync_published();
                         self.undone_on_failure(synced)?;
                         journal_synced = true;
@@ -581,7 +586,10 @@ impl Store {
     fn undo_uncommitted(&mut self, cause: Error) -> Error {
         self.tree.rollback();
         self.journal.discard_pending();
-        // The buffered batches are in the journal's frames: the replay applies them.
+        // The buffered records are in the journal: batches in their frames, sets in the frames
+        // of the commits that wrote them (`drain` writes any still pending before it applies
+        // anything); the replay applies them. (A set whose pending entry is dropped here was
+        // never committed, as an unbuffered set's would be.)
         self.buffer.clear();
         let path = self.tree.pager.path().to_path_buf();
         // A batch journaled before it was applied, and not wholly applied: left out of the

@@ -1,6 +1,7 @@
-//! The records of write batches that are journaled but not yet applied to the tree.
+//! The records of write batches (and sets) that are journaled but not yet applied to the tree.
 //!
-//! A batch's records go to the journal first (store.rs), so a crash replays them whatever the
+//! A batch's records go to the journal first, and so does a `set` (a pending entry that the
+//! next commit writes, as an applied set's is; store.rs), so a crash replays them whatever the
 //! tree holds; applying them to the tree can wait. Applied as each batch came, every random
 //! record of a batch reads its leaf and copies it (copy-on-write): in a tree larger than
 //! memory that is a read from the disk for each record before the batch can return (100
