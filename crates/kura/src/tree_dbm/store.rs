@@ -158,7 +158,7 @@ impl Store {
     /// Runs `processor` on `key` and journals the change it made; true when it changed
     /// something.
     pub fn process(&mut self, key: &[u8], processor: Processor<'_, '_>) -> Result<bool> {
-        self.usable()?;
+        // (`drain` refuses a broken store, buffer or none.)
         self.drain()?;
         let Store { tree, journal, .. } = self;
         let pending = journal.pending_mut();
@@ -190,9 +190,8 @@ impl Store {
     /// batch holds all it modifies until it ends (100,000 random removals, 2.4 MB of keys,
     /// modify every leaf of a 2M-record tree: 400 MB, under a 128 MiB memory limit).
     pub fn write_batch(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
-        self.usable()?;
         // What came before stands in the journal file on its own, so that a failure below can
-        // rebuild it from there.
+        // rebuild it from there. (`commit` refuses a broken store.)
         self.commit()?;
         if self.buffers(batch) {
             return self.write_batch_buffered(batch, durable);
@@ -221,10 +220,12 @@ impl Store {
         self.after_change()
     }
 
-    /// Whether `batch` goes to the buffer: the store has one, the batch is more than a handful
-    /// of operations, small enough for the journal (a larger one is written once, into the
-    /// tree: `apply_spilling`), and fits in the buffer's budget on its own. (Unlike a batch
-    /// applied at once, it may modify more pages than their budget: `drain` spills.)
+    /// Whether `batch` goes to the buffer: the store has one (`BufferPolicy`), the batch is
+    /// more than a handful of operations or the file larger than half the memory
+    /// (`BUFFER_MIN_OPS`), small enough for the journal (a larger one is written once, into
+    /// the tree: `apply_spilling`), and fits in the buffer's budget on its own. (Unlike a
+    /// batch applied at once, it may modify more pages than their budget: `drain` commits as
+    /// it goes.)
     fn buffers(&self, batch: &WriteBatch) -> bool {
         let BufferPolicy { budget, beyond_memory_only } = self.buffer_policy;
         let beyond_memory = self.tree.pager.exceeds_memory();
@@ -264,18 +265,11 @@ impl Store {
     /// large for a page are refused before anything is journaled, as applying them would
     /// refuse them.
     fn write_batch_buffered(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
-        for op in batch.ops() {
-            if let BatchOp::Set { key, value } = op {
-                check_record_size(key, value)?;
-            }
-        }
+        check_record_sizes(batch)?;
         if self.buffer.bytes() + WriteBuffer::cost_of(batch) > self.buffer_policy.budget {
             self.drain()?;
         }
-        for op in batch.ops() {
-            encode_entry(self.journal.pending_mut(), Entry::from(op));
-            self.journal.entry_added();
-        }
+        self.encode_pending(batch);
         // One frame, however large, as `write_batch_journaled_first` says.
         if durable {
             self.commit_to_sync()?;
@@ -293,9 +287,10 @@ impl Store {
     /// written, first thing here): a crash replays them over whatever part
     /// of them the tree file holds, and a failure here replays them into memory
     /// (`undo_uncommitted`). When the modified pages pass their budget midway, the tree is
-    /// committed as it stands without a sync (`spill`), as a spilling batch's is, once the
-    /// journal is synced: a tree file may hold a change only where the journal on disk holds
-    /// it too, or a replay of an older journal would set its key back.
+    /// committed as it stands, once the journal is synced (a tree file may hold a change only
+    /// where the journal on disk holds it too, or a replay of an older journal would set its
+    /// key back): without a sync, as a spilling batch's is, or durably once the slots held
+    /// back for the last durable tree pass `HELD_BACK_SHARE` of the file.
     pub fn drain(&mut self) -> Result<()> {
         self.usable()?;
         if self.buffer.is_empty() {
@@ -310,12 +305,9 @@ impl Store {
         let mut ahead = LeafReadAhead::default();
         let mut journal_synced = false;
         for (group_start, group) in ops.chunks(WARM_GROUP).enumerate().map(|(i, g)| (i * WARM_GROUP, g)) {
-            let keys: Vec<&[u8]> = group.iter().map(|op| op.key()).collect();
-            let appended: Vec<usize> =
-                group.iter().map(|op| op.value().map_or(0, |value| op.key().len() + value.len())).collect();
             // The group's leaves asked from the disk before the warming descends to them.
             ahead.before(&self.tree, &ops, group_start);
-            self.tree.warm_leaves(&keys, &appended);
+            warm_leaves_of(&self.tree, group);
             for (offset, &op) in group.iter().enumerate() {
                 ahead.before(&self.tree, &ops, group_start + offset);
                 self.apply_op(op, Journaled::Already)?;
@@ -348,15 +340,8 @@ impl Store {
     /// over without its frame (`undo_uncommitted`), so the batch is absent, as the error says.
     /// (A crash before that checkpoint may replay it: its call had not returned.)
     fn write_batch_journaled_first(&mut self, batch: &WriteBatch) -> Result<()> {
-        for op in batch.ops() {
-            if let BatchOp::Set { key, value } = op {
-                check_record_size(key, value)?;
-            }
-        }
-        for op in batch.ops() {
-            encode_entry(self.journal.pending_mut(), Entry::from(op));
-            self.journal.entry_added();
-        }
+        check_record_sizes(batch)?;
+        self.encode_pending(batch);
         // One frame, however large (a batch this path takes is at most a quarter of
         // `checkpoint_bytes`): frames a replay takes only together could be completed by a
         // later commit's frame if writing one of them failed.
@@ -367,6 +352,15 @@ impl Store {
         self.unapplied_tail = 0;
         applied?;
         self.after_change()
+    }
+
+    /// Encodes every operation of `batch` into the journal's pending entries (the caller
+    /// writes them as one frame).
+    fn encode_pending(&mut self, batch: &WriteBatch) {
+        for op in batch.ops() {
+            encode_entry(self.journal.pending_mut(), Entry::from(op));
+            self.journal.entry_added();
+        }
     }
 
     /// Applies the operations of `batch` in order; a failure leaves memory and journal back in
@@ -384,11 +378,7 @@ impl Store {
                 return Ok(());
             }
             if batch.len() > 1 {
-                let keys: Vec<&[u8]> = group.iter().map(|op| op.key()).collect();
-                // What an insert would append: the key and value of a set, nothing for a removal.
-                let appended: Vec<usize> =
-                    group.iter().map(|op| op.value().map_or(0, |value| op.key().len() + value.len())).collect();
-                self.tree.warm_leaves(&keys, &appended);
+                warm_leaves_of(&self.tree, &group);
             }
             for op in group.drain(..) {
                 self.apply_op(op, journaled)?;
@@ -631,6 +621,26 @@ impl Store {
             }
         }
     }
+}
+
+/// Refuses `batch` when a record of it is too large for a page, as applying it would, before
+/// anything of it is journaled.
+fn check_record_sizes(batch: &WriteBatch) -> Result<()> {
+    for op in batch.ops() {
+        if let BatchOp::Set { key, value } = op {
+            check_record_size(key, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// `BTree::warm_leaves` for the operations of `group`.
+fn warm_leaves_of(tree: &BTree, group: &[BatchOp<'_>]) {
+    let keys: Vec<&[u8]> = group.iter().map(|op| op.key()).collect();
+    // What an insert would append: the key and value of a set, nothing for a removal.
+    let appended: Vec<usize> =
+        group.iter().map(|op| op.value().map_or(0, |value| op.key().len() + value.len())).collect();
+    tree.warm_leaves(&keys, &appended);
 }
 
 /// Asks for the leaves of a spilling batch's operations a window ahead of the one applied, in
