@@ -75,11 +75,7 @@ impl TreeDbm {
                 continue;
             }
             for &index in segment {
-                let key = keys.get(index).copied().unwrap_or_default();
-                match store.buffered(key) {
-                    Some(buffered) => visit(index, buffered),
-                    None => store.tree.get(key, |value| visit(index, value))?,
-                }
+                store.get(keys.get(index).copied().unwrap_or_default(), |value| visit(index, value))?;
             }
         }
         Ok(())

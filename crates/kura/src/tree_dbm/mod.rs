@@ -164,9 +164,7 @@ impl TreeDbm {
             let journal = journal::journal_path(path);
             Error::new(e.kind(), format!("{}: replaying it failed: {}", journal.display(), e.message()))
         })?;
-        let buffer_policy =
-            store::BufferPolicy { budget: options.write_buffer_bytes, beyond_memory_only: !options.write_buffer_given };
-        let mut store = Store::new(tree, path, options.checkpoint_bytes, buffer_policy);
+        let mut store = Store::new(tree, path, options.checkpoint_bytes, options.buffer_policy());
         if writable && (!recovered.is_empty() || recovered.dropped_bytes > 0) {
             // What was replayed becomes durable in the tree file, and the journal starts over.
             store.checkpoint()?;
@@ -397,12 +395,7 @@ impl Dbm for TreeDbm {
     }
 
     fn get_with(&self, key: &[u8], visit: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        let store = self.read_undrained()?;
-        if let Some(buffered) = store.buffered(key) {
-            visit(buffered);
-            return Ok(());
-        }
-        self.named(store.tree.get(key, visit))
+        self.named(self.read_undrained().and_then(|store| store.get(key, visit)))
     }
 
     /// Sorts the batch and descends once per leaf (`get_many.rs`); visits in key order.

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use super::comparator::Comparator;
 use super::page::decoded_page_bytes;
 use super::pager::PagerOptions;
+use super::store::BufferPolicy;
 
 pub(crate) const PARAMS: &[&str] = &[
     "record_comp",
@@ -67,11 +68,10 @@ pub struct TreeOptions {
     /// machine and its memory cgroups allow, read at open (read once, with the default
     /// cache's size); None when neither is known.
     pub memory_bytes: Option<u64>,
-    /// The memory that batches waiting to be applied may take (write_buffer.rs): as given
-    /// (0: none wait), else a quarter of `cache_bytes`, and then only while the file is
-    /// larger than half the memory (`write_buffer_given` false).
-    pub write_buffer_bytes: usize,
-    pub write_buffer_given: bool,
+    /// The memory that batches waiting to be applied may take (write_buffer.rs), as given;
+    /// None: a quarter of `cache_bytes`, and then only while the file is larger than half the
+    /// memory (`buffer_policy`).
+    pub write_buffer_bytes: Option<usize>,
 }
 
 impl TreeOptions {
@@ -93,10 +93,6 @@ impl TreeOptions {
             (Some(_), Some(_)) => None,
             _ => crate::memory_budget::available_bytes(),
         };
-        let cache_bytes = match given_cache_bytes {
-            Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
-            None => default_cache_bytes(available),
-        };
         Ok(TreeOptions {
             codec: codec_name.map(CodecKind::from_name).transpose()?.unwrap_or(CodecKind::None),
             codec_given: codec_name.is_some(),
@@ -104,7 +100,10 @@ impl TreeOptions {
             comparator_given: params.get("key_comparator").is_some(),
             max_page_size: max_page_size.map_or(DEFAULT_MAX_PAGE_SIZE, |s| s as u32),
             max_page_size_given: max_page_size.is_some(),
-            cache_bytes,
+            cache_bytes: match given_cache_bytes {
+                Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
+                None => default_cache_bytes(available),
+            },
             cache_bytes_given: params.get("cache_bytes").is_some(),
             max_dirty_pages: max_dirty_pages.map(|pages| usize::try_from(pages).unwrap_or(usize::MAX)),
             max_file_size: params.get_u64("max_file_size")?.unwrap_or(DEFAULT_MAX_FILE_SIZE),
@@ -114,11 +113,9 @@ impl TreeOptions {
             .unwrap_or(usize::MAX),
             checkpoint_bytes: params.get_u64("checkpoint_bytes")?.unwrap_or(super::store::DEFAULT_CHECKPOINT_BYTES),
             memory_bytes: given_memory_bytes.or(available),
-            write_buffer_bytes: match params.get_u64("write_buffer_bytes")? {
-                Some(bytes) => usize::try_from(bytes).unwrap_or(usize::MAX),
-                None => cache_bytes / 4,
-            },
-            write_buffer_given: params.get("write_buffer_bytes").is_some(),
+            write_buffer_bytes: params
+                .get_u64("write_buffer_bytes")?
+                .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX)),
         })
     }
 
@@ -143,6 +140,14 @@ impl TreeOptions {
         match self.max_dirty_pages {
             Some(_) => self.cache_bytes,
             None => self.cache_bytes - self.cache_bytes / 2,
+        }
+    }
+
+    /// When write batches wait in the write buffer (`write_buffer_bytes`).
+    pub fn buffer_policy(&self) -> BufferPolicy {
+        match self.write_buffer_bytes {
+            Some(budget) => BufferPolicy { budget, beyond_memory_only: false },
+            None => BufferPolicy { budget: self.cache_bytes / 4, beyond_memory_only: true },
         }
     }
 

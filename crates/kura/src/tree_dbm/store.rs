@@ -137,13 +137,16 @@ impl Store {
         }
     }
 
-    /// The buffered operation on `key`, for a point read (`WriteBuffer::get`): None when the
-    /// tree answers.
-    pub fn buffered(&self, key: &[u8]) -> Option<Option<&[u8]>> {
-        if self.buffer.is_empty() {
-            return None;
+    /// Shows `visit` the value of `key` as a point read sees it: the buffered operation on it
+    /// (`WriteBuffer::get`), else the tree's record.
+    pub fn get(&self, key: &[u8], visit: impl FnOnce(Option<&[u8]>)) -> Result<()> {
+        match self.buffer.get(key) {
+            Some(buffered) => {
+                visit(buffered);
+                Ok(())
+            }
+            None => self.tree.get(key, visit),
         }
-        self.buffer.get(key)
     }
 
     /// Whether batches wait in the buffer (`drain` applies them).

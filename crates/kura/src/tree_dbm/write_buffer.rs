@@ -161,16 +161,12 @@ pub struct Drained {
 }
 
 impl Drained {
-    /// Operation `index` as a batch operation.
-    pub fn op(&self, index: usize) -> Option<BatchOp<'_>> {
-        self.entries.get(index).map(|entry| match entry.value() {
+    /// The operations, as batch operations, in key order.
+    pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.entries.iter().map(|entry| match entry.value() {
             Some(value) => BatchOp::Set { key: entry.key(), value },
             None => BatchOp::Remove { key: entry.key() },
         })
-    }
-
-    pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
-        (0..self.entries.len()).filter_map(|index| self.op(index))
     }
 }
 
