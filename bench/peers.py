@@ -107,6 +107,8 @@ FLOOR_PHASES = [FLOOR_SYNC, FLOOR_LOAD, FLOOR_SEQ_WRITE, FLOOR_SEQ_READ, FLOOR_R
 # (8M records: 2.7 GB), between 256 MiB and 4 GiB. O_DIRECT reads see the device, so the
 # size matters only for where on it they land.
 FLOOR_BYTES_PER_RECORD = 340
+# A record's bytes: a 24-byte key and a 150-byte value (bench/peers/src/records.rs).
+RECORD_BYTES = 24 + 150
 
 
 def parse_size(text):
@@ -396,6 +398,40 @@ def floor_notes(best, floors, settings):
                          f"many random page reads, {floor_seconds:.2f} s at the 32-in-flight rate; a "
                          f"log-structured store (RocksDB, fjall) appends instead and reads nothing. TreeDbm "
                          f"took {batch['seconds']:.2f} s.")
+    seq_read, seq_write = floors.get(FLOOR_SEQ_READ), floors.get(FLOOR_SEQ_WRITE)
+    if settings.get("memory_limit") and seq_read and seq_write:
+        notes += bulk_load_floor_notes(best, settings, seq_read["bytes"] / seq_read["seconds"],
+                                       seq_write["bytes"] / seq_write["seconds"])
+    return notes
+
+
+def bulk_load_floor_notes(best, settings, read_rate, write_rate):
+    """Each Kura store's bulk load beside the time its disk bytes alone take at the disk's
+    sequential rates, and the fastest peer's load: a store whose bytes alone take longer than
+    the peer's whole load cannot catch it by moving them faster."""
+    def moved(store):
+        line = best.get(store, {}).get("bulk load", {})
+        if line.get("seconds") is None or line.get("read_bytes") is None:
+            return None
+        return line["seconds"], line["read_bytes"], line["write_bytes"]
+
+    peers = sorted((moved(p), p) for p in PEERS if moved(p))
+    if not peers:
+        return []
+    (peer_seconds, peer_read, peer_written), peer = peers[0]
+    record_bytes = settings["records"] * RECORD_BYTES
+    notes = []
+    for store in KURA:
+        if not moved(store):
+            continue
+        seconds, read, written = moved(store)
+        floor = read / read_rate + written / write_rate
+        notes.append(f"Bulk load: {TITLES[store]} had the disk read {read / 1e9:.1f} GB and write "
+                     f"{written / 1e9:.1f} GB ({written / record_bytes:.1f} times the records' bytes); at the "
+                     f"disk's sequential rates above those bytes alone take {floor:.1f} s, "
+                     f"{floor / peer_seconds:.2f}x {TITLES[peer]}'s whole load ({peer_seconds:.1f} s, "
+                     f"{peer_read / 1e9:.1f} GB read, {peer_written / 1e9:.1f} GB written); {TITLES[store]} "
+                     f"took {seconds:.1f} s.")
     return notes
 
 
@@ -457,6 +493,14 @@ def cpu_cell(best, store, phase):
     if cpu is None or not wall:
         return "-"
     return f"{cpu:.3f} s ({cpu / wall:.0%})"
+
+
+def disk_cell(best, store, phase):
+    line = best.get(store, {}).get(phase, {})
+    read, written = line.get("read_bytes"), line.get("write_bytes")
+    if read is None or written is None:
+        return "-"
+    return f"{read / 1e6:,.0f} / {written / 1e6:,.0f} MB"
 
 
 def rows(best):
@@ -538,6 +582,18 @@ def markdown(report, chart):
                   "|---|" + "---:|" * len(stores)]
         for phase in cpu_rows:
             parts.append(f"| {phase} | " + " | ".join(cpu_cell(best, s, phase) for s in stores) + " |")
+    disk_rows = [phase for phase in cpu_rows
+                 if any(best.get(s, {}).get(phase, {}).get("read_bytes") is not None for s in stores)]
+    if disk_rows:
+        parts += ["", "## Disk bytes per phase", "",
+                  "Read / written: what the kernel counted for the store's process against the disk "
+                  "(`/proc/self/io`) in the round whose phase is shown above: the reads it caused, its faults and "
+                  "read-ahead included, the page cache's hits not; the bytes it dirtied, whoever wrote them back "
+                  "(an LSM's flushes and compactions in its own threads included).", "",
+                  "| phase | " + " | ".join(TITLES[s] for s in stores) + " |",
+                  "|---|" + "---:|" * len(stores)]
+        for phase in disk_rows:
+            parts.append(f"| {phase} | " + " | ".join(disk_cell(best, s, phase) for s in stores) + " |")
     floors = report.get("floors") or {}
     if floors:
         parts += ["", "## The machine's floors, measured in the same run", "",

@@ -11,8 +11,9 @@
 //!            [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D]
 //! ```
 //!
-//! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..,"cpu_seconds":..}`
-//! (`null` where a field does not apply; read phases add the `checksum` of what they read,
+//! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..,"cpu_seconds":..,
+//! "read_bytes":..,"write_bytes":..}` (the last two what the kernel counted for the process
+//! against the disk during the phase, `/proc/self/io`; `null` where a field does not apply; read phases add the `checksum` of what they read,
 //! which must be the same for every store). Every read phase checks what it read: the random
 //! reads find every key with the value written, the range reads return exactly the records
 //! that exist at and after each start key, `len()` counts every record; a store that fails a
@@ -174,6 +175,9 @@ fn emit(store: &str, phase: &str, line: Line) {
         field(line.bytes),
         cpu_seconds_since_last_line(),
     );
+    if let Some(DiskBytes { read, written }) = disk_bytes_since_last_line() {
+        text.push_str(&format!(",\"read_bytes\":{read},\"write_bytes\":{written}"));
+    }
     if let Some(checksum) = line.checksum {
         text.push_str(&format!(",\"checksum\":{checksum}"));
     }
@@ -201,6 +205,36 @@ fn cpu_seconds_since_last_line() -> f64 {
     let spent = seconds - *last;
     *last = seconds;
     spent
+}
+
+/// Bytes the process had the kernel read from the disk and write to it (`/proc/self/io`).
+#[derive(Clone, Copy, Default)]
+struct DiskBytes {
+    read: u64,
+    written: u64,
+}
+
+/// The disk bytes since the previous call, every thread of the process included (an LSM's
+/// flushes and compactions): `read_bytes`, which counts the reads the process caused (its
+/// faults and read-ahead included, the page cache's hits not), and `write_bytes`, which counts
+/// the bytes it dirtied, whoever writes them back (less `cancelled_write_bytes`, dirtied bytes
+/// truncated away before their write). What a phase moved to and from the device, beside its
+/// time: the floor of a write path is its bytes at the disk's sequential rates. None where the
+/// kernel keeps no such counts.
+fn disk_bytes_since_last_line() -> Option<DiskBytes> {
+    static LAST: std::sync::Mutex<DiskBytes> = std::sync::Mutex::new(DiskBytes { read: 0, written: 0 });
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    let field = |name: &str| {
+        text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok())
+    };
+    let now = DiskBytes {
+        read: field("read_bytes")?,
+        written: field("write_bytes")?.saturating_sub(field("cancelled_write_bytes").unwrap_or(0)),
+    };
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let spent = DiskBytes { read: now.read.saturating_sub(last.read), written: now.written.saturating_sub(last.written) };
+    *last = now;
+    Some(spent)
 }
 
 /// Seconds `work` took, and what it returned.
