@@ -96,5 +96,9 @@ pub use stats::{Caps, CodecStat, Stat, Stats};
 /// Damaging tree files on purpose, for the project's own corruption tests.
 #[cfg(feature = "internals")]
 pub use tree_dbm::forge;
+/// TreeDbm's write buffer, for the test of its memory accounting against the allocator
+/// (tests/write_buffer_memory.rs).
+#[cfg(feature = "internals")]
+pub use tree_dbm::write_buffer::WriteBuffer;
 pub use tree_dbm::{Comparator, KeyRange, TreeCursor, TreeDbm, TreeRange};
 pub use typed_dbm::TypedDbm;

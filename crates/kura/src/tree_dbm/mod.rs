@@ -48,7 +48,7 @@ mod space;
 mod store;
 mod verify;
 mod write_behind;
-mod write_buffer;
+pub(crate) mod write_buffer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -26,9 +26,24 @@ use std::collections::BTreeSet;
 use super::comparator::Comparator;
 use crate::batch::{BatchOp, WriteBatch};
 
-/// What an entry costs beyond its key and value bytes (its box, the set's node share),
-/// counted against the buffer's budget.
-const ENTRY_OVERHEAD: usize = 48;
+/// The heap the set's nodes take per entry, at most as they fill when keys arrive in order:
+/// a node holds 11 entries of 32 bytes (384 bytes from the heap), and an ascending or
+/// descending load leaves about 6 in each, a random one about 8 (tests/write_buffer_memory.rs
+/// measured 66 and 53 bytes an entry, the branch nodes included).
+const NODE_SHARE: usize = 72;
+
+// `NODE_SHARE` holds for entries of this size.
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+
+/// What buffering an operation on `record_len` bytes of key and value costs against the
+/// budget: the heap block its bytes take, as glibc's malloc hands them out (the request and
+/// an 8-byte header in 16-byte steps, at least 32; none for no bytes), and its share of the
+/// set's nodes. Counting 48 bytes beyond key and value, as this did before, let a buffer of
+/// small records take up to 1.75 times its budget (tests/write_buffer_memory.rs).
+fn entry_cost(record_len: usize) -> usize {
+    let block = if record_len == 0 { 0 } else { record_len.saturating_add(8).next_multiple_of(16).max(32) };
+    block + NODE_SHARE
+}
 
 /// The latest operation on one key: its key and a set's value end to end, in one allocation.
 struct Entry {
@@ -51,7 +66,7 @@ impl Entry {
     }
 
     fn cost(&self) -> usize {
-        self.bytes.len() + ENTRY_OVERHEAD
+        entry_cost(self.bytes.len())
     }
 }
 
@@ -92,10 +107,12 @@ pub struct WriteBuffer {
 }
 
 impl WriteBuffer {
+    /// Whether no operation waits.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// How many keys have an operation waiting.
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -109,12 +126,12 @@ impl WriteBuffer {
     /// What buffering every operation of `batch` would cost at most (less where the batch
     /// sets a key twice or one the buffer holds).
     pub fn cost_of(batch: &WriteBatch) -> usize {
-        batch.byte_size() + batch.len() * ENTRY_OVERHEAD
+        batch.ops().map(Self::cost_of_op).sum()
     }
 
     /// What buffering `op` would cost at most.
     pub fn cost_of_op(op: BatchOp<'_>) -> usize {
-        op.key().len() + op.value().map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
+        entry_cost(op.key().len() + op.value().map_or(0, <[u8]>::len))
     }
 
     /// Records `op`, replacing an earlier operation on its key.
@@ -206,7 +223,7 @@ mod tests {
                 }
                 assert_eq!(buffer.len(), model.len());
                 let expected_bytes: usize =
-                    model.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD).sum();
+                    model.iter().map(|(k, v)| entry_cost(k.len() + v.as_ref().map_or(0, Vec::len))).sum();
                 assert_eq!(buffer.bytes(), expected_bytes);
                 let drained = buffer.take_sorted(comparator);
                 assert!(buffer.is_empty() && buffer.bytes() == 0);
