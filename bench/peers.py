@@ -503,6 +503,15 @@ def disk_cell(best, store, phase):
     return f"{read / 1e6:,.0f} / {written / 1e6:,.0f} MB"
 
 
+def phase_table(title, intro, phases, stores, cell_of):
+    """A section of the report: its `title`, the `intro` paragraph, and a table with a row per
+    phase and a column per store, each cell `cell_of(store, phase)`."""
+    lines = ["", f"## {title}", "", intro, "",
+             "| phase | " + " | ".join(TITLES[s] for s in stores) + " |",
+             "|---|" + "---:|" * len(stores)]
+    return lines + [f"| {phase} | " + " | ".join(cell_of(s, phase) for s in stores) + " |" for phase in phases]
+
+
 def rows(best):
     present = [p for p in PHASES if any(p in best.get(s, {}) for s in STORES)]
     return present + ([PEAK_RSS] if any(PEAK_RSS in best.get(s, {}) for s in STORES) else [])
@@ -573,27 +582,23 @@ def markdown(report, chart):
     cpu_rows = [phase for phase in rows(best) if phase not in SIZE_PHASES and phase != PEAK_RSS
                 and any(best.get(s, {}).get(phase, {}).get("cpu_seconds") is not None for s in stores)]
     if cpu_rows:
-        parts += ["", "## CPU time per phase", "",
-                  "The process's CPU time (every thread, user and system) in the round whose phase is shown above, "
-                  "and its share of that phase's wall time: well under 100%, the store waited for the disk; over "
-                  "100%, more than one thread worked (the LSMs' flushes and compactions in the background "
-                  "included). CPU time is what a machine shared with other work inflates least.", "",
-                  "| phase | " + " | ".join(TITLES[s] for s in stores) + " |",
-                  "|---|" + "---:|" * len(stores)]
-        for phase in cpu_rows:
-            parts.append(f"| {phase} | " + " | ".join(cpu_cell(best, s, phase) for s in stores) + " |")
+        parts += phase_table(
+            "CPU time per phase",
+            "The process's CPU time (every thread, user and system) in the round whose phase is shown above, "
+            "and its share of that phase's wall time: well under 100%, the store waited for the disk; over "
+            "100%, more than one thread worked (the LSMs' flushes and compactions in the background "
+            "included). CPU time is what a machine shared with other work inflates least.",
+            cpu_rows, stores, lambda store, phase: cpu_cell(best, store, phase))
     disk_rows = [phase for phase in cpu_rows
                  if any(best.get(s, {}).get(phase, {}).get("read_bytes") is not None for s in stores)]
     if disk_rows:
-        parts += ["", "## Disk bytes per phase", "",
-                  "Read / written: what the kernel counted for the store's process against the disk "
-                  "(`/proc/self/io`) in the round whose phase is shown above: the reads it caused, its faults and "
-                  "read-ahead included, the page cache's hits not; the bytes it dirtied, whoever wrote them back "
-                  "(an LSM's flushes and compactions in its own threads included).", "",
-                  "| phase | " + " | ".join(TITLES[s] for s in stores) + " |",
-                  "|---|" + "---:|" * len(stores)]
-        for phase in disk_rows:
-            parts.append(f"| {phase} | " + " | ".join(disk_cell(best, s, phase) for s in stores) + " |")
+        parts += phase_table(
+            "Disk bytes per phase",
+            "Read / written: what the kernel counted for the store's process against the disk "
+            "(`/proc/self/io`) in the round whose phase is shown above: the reads it caused, its faults and "
+            "read-ahead included, the page cache's hits not; the bytes it dirtied, whoever wrote them back "
+            "(an LSM's flushes and compactions in its own threads included).",
+            disk_rows, stores, lambda store, phase: disk_cell(best, store, phase))
     floors = report.get("floors") or {}
     if floors:
         parts += ["", "## The machine's floors, measured in the same run", "",
