@@ -11,13 +11,14 @@
 //!            [--cache-bytes B] [--bulk-batch K] [--reads R] [--removals D]
 //! ```
 //!
-//! Every phase prints one JSON line, `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..,"cpu_seconds":..,
-//! "read_bytes":..,"write_bytes":..}` (the last two what the kernel counted for the process
-//! against the disk during the phase, `/proc/self/io`; `null` where a field does not apply; read phases add the `checksum` of what they read,
-//! which must be the same for every store). Every read phase checks what it read: the random
-//! reads find every key with the value written, the range reads return exactly the records
-//! that exist at and after each start key, `len()` counts every record; a store that fails a
-//! check stops the run with exit status 1.
+//! Every phase prints one JSON line,
+//! `{"store":..,"phase":..,"seconds":..,"ops":..,"bytes":..,"cpu_seconds":..,"read_bytes":..,"write_bytes":..}`
+//! (the last two what the kernel counted for the process against the disk during the phase,
+//! `/proc/self/io`; `null` where a field does not apply; read phases add the `checksum` of
+//! what they read, which must be the same for every store). Every read phase checks what it
+//! read: the random reads find every key with the value written, the range reads return
+//! exactly the records that exist at and after each start key, `len()` counts every record;
+//! a store that fails a check stops the run with exit status 1.
 //!
 //! Phases, in order (the records are `records::record(i)`, i counting up through the writes):
 //! bulk load (N records, one durable commit, or commits of K with `--bulk-batch`), individual
