@@ -61,7 +61,7 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo
 
 .PHONY: deps rust build python ruby demo test test-only test-python test-ruby lint bench scale scaleout venv \
 	dictionary clean distclean fuzz fuzz-smoke soak salvage-soak salvage-soak-tree salvage-soak-sets salvage-soak-snapshots loom bench-peers wheel gem man test-wheel \
-	test-gem test-gem-source test-install test-install-debug test-examples test-readme publish-check
+	test-gem test-gem-source test-install test-install-debug test-examples test-readme publish-check check-toolchain
 
 ## deps: install the missing Debian packages (checked with dpkg first, so a rerun is quick)
 deps:
@@ -122,8 +122,14 @@ demo: build dictionary python ruby
 	ruby -Iruby/lib ruby/examples/demo.rb
 
 ## test: everything CI checks
-test: deps lint test-only test-examples test-install-debug test-python test-wheel test-ruby test-gem \
-	test-readme loom fuzz-smoke
+test: deps check-toolchain lint test-only test-examples test-install-debug test-python test-wheel test-ruby \
+	test-gem test-readme loom fuzz-smoke
+
+## check-toolchain: whether the rustc on the PATH builds the programs of tools/toolchain_check/
+## correctly at -O (each a miscompilation met in this project, reduced to a few lines); warns
+## when it does not, fails with STRICT_TOOLCHAIN=1. rustc 1.95.0 miscompiles closure_by_value.rs.
+check-toolchain:
+	@sh tools/check_toolchain.sh
 
 test-only:
 	$(CARGO) test --workspace

@@ -84,7 +84,10 @@ const WRITE_BUFFERS: [Option<u64>; 3] = [Some(0), Some(6_000), None];
 fn run(codec: CodecKind, ops: Vec<Op>, small_cache: bool, write_buffer: Option<u64>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.kut");
-    let with_cache = |params: Params| {
+    // `move`: borrowing `write_buffer` and `small_cache` instead, rustc 1.95.0 at -O handed the
+    // closure's second call the first call's `Params`, freed since, and the release build of
+    // this test crashed (tools/toolchain_check/closure_by_value.rs, the same without Kura).
+    let with_cache = move |params: Params| {
         let params = match write_buffer {
             Some(bytes) => params.with("write_buffer_bytes", bytes),
             None => params,
