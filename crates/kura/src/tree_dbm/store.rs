@@ -196,8 +196,8 @@ impl Store {
         // What came before stands in the journal file on its own, so that a failure below can
         // rebuild it from there. (`commit` refuses a broken store.)
         self.commit()?;
-        if self.buffers(batch) {
-            return self.write_batch_buffered(batch, durable);
+        if let Some(cost) = self.buffered_cost(batch) {
+            return self.write_batch_buffered(batch, cost, durable);
         }
         self.drain()?;
         if batch.byte_size() as u64 > self.checkpoint_bytes / 4 || batch.len() > self.tree.max_dirty_pages {
@@ -223,20 +223,24 @@ impl Store {
         self.after_change()
     }
 
-    /// Whether `batch` goes to the buffer: the store has one (`BufferPolicy`), the batch is
-    /// more than a handful of operations or the file larger than half the memory
-    /// (`BUFFER_MIN_OPS`), small enough for the journal (a larger one is written once, into
-    /// the tree: `apply_spilling`), and fits in the buffer's budget on its own. (Unlike a
-    /// batch applied at once, it may modify more pages than their budget: `drain` commits as
-    /// it goes.)
-    fn buffers(&self, batch: &WriteBatch) -> bool {
+    /// What buffering `batch` costs (`WriteBuffer::cost_of`, a pass over its operations) when
+    /// it goes to the buffer, None when it does not: it goes when the store has a buffer
+    /// (`BufferPolicy`), the batch is more than a handful of operations or the file larger
+    /// than half the memory (`BUFFER_MIN_OPS`), small enough for the journal (a larger one is
+    /// written once, into the tree: `apply_spilling`), and fits in the buffer's budget on its
+    /// own. (Unlike a batch applied at once, it may modify more pages than their budget:
+    /// `drain` commits as it goes.)
+    fn buffered_cost(&self, batch: &WriteBatch) -> Option<usize> {
         let BufferPolicy { budget, beyond_memory_only } = self.buffer_policy;
         let beyond_memory = self.tree.pager.exceeds_memory();
-        budget > 0
+        let eligible = budget > 0
             && (batch.len() >= BUFFER_MIN_OPS || beyond_memory)
             && batch.byte_size() as u64 <= self.checkpoint_bytes / 4
-            && WriteBuffer::cost_of(batch) <= budget
-            && (!beyond_memory_only || beyond_memory)
+            && (!beyond_memory_only || beyond_memory);
+        if !eligible {
+            return None;
+        }
+        Some(WriteBuffer::cost_of(batch)).filter(|&cost| cost <= budget)
     }
 
     /// Stores `value` under `key` through the buffer, when the file is larger than half the
@@ -264,12 +268,13 @@ impl Store {
 
     /// A batch journaled and buffered, to be applied with the buffer (`drain`): one frame of
     /// the journal, synced by the caller when `durable`, as a batch applied at once is; the
-    /// buffer is drained first when the batch would take it past its budget. Records too
+    /// buffer is drained first when the batch (costing `cost`, `buffered_cost`) would take it
+    /// past its budget. Records too
     /// large for a page are refused before anything is journaled, as applying them would
     /// refuse them.
-    fn write_batch_buffered(&mut self, batch: &WriteBatch, durable: bool) -> Result<()> {
+    fn write_batch_buffered(&mut self, batch: &WriteBatch, cost: usize, durable: bool) -> Result<()> {
         check_record_sizes(batch)?;
-        if self.buffer.bytes() + WriteBuffer::cost_of(batch) > self.buffer_policy.budget {
+        if self.buffer.bytes() + cost > self.buffer_policy.budget {
             self.drain()?;
         }
         self.encode_pending(batch);
