@@ -236,38 +236,80 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Option<u64>> {
 }
 
 /// Reads the journal of the database file at `db_path`, if there is one: the frames to replay.
+///
+/// Frame by frame, through a buffer: the file is reused rather than truncated when the journal
+/// starts over, so it may be far longer than the frames of the current journal (as long as the
+/// largest journal it ever held), and a write buffer's journal may hold hundreds of megabytes;
+/// read whole and then copied, it took twice its length in memory at the open after a crash,
+/// under the memory limit the file was too large for.
 pub fn recover(db_path: &Path) -> Result<Recovered> {
     let path = journal_path(db_path);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recovered::default()),
-        Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
+        Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
     };
-    let Some(salt) = decode_header(&bytes, &path)? else {
-        return Ok(Recovered { dropped_bytes: bytes.len() as u64, ..Recovered::default() });
+    let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
+    let input = std::io::BufReader::with_capacity(RECOVER_READ_BYTES, file);
+    recover_from(input, file_len, &path).map_err(|e| match e {
+        RecoverError::Read(e) => Error::io(format!("read {}", path.display()), e),
+        RecoverError::Kura(e) => e,
+    })
+}
+
+/// What `recover` reads at a time.
+const RECOVER_READ_BYTES: usize = 1 << 20;
+
+/// Why `recover_from` stopped short of a result.
+enum RecoverError {
+    Read(std::io::Error),
+    Kura(Error),
+}
+
+/// `recover` of a journal `file_len` bytes long (as the file said when it was opened) read
+/// from `input`. A frame is taken only once its length fits in what remains of `file_len`,
+/// so that no length read from the file sizes an allocation unchecked.
+fn recover_from(
+    mut input: impl std::io::Read,
+    file_len: u64,
+    path: &Path,
+) -> std::result::Result<Recovered, RecoverError> {
+    let mut header = [0u8; HEADER_SIZE];
+    let got = read_up_to(&mut input, &mut header).map_err(RecoverError::Read)?;
+    let Some(salt) = decode_header(header.get(..got).unwrap_or_default(), path).map_err(RecoverError::Kura)? else {
+        return Ok(Recovered { dropped_bytes: file_len, ..Recovered::default() });
     };
     let mut recovered = Recovered::default();
-    let mut offset = HEADER_SIZE;
+    let mut offset = HEADER_SIZE as u64;
     // Where the commit being read began in `payloads`, and the frames it has so far: a commit
     // whose last frame is missing is dropped whole.
     let mut commit_start = 0;
     let mut commit_frames = 0;
-    while let Some(frame) = bytes.get(offset..) {
-        let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(frame, "journal frame") else {
+    loop {
+        let mut head = [0u8; FRAME_HEADER_SIZE];
+        if read_up_to(&mut input, &mut head).map_err(RecoverError::Read)? < FRAME_HEADER_SIZE {
+            break;
+        }
+        let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(&head, "journal frame") else {
             break;
         };
         let len = header.u32(FRAME_LEN_FIELD);
         let count = header.u32(FRAME_COUNT_FIELD);
         // The length is checked against the bytes that exist before anything is taken.
-        let Some(payload) = frame.get(FRAME_HEADER_SIZE..FRAME_HEADER_SIZE + len as usize) else {
-            break;
-        };
-        if header.u64(FRAME_CHECKSUM_FIELD) != frame_checksum(salt, offset as u64, len, count, payload) {
+        let end = offset + (FRAME_HEADER_SIZE as u64) + u64::from(len);
+        if end > file_len {
             break;
         }
-        recovered.payloads.extend_from_slice(payload);
+        let start = recovered.payloads.len();
+        recovered.payloads.resize(start + len as usize, 0);
+        let payload = recovered.payloads.get_mut(start..).unwrap_or_default();
+        let whole = read_up_to(&mut input, payload).map_err(RecoverError::Read)? == payload.len();
+        if !whole || header.u64(FRAME_CHECKSUM_FIELD) != frame_checksum(salt, offset, len, count, payload) {
+            recovered.payloads.truncate(start);
+            break;
+        }
         commit_frames += 1;
-        offset += FRAME_HEADER_SIZE + len as usize;
+        offset = end;
         if count & CONTINUED == 0 {
             recovered.frames += commit_frames;
             commit_frames = 0;
@@ -275,8 +317,24 @@ pub fn recover(db_path: &Path) -> Result<Recovered> {
         }
     }
     recovered.payloads.truncate(commit_start);
-    recovered.dropped_bytes = (bytes.len() - offset.min(bytes.len())) as u64;
+    recovered.payloads.shrink_to_fit();
+    recovered.dropped_bytes = file_len.saturating_sub(offset);
     Ok(recovered)
+}
+
+/// Fills `buffer` from `input` as far as it goes: the bytes read, fewer than its length only
+/// at the end of the input.
+fn read_up_to(input: &mut impl std::io::Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match input.read(buffer.get_mut(filled..).unwrap_or_default()) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// Rewrites the checksums of a journal's header and of every frame it walks (by their
@@ -454,6 +512,26 @@ mod tests {
             }
         }
         assert!(with_frames > 500, "the frames were taken in {with_frames} rounds: too few to test their entries");
+    }
+
+    /// A journal file far longer than its frames (reused, not truncated, when the journal
+    /// starts over, so as long as the largest journal it held) is read by its frames alone: a
+    /// sparse tail of 64 GiB, which reading the file whole could not even allocate, is counted
+    /// as dropped without being read.
+    #[test]
+    fn a_long_journal_file_is_read_by_its_frames_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t.kut");
+        let mut journal = Journal::new(&tree);
+        write(&mut journal, &[set(b"a", b"1")]);
+        write(&mut journal, &[Entry::Remove { key: b"a" }, set(b"b", b"2")]);
+        let frames_end = journal.bytes();
+        let long = 64u64 << 30;
+        std::fs::OpenOptions::new().write(true).open(journal_path(&tree)).unwrap().set_len(long).unwrap();
+        let recovered = recover(&tree).unwrap();
+        assert_eq!(recovered.frames, 2);
+        assert_eq!(recovered.dropped_bytes, long - frames_end);
+        assert_eq!(replayed(&tree), ["a=1", "-a", "b=2"]);
     }
 
     #[test]
