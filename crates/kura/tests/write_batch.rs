@@ -143,3 +143,35 @@ fn a_tree_batch_that_fails_midway_leaves_nothing_of_itself() {
         db.close().unwrap();
     }
 }
+
+/// A TreeDbm batch larger than a quarter of `checkpoint_bytes` (64 MiB by default) waits in a
+/// write buffer large enough for it, journaled, when `checkpoint_bytes` is not given: the
+/// journal may then grow to the buffer's budget, since it holds the buffered batches until a
+/// checkpoint applies them (tree_dbm/options.rs, `buffer_policy`). Given, the batch bypasses
+/// the journal as before: a checkpoint, the batch applied, another checkpoint. Either way every
+/// record reads back, before and after a reopen.
+#[test]
+fn a_tree_batch_a_large_write_buffer_holds_is_journaled_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.kut");
+    let value = vec![0x5a_u8; 1 << 20];
+    let keys: Vec<Vec<u8>> = (0..18).map(|n| format!("large {n:02}").into_bytes()).collect();
+    let batch: WriteBatch = keys.iter().map(|key| BatchOp::Set { key, value: &value }).collect();
+    let buffer = Params::new().with("write_buffer_bytes", 80 << 20);
+    let checkpoints_given = buffer.clone().with("checkpoint_bytes", 64 << 20);
+    for (params, buffered) in [(buffer, true), (checkpoints_given, false)] {
+        let db = open(&path, OpenMode::Truncate, &params).unwrap();
+        db.write_batch(&batch).unwrap();
+        let journal_bytes: u64 = db.inspect().unwrap().property("journal_bytes").unwrap().parse().unwrap();
+        assert_eq!(journal_bytes > 18 << 20, buffered, "journal_bytes {journal_bytes}");
+        for key in &keys {
+            assert!(db.get(key).unwrap() == value, "buffered {buffered}");
+        }
+        db.close().unwrap();
+        let db = open(&path, OpenMode::Write, &params).unwrap();
+        for key in &keys {
+            assert!(db.get(key).unwrap() == value, "buffered {buffered}, after the reopen");
+        }
+        db.close().unwrap();
+    }
+}

@@ -40,6 +40,8 @@ mod rebalance;
 mod rebuild;
 mod recovery;
 #[cfg(test)]
+mod replay_tests;
+#[cfg(test)]
 mod salvage_tests;
 mod scan;
 mod seek;

@@ -108,6 +108,11 @@ pub struct Store {
 pub struct BufferPolicy {
     /// The most memory the buffer may take; 0: batches are applied as they come.
     pub budget: usize,
+    /// While the buffer is in use, the journal may grow to this many bytes before a checkpoint
+    /// (which applies the buffer), when that is more than `checkpoint_bytes`: the journal holds
+    /// every buffered batch until then, so a smaller limit would apply the buffer at a fraction
+    /// of its budget. 0 keeps `checkpoint_bytes` (as the defaults do when it was given).
+    pub journal_bytes: u64,
     /// Only while the file is larger than half the memory (`Pager::exceeds_memory`), the
     /// default. In memory, applying the buffered records in key order took about as long as
     /// applying each batch as it came (1M records, 100 batches of 1,000 random records: 0.13 s
@@ -184,7 +189,7 @@ impl Store {
     }
 
     /// Applies `batch` all or nothing: in the journal its entries form one frame. A batch of
-    /// more than a quarter of `checkpoint_bytes` bypasses the journal: after a checkpoint of
+    /// more than a quarter of `checkpoint_bytes` (`checkpoint_limit`) bypasses the journal: after a checkpoint of
     /// what came before, it is applied and made durable by a checkpoint at once (whose shadow
     /// paging keeps it whole or absent across a crash), so that a bulk load is written once,
     /// into the tree, and not first into the journal; unless it modifies more pages than the
@@ -200,7 +205,7 @@ impl Store {
             return self.write_batch_buffered(batch, cost, durable);
         }
         self.drain()?;
-        if batch.byte_size() as u64 > self.checkpoint_bytes / 4 || batch.len() > self.tree.max_dirty_pages {
+        if batch.byte_size() as u64 > self.checkpoint_limit() / 4 || batch.len() > self.tree.max_dirty_pages {
             // A checkpoint first, which empties the journal durably: a crash between the
             // batch's checkpoint and the journal's restart would otherwise replay older entries
             // over the batch's changes (found by the kill soak). From here the tree may hold a
@@ -231,16 +236,30 @@ impl Store {
     /// own. (Unlike a batch applied at once, it may modify more pages than their budget:
     /// `drain` commits as it goes.)
     fn buffered_cost(&self, batch: &WriteBatch) -> Option<usize> {
-        let BufferPolicy { budget, beyond_memory_only } = self.buffer_policy;
-        let beyond_memory = self.tree.pager.exceeds_memory();
-        let eligible = budget > 0
-            && (batch.len() >= BUFFER_MIN_OPS || beyond_memory)
-            && batch.byte_size() as u64 <= self.checkpoint_bytes / 4
-            && (!beyond_memory_only || beyond_memory);
+        let eligible = self.buffer_in_use()
+            && (batch.len() >= BUFFER_MIN_OPS || self.tree.pager.exceeds_memory())
+            && batch.byte_size() as u64 <= self.checkpoint_limit() / 4;
         if !eligible {
             return None;
         }
-        Some(WriteBuffer::cost_of(batch)).filter(|&cost| cost <= budget)
+        Some(WriteBuffer::cost_of(batch)).filter(|&cost| cost <= self.buffer_policy.budget)
+    }
+
+    /// Whether batches go to the write buffer now (`BufferPolicy`).
+    fn buffer_in_use(&self) -> bool {
+        let BufferPolicy { budget, beyond_memory_only, .. } = self.buffer_policy;
+        budget > 0 && (!beyond_memory_only || self.tree.pager.exceeds_memory())
+    }
+
+    /// The journal bytes past which a change checkpoints: `checkpoint_bytes`, or the buffer's
+    /// `journal_bytes` while the buffer is in use, when larger. A batch of more than a quarter
+    /// of it bypasses the journal (`write_batch`).
+    fn checkpoint_limit(&self) -> u64 {
+        if self.buffer_in_use() {
+            self.checkpoint_bytes.max(self.buffer_policy.journal_bytes)
+        } else {
+            self.checkpoint_bytes
+        }
     }
 
     /// Stores `value` under `key` through the buffer, when the file is larger than half the
@@ -310,31 +329,24 @@ impl Store {
         self.commit()?;
         let drained = self.buffer.take_sorted(self.tree.comparator());
         let ops: Vec<BatchOp<'_>> = drained.ops().collect();
-        let mut ahead = LeafReadAhead::default();
         let mut journal_synced = false;
-        for (group_start, group) in ops.chunks(WARM_GROUP).enumerate().map(|(i, g)| (i * WARM_GROUP, g)) {
-            // The group's leaves asked from the disk before the warming descends to them.
-            ahead.before(&self.tree, &ops, group_start);
-            warm_leaves_of(&self.tree, group);
-            for (offset, &op) in group.iter().enumerate() {
-                ahead.before(&self.tree, &ops, group_start + offset);
-                self.apply_op(op, Journaled::Already)?;
-                if self.tree.wants_commit() {
-                    if !journal_synced {
-                        let synced = self.journal.sync_published();
-                        self.undone_on_failure(synced)?;
-                        journal_synced = true;
-                    }
-                    // Durable once the slots held back for the last durable tree pass an
-                    // eighth of the file, so that they are reused (`HELD_BACK_SHARE`).
-                    let held = self.tree.pager.held_bytes();
-                    let durable = held > self.tree.pager.used_size() / HELD_BACK_SHARE;
-                    let spilled = self.tree.commit(durable);
-                    self.undone_on_failure(spilled)?;
+        in_key_order(self, &ops, |store, op| {
+            store.apply_op(op, Journaled::Already)?;
+            if store.tree.wants_commit() {
+                if !journal_synced {
+                    let synced = store.journal.sync_published();
+                    store.undone_on_failure(synced)?;
+                    journal_synced = true;
                 }
+                // Durable once the slots held back for the last durable tree pass an eighth of
+                // the file, so that they are reused (`HELD_BACK_SHARE`).
+                let held = store.tree.pager.held_bytes();
+                let durable = held > store.tree.pager.used_size() / HELD_BACK_SHARE;
+                let spilled = store.tree.commit(durable);
+                store.undone_on_failure(spilled)?;
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// A durable batch, journaled before it is applied: its entries written as one frame, the
@@ -521,7 +533,7 @@ impl Store {
     /// After a change: a checkpoint when the journal or the dirty pages grew too large, or the
     /// pending entries written out when they did.
     pub fn after_change(&mut self) -> Result<()> {
-        if self.tree.wants_commit() || self.journal.bytes() > self.checkpoint_bytes {
+        if self.tree.wants_commit() || self.journal.bytes() > self.checkpoint_limit() {
             self.checkpoint()
         } else if self.journal.pending_is_large() {
             self.commit()
@@ -684,31 +696,111 @@ impl LeafReadAhead {
     }
 }
 
-/// Applies the journal's entries to `tree` in order. A reader (`writable` false) applies a
-/// clear in memory only.
+/// What `in_key_order` applies operations to: the store (draining its buffer) or the bare tree
+/// (a replay at open).
+trait HoldsTree {
+    fn tree(&self) -> &BTree;
+}
+
+impl HoldsTree for Store {
+    fn tree(&self) -> &BTree {
+        &self.tree
+    }
+}
+
+impl HoldsTree for BTree {
+    fn tree(&self) -> &BTree {
+        self
+    }
+}
+
+/// Runs `apply` on each of `ops`, sorted by key: each group's leaves warmed together first
+/// (`warm_leaves_of`), and the leaves of the operations a window ahead asked from the disk
+/// (`LeafReadAhead`), so that each leaf is read once for all its operations, several at a time.
+fn in_key_order<S: HoldsTree>(
+    state: &mut S,
+    ops: &[BatchOp<'_>],
+    mut apply: impl FnMut(&mut S, BatchOp<'_>) -> Result<()>,
+) -> Result<()> {
+    let mut ahead = LeafReadAhead::default();
+    for (group_start, group) in ops.chunks(WARM_GROUP).enumerate().map(|(i, g)| (i * WARM_GROUP, g)) {
+        // The group's leaves asked from the disk before the warming descends to them.
+        ahead.before(state.tree(), ops, group_start);
+        warm_leaves_of(state.tree(), group);
+        for (offset, &op) in group.iter().enumerate() {
+            ahead.before(state.tree(), ops, group_start + offset);
+            apply(state, op)?;
+        }
+    }
+    Ok(())
+}
+
+/// The write batch operation of a journal entry that sets or removes a key; None for a clear.
+fn batch_op(entry: Entry<'_>) -> Option<BatchOp<'_>> {
+    match entry {
+        Entry::Set { key, value } => Some(BatchOp::Set { key, value }),
+        Entry::Remove { key } => Some(BatchOp::Remove { key }),
+        Entry::Clear => None,
+    }
+}
+
+/// The key a journal entry sets or removes; none (empty) for a clear.
+fn entry_key<'a>(entry: &Entry<'a>) -> &'a [u8] {
+    match *entry {
+        Entry::Set { key, .. } | Entry::Remove { key } => key,
+        Entry::Clear => &[],
+    }
+}
+
+/// Applies the journal's entries to `tree`. A reader (`writable` false) applies a clear in
+/// memory only.
 pub fn replay(tree: &mut BTree, recovered: &Recovered, writable: bool) -> Result<()> {
     replay_first(tree, recovered, writable, usize::MAX)
 }
 
 /// `replay` of the first `take` entries only.
+///
+/// Each key is set to the state its last entry left it in, in key order (`in_key_order`): the
+/// entries are blind writes, so the last of a key's entries alone gives the state all of them
+/// give in turn, and a clear drops whatever came before it. In journal order, every entry of a
+/// file larger than the memory waited for its own leaf from the disk: a journal that held a
+/// write buffer's batches (a million random records under 512 MiB) took minutes to replay.
 fn replay_first(tree: &mut BTree, recovered: &Recovered, writable: bool, take: usize) -> Result<()> {
-    for entry in recovered.entries().take(take) {
-        match entry? {
-            Entry::Set { key, value } => {
+    let mut entries: Vec<Entry<'_>> = recovered.entries().take(take).collect::<Result<_>>()?;
+    if let Some(last_clear) = entries.iter().rposition(|entry| *entry == Entry::Clear) {
+        if writable {
+            tree.clear()?;
+        } else {
+            tree.empty_in_memory();
+        }
+        entries.drain(..=last_clear);
+    }
+    let comparator = tree.comparator();
+    // Stable: a key's entries keep their journal order, so the last of them comes last.
+    entries.sort_by(|a, b| comparator.compare(entry_key(a), entry_key(b)));
+    let mut ops: Vec<BatchOp<'_>> = Vec::with_capacity(entries.len());
+    // (No clear is left: the last one and all before it were drained above.)
+    for op in entries.iter().filter_map(|&entry| batch_op(entry)) {
+        match ops.last_mut() {
+            Some(last) if comparator.compare(last.key(), op.key()).is_eq() => *last = op,
+            _ => ops.push(op),
+        }
+    }
+    in_key_order(tree, &ops, |tree, op| {
+        match op {
+            BatchOp::Set { key, value } => {
                 tree.process(key, &mut |_| Action::Set(Cow::Borrowed(value)))?;
             }
-            Entry::Remove { key } => {
+            BatchOp::Remove { key } => {
                 tree.process(key, &mut |_| Action::Remove)?;
             }
-            Entry::Clear if writable => tree.clear()?,
-            Entry::Clear => tree.empty_in_memory(),
         }
         if writable && tree.wants_commit() {
             // The journal is still whole on disk: a crash now replays all of it again.
             tree.commit(true)?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]
