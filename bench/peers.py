@@ -612,7 +612,11 @@ def markdown(report, chart):
     parts += ["", "## What each store does", "",
               "- Durable commits: Kura `write_batch_durable` (a single durable write is a one-record batch); LMDB "
               "default flags (sync at commit); RocksDB one `WriteBatch` with `set_sync(true)`; fjall one batch "
-              "with `PersistMode::SyncData`; redb `Durability::Immediate`.",
+              "with `PersistMode::SyncData`; redb `Durability::Immediate`. The bulk load and the removals "
+              "end, inside their phases, with TreeDbm's `checkpoint()`, which applies its write buffer "
+              "(in a file larger than half the memory, commits wait there, journaled), so that their "
+              "work is counted in them, not in the phases after them or the close; the LSMs flush and "
+              "compact in threads of their own.",
               "- Non-durable single writes, each surviving a killed process: HashDbm `set`; TreeDbm `set` then "
               "`synchronize(false)` (a write to its journal); LMDB `NO_SYNC | NO_META_SYNC` switched "
               "on around each commit; RocksDB `set_sync(false)`; fjall `PersistMode::Buffer`; redb "

@@ -72,6 +72,15 @@ impl Store for KuraStore {
         }
     }
 
+    /// TreeDbm: a checkpoint, which applies the write buffer (in a file larger than half the
+    /// memory, commits wait there, journaled) and writes the tree durably.
+    fn settle(&mut self) -> Result<()> {
+        match self.tree() {
+            Some(tree) => tree.checkpoint().map_err(err("kura checkpoint")),
+            None => Ok(()),
+        }
+    }
+
     /// A commit that survives a killed process, as the peers' non-durable commits do: HashDbm's
     /// `set` is one already; TreeDbm's `set` is followed by `synchronize(false)`, which writes
     /// it to the journal (a `set` alone is lost with a killed process until the next commit).

@@ -21,7 +21,8 @@
 //! a store that fails a check stops the run with exit status 1.
 //!
 //! Phases, in order (the records are `records::record(i)`, i counting up through the writes):
-//! bulk load (N records, one durable commit, or commits of K with `--bulk-batch`), individual
+//! bulk load (N records, one durable commit, or commits of K with `--bulk-batch`, then the
+//! store's `settle`: TreeDbm applies the write buffer the load filled), individual
 //! writes (1,000 durable commits of one record), batch writes (100 durable commits of 1,000),
 //! nosync writes (50,000 commits of one record, not synced; TreeDbm then rewrites the same
 //! records through its other non-durable path, a one-record `write_batch`), len(), random reads (the N bulk
@@ -233,7 +234,8 @@ fn disk_bytes_since_last_line() -> Option<DiskBytes> {
         written: field("write_bytes")?.saturating_sub(field("cancelled_write_bytes").unwrap_or(0)),
     };
     let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let spent = DiskBytes { read: now.read.saturating_sub(last.read), written: now.written.saturating_sub(last.written) };
+    let spent =
+        DiskBytes { read: now.read.saturating_sub(last.read), written: now.written.saturating_sub(last.written) };
     *last = now;
     Some(spent)
 }
@@ -351,6 +353,9 @@ fn run(args: &Args) -> Result<()> {
             let end = (first + bulk_batch).min(n);
             store.write(&mut (first..end).map(|i| Op::Set(records::record(i))), true)?;
             first = end;
+        }
+        if !args.skip_bulk {
+            store.settle()?;
         }
         Ok(())
     })?;
@@ -501,6 +506,8 @@ fn run(args: &Args) -> Result<()> {
             store.write(&mut (first..end).map(|i| Op::Remove(records::key(i))), true)?;
             first = end;
         }
+        // What the removals left in a write buffer is applied in the phase, not at the close.
+        store.settle()?;
         Ok(())
     })?;
     emit(name, "removals", Line { seconds: Some(seconds), ops: Some(removals), ..Line::default() });

@@ -83,9 +83,8 @@ pub fn checksum(value: &[u8]) -> u64 {
     let mix = |sum: u64, word: u64| sum.wrapping_mul(31).wrapping_add(word);
     let words = value.chunks_exact(8);
     let tail = words.remainder();
-    let sum = words.fold(value.len() as u64, |sum, chunk| {
-        mix(sum, u64::from_le_bytes(chunk.try_into().unwrap_or_default()))
-    });
+    let sum =
+        words.fold(value.len() as u64, |sum, chunk| mix(sum, u64::from_le_bytes(chunk.try_into().unwrap_or_default())));
     if tail.is_empty() {
         return sum;
     }

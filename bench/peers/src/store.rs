@@ -22,6 +22,15 @@ pub trait Store: Sync {
     /// machine.
     fn write(&mut self, ops: &mut dyn Iterator<Item = Op>, durable: bool) -> Result<()>;
 
+    /// The end of a write phase whose work could otherwise land outside any timed phase (the
+    /// bulk load, the removals), inside it: work the store put off that its next operations
+    /// would pay for. By default nothing (the LSMs flush and compact in threads of their own,
+    /// as after any writes); TreeDbm applies its write buffer (`checkpoint`), so that writes
+    /// into a file larger than memory count the leaves they rewrite in their own phase.
+    fn settle(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// One record in its own commit, not durable: the non-durable writes phase. By default a
     /// write of one operation; a store whose single writes have a faster documented path
     /// (Kura's `set`) overrides it.
