@@ -53,11 +53,12 @@ const MAX_DEFAULT_WRITE_BUFFER_BYTES: usize = 1 << 30;
 /// when the memory is unknown). Each commit of random records into such a file reads and
 /// rewrites every leaf its records land in; the buffer applies many commits together, each
 /// leaf once for all of them. 8M records in commits of 100,000 under 512 MiB (`cache_bytes`
-/// 128 MiB): 131 s with 170 MB, the disk reading 19.9 GB and writing 14.9 GB, against 252 s,
-/// 66.4 GB and 45.5 GB with a quarter of the cache, which no commit of 100,000 fitted (the
-/// journal's limit, `checkpoint_bytes`, took a quarter of its 64 MiB then, less than one
-/// commit's 17 MB). With the cache and the buffer, about 60% of the memory is the process's
-/// own; the rest is left to the kernel's page cache, for the file's pages.
+/// 128 MiB): 135 s with 170 MB (the checkpoint applying what the last commits left included),
+/// the disk reading 17.5 GB and writing 14.0 GB, against 252 s, 66.4 GB and 45.5 GB with a
+/// quarter of the cache, which no commit of 100,000 fitted (a batch over a quarter of the
+/// journal's 64 MiB bypassed the buffer then, and one commit is 17 MB). With the cache and the
+/// buffer, about 60% of the memory is the process's own; the rest is left to the kernel's page
+/// cache, for the file's pages.
 fn default_write_buffer_bytes(cache_bytes: usize, memory_bytes: Option<u64>) -> usize {
     let share = memory_bytes.map_or(0, |memory| usize::try_from(memory / 3).unwrap_or(usize::MAX));
     share.min(MAX_DEFAULT_WRITE_BUFFER_BYTES).max(cache_bytes / 4)
