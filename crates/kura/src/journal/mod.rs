@@ -119,6 +119,17 @@ impl<'a> From<crate::batch::BatchOp<'a>> for Entry<'a> {
     }
 }
 
+impl<'a> Entry<'a> {
+    /// The write batch operation of an entry that sets or removes a key; None for a clear.
+    pub fn batch_op(self) -> Option<crate::batch::BatchOp<'a>> {
+        match self {
+            Entry::Set { key, value } => Some(crate::batch::BatchOp::Set { key, value }),
+            Entry::Remove { key } => Some(crate::batch::BatchOp::Remove { key }),
+            Entry::Clear => None,
+        }
+    }
+}
+
 /// What the journal of a file held when it was opened: the payloads of its whole frames, in
 /// order, to be replayed.
 #[derive(Debug, Default)]
