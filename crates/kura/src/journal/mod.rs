@@ -261,33 +261,25 @@ pub fn recover(db_path: &Path) -> Result<Recovered> {
         Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
     };
     let file_len = file.metadata().map_err(|e| Error::io(format!("stat {}", path.display()), e))?.len();
-    let input = std::io::BufReader::with_capacity(RECOVER_READ_BYTES, file);
-    recover_from(input, file_len, &path).map_err(|e| match e {
-        RecoverError::Read(e) => Error::io(format!("read {}", path.display()), e),
-        RecoverError::Kura(e) => e,
-    })
+    recover_from(std::io::BufReader::with_capacity(RECOVER_READ_BYTES, file), file_len, &path)
 }
 
 /// What `recover` reads at a time.
 const RECOVER_READ_BYTES: usize = 1 << 20;
 
-/// Why `recover_from` stopped short of a result.
-enum RecoverError {
-    Read(std::io::Error),
-    Kura(Error),
-}
-
 /// `recover` of a journal `file_len` bytes long (as the file said when it was opened) read
 /// from `input`. A frame is taken only once its length fits in what remains of `file_len`,
 /// so that no length read from the file sizes an allocation unchecked.
-fn recover_from(
-    mut input: impl std::io::Read,
-    file_len: u64,
-    path: &Path,
-) -> std::result::Result<Recovered, RecoverError> {
+fn recover_from(mut input: impl std::io::Read, file_len: u64, path: &Path) -> Result<Recovered> {
+    use std::io::Read as _;
+    let read_error = |e| Error::io(format!("read {}", path.display()), e);
     let mut header = [0u8; HEADER_SIZE];
-    let got = read_up_to(&mut input, &mut header).map_err(RecoverError::Read)?;
-    let Some(salt) = decode_header(header.get(..got).unwrap_or_default(), path).map_err(RecoverError::Kura)? else {
+    // A header cut short is no valid header (`decode_header`).
+    let salt = match read_or_end(&mut input, &mut header).map_err(read_error)? {
+        true => decode_header(&header, path)?,
+        false => None,
+    };
+    let Some(salt) = salt else {
         return Ok(Recovered { dropped_bytes: file_len, ..Recovered::default() });
     };
     let mut recovered = Recovered::default();
@@ -298,7 +290,7 @@ fn recover_from(
     let mut commit_frames = 0;
     loop {
         let mut head = [0u8; FRAME_HEADER_SIZE];
-        if read_up_to(&mut input, &mut head).map_err(RecoverError::Read)? < FRAME_HEADER_SIZE {
+        if !read_or_end(&mut input, &mut head).map_err(read_error)? {
             break;
         }
         let Ok(header) = HeaderBytes::<FRAME_HEADER_SIZE>::read(&head, "journal frame") else {
@@ -312,10 +304,9 @@ fn recover_from(
             break;
         }
         let start = recovered.payloads.len();
-        recovered.payloads.resize(start + len as usize, 0);
-        let payload = recovered.payloads.get_mut(start..).unwrap_or_default();
-        let whole = read_up_to(&mut input, payload).map_err(RecoverError::Read)? == payload.len();
-        if !whole || header.u64(FRAME_CHECKSUM_FIELD) != frame_checksum(salt, offset, len, count, payload) {
+        let got = (&mut input).take(u64::from(len)).read_to_end(&mut recovered.payloads).map_err(read_error)?;
+        let payload = recovered.payloads.get(start..).unwrap_or_default();
+        if got < len as usize || header.u64(FRAME_CHECKSUM_FIELD) != frame_checksum(salt, offset, len, count, payload) {
             recovered.payloads.truncate(start);
             break;
         }
@@ -333,19 +324,13 @@ fn recover_from(
     Ok(recovered)
 }
 
-/// Fills `buffer` from `input` as far as it goes: the bytes read, fewer than its length only
-/// at the end of the input.
-fn read_up_to(input: &mut impl std::io::Read, buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match input.read(buffer.get_mut(filled..).unwrap_or_default()) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+/// Fills `buffer` from `input`: true, or false when the input ends first.
+fn read_or_end(input: &mut impl std::io::Read, buffer: &mut [u8]) -> std::io::Result<bool> {
+    match input.read_exact(buffer) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
     }
-    Ok(filled)
 }
 
 /// Rewrites the checksums of a journal's header and of every frame it walks (by their
