@@ -1,5 +1,5 @@
 //! TreeDbm's write buffer counts what its records take from the heap, not less: its budget
-//! (`write_buffer_bytes`, by default a quarter of `cache_bytes`) is what a user sizes against a
+//! (`write_buffer_bytes`, by default a third of the memory) is what a user sizes against a
 //! memory limit, and a buffer that took a third more than it counted would push a process
 //! under a cgroup limit into the OOM killer, as a cache overshooting its cap does.
 //!

@@ -18,109 +18,121 @@
 //!
 //! Keys are held as bytes. Both comparators order equal keys only when their bytes are equal
 //! (comparator.rs), so one entry per byte string is one entry per key of the tree.
+//!
+//! How it holds them: each operation's key and value end to end in large chunks, found by a
+//! hash table of references, and sorted only when drained. The more records a budget holds,
+//! the fewer drains a load beyond memory takes, and each drain reads and rewrites about every
+//! leaf. A node set of one allocation per record took 264 heap bytes for a record of 24 + 150
+//! bytes; this takes about 200 (tests/write_buffer_memory.rs).
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::comparator::Comparator;
 use crate::batch::{BatchOp, WriteBatch};
 
-/// The heap the set's nodes take per entry, at most as they fill when keys arrive in order:
-/// a node holds 11 entries of 32 bytes (384 bytes from the heap), and an ascending or
-/// descending load leaves about 6 in each, a random one about 8 (tests/write_buffer_memory.rs
-/// measured 66 and 53 bytes an entry, the branch nodes included).
-const NODE_SHARE: usize = 72;
+/// Entries are appended to chunks of this many bytes; an entry longer than a quarter of it
+/// has a chunk of its own, so that a chunk left for the next one wastes at most a quarter.
+const CHUNK_BYTES: usize = 256 << 10;
 
-// `NODE_SHARE` holds for entries of this size.
-const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+/// What an allocation costs beyond the bytes asked for, at most: glibc's header, and the
+/// page that a block this large, mapped on its own, is rounded up to.
+const ALLOCATION_OVERHEAD: usize = 4096 + 16;
+
+/// Each entry's header: its key's length (the top bit set for a removal) and its value's
+/// length, 32 bits each, little-endian.
+const ENTRY_HEADER: usize = 8;
+
+/// The top bit of an entry's key length: the entry is a removal (no value).
+const REMOVAL_BIT: u32 = 1 << 31;
+
+/// What the hash table costs per entry, at most: 8 bytes a slot, at least 3 of 8 slots used
+/// after it doubles (it doubles past 3 of 4).
+const TABLE_SHARE: usize = 22;
+
+/// An empty slot of the hash table (no reference packs to it: offsets stay below 2^24 - 1).
+const EMPTY: u64 = u64::MAX;
+
+/// Where an entry starts: its chunk and its offset in it, packed into a table slot with 8 bits
+/// of its key's hash (a probe compares keys only where those agree).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EntryRef {
+    chunk: u32,
+    offset: u32,
+}
+
+impl EntryRef {
+    fn pack(self, tag: u8) -> u64 {
+        (u64::from(tag) << 56) | (u64::from(self.chunk) << 24) | u64::from(self.offset)
+    }
+
+    fn unpack(slot: u64) -> EntryRef {
+        EntryRef { chunk: ((slot >> 24) & 0xFFFF_FFFF) as u32, offset: (slot & 0xFF_FFFF) as u32 }
+    }
+}
+
+/// The 8 bits of a key's hash kept in its slot (the index takes the low bits).
+fn tag_of(hash: u64) -> u8 {
+    (hash >> 56) as u8
+}
 
 /// What buffering an operation on `record_len` bytes of key and value costs against the
-/// budget: the heap block its bytes take, as glibc's malloc hands them out (the request and
-/// an 8-byte header in 16-byte steps, at least 32; none for no bytes), and its share of the
-/// set's nodes. Counting 48 bytes beyond key and value, as this did before, let a buffer of
-/// small records take up to 1.75 times its budget (tests/write_buffer_memory.rs).
+/// budget, at most (averaged over a chunk): its entry, its share of the hash table, and its
+/// share of the chunk's allocation overhead.
 fn entry_cost(record_len: usize) -> usize {
-    let block = if record_len == 0 { 0 } else { record_len.saturating_add(8).next_multiple_of(16).max(32) };
-    block + NODE_SHARE
-}
-
-/// The latest operation on one key: its key and a set's value end to end, in one allocation.
-struct Entry {
-    bytes: Box<[u8]>,
-    key_len: usize,
-    /// A removal (no value); else a set.
-    removes: bool,
-}
-
-impl Entry {
-    fn key(&self) -> &[u8] {
-        self.bytes.get(..self.key_len).unwrap_or_default()
-    }
-
-    fn value(&self) -> Option<&[u8]> {
-        if self.removes {
-            return None;
-        }
-        Some(self.bytes.get(self.key_len..).unwrap_or_default())
-    }
-
-    fn cost(&self) -> usize {
-        entry_cost(self.bytes.len())
-    }
-}
-
-// Entries are ordered and found by their key bytes alone (`Borrow<[u8]>` must agree with
-// `Ord`).
-impl Borrow<[u8]> for Entry {
-    fn borrow(&self) -> &[u8] {
-        self.key()
-    }
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Entry) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Entry {}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Entry) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Entry {
-    fn cmp(&self, other: &Entry) -> Ordering {
-        self.key().cmp(other.key())
-    }
+    let entry = ENTRY_HEADER.saturating_add(record_len);
+    entry.saturating_add(TABLE_SHARE).saturating_add(entry / 32)
 }
 
 /// Buffered operations, the latest per key.
 #[derive(Default)]
 pub struct WriteBuffer {
-    entries: BTreeSet<Entry>,
-    /// What the entries cost (`Entry::cost`), against the store's budget.
+    /// Entries end to end (`ENTRY_HEADER`, key, value); an entry replaced by a later operation
+    /// on its key stays until the buffer is emptied (counted in `bytes`).
+    chunks: Vec<Vec<u8>>,
+    /// Open addressing, linear probing: `EMPTY` or a packed `EntryRef` of the latest entry of
+    /// a key. Invariant: a power of two long (or empty), at most 3 of 4 slots used.
+    slots: Vec<u64>,
+    /// Keys with an entry (used slots).
+    keys: usize,
+    /// The heap the chunks and the table take, with each allocation's overhead (`bytes()`
+    /// adds the list of chunks).
     bytes: usize,
+}
+
+/// The key and (for a set) the value of the entry at `at`. A reference the buffer made always
+/// names a whole entry; one that does not is a bug in Kura, and panics.
+fn entry_at(chunks: &[Vec<u8>], at: EntryRef) -> (&[u8], Option<&[u8]>) {
+    let whole = chunks.get(at.chunk as usize).and_then(|chunk| chunk.get(at.offset as usize..));
+    let whole = whole.expect("a write buffer reference names no entry: a bug in Kura");
+    let (header, rest) = whole.split_at_checked(ENTRY_HEADER).expect("a write buffer entry cut short: a bug in Kura");
+    let number = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().unwrap_or_default());
+    let (key_field, value_field) = header.split_at(4);
+    let (key_len, value_len) = (number(key_field), number(value_field) as usize);
+    let (key, rest) = rest
+        .split_at_checked((key_len & !REMOVAL_BIT) as usize)
+        .expect("a write buffer entry cut short: a bug in Kura");
+    if key_len & REMOVAL_BIT != 0 {
+        return (key, None);
+    }
+    (key, Some(rest.get(..value_len).expect("a write buffer entry cut short: a bug in Kura")))
 }
 
 impl WriteBuffer {
     /// Whether no operation waits.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.keys == 0
     }
 
     /// How many keys have an operation waiting.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.keys
     }
 
-    /// The memory the entries take, about.
+    /// The memory the entries take: `bytes`, and the list of chunks.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        let list = self.chunks.capacity() * std::mem::size_of::<Vec<u8>>();
+        self.bytes + if list == 0 { 0 } else { list + ALLOCATION_OVERHEAD }
     }
 
     /// What buffering every operation of `batch` would cost at most (less where the batch
@@ -137,52 +149,135 @@ impl WriteBuffer {
     /// Records `op`, replacing an earlier operation on its key.
     pub fn insert(&mut self, op: BatchOp<'_>) {
         let key = op.key();
-        let mut bytes = Vec::with_capacity(key.len() + op.value().map_or(0, <[u8]>::len));
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(op.value().unwrap_or_default());
-        let entry = Entry { bytes: bytes.into_boxed_slice(), key_len: key.len(), removes: op.value().is_none() };
-        self.bytes += entry.cost();
-        if let Some(earlier) = self.entries.replace(entry) {
-            self.bytes -= earlier.cost();
+        if (self.keys + 1) * 4 > self.slots.len() * 3 {
+            self.grow_table();
+        }
+        let hash = xxh3_64(key);
+        let (index, found) = self.probe(hash, key);
+        let at = self.append(op);
+        if let Some(slot) = self.slots.get_mut(index) {
+            *slot = at.pack(tag_of(hash));
+        }
+        if !found {
+            self.keys += 1;
         }
     }
 
     /// The buffered operation on `key`: None when there is none (the tree answers), Some(None)
     /// when it is a removal, Some(Some(value)) when it is a set.
     pub fn get(&self, key: &[u8]) -> Option<Option<&[u8]>> {
-        self.entries.get(key).map(Entry::value)
+        if self.keys == 0 {
+            return None;
+        }
+        let (index, found) = self.probe(xxh3_64(key), key);
+        if !found {
+            return None;
+        }
+        let slot = self.slots.get(index).copied()?;
+        Some(entry_at(&self.chunks, EntryRef::unpack(slot)).1)
     }
 
     /// Empties the buffer, giving its operations in `comparator`'s order (the order in which
     /// applying them walks the tree's leaves from first to last).
     pub fn take_sorted(&mut self, comparator: Comparator) -> Drained {
-        self.bytes = 0;
-        let mut entries: Vec<Entry> = std::mem::take(&mut self.entries).into_iter().collect();
-        if comparator != Comparator::Lexical {
-            entries.sort_by(|a, b| comparator.compare(a.key(), b.key()));
-        }
-        Drained { entries }
+        let slots = std::mem::take(&mut self.slots);
+        let mut entries: Vec<EntryRef> = Vec::with_capacity(self.keys);
+        entries.extend(slots.iter().filter(|&&slot| slot != EMPTY).map(|&slot| EntryRef::unpack(slot)));
+        drop(slots);
+        let chunks = std::mem::take(&mut self.chunks);
+        // Keys are unique: an unstable sort gives the one order.
+        entries.sort_unstable_by(|&a, &b| comparator.compare(entry_at(&chunks, a).0, entry_at(&chunks, b).0));
+        self.clear();
+        Drained { chunks, entries }
     }
 
     /// Drops every buffered operation (the tree got them another way: a replay of the
     /// journal, or a clear that removes them anyway).
     pub fn clear(&mut self) {
-        self.entries.clear();
-        self.bytes = 0;
+        *self = WriteBuffer::default();
+    }
+
+    /// The slot for `key` (of `hash`): where it is and true, or the empty slot where it would
+    /// go and false. The table has an empty slot (at most 3 of 4 are used) unless it has none.
+    fn probe(&self, hash: u64, key: &[u8]) -> (usize, bool) {
+        let mask = self.slots.len().wrapping_sub(1);
+        let tag = tag_of(hash);
+        let mut index = hash as usize & mask;
+        for _ in 0..self.slots.len() {
+            match self.slots.get(index).copied() {
+                None | Some(EMPTY) => return (index, false),
+                Some(slot) => {
+                    if (slot >> 56) as u8 == tag && entry_at(&self.chunks, EntryRef::unpack(slot)).0 == key {
+                        return (index, true);
+                    }
+                }
+            }
+            index = (index + 1) & mask;
+        }
+        (index, false)
+    }
+
+    /// Doubles the table (64 slots at first), placing every entry anew.
+    fn grow_table(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        if !old.is_empty() {
+            self.bytes -= old.len() * 8 + ALLOCATION_OVERHEAD;
+        }
+        let len = (old.len() * 2).max(64);
+        self.slots = vec![EMPTY; len];
+        self.bytes += len * 8 + ALLOCATION_OVERHEAD;
+        let mask = len - 1;
+        for slot in old.into_iter().filter(|&slot| slot != EMPTY) {
+            let key = entry_at(&self.chunks, EntryRef::unpack(slot)).0;
+            let mut index = xxh3_64(key) as usize & mask;
+            while self.slots.get(index).is_some_and(|&taken| taken != EMPTY) {
+                index = (index + 1) & mask;
+            }
+            if let Some(free) = self.slots.get_mut(index) {
+                *free = slot;
+            }
+        }
+    }
+
+    /// Appends `op`'s entry to the last chunk, or to a new one when it does not fit.
+    fn append(&mut self, op: BatchOp<'_>) -> EntryRef {
+        let key = op.key();
+        let value = op.value().unwrap_or_default();
+        let len = ENTRY_HEADER + key.len() + value.len();
+        let fits = self.chunks.last().is_some_and(|chunk| chunk.capacity() - chunk.len() >= len);
+        if !fits {
+            let capacity = if len > CHUNK_BYTES / 4 { len } else { CHUNK_BYTES };
+            self.chunks.push(Vec::with_capacity(capacity));
+            self.bytes += capacity + ALLOCATION_OVERHEAD;
+        }
+        let chunk_index = self.chunks.len() - 1;
+        let chunk = self.chunks.last_mut().expect("a write buffer chunk was just made: a bug in Kura");
+        let at = EntryRef {
+            chunk: u32::try_from(chunk_index).expect("over 4 billion write buffer chunks: a bug in Kura"),
+            offset: chunk.len() as u32,
+        };
+        // Keys and values are bounded by a page (`check_record_size`) long before 2^31.
+        let key_field = key.len() as u32 | if op.value().is_none() { REMOVAL_BIT } else { 0 };
+        chunk.extend_from_slice(&key_field.to_le_bytes());
+        chunk.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        chunk.extend_from_slice(key);
+        chunk.extend_from_slice(value);
+        at
     }
 }
 
 /// The operations a buffer held, in key order, to be applied to the tree.
 pub struct Drained {
-    entries: Vec<Entry>,
+    chunks: Vec<Vec<u8>>,
+    entries: Vec<EntryRef>,
 }
 
 impl Drained {
     /// The operations, as batch operations, in key order.
     pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
-        self.entries.iter().map(|entry| match entry.value() {
-            Some(value) => BatchOp::Set { key: entry.key(), value },
-            None => BatchOp::Remove { key: entry.key() },
+        self.entries.iter().map(|&at| match entry_at(&self.chunks, at) {
+            (key, Some(value)) => BatchOp::Set { key, value },
+            (key, None) => BatchOp::Remove { key },
         })
     }
 }
@@ -222,9 +317,9 @@ mod tests {
                     assert_eq!(buffer.get(&probe), model.get(&probe).map(Option::as_deref));
                 }
                 assert_eq!(buffer.len(), model.len());
-                let expected_bytes: usize =
-                    model.iter().map(|(k, v)| entry_cost(k.len() + v.as_ref().map_or(0, Vec::len))).sum();
-                assert_eq!(buffer.bytes(), expected_bytes);
+                let live: usize =
+                    model.iter().map(|(k, v)| ENTRY_HEADER + k.len() + v.as_ref().map_or(0, Vec::len)).sum();
+                assert!(buffer.is_empty() || buffer.bytes() > live);
                 let drained = buffer.take_sorted(comparator);
                 assert!(buffer.is_empty() && buffer.bytes() == 0);
                 let got: Vec<(Vec<u8>, Option<Vec<u8>>)> =
