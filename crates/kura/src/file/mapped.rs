@@ -299,26 +299,11 @@ impl MappedFile {
         self.file.write_all_at(data, offset).map_err(|e| Error::io(format!("write {}", self.path.display()), e))
     }
 
-    /// `will_need` for the file pages that a write of `len` bytes at `offset` covers only in
-    /// part (its first and last), which `write_unmapped` must read before it can write them.
-    pub fn will_need_partial_pages(&self, offset: u64, len: usize) {
-        let end = offset.saturating_add(len as u64);
-        let first_page = offset / UNTORN_PAGE;
-        let last_page = end.saturating_sub(1) / UNTORN_PAGE;
-        let first_partial = !offset.is_multiple_of(UNTORN_PAGE);
-        let last_partial = !end.is_multiple_of(UNTORN_PAGE);
-        match (first_partial, last_partial) {
-            _ if len == 0 => {}
-            // One call for both when they are the same page or neighbours.
-            (true, true) if last_page <= first_page + 1 => self.will_need(offset, len),
-            (first, last) => {
-                if first {
-                    self.will_need(offset, 1);
-                }
-                if last {
-                    self.will_need(end - 1, 1);
-                }
-            }
+    /// `will_need` for the file page a write starting or ending at `at` covers in part: none
+    /// when `at` is on a page boundary.
+    pub fn will_need_page_cut_at(&self, at: u64) {
+        if !at.is_multiple_of(UNTORN_PAGE) {
+            self.will_need(at, 1);
         }
     }
 
@@ -341,9 +326,20 @@ impl MappedFile {
     /// Makes the file at least `needed` bytes long, growing it by a margin so that appends
     /// amortize. Safe to call from many threads.
     pub fn ensure_len(&self, needed: u64) -> Result<()> {
+        self.grow_to(needed, true)
+    }
+
+    /// `ensure_len` for bytes written with `write_unmapped`: the mapping is not populated
+    /// ahead, since nothing stores into it there (populating maps page-cache pages for
+    /// writing that reclaim must unmap again: 3% of a load larger than memory, `perf`).
+    pub fn ensure_len_unmapped(&self, needed: u64) -> Result<()> {
+        self.grow_to(needed, false)
+    }
+
+    fn grow_to(&self, needed: u64, populate: bool) -> Result<()> {
         let len = self.len();
         if needed <= len {
-            if population_due(needed, len, self.populated.load(Ordering::Relaxed)) {
+            if populate && population_due(needed, len, self.populated.load(Ordering::Relaxed)) {
                 self.populate_ahead(needed);
             }
             return Ok(());
@@ -363,7 +359,9 @@ impl MappedFile {
         let target = needed.saturating_add(margin).min(self.max_len());
         // On a nearly full disk the margin may not fit where the write itself does.
         self.set_len_locked(target).or_else(|_| self.set_len_locked(needed))?;
-        self.populate_locked(&guard, needed);
+        if populate {
+            self.populate_locked(&guard, needed);
+        }
         Ok(())
     }
 

@@ -262,16 +262,18 @@ impl BTree {
         }
         let mut path = Vec::new();
         let mut previous = None;
+        let mut run = None;
         for key in keys {
             path.clear();
             if let Ok((leaf, hint)) = self.find_leaf(key, &mut path) {
                 // Keys in order often share a leaf: one request for it.
                 if leaf & TEMP_BIT == 0 && previous != Some(leaf) {
-                    self.pager.read_ahead(leaf, hint);
+                    self.pager.read_ahead_in_run(&mut run, leaf, hint);
                 }
                 previous = Some(leaf);
             }
         }
+        self.pager.end_read_ahead_run(&mut run);
     }
 
     /// Runs `processor` on the record of `key` and applies its decision.

@@ -35,6 +35,10 @@ thread_local! {
     static READ: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Slots read ahead together join one request across a gap of up to this many bytes
+/// (`Pager::read_ahead_in_run`): reading the gap costs the disk less than a second request.
+const READ_AHEAD_JOIN_GAP: u64 = 16 << 10;
+
 /// A decompression buffer larger than this (a page far above the default size) is not kept.
 const MAX_KEPT_BUFFER: usize = 1 << 20;
 
@@ -81,6 +85,8 @@ pub struct Pager {
     /// the cache (a file is then judged larger than memory when it is larger than twice the
     /// cache, as before there was this).
     memory_bytes: u64,
+    /// Where new slots go: the best fit, or one after another (a drain, `Placement`).
+    placement: Placement,
     /// Slots of the commit in progress not yet copied into the file (write_behind.rs): only
     /// for a file larger than half the memory, empty outside a commit.
     write_behind: WriteBehind,
@@ -108,6 +114,18 @@ struct WrittenSlot {
     checksum: u64,
     /// Its header and stored bytes (the slot may be longer).
     content_len: u64,
+}
+
+/// Where `write_slot` puts a new slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The smallest free slot that fits, else the end: keeps the file small.
+    BestFit,
+    /// The first free slot at or after `next` (where the last one ended) that fits; when none
+    /// does, once from the file's start (`wrapped`), then the end: pages written in key order
+    /// lie in key order, so that their writes join and the next walk in key order reads them
+    /// in file order. Each pass over the free slots looks at each once.
+    Sequential { next: u64, wrapped: bool },
 }
 
 /// What opening a file does when its dictionary blob fails its check.
@@ -215,6 +233,7 @@ impl Pager {
             header,
             dictionary_policy: DictionaryPolicy::Required,
             dictionary_damaged: false,
+            placement: Placement::BestFit,
             write_behind: WriteBehind::default(),
             forgotten_slot_lens: IdMap::default(),
             found: Vec::new(),
@@ -555,6 +574,33 @@ impl Pager {
         }
     }
 
+    /// `read_ahead` of a slot among several asked for in file order: slots that follow each
+    /// other closely join `run` (its start and end), asked for in one request when the next
+    /// slot does not join it or by `end_read_ahead_run`. One request a slot was a third of a
+    /// load's time beyond memory (`perf`: the device's doorbell per `madvise`, in a guest).
+    pub fn read_ahead_in_run(&self, run: &mut Option<(u64, u64)>, offset: u64, hint: SlotHint) {
+        if self.pins.get(offset).is_some() || self.cache.contains(offset) {
+            return;
+        }
+        let end = offset + self.read_len(hint);
+        match run {
+            Some((start, run_end)) if *start <= offset && offset <= *run_end + READ_AHEAD_JOIN_GAP => {
+                *run_end = (*run_end).max(end);
+            }
+            _ => {
+                self.end_read_ahead_run(run);
+                *run = Some((offset, end));
+            }
+        }
+    }
+
+    /// Asks for what `run` holds (`read_ahead_in_run`) and empties it.
+    pub fn end_read_ahead_run(&self, run: &mut Option<(u64, u64)>) {
+        if let Some((start, end)) = run.take() {
+            self.file.will_need(start, (end - start) as usize);
+        }
+    }
+
     /// The bytes a read of a slot with `hint` asks for first: at least the header, whatever a
     /// (damaged) header's page size makes of the hint.
     fn read_len(&self, hint: SlotHint) -> u64 {
@@ -760,15 +806,44 @@ impl Pager {
             u32::try_from(body.len()).map_err(|_| Error::new(ErrorKind::Limit, "a tree page is larger than 4 GiB"))?;
         let content_len = super::format::content_len(stored_len);
         let needed = aligned(content_len);
-        let (offset, slot_len) = if at_end { self.space.append(needed) } else { self.space.allocate(needed) };
+        let (offset, slot_len) = match &mut self.placement {
+            _ if at_end => self.space.append(needed),
+            Placement::BestFit => self.space.allocate(needed),
+            Placement::Sequential { next, wrapped } => {
+                let mut found = self.space.allocate_from(*next, needed);
+                if found.is_none() && !*wrapped {
+                    // Once from the start: slots freed since the run began lie behind it.
+                    *wrapped = true;
+                    found = self.space.allocate_from(DATA_START, needed);
+                }
+                let slot = found.unwrap_or_else(|| self.space.append(needed));
+                *next = slot.0 + slot.1;
+                slot
+            }
+        };
         let mut slot = SlotHeader { kind, compressed, stored_len, slot_len, checksum: 0 };
         slot.checksum = slot.checksum_of(offset, body);
         let done = WrittenSlot { offset, slot_len, checksum: slot.checksum, content_len };
-        let mut written = self.file.ensure_len(offset + slot_len);
-        if written.is_ok() && self.exceeds_memory() {
+        let exceeds_memory = self.exceeds_memory();
+        let mut written = if exceeds_memory {
+            self.file.ensure_len_unmapped(offset + slot_len)
+        } else {
+            self.file.ensure_len(offset + slot_len)
+        };
+        if written.is_ok() && exceeds_memory {
             // Held: the file pages it covers in part are asked for now, and the bytes written
-            // at the flush (write_behind.rs).
-            self.file.will_need_partial_pages(offset, content_len as usize);
+            // at the flush (write_behind.rs). A slot that continues the run of slots before
+            // it shares its first page with them, written whole by the run's one write; the
+            // run's last page is asked for once the run ends.
+            match self.write_behind.run_end() {
+                Some(end) if end == offset => {}
+                run_end => {
+                    if let Some(end) = run_end {
+                        self.file.will_need_page_cut_at(end);
+                    }
+                    self.file.will_need_page_cut_at(offset);
+                }
+            }
             let due = self.write_behind.hold(offset, slot_len, &[&slot.encode(), body]);
             self.stored_buffer = stored;
             if due {
@@ -798,6 +873,9 @@ impl Pager {
     /// `abandon_unpublished` to free or the next flush to write again.
     fn flush_held(&mut self) -> Result<()> {
         let file = &self.file;
+        if let Some(end) = self.write_behind.run_end() {
+            file.will_need_page_cut_at(end);
+        }
         self.write_behind.drain(|offset, bytes| {
             // SAFETY: as in `write_slot`: each held slot is free space of no committed tree,
             // and `&mut self` excludes readers.
@@ -824,6 +902,11 @@ impl Pager {
         self.cache.insert(offset, page, slot_len);
         let hint = self.hint_unit().map_or(SlotHint::UNKNOWN, |unit| unit.hint(content_len));
         Ok((offset, hint))
+    }
+
+    /// Sets where new slots go until the next call.
+    pub fn set_placement(&mut self, placement: Placement) {
+        self.placement = placement;
     }
 
     /// The unit of the file's slot hints; None for a file of format version 1, which has none.

@@ -85,6 +85,23 @@ impl Space {
         (offset, len)
     }
 
+    /// Takes a slot of `len` bytes from the first free slot at or after `from` that fits:
+    /// next fit, for a run of writes that should lie one after another in the file
+    /// (`Placement::Sequential` in pager.rs). None when no free slot there fits. Each free
+    /// slot it passes over is one it will not look at again while the calls go on from where
+    /// the last slot ended.
+    pub fn allocate_from(&mut self, from: u64, len: u64) -> Option<(u64, u64)> {
+        let len = aligned(len.max(MIN_SPLIT));
+        let (offset, size) =
+            self.by_offset.range(from..).find(|&(_, &size)| size >= len).map(|(&offset, &size)| (offset, size))?;
+        self.take(offset, size);
+        if size - len >= MIN_SPLIT {
+            self.insert(offset + len, size - len);
+            return Some((offset, len));
+        }
+        Some((offset, size))
+    }
+
     /// Takes a slot of `len` bytes at the end of the used area, never from the free space.
     pub fn append(&mut self, len: u64) -> (u64, u64) {
         let len = aligned(len);
@@ -210,6 +227,60 @@ mod tests {
         let encoded = space.encode();
         let decoded = Space::decode(&encoded, space.end()).unwrap();
         assert_eq!(decoded.free_bytes(), space.free_bytes());
+    }
+
+    /// Random allocations (best fit, next fit, at the end) and releases: the slots handed out
+    /// never overlap one another or the free space, the free slots never touch, and a next
+    /// fit takes the first free slot at or after its start that is long enough, as a scan of
+    /// the free slots before the call finds it.
+    #[test]
+    fn next_fit_takes_the_first_slot_that_fits_and_keeps_the_invariants() {
+        let mut seed = 0x2545_F491_4F6C_DD1D_u64;
+        let mut random = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..50 {
+            let mut space = Space::new(DATA_START);
+            let mut used: Vec<(u64, u64)> = Vec::new();
+            let mut cursor = DATA_START;
+            for _ in 0..400 {
+                let len = 1 + random(600);
+                match random(4) {
+                    0 if !used.is_empty() => {
+                        let (offset, slot_len) = used.swap_remove(random(used.len() as u64) as usize);
+                        space.release(offset, slot_len);
+                    }
+                    1 => {
+                        let wanted = aligned(len.max(MIN_SPLIT));
+                        let expected = space.slots().find(|&(offset, size)| offset >= cursor && size >= wanted);
+                        let end = space.end();
+                        let (offset, slot_len) =
+                            space.allocate_from(cursor, len).unwrap_or_else(|| space.append(wanted));
+                        assert_eq!(offset, expected.map_or(end, |(offset, _)| offset));
+                        assert!(slot_len >= wanted && slot_len < wanted + MIN_SPLIT);
+                        cursor = offset + slot_len;
+                        used.push((offset, slot_len));
+                    }
+                    2 => used.push(space.append(len)),
+                    _ => used.push(space.allocate(len)),
+                }
+                if random(50) == 0 {
+                    cursor = DATA_START;
+                }
+                let mut all: Vec<(u64, u64, bool)> = used.iter().map(|&(o, l)| (o, l, true)).collect();
+                all.extend(space.slots().map(|(o, l)| (o, l, false)));
+                all.sort_unstable();
+                for (&(a, a_len, a_used), &(b, _, b_used)) in all.iter().zip(all.iter().skip(1)) {
+                    assert!(a + a_len <= b, "slots overlap at {b}");
+                    assert!(a_used || b_used || a + a_len < b, "free slots touch at {b}");
+                }
+                assert!(all.last().is_none_or(|&(o, l, _)| o + l <= space.end()));
+                assert_eq!(space.free_bytes(), space.slots().map(|(_, l)| l).sum::<u64>());
+            }
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use super::btree::{check_record_size, BTree};
+use super::pager::Placement;
 use super::write_buffer::WriteBuffer;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::dbm::{Action, Processor};
@@ -277,7 +278,7 @@ impl Store {
         }
         check_record_size(key, value)?;
         if self.buffer.bytes() + cost > self.buffer_policy.budget {
-            self.drain()?;
+            self.checkpoint()?;
         }
         encode_entry(self.journal.pending_mut(), Entry::Set { key, value });
         self.journal.entry_added();
@@ -287,14 +288,13 @@ impl Store {
 
     /// A batch journaled and buffered, to be applied with the buffer (`drain`): one frame of
     /// the journal, synced by the caller when `durable`, as a batch applied at once is; the
-    /// buffer is drained first when the batch (costing `cost`, `buffered_cost`) would take it
-    /// past its budget. Records too
-    /// large for a page are refused before anything is journaled, as applying them would
-    /// refuse them.
+    /// buffer is applied by a checkpoint first when the batch (costing `cost`,
+    /// `buffered_cost`) would take it past its budget. Records too large for a page are
+    /// refused before anything is journaled, as applying them would refuse them.
     fn write_batch_buffered(&mut self, batch: &WriteBatch, cost: usize, durable: bool) -> Result<()> {
         check_record_sizes(batch)?;
         if self.buffer.bytes() + cost > self.buffer_policy.budget {
-            self.drain()?;
+            self.checkpoint()?;
         }
         self.encode_pending(batch);
         // One frame, however large, as `write_batch_journaled_first` says.
@@ -330,23 +330,34 @@ impl Store {
         let drained = self.buffer.take_sorted(self.tree.comparator());
         let ops: Vec<BatchOp<'_>> = drained.ops().collect();
         let mut journal_synced = false;
-        in_key_order(self, &ops, |store, op| {
+        if self.tree.pager.exceeds_memory() {
+            self.tree.pager.set_placement(Placement::Sequential { next: 0, wrapped: false });
+        }
+        let applied = in_key_order(self, &ops, |store, op| {
             store.apply_op(op, Journaled::Already)?;
             if store.tree.wants_commit() {
-                if !journal_synced {
-                    let synced = store.journal.sync_published();
-                    store.undone_on_failure(synced)?;
-                    journal_synced = true;
-                }
-                // Durable once the slots held back for the last durable tree pass an eighth of
-                // the file, so that they are reused (`HELD_BACK_SHARE`).
-                let held = store.tree.pager.held_bytes();
-                let durable = held > store.tree.pager.used_size() / HELD_BACK_SHARE;
-                let spilled = store.tree.commit(durable);
-                store.undone_on_failure(spilled)?;
+                store.commit_drained(&mut journal_synced)?;
             }
             Ok(())
         })
+        .and_then(|()| self.commit_drained(&mut journal_synced));
+        self.tree.pager.set_placement(Placement::BestFit);
+        applied
+    }
+
+    /// Commits the tree as a drain left it (`drain`), the journal synced first unless
+    /// `journal_synced`: without a sync, or durably once the slots held back for the last
+    /// durable tree pass an eighth of the file, so that they are reused (`HELD_BACK_SHARE`).
+    fn commit_drained(&mut self, journal_synced: &mut bool) -> Result<()> {
+        if !*journal_synced {
+            let synced = self.journal.sync_published();
+            self.undone_on_failure(synced)?;
+            *journal_synced = true;
+        }
+        let held = self.tree.pager.held_bytes();
+        let durable = held > self.tree.pager.used_size() / HELD_BACK_SHARE;
+        let committed = self.tree.commit(durable);
+        self.undone_on_failure(committed)
     }
 
     /// A durable batch, journaled before it is applied: its entries written as one frame, the

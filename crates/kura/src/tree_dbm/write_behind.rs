@@ -52,14 +52,24 @@ impl WriteBehind {
     }
 
     /// Holds a slot of `slot_len` bytes at `offset` whose first bytes are `parts`, one after
-    /// another; returns whether `FLUSH_BYTES` are now waiting.
+    /// another, the rest zeros (so that slots held one after another in the file are one
+    /// write, `drain`); returns whether `FLUSH_BYTES` are now waiting.
     pub fn hold(&mut self, offset: u64, slot_len: u64, parts: &[&[u8]]) -> bool {
         let start = self.bytes.len();
         for part in parts {
             self.bytes.extend_from_slice(part);
         }
-        self.slots.push(HeldSlot { offset, slot_len, len: self.bytes.len() - start });
+        let content = self.bytes.len() - start;
+        let len = usize::try_from(slot_len).unwrap_or(usize::MAX).max(content);
+        self.bytes.resize(start + len, 0);
+        self.slots.push(HeldSlot { offset, slot_len, len });
         self.bytes.len() >= FLUSH_BYTES
+    }
+
+    /// Where the last held slot ends in the file: a slot held there next continues its run,
+    /// and the file page they share is written whole by the run's one write.
+    pub fn run_end(&self) -> Option<u64> {
+        self.slots.last().map(|slot| slot.offset + slot.len as u64)
     }
 
     /// The held slot at `offset`, if one is.
@@ -72,12 +82,25 @@ impl WriteBehind {
     /// rollback frees them through `take`).
     pub fn drain(&mut self, mut write: impl FnMut(u64, &[u8]) -> crate::Result<()>) -> crate::Result<()> {
         let mut rest = self.bytes.as_slice();
-        let result = self.slots.iter().try_for_each(|slot| {
+        let mut slots = self.slots.iter().peekable();
+        let mut result = Ok(());
+        while let Some(first) = slots.next() {
+            // A run of slots each held where the one before ends: their bytes follow each
+            // other in `bytes` as in the file, so one write covers the pages they share.
+            let mut len = first.len;
+            let mut end = first.offset + first.len as u64;
+            while let Some(next) = slots.next_if(|slot| slot.offset == end) {
+                len += next.len;
+                end += next.len as u64;
+            }
             // Cannot fail while the invariant on `bytes` holds; panics loudly if it did not.
-            let (bytes, tail) = rest.split_at(slot.len);
+            let (bytes, tail) = rest.split_at(len);
             rest = tail;
-            write(slot.offset, bytes)
-        });
+            result = write(first.offset, bytes);
+            if result.is_err() {
+                break;
+            }
+        }
         if result.is_ok() {
             self.clear();
         }
@@ -117,8 +140,41 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(seen, vec![(64, b"abcd".to_vec()), (256, b"ef".to_vec())]);
+        let padded = |bytes: &[u8], len: usize| {
+            let mut padded = bytes.to_vec();
+            padded.resize(len, 0);
+            padded
+        };
+        assert_eq!(seen, vec![(64, padded(b"abcd", 128)), (256, padded(b"ef", 64))]);
         assert!(held.is_empty());
+    }
+
+    /// Slots held where the one before ends are one write of their bytes, padded to each
+    /// slot's length; a gap starts another write.
+    #[test]
+    fn slots_held_end_to_end_are_one_write() {
+        let mut held = WriteBehind::default();
+        held.hold(64, 32, &[b"ab"]);
+        assert_eq!(held.run_end(), Some(96));
+        held.hold(96, 48, &[b"cd", b"e"]);
+        held.hold(160, 16, &[b"f"]);
+        held.hold(176, 16, &[b"g"]);
+        let mut seen = Vec::new();
+        held.drain(|offset, bytes| {
+            seen.push((offset, bytes.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        let mut first = b"ab".to_vec();
+        first.resize(32, 0);
+        first.extend_from_slice(b"cde");
+        first.resize(80, 0);
+        let mut second = b"f".to_vec();
+        second.resize(16, 0);
+        second.push(b'g');
+        second.resize(32, 0);
+        assert_eq!(seen, vec![(64, first), (160, second)]);
+        assert_eq!(held.run_end(), None);
     }
 
     #[test]
