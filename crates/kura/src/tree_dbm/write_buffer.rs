@@ -181,12 +181,31 @@ impl WriteBuffer {
     /// applying them walks the tree's leaves from first to last).
     pub fn take_sorted(&mut self, comparator: Comparator) -> Drained {
         let slots = std::mem::take(&mut self.slots);
-        let mut entries: Vec<EntryRef> = Vec::with_capacity(self.keys);
-        entries.extend(slots.iter().filter(|&&slot| slot != EMPTY).map(|&slot| EntryRef::unpack(slot)));
-        drop(slots);
         let chunks = std::mem::take(&mut self.chunks);
-        // Keys are unique: an unstable sort gives the one order.
-        entries.sort_unstable_by(|&a, &b| comparator.compare(entry_at(&chunks, a).0, entry_at(&chunks, b).0));
+        let key_of = |at: EntryRef| entry_at(&chunks, at).0;
+        // Each entry with its key's first 8 bytes as a big-endian number (zeros past a short
+        // key's end), whose order is the lexical order wherever they differ: most comparisons
+        // of a sort by key are then of two numbers, not two keys in two chunks (a sort by key
+        // alone was 6% of a load beyond memory, `perf`). Keys are unique: an unstable sort
+        // gives the one order.
+        let mut entries: Vec<(u64, EntryRef)> = Vec::with_capacity(self.keys);
+        entries.extend(slots.iter().filter(|&&slot| slot != EMPTY).map(|&slot| {
+            let at = EntryRef::unpack(slot);
+            let mut prefix = [0u8; 8];
+            let key = key_of(at);
+            let len = key.len().min(8);
+            if let (Some(to), Some(from)) = (prefix.get_mut(..len), key.get(..len)) {
+                to.copy_from_slice(from);
+            }
+            (u64::from_be_bytes(prefix), at)
+        }));
+        drop(slots);
+        match comparator {
+            Comparator::Lexical => {
+                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| key_of(a.1).cmp(key_of(b.1))));
+            }
+            _ => entries.sort_unstable_by(|a, b| comparator.compare(key_of(a.1), key_of(b.1))),
+        }
         self.clear();
         Drained { chunks, entries }
     }
@@ -269,13 +288,14 @@ impl WriteBuffer {
 /// The operations a buffer held, in key order, to be applied to the tree.
 pub struct Drained {
     chunks: Vec<Vec<u8>>,
-    entries: Vec<EntryRef>,
+    /// In key order, each with its key's prefix (`WriteBuffer::take_sorted`).
+    entries: Vec<(u64, EntryRef)>,
 }
 
 impl Drained {
     /// The operations, as batch operations, in key order.
     pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
-        self.entries.iter().map(|&at| match entry_at(&self.chunks, at) {
+        self.entries.iter().map(|&(_, at)| match entry_at(&self.chunks, at) {
             (key, Some(value)) => BatchOp::Set { key, value },
             (key, None) => BatchOp::Remove { key },
         })
@@ -304,7 +324,9 @@ mod tests {
                 let mut buffer = WriteBuffer::default();
                 let mut model: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
                 for _ in 0..(next() % 200) {
-                    let key = format!("{}", next() % 40).into_bytes();
+                    // Half the keys share their first 8 bytes and more: the sort's prefixes tie.
+                    let shared = if next() % 2 == 0 { "a shared prefix " } else { "" };
+                    let key = format!("{shared}{}", next() % 40).into_bytes();
                     if next() % 4 == 0 {
                         buffer.insert(BatchOp::Remove { key: &key });
                         model.insert(key, None);
@@ -313,7 +335,8 @@ mod tests {
                         buffer.insert(BatchOp::Set { key: &key, value: &value });
                         model.insert(key, Some(value));
                     }
-                    let probe = format!("{}", next() % 45).into_bytes();
+                    let shared = if next() % 2 == 0 { "a shared prefix " } else { "" };
+                    let probe = format!("{shared}{}", next() % 45).into_bytes();
                     assert_eq!(buffer.get(&probe), model.get(&probe).map(Option::as_deref));
                 }
                 assert_eq!(buffer.len(), model.len());
