@@ -56,9 +56,12 @@ const MAX_DEFAULT_WRITE_BUFFER_BYTES: usize = 1 << 30;
 /// 128 MiB): 135 s with 170 MB (the checkpoint applying what the last commits left included),
 /// the disk reading 17.5 GB and writing 14.0 GB, against 252 s, 66.4 GB and 45.5 GB with a
 /// quarter of the cache, which no commit of 100,000 fitted (a batch over a quarter of the
-/// journal's 64 MiB bypassed the buffer then, and one commit is 17 MB). With the cache and the
-/// buffer, about 60% of the memory is the process's own; the rest is left to the kernel's page
-/// cache, for the file's pages.
+/// journal's 64 MiB bypassed the buffer then, and one commit is 17 MB); 64-68 s, 7.2 GB read
+/// and 9.9 GB written, once the buffer held its records end to end (30% more of them), a full
+/// buffer was applied by a checkpoint and a drain's pages were placed in key order
+/// (docs/tree.md). With the cache and the buffer, the process's own memory peaked at 400 MB of
+/// the 512 MiB there (the cgroup's `rss`); the rest is left to the kernel's page cache, for the
+/// file's pages.
 fn default_write_buffer_bytes(cache_bytes: usize, memory_bytes: Option<u64>) -> usize {
     let share = memory_bytes.map_or(0, |memory| usize::try_from(memory / 3).unwrap_or(usize::MAX));
     share.min(MAX_DEFAULT_WRITE_BUFFER_BYTES).max(cache_bytes / 4)

@@ -813,6 +813,10 @@ impl Pager {
                 let mut found = self.space.allocate_from(*next, needed);
                 if found.is_none() && !*wrapped {
                     // Once from the start: slots freed since the run began lie behind it.
+                    // (Then the best fit rather than the end kept the file smaller, 547 KB
+                    // against 632 KB after 60 drains of random overwrites in
+                    // tests/write_batch.rs, but scattered the pages a growing tree adds: 8M
+                    // records loaded under 512 MiB took 65.3 s of CPU against 58-60 s.)
                     *wrapped = true;
                     found = self.space.allocate_from(DATA_START, needed);
                 }
