@@ -317,7 +317,9 @@ impl Store {
     /// committed as it stands, once the journal is synced (a tree file may hold a change only
     /// where the journal on disk holds it too, or a replay of an older journal would set its
     /// key back): without a sync, as a spilling batch's is, or durably once the slots held
-    /// back for the last durable tree pass `HELD_BACK_SHARE` of the file.
+    /// back for the last durable tree pass `HELD_BACK_SHARE` of the file. In a file larger
+    /// than half the memory the drain's pages are placed one after another, in the order it
+    /// writes them (`Placement::Sequential`, docs/tree.md "Where a drain writes its pages").
     pub fn drain(&mut self) -> Result<()> {
         self.usable()?;
         if self.buffer.is_empty() {
@@ -340,7 +342,10 @@ impl Store {
             }
             Ok(())
         })
-        .and_then(|()| self.commit_drained(&mut journal_synced));
+        // A drain that committed midway (a large one) commits its last pages too, so that
+        // they are placed as the rest were; a small one leaves them to the next commit, as
+        // before, rather than sync the journal for them.
+        .and_then(|()| if journal_synced { self.commit_drained(&mut journal_synced) } else { Ok(()) });
         self.tree.pager.set_placement(Placement::BestFit);
         applied
     }
