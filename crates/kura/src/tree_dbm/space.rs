@@ -73,12 +73,7 @@ impl Space {
     pub fn allocate(&mut self, len: u64) -> (u64, u64) {
         let len = aligned(len.max(MIN_SPLIT));
         if let Some(&(size, offset)) = self.by_size.range((len, 0)..).next() {
-            self.take(offset, size);
-            if size - len >= MIN_SPLIT {
-                self.insert(offset + len, size - len);
-                return (offset, len);
-            }
-            return (offset, size);
+            return self.cut(offset, size, len);
         }
         let offset = self.end;
         self.end += len;
@@ -94,12 +89,18 @@ impl Space {
         let len = aligned(len.max(MIN_SPLIT));
         let (offset, size) =
             self.by_offset.range(from..).find(|&(_, &size)| size >= len).map(|(&offset, &size)| (offset, size))?;
+        Some(self.cut(offset, size, len))
+    }
+
+    /// Takes `len` aligned bytes from the start of the free slot at `offset` of `size` bytes:
+    /// `(offset, slot length)`, the rest left free unless too small to split off.
+    fn cut(&mut self, offset: u64, size: u64, len: u64) -> (u64, u64) {
         self.take(offset, size);
         if size - len >= MIN_SPLIT {
             self.insert(offset + len, size - len);
-            return Some((offset, len));
+            return (offset, len);
         }
-        Some((offset, size))
+        (offset, size)
     }
 
     /// Takes a slot of `len` bytes at the end of the used area, never from the free space.
