@@ -29,6 +29,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::comparator::Comparator;
 use crate::batch::{BatchOp, WriteBatch};
+use crate::key_prefix::key_prefix;
 
 /// Entries are appended to chunks of this many bytes; an entry longer than a quarter of it
 /// has a chunk of its own, so that a chunk left for the next one wastes at most a quarter.
@@ -183,21 +184,14 @@ impl WriteBuffer {
         let slots = std::mem::take(&mut self.slots);
         let chunks = std::mem::take(&mut self.chunks);
         let key_of = |at: EntryRef| entry_at(&chunks, at).0;
-        // Each entry with its key's first 8 bytes as a big-endian number (zeros past a short
-        // key's end), whose order is the lexical order wherever they differ: most comparisons
-        // of a sort by key are then of two numbers, not two keys in two chunks (a sort by key
-        // alone was 6% of a load beyond memory, `perf`). Keys are unique: an unstable sort
-        // gives the one order.
+        // Each entry with its key's `key_prefix`, whose order is the lexical order wherever
+        // they differ: most comparisons of a sort by key are then of two numbers, not two keys
+        // in two chunks (a sort by key alone was 6% of a load beyond memory, `perf`). Keys are
+        // unique: an unstable sort gives the one order.
         let mut entries: Vec<(u64, EntryRef)> = Vec::with_capacity(self.keys);
         entries.extend(slots.iter().filter(|&&slot| slot != EMPTY).map(|&slot| {
             let at = EntryRef::unpack(slot);
-            let mut prefix = [0u8; 8];
-            let key = key_of(at);
-            let len = key.len().min(8);
-            if let (Some(to), Some(from)) = (prefix.get_mut(..len), key.get(..len)) {
-                to.copy_from_slice(from);
-            }
-            (u64::from_be_bytes(prefix), at)
+            (key_prefix(key_of(at)), at)
         }));
         drop(slots);
         match comparator {
@@ -245,13 +239,10 @@ impl WriteBuffer {
         let len = (old.len() * 2).max(64);
         self.slots = vec![EMPTY; len];
         self.bytes += len * 8 + ALLOCATION_OVERHEAD;
-        let mask = len - 1;
         for slot in old.into_iter().filter(|&slot| slot != EMPTY) {
             let key = entry_at(&self.chunks, EntryRef::unpack(slot)).0;
-            let mut index = xxh3_64(key) as usize & mask;
-            while self.slots.get(index).is_some_and(|&taken| taken != EMPTY) {
-                index = (index + 1) & mask;
-            }
+            // Keys are unique: the probe ends at an empty slot.
+            let (index, _) = self.probe(xxh3_64(key), key);
             if let Some(free) = self.slots.get_mut(index) {
                 *free = slot;
             }
