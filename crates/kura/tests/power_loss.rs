@@ -495,15 +495,6 @@ fn memory_engine_snapshots_are_old_or_new_whole() {
     }
 }
 
-/// The test using the sync probe now: tests run on threads of one process, and it has one probe.
-static PROBE_USER: Mutex<()> = Mutex::new(());
-
-/// A test's hold on the sync probe.
-struct ProbeHold {
-    _probe: kura::sync_probe::Observing,
-    _exclusive: std::sync::MutexGuard<'static, ()>,
-}
-
 /// What the sync probe saw of one database's files: each file's durable bytes (as of its
 /// last sync), and, for each sync since the test last looked, every file's durable and
 /// current bytes right before it (`kura::sync_probe`).
@@ -525,14 +516,14 @@ impl SyncMoments {
         moments
     }
 
-    /// Follows the syncs of the files `files` in `dir` until the returned guard drops (one
-    /// test at a time: the probe is the process's).
-    fn observe(dir: &Path, files: &[PathBuf]) -> (Arc<Mutex<SyncMoments>>, ProbeHold) {
-        let exclusive = PROBE_USER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Follows the syncs of the files `files` in `dir` until the returned guard drops (the
+    /// probe sees the syncs of the tests on other threads too: `before_sync` keeps those in
+    /// `dir`).
+    fn observe(dir: &Path, files: &[PathBuf]) -> (Arc<Mutex<SyncMoments>>, kura::sync_probe::Observing) {
         let probe = Arc::new(Mutex::new(SyncMoments::new(dir, files)));
         let observed = Arc::clone(&probe);
         let observing = kura::sync_probe::observe(move |synced: &Path| observed.lock().unwrap().before_sync(synced));
-        (probe, ProbeHold { _probe: observing, _exclusive: exclusive })
+        (probe, observing)
     }
 
     /// Every file as it is now is durable (after a `synchronize(true)` that synced them all,
@@ -568,47 +559,60 @@ impl SyncMoments {
 /// the durable bytes plus any pages written since, as `Tracker::crash` does between
 /// operations. A moment between two syncs of one operation is a power loss cut inside it.
 /// Checked as the other tests are: every record synced and unmodified present, modified
-/// ones old or new, and TreeDbm's files a prefix of their commits.
+/// ones old or new, and TreeDbm's files a prefix of their commits. One test per
+/// configuration, so that they share the test threads.
+fn cut_anywhere_inside_checkpoints(layout: Layout, params: &Params, seed: u64) {
+    let started = Instant::now();
+    let tally = simulate_cuts(layout, params, seed, image_budget(DEFAULT_CUT_IMAGES));
+    let name = layout.name();
+    println!(
+        "{name} {params:?}: {} crash images at {} syncs, {} of them between two syncs of one operation, \
+         all consistent, in {:.1} s",
+        tally.images,
+        tally.syncs,
+        tally.inside,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(tally.inside > 0, "{name}: no operation made two syncs; the test cut no checkpoint");
+}
+
 #[test]
-fn a_power_loss_cut_anywhere_inside_a_checkpoint_keeps_every_durable_record() {
-    let tree_small_pages =
+fn a_power_loss_cut_anywhere_inside_a_tree_checkpoint_keeps_every_durable_record() {
+    let small_pages =
         Params::new().with("max_page_size", 2048).with("max_dirty_pages", 16).with("checkpoint_bytes", 16384);
-    let tree_zstd = Params::new().with("record_comp", "zstd").with("checkpoint_bytes", 24576);
-    // Sets and batches wait in the write buffer (the file counts as larger than memory) until
-    // it fills or a removal, a read or a checkpoint applies them, and applying them commits
-    // past 16 modified pages after syncing the journal (tree_dbm/write_buffer.rs).
-    let tree_buffered = Params::new()
+    cut_anywhere_inside_checkpoints(Layout::single("tree"), &small_pages, 100);
+}
+
+#[test]
+fn a_power_loss_cut_anywhere_inside_a_compressed_tree_checkpoint_keeps_every_durable_record() {
+    let zstd = Params::new().with("record_comp", "zstd").with("checkpoint_bytes", 24576);
+    cut_anywhere_inside_checkpoints(Layout::single("tree"), &zstd, 101);
+}
+
+/// Sets and batches wait in the write buffer (the file counts as larger than memory) until it
+/// fills or a removal, a read or a checkpoint applies them, and applying them commits past 16
+/// modified pages after syncing the journal (tree_dbm/write_buffer.rs).
+#[test]
+fn a_power_loss_cut_anywhere_inside_a_write_buffer_drain_keeps_every_durable_record() {
+    let buffered = Params::new()
         .with("max_page_size", 2048)
         .with("max_dirty_pages", 16)
         .with("checkpoint_bytes", 65536)
         .with("memory_bytes", 4096)
         .with("write_buffer_bytes", 8192);
-    let hash = in_place_params().with("checkpoint_bytes", 8192);
-    // A set's `synchronize(true)` and close sync each shard in turn: a cut between two shards'
-    // syncs leaves some shards at the new durable state and the rest at the old.
-    let hash_set = in_place_params().with("checkpoint_bytes", 4096);
-    let budget = image_budget(DEFAULT_CUT_IMAGES);
-    let configurations = [
-        (Layout::single("tree"), tree_small_pages),
-        (Layout::single("tree"), tree_zstd),
-        (Layout::single("tree"), tree_buffered),
-        (Layout::single("hash"), hash),
-        (Layout::set("hash", 3), hash_set),
-    ];
-    for (seed, (layout, params)) in configurations.iter().enumerate() {
-        let started = Instant::now();
-        let tally = simulate_cuts(*layout, params, 100 + seed as u64, budget);
-        let name = layout.name();
-        println!(
-            "{name} {params:?}: {} crash images at {} syncs, {} of them between two syncs of one operation, \
-             all consistent, in {:.1} s",
-            tally.images,
-            tally.syncs,
-            tally.inside,
-            started.elapsed().as_secs_f64()
-        );
-        assert!(tally.inside > 0, "{name}: no operation made two syncs; the test cut no checkpoint");
-    }
+    cut_anywhere_inside_checkpoints(Layout::single("tree"), &buffered, 102);
+}
+
+#[test]
+fn a_power_loss_cut_anywhere_inside_a_hash_checkpoint_keeps_every_durable_record() {
+    cut_anywhere_inside_checkpoints(Layout::single("hash"), &in_place_params().with("checkpoint_bytes", 8192), 103);
+}
+
+/// A set's `synchronize(true)` and close sync each shard in turn: a cut between two shards'
+/// syncs leaves some shards at the new durable state and the rest at the old.
+#[test]
+fn a_power_loss_cut_between_the_shards_of_a_set_keeps_every_durable_record() {
+    cut_anywhere_inside_checkpoints(Layout::set("hash", 3), &in_place_params().with("checkpoint_bytes", 4096), 104);
 }
 
 /// Writes the crash image of one sync moment (`SyncMoments`) at `image`, each file's bytes as

@@ -30,45 +30,46 @@ pub use observing::{observe, Observing};
 #[cfg(feature = "internals")]
 mod observing {
     use std::path::Path;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
     use parking_lot::RwLock;
 
-    /// What the observer is called with: the path about to be synced.
+    /// What an observer is called with: the path about to be synced.
     type Observer = Arc<dyn Fn(&Path) + Send + Sync>;
 
-    static OBSERVER: RwLock<Option<Observer>> = RwLock::new(None);
+    /// The installed observers, each under the number its guard removes it by. Several tests
+    /// of one process observe at once, each its own directory.
+    static OBSERVERS: RwLock<Vec<(u64, Observer)>> = RwLock::new(Vec::new());
+    static NEXT_OBSERVER: AtomicU64 = AtomicU64::new(0);
 
     /// Installs `observer` for every sync in the process until the returned guard drops. The
     /// observer runs on the syncing thread, inside the engine's call and under its locks: it
-    /// may read files, never call into a database.
-    ///
-    /// # Panics
-    /// If an observer is installed already: syncs of other databases would reach whichever
-    /// was installed last.
+    /// may read files, never call into a database. It sees the syncs of every database in the
+    /// process, so it picks its own by their paths.
     pub fn observe(observer: impl Fn(&Path) + Send + Sync + 'static) -> Observing {
-        let mut installed = OBSERVER.write();
-        assert!(installed.is_none(), "a sync observer is installed already (one per process)");
-        *installed = Some(Arc::new(observer));
-        Observing { _private: () }
+        let id = NEXT_OBSERVER.fetch_add(1, Ordering::Relaxed);
+        OBSERVERS.write().push((id, Arc::new(observer)));
+        Observing { id }
     }
 
     /// An installed observer; dropping it removes the observer.
     #[must_use = "the observer is removed when this guard drops"]
     pub struct Observing {
-        _private: (),
+        id: u64,
     }
 
     impl Drop for Observing {
         fn drop(&mut self) {
-            *OBSERVER.write() = None;
+            OBSERVERS.write().retain(|(id, _)| *id != self.id);
         }
     }
 
     pub(super) fn notify(path: &Path) {
-        // Cloned out of the lock, so that an observer may take as long as it likes.
-        let observer = OBSERVER.read().clone();
-        if let Some(observer) = observer {
+        // Cloned out of the lock, so that an observer may take as long as it likes while
+        // other tests install and remove theirs (no allocation when none is installed).
+        let observers: Vec<Observer> = OBSERVERS.read().iter().map(|(_, observer)| Arc::clone(observer)).collect();
+        for observer in observers {
             observer(path);
         }
     }
