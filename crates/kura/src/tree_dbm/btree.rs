@@ -203,6 +203,9 @@ impl BTree {
         if self.height == 0 {
             return Ok(found(None));
         }
+        if id & TEMP_BIT == 0 && self.pager.reads_leaf_uncached(id) {
+            return self.pager.find_in_leaf_slot(id, hint, key, found)?.ok_or_else(|| wrong_level(id));
+        }
         let in_leaf = |page: &Page| match page {
             Page::Leaf(leaf) => Ok(found(leaf.search(comparator, key).ok().and_then(|i| leaf.value(i)))),
             Page::Branch(_) => Err(wrong_level(id)),

@@ -44,6 +44,7 @@ mod replay_tests;
 #[cfg(test)]
 mod salvage_tests;
 mod scan;
+mod second_touch;
 mod seek;
 mod slot_hint;
 mod space;

@@ -554,6 +554,43 @@ impl Leaf {
         Leaf::decode_from(raw, comparator, Some(lent))
     }
 
+    /// The value of `key` in the serialized leaf `raw`, found by reading its records in order
+    /// up to the first key at or past `key`, without decoding the page: a point read of a
+    /// leaf that is not to be cached (`Pager::find_in_leaf_slot`) builds no arena and no
+    /// index. What it reads is checked as `decode` checks it (lengths, shared prefixes, keys
+    /// ascending); the records after the answer go unread, and the slot's checksum, verified
+    /// before, covers their bytes.
+    pub fn find_encoded<'r>(raw: &'r [u8], comparator: Comparator, key: &[u8]) -> Result<Option<&'r [u8]>> {
+        let mut reader = ByteReader::new(raw, "tree leaf page");
+        let count = reader.count(RECORD_OVERHEAD)?;
+        // The previous key and the one being read: each is a prefix of the one before plus a
+        // suffix, so neither outgrows the page.
+        let (mut previous, mut current) = (Vec::with_capacity(64), Vec::with_capacity(64));
+        for index in 0..count {
+            let shared = reader.length()?;
+            let suffix_len = reader.length()?;
+            let value_len = reader.length()?;
+            let suffix = reader.take(suffix_len)?;
+            let value = reader.take(value_len)?;
+            let prefix = previous.get(..shared).filter(|_| index > 0 || shared == 0);
+            let prefix =
+                prefix.ok_or_else(|| Error::broken("leaf page: shared prefix longer than the previous key"))?;
+            current.clear();
+            current.extend_from_slice(prefix);
+            current.extend_from_slice(suffix);
+            if index > 0 && comparator.compare(&previous, &current) != Ordering::Less {
+                return Err(Error::broken("leaf page: keys out of order"));
+            }
+            match comparator.compare(&current, key) {
+                Ordering::Less => std::mem::swap(&mut previous, &mut current),
+                Ordering::Equal => return Ok(Some(value)),
+                Ordering::Greater => return Ok(None),
+            }
+        }
+        reader.finish()?;
+        Ok(None)
+    }
+
     /// `decode`, lending the values from `lent` when given (then `raw` is its bytes).
     fn decode_from(raw: &[u8], comparator: Comparator, lent: Option<LentBytes>) -> Result<Leaf> {
         let mut reader = ByteReader::new(raw, "tree leaf page");
@@ -1059,6 +1096,46 @@ mod tests {
                     }
                 }
                 let _ = Branch::decode(&bad, Comparator::Lexical, true);
+            }
+        }
+    }
+
+    proptest! {
+        /// `find_encoded` answers every key of a page, and keys between and around them, as
+        /// the decoded page's `search` does, under both comparators; on a damaged page it
+        /// never panics and never answers a key `decode` rejects the page for with a value the
+        /// page did not hold.
+        #[test]
+        fn find_encoded_agrees_with_the_decoded_page(
+            keys in proptest::collection::btree_set(tied_key(), 0..40),
+            probes in proptest::collection::vec(tied_key(), 0..20),
+            flip in any::<proptest::sample::Index>(),
+        ) {
+            for comparator in Comparator::ALL {
+                let mut leaf = Leaf::new();
+                let mut sorted: Vec<&Vec<u8>> = keys.iter().collect();
+                sorted.sort_by(|a, b| comparator.compare(a, b));
+                for (i, key) in sorted.iter().enumerate() {
+                    leaf.insert(i, key, &[i as u8; 3]).unwrap();
+                }
+                let mut raw = Vec::new();
+                leaf.encode(&mut raw);
+                for key in keys.iter().chain(&probes) {
+                    let decoded = leaf.search(comparator, key).ok().and_then(|i| leaf.value(i));
+                    prop_assert_eq!(Leaf::find_encoded(&raw, comparator, key).unwrap(), decoded);
+                }
+                if !raw.is_empty() {
+                    let mut bad = raw.clone();
+                    bad[flip.index(raw.len())] ^= 0x55;
+                    // A damaged page that still decodes answers as its decoding does; one that
+                    // does not may answer from the records before the damage, or refuse.
+                    if let Ok(damaged) = Leaf::decode(&bad, comparator) {
+                        for key in keys.iter().chain(&probes) {
+                            let decoded = damaged.search(comparator, key).ok().and_then(|i| damaged.value(i));
+                            prop_assert_eq!(Leaf::find_encoded(&bad, comparator, key).unwrap(), decoded);
+                        }
+                    }
+                }
             }
         }
     }

@@ -23,6 +23,7 @@ use super::format::{
 use super::header_copies;
 use super::page::{Branch, Leaf, Page};
 use super::pins::PinnedPages;
+use super::second_touch::SecondTouch;
 use super::slot_hint::{HintUnit, SlotHint};
 use super::space::{aligned, Space};
 use super::verify::{self, PageSource};
@@ -67,6 +68,9 @@ pub struct Pager {
     /// Branch pages readers reach without atomics; see pins.rs for why a pinned page is
     /// always current (every path that frees or rewrites a slot unpins it).
     pins: PinnedPages,
+    /// The leaves point reads found out of memory lately, beyond memory: a leaf read again
+    /// is decoded into the cache, one read once is searched where it was read (second_touch.rs).
+    second_touch: SecondTouch,
     /// Reused buffers for serializing and compressing pages.
     raw_buffer: Vec<u8>,
     stored_buffer: Vec<u8>,
@@ -226,6 +230,7 @@ impl Pager {
             cache: PageCache::new(cache_bytes),
             memory_bytes: (cache_bytes as u64).saturating_mul(4),
             pins: PinnedPages::for_cache(cache_bytes, header.max_page_size as usize),
+            second_touch: SecondTouch::new(),
             raw_buffer: Vec::new(),
             stored_buffer: Vec::new(),
             durability: Durability::new(header.sequence),
@@ -666,6 +671,34 @@ impl Pager {
         self.cache.insert(offset, Arc::clone(&page), slot_len);
         self.pins.offer(offset, &page);
         Ok(page)
+    }
+
+    /// Whether a point read of the leaf at `offset` searches the slot's bytes as it reads them
+    /// (`find_in_leaf_slot`) instead of decoding the page into the cache: in a file larger
+    /// than half the memory, for a leaf neither pinned nor cached nor read lately
+    /// (second_touch.rs says why).
+    pub fn reads_leaf_uncached(&self, offset: u64) -> bool {
+        self.exceeds_memory()
+            && self.pins.get(offset).is_none()
+            && !self.cache.contains(offset)
+            && !self.second_touch.touch(offset)
+    }
+
+    /// Calls `found` with the value of `key` in the leaf of slot `offset` (None when absent),
+    /// searched in the slot's bytes as read (`Leaf::find_encoded`), which neither the cache
+    /// nor the pins keep; `hint` as in `read_page`. None when the slot holds a branch.
+    pub fn find_in_leaf_slot<R>(
+        &self,
+        offset: u64,
+        hint: SlotHint,
+        key: &[u8],
+        found: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<Option<R>> {
+        self.with_slot(offset, hint, |slot, raw| match slot.kind {
+            SlotKind::Leaf => Leaf::find_encoded(raw, self.header.comparator, key).map(|value| Some(found(value))),
+            SlotKind::Branch | SlotKind::Blob => Ok(None),
+        })
+        .map_err(|e| self.named(e))
     }
 
     /// Puts `page`, a copy of the one read from `offset`, in the cache in its place, if that
