@@ -46,6 +46,7 @@ mod engine;
 mod error;
 mod expiry;
 mod file;
+mod freed_memory;
 #[cfg(feature = "internals")]
 pub mod fuzz;
 mod hash_dbm;

@@ -329,6 +329,7 @@ impl Store {
         // synced), so that the undo of a failure below replays them with the batches rather
         // than dropping sets that returned.
         self.commit()?;
+        let buffered_bytes = self.buffer.bytes();
         let drained = self.buffer.take_sorted(self.tree.comparator());
         let ops: Vec<BatchOp<'_>> = drained.ops().collect();
         let mut journal_synced = false;
@@ -347,6 +348,13 @@ impl Store {
         // before, rather than sync the journal for them.
         .and_then(|()| if journal_synced { self.commit_drained(&mut journal_synced) } else { Ok(()) });
         self.tree.pager.set_placement(Placement::BestFit);
+        // The buffer's chunks go back to the kernel rather than stay resident in the heap,
+        // where a memory limit would count them against the file's cached pages.
+        drop(ops);
+        drop(drained);
+        if buffered_bytes >= crate::freed_memory::WORTH_TRIMMING {
+            crate::freed_memory::give_back();
+        }
         applied
     }
 
