@@ -1102,9 +1102,9 @@ mod tests {
 
     proptest! {
         /// `find_encoded` answers every key of a page, and keys between and around them, as
-        /// the decoded page's `search` does, under both comparators; on a damaged page it
-        /// never panics and never answers a key `decode` rejects the page for with a value the
-        /// page did not hold.
+        /// the decoded page's `search` does, under both comparators; a page with a byte
+        /// damaged that still decodes is answered as its decoding answers, and one that does
+        /// not decode never makes it panic.
         #[test]
         fn find_encoded_agrees_with_the_decoded_page(
             keys in proptest::collection::btree_set(tied_key(), 0..40),

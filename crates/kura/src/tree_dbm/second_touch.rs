@@ -1,5 +1,5 @@
-//! Which leaves a point read beyond memory decodes into the page cache: those read twice in a
-//! while.
+//! Which leaves a point read beyond memory decodes into the cache of decoded pages (cache.rs):
+//! those read twice in a while.
 //!
 //! In a file larger than half the memory (pager.rs, `exceeds_memory`), a leaf that a `get`
 //! finds neither pinned nor cached is read with one `pread`, and the read's bytes are searched
