@@ -567,11 +567,7 @@ impl Leaf {
         // suffix, so neither outgrows the page.
         let (mut previous, mut current) = (Vec::with_capacity(64), Vec::with_capacity(64));
         for index in 0..count {
-            let shared = reader.length()?;
-            let suffix_len = reader.length()?;
-            let value_len = reader.length()?;
-            let suffix = reader.take(suffix_len)?;
-            let value = reader.take(value_len)?;
+            let LeafRecord { shared, suffix, value } = LeafRecord::read(&mut reader)?;
             let prefix = previous.get(..shared).filter(|_| index > 0 || shared == 0);
             let prefix =
                 prefix.ok_or_else(|| Error::broken("leaf page: shared prefix longer than the previous key"))?;
@@ -615,12 +611,10 @@ impl Leaf {
         };
         let mut previous: Option<Entry> = None;
         for _ in 0..count {
-            let shared = reader.length()?;
-            let suffix_len = reader.length()?;
-            let value_len = reader.length()?;
-            let suffix = reader.take(suffix_len)?;
-            let place = raw.len() - reader.remaining();
-            let value = reader.take(value_len)?;
+            let LeafRecord { shared, suffix, value } = LeafRecord::read(&mut reader)?;
+            let (suffix_len, value_len) = (suffix.len(), value.len());
+            // Where the value starts in `raw`: it ends where the reader now stands.
+            let place = raw.len() - reader.remaining() - value_len;
             let offset = leaf.arena.len();
             let prefix = match previous {
                 Some(p) if shared <= p.key_len as usize => p.offset as usize..p.offset as usize + shared,
@@ -663,6 +657,29 @@ impl Leaf {
         reader.finish()?;
         leaf.arena.shrink_to_fit();
         Ok(leaf)
+    }
+}
+
+/// One record of a serialized leaf as it lies in the page: the length of the prefix its key
+/// shares with the previous key, the rest of its key, and its value.
+struct LeafRecord<'r> {
+    shared: usize,
+    suffix: &'r [u8],
+    value: &'r [u8],
+}
+
+impl<'r> LeafRecord<'r> {
+    /// Reads the record at `reader`'s position, every length checked against the page.
+    /// (Always inlined: `Leaf::decode` reads one a record, and its loop is the cost of a leaf
+    /// read from the disk.)
+    #[inline(always)]
+    fn read(reader: &mut ByteReader<'r>) -> Result<LeafRecord<'r>> {
+        let shared = reader.length()?;
+        let suffix_len = reader.length()?;
+        let value_len = reader.length()?;
+        let suffix = reader.take(suffix_len)?;
+        let value = reader.take(value_len)?;
+        Ok(LeafRecord { shared, suffix, value })
     }
 }
 
