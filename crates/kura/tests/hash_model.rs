@@ -236,3 +236,36 @@ fn every_codec_round_trips_many_records() {
         }
     }
 }
+
+/// A record written while the file was small has a chain pointer that reaches 128 times
+/// the file as it was then. Replacing its successor after the file grew past that puts the
+/// new version at the head of the chain; when the successor ended the chain, the new
+/// version's own pointer was one byte (next = 0) and could not hold the head, which failed
+/// the replace with "chain pointer ... too narrow" before 2026-12-01. One bucket, so that
+/// every record is in the one chain.
+#[test]
+fn replacing_a_record_past_its_predecessors_reach_keeps_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grown.kuh");
+    let db = HashDbm::open(&path, OpenMode::Truncate, &Params::new().with("num_buckets", 1)).unwrap();
+    let mut model = BTreeMap::new();
+    // The tail, then its predecessor, whose pointer (3 bytes at a 1 KiB file) reaches 2 MiB.
+    for key in [b"tail".to_vec(), b"before the tail".to_vec()] {
+        db.set(&key, b"small", true).unwrap();
+        model.insert(key, b"small".to_vec());
+    }
+    for i in 0..2200u32 {
+        let (key, value) = (format!("filler {i}").into_bytes(), vec![i as u8; 1000]);
+        db.set(&key, &value, true).unwrap();
+        model.insert(key, value);
+    }
+    assert!(db.file_size().unwrap() > 2 << 20);
+    let grown = vec![7u8; 100];
+    db.set(b"tail", &grown, true).unwrap();
+    model.insert(b"tail".to_vec(), grown);
+    check_same(&db, &model);
+    assert_eq!(db.check().unwrap().problems, 0);
+    db.close().unwrap();
+    let db = HashDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+    check_same(&db, &model);
+}

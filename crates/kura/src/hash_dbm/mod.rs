@@ -63,7 +63,7 @@ use cursor::HashCursor;
 use journaled::HashJournal;
 use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
-use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Link, Storage, StoredValue};
+use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Storage, StoredValue};
 
 /// How far ahead of its walk a rebuild of a file larger than memory asks for the buckets'
 /// first records (`HashDbm::for_each_live`): at the default two buckets a record, about 200
@@ -495,11 +495,16 @@ impl HashDbm {
                         s.set_link(chain, old.link, new)?;
                     } else {
                         // Too far for the pointer (the file grew 128 times since it was
-                        // written): link the new version at the head, then unlink the old.
+                        // written): the new version goes to the head of the chain instead,
+                        // then the old one is unlinked. Written again for that: its own
+                        // pointer was sized for the old version's successor, one byte when
+                        // the chain ended there, too narrow for the head. The first copy,
+                        // linked nowhere, is freed as an unlinked record is.
                         let header = s.read_header(chain.read(), new)?;
+                        s.free_record(chain, new, &header)?;
                         let head = s.head(chain.read())?;
-                        s.set_link(chain, Link::Next { at: header.next_at, width: header.next_width }, head)?;
-                        s.link_new_head(chain, new, hash)?;
+                        let at_head = s.write_record(chain, key, hash, Some(value), head)?;
+                        s.link_new_head(chain, at_head, hash)?;
                         s.set_link(chain, old.link, old.header.next)?;
                     }
                     s.free_record(chain, old.offset, &old.header)?;
