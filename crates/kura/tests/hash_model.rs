@@ -46,7 +46,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<u8>(), any::<bool>(), proptest::option::of(value())).prop_map(|(k, e, d)| Op::CompareExchange(k, e, d)),
         1 => Just(Op::CursorRemoveFirst),
         1 => value().prop_map(Op::CursorSetAll),
-        1 => (0usize..7, 1u8..40).prop_map(|(c, b)| Op::Rebuild(c, b)),
+        // 0 buckets: the default (one a record).
+        1 => (0usize..7, 0u8..40).prop_map(|(c, b)| Op::Rebuild(c, b)),
         1 => Just(Op::Reopen),
         1 => Just(Op::Clear),
     ]
@@ -172,7 +173,10 @@ fn run(codec: CodecKind, appending: bool, ops: Vec<Op>) {
             }
             Op::Rebuild(codec, buckets) => {
                 let codec = CodecKind::ALL[codec];
-                let params = Params::new().with("record_comp", codec.name()).with("num_buckets", buckets);
+                let mut params = Params::new().with("record_comp", codec.name());
+                if buckets > 0 {
+                    params = params.with("num_buckets", buckets);
+                }
                 db.rebuild(&params).unwrap();
                 assert_eq!(
                     db.inspect().unwrap().properties().iter().find(|(n, _)| n == "record_comp").unwrap().1,
