@@ -48,6 +48,10 @@ const FIXTURES: &[(&str, &str)] = &[
     ("hash-v5-none.kuh", "num_buckets=64"),
     ("hash-v5-zstd-dict.kuh", "num_buckets=64,record_comp=zstd-dict"),
     ("hash-v5-appending.kuh", "num_buckets=64,update_mode=appending,record_comp=lz4"),
+    // Version 5 rebuilt since 2026-12-01: packed three records a bucket, chain pointers
+    // without the spare byte, `rebuilt_records` in the header (`write_fixture` rebuilds a
+    // fixture named "packed").
+    ("hash-v5-packed.kuh", "num_buckets=64,record_comp=lz4"),
     ("tree-none.kut", "max_page_size=1024"),
     ("tree-zstd.kut", "max_page_size=1024,record_comp=zstd"),
     ("tree-zstd-dict.kut", "max_page_size=1024,record_comp=zstd-dict"),
@@ -118,7 +122,15 @@ fn write_fixture(path: &Path, params: &str) {
             db.rebuild(&Params::parse(&format!("{codec_param}=zstd-dict,dict_size=2048")).unwrap()).unwrap();
         }
     }
+    if is_packed(path) {
+        db.rebuild(&Params::new()).unwrap();
+    }
     db.close().unwrap();
+}
+
+/// Whether the fixture at `path` is a rebuild's packed copy.
+fn is_packed(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name.to_string_lossy().contains("packed"))
 }
 
 #[test]
@@ -154,6 +166,9 @@ fn every_committed_fixture_opens_with_every_record() {
         if let Some(codec) = codec {
             let stored = properties.get("record_comp").or(properties.get("bucket_comp"));
             assert_eq!(stored.map(String::as_str), Some(codec), "{name}");
+        }
+        if is_packed(&path) {
+            assert_eq!(properties.get("rebuilt_records"), Some(&expected.len().to_string()), "{name}");
         }
         db.close().unwrap();
     }

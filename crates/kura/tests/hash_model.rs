@@ -46,7 +46,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<u8>(), any::<bool>(), proptest::option::of(value())).prop_map(|(k, e, d)| Op::CompareExchange(k, e, d)),
         1 => Just(Op::CursorRemoveFirst),
         1 => value().prop_map(Op::CursorSetAll),
-        // 0 buckets: the default (one a record).
+        // 0 buckets: the default, three records a bucket with pointers sized for the copy.
         1 => (0usize..7, 0u8..40).prop_map(|(c, b)| Op::Rebuild(c, b)),
         1 => Just(Op::Reopen),
         1 => Just(Op::Clear),
@@ -239,6 +239,70 @@ fn every_codec_round_trips_many_records() {
             assert_eq!(db.get(format!("{i:08}").as_bytes()).unwrap(), v.as_bytes(), "{codec}");
         }
     }
+}
+
+fn property(db: &HashDbm, name: &str) -> u64 {
+    let properties = db.inspect().unwrap().properties();
+    properties.iter().find(|(n, _)| n == name).unwrap().1.parse().unwrap()
+}
+
+/// A rebuild without `num_buckets` packs three records a bucket, with chain pointers sized
+/// for twice the copy (no spare byte); the file is smaller than one bucket a record gives.
+/// Replacing every record with one 40 times larger then grows the file past what those
+/// pointers reach, so that replaces take the slower way (link at the head, unlink the old
+/// version), and every value, a reopen and `check` still agree with the model. The records
+/// added past the packed ones count against the buckets as in a file never rebuilt.
+#[test]
+fn a_default_rebuild_packs_its_chains_and_outgrowing_their_pointers_loses_nothing() {
+    const RECORDS: u32 = 9000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("packed.kuh");
+    let db = HashDbm::open(&path, OpenMode::Truncate, &Params::new().with("num_buckets", 2 * RECORDS)).unwrap();
+    let mut model = BTreeMap::new();
+    let mut seed = 7u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..RECORDS {
+        let (key, value) = (next().to_le_bytes().to_vec(), next().to_le_bytes().to_vec());
+        db.set(&key, &value, true).unwrap();
+        model.insert(key, value);
+    }
+    db.rebuild(&Params::new().with("num_buckets", RECORDS)).unwrap();
+    let one_a_bucket = db.file_size().unwrap();
+    db.rebuild(&Params::new()).unwrap();
+    let packed = db.file_size().unwrap();
+    assert_eq!(property(&db, "num_buckets"), u64::from(RECORDS / 3));
+    assert_eq!(property(&db, "rebuilt_records"), u64::from(RECORDS));
+    // 10 bytes of buckets fewer per three records; more chain pointers, a byte narrower.
+    assert!(packed + u64::from(RECORDS) * 2 < one_a_bucket, "{packed} bytes packed, {one_a_bucket} one a bucket");
+    assert!(!db.should_be_rebuilt().unwrap());
+    check_same(&db, &model);
+
+    // 9000 x ~330 bytes: past the 2 MiB that the copy's 3-byte pointers reach.
+    for (i, value) in model.values_mut().enumerate() {
+        value.resize(320 + i % 7, i as u8);
+    }
+    for (key, value) in &model {
+        db.set(key, value, true).unwrap();
+    }
+    assert!(db.file_size().unwrap() > 2 << 20);
+    check_same(&db, &model);
+    assert_eq!(db.check().unwrap().problems, 0);
+    db.close().unwrap();
+    let db = HashDbm::open(&path, OpenMode::Write, &Params::new()).unwrap();
+    check_same(&db, &model);
+
+    // Twice the buckets in records beyond the rebuilt ones: time to rebuild again.
+    for i in 0..2 * RECORDS / 3 {
+        assert!(!db.should_be_rebuilt().unwrap(), "after {i} new records");
+        db.set(format!("new {i}").as_bytes(), b"v", true).unwrap();
+    }
+    db.set(b"one more", b"v", true).unwrap();
+    assert!(db.should_be_rebuilt().unwrap());
 }
 
 /// A record written while the file was small has a chain pointer that reaches 128 times

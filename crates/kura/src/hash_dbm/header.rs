@@ -62,7 +62,10 @@ const FREE_LIST_LEN_FIELD: Field<HEADER_BYTES, 4> = Field::after(FREE_LIST_OFFSE
 const DICTIONARY_CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(FREE_LIST_LEN_FIELD);
 /// Version 2: xxh3 of the saved free-block list (0 without one).
 const FREE_LIST_CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(DICTIONARY_CHECKSUM_FIELD);
-const RESERVED_FIELD: Field<HEADER_BYTES, 36> = Field::after(FREE_LIST_CHECKSUM_FIELD);
+/// Records the last rebuild wrote, packed several to a bucket (0: never rebuilt, or rebuilt
+/// by a release before this field, which left these bytes zero).
+const REBUILT_RECORDS_FIELD: Field<HEADER_BYTES, 8> = Field::after(FREE_LIST_CHECKSUM_FIELD);
+const RESERVED_FIELD: Field<HEADER_BYTES, 28> = Field::after(REBUILT_RECORDS_FIELD);
 /// xxh3 of every byte before it.
 const CHECKSUM_FIELD: Field<HEADER_BYTES, 8> = Field::after(RESERVED_FIELD);
 pub const HEADER_BYTES: usize = 128;
@@ -180,6 +183,9 @@ pub struct Header {
     pub dictionary_checksum: u64,
     /// XXH3-64 of the saved free-block list; a list that fails it is not loaded.
     pub free_list_checksum: u64,
+    /// Records the last rebuild wrote (0: none known); `HashDbm::should_be_rebuilt` counts
+    /// only the records beyond them against the buckets.
+    pub rebuilt_records: u64,
     /// The version read from the file: a version 1 file has neither checksum (both read 0
     /// and are not checked); a file before version 3 has no wide record checks. Encoding
     /// writes version 2 for a version 1 file (the first writer stores both checksums) and
@@ -258,6 +264,7 @@ impl Header {
         b.put_u32(FREE_LIST_LEN_FIELD, self.free_list_len);
         b.put_u64(DICTIONARY_CHECKSUM_FIELD, self.dictionary_checksum);
         b.put_u64(FREE_LIST_CHECKSUM_FIELD, self.free_list_checksum);
+        b.put_u64(REBUILT_RECORDS_FIELD, self.rebuilt_records);
         let checksum = xxh3_64(b.before(CHECKSUM_FIELD));
         b.put_u64(CHECKSUM_FIELD, checksum);
         b.into_bytes()
@@ -329,6 +336,7 @@ impl Header {
             free_list_len: b.u32(FREE_LIST_LEN_FIELD),
             dictionary_checksum: b.u64(DICTIONARY_CHECKSUM_FIELD),
             free_list_checksum: b.u64(FREE_LIST_CHECKSUM_FIELD),
+            rebuilt_records: b.u64(REBUILT_RECORDS_FIELD),
             version,
         })
     }
@@ -455,6 +463,7 @@ pub(super) fn sample() -> Header {
         free_list_len: 0,
         dictionary_checksum: 7,
         free_list_checksum: 9,
+        rebuilt_records: 2,
         version: FORMAT_VERSION,
     }
 }
@@ -506,6 +515,7 @@ mod tests {
             FREE_LIST_LEN_FIELD.row(),
             DICTIONARY_CHECKSUM_FIELD.row(),
             FREE_LIST_CHECKSUM_FIELD.row(),
+            REBUILT_RECORDS_FIELD.row(),
             RESERVED_FIELD.row(),
             CHECKSUM_FIELD.row(),
         ];
@@ -520,7 +530,8 @@ mod tests {
         assert_eq!(bytes[16..24], 16u64.to_le_bytes());
         assert_eq!(bytes[24..32], 3u64.to_le_bytes());
         assert_eq!(bytes[32..40], 1200u64.to_le_bytes());
-        assert!(bytes[84..120].iter().all(|&b| b == 0), "reserved bytes are zero");
+        assert_eq!(bytes[84..92], 2u64.to_le_bytes());
+        assert!(bytes[92..120].iter().all(|&b| b == 0), "reserved bytes are zero");
         assert_eq!(bytes[120..], xxh3_64(&bytes[..120]).to_le_bytes());
     }
 

@@ -289,6 +289,7 @@ fn provisional(version: u16, file_len: u64) -> Header {
         free_list_len: 0,
         dictionary_checksum: xxh3_64(&[]),
         free_list_checksum: 0,
+        rebuilt_records: 0,
         version,
     }
 }

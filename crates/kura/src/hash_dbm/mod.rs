@@ -63,7 +63,9 @@ use cursor::HashCursor;
 use journaled::HashJournal;
 use prefetch::BucketPrefetcher;
 use record::{KIND_RECORD, KIND_TOMBSTONE};
-use storage::{bucket_of, hash_key, DamagedDictionary, Found, Layout, Storage, StoredValue};
+use storage::{
+    bucket_of, hash_key, DamagedDictionary, Found, Layout, Storage, StoredValue, REBUILT_RECORDS_PER_BUCKET,
+};
 
 /// How far ahead of its walk a rebuild of a file larger than memory asks for the buckets'
 /// first records (`HashDbm::for_each_live`): at the default two buckets a record, about 200
@@ -82,7 +84,7 @@ const CURSOR_SCAN_STEP: u64 = 1 << 15;
 /// Number of lock stripes. Enough that two threads rarely meet on one; each is a word.
 const STRIPES: usize = 1024;
 const _: () = assert!(STRIPES <= crate::multi_get::MAX_LOCKS, "a batched lookup plans its stripes in a LockSet");
-/// Buckets of a rebuilt database per record, when not given: a load factor of one.
+/// The fewest buckets a rebuild gives a file when not given `num_buckets`.
 const MIN_REBUILD_BUCKETS: u64 = 1024;
 
 /// The file hash database (`.kuh`): see the module documentation and docs/hash.md.
@@ -240,9 +242,9 @@ impl HashDbm {
             codec: options.record_comp.or(previous.map(|p| p.header.codec)).unwrap_or(CodecKind::None),
             dictionary: Vec::new(),
             update_mode: options.update_mode.or(previous.map(|p| p.header.update_mode)).unwrap_or(UpdateMode::InPlace),
-            num_buckets: options
-                .num_buckets
-                .unwrap_or_else(|| keep(|p| p.count().max(MIN_REBUILD_BUCKETS), DEFAULT_NUM_BUCKETS)),
+            num_buckets: options.num_buckets.unwrap_or_else(|| {
+                keep(|p| p.count().div_ceil(REBUILT_RECORDS_PER_BUCKET).max(MIN_REBUILD_BUCKETS), DEFAULT_NUM_BUCKETS)
+            }),
             max_file_size: options
                 .max_file_size
                 .unwrap_or_else(|| keep(|p| p.header.max_file_size, DEFAULT_MAX_FILE_SIZE)),
@@ -494,12 +496,13 @@ impl HashDbm {
                     if s.link_fits(old.link, new) {
                         s.set_link(chain, old.link, new)?;
                     } else {
-                        // Too far for the pointer (the file grew 128 times since it was
-                        // written): the new version goes to the head of the chain instead,
-                        // then the old one is unlinked. Written again for that: its own
-                        // pointer was sized for the old version's successor, one byte when
-                        // the chain ended there, too narrow for the head. The first copy,
-                        // linked nowhere, is freed as an unlinked record is.
+                        // Too far for the pointer (the file grew past what it reaches since
+                        // it was written, record::PointerReach): the new version goes to the
+                        // head of the chain instead, then the old one is unlinked. Written
+                        // again for that: its own pointer was sized for the old version's
+                        // successor, one byte when the chain ended there, too narrow for the
+                        // head. The first copy, linked nowhere, is freed as an unlinked
+                        // record is.
                         let header = s.read_header(chain.read(), new)?;
                         s.free_record(chain, new, &header)?;
                         let head = s.head(chain.read())?;
@@ -635,6 +638,9 @@ impl HashDbm {
         }
         let target = sibling_path(&self.path, ".rebuild");
         let mut fresh = Storage::create(&target, &layout)?;
+        // About what the old file's records take: the copy's chain pointers are sized for it.
+        let live = old.space.end().saturating_sub(old.header.data_start()).saturating_sub(old.space.free_bytes());
+        fresh.start_copy(live);
         let (new, whole_new) = WholeFile::unshared(&mut fresh);
         let mut count = 0;
         Self::for_each_live(old, whole_old, |key, hash, stored| {
@@ -650,7 +656,7 @@ impl HashDbm {
             count += 1;
             Ok(())
         })?;
-        fresh.set_count(count);
+        fresh.finish_copy(count);
         fresh.close()?;
         Ok(fresh)
     }
@@ -815,7 +821,9 @@ impl Dbm for HashDbm {
         self.with_any(|s| {
             let count = s.count();
             let data = s.space.end().saturating_sub(s.header.data_start());
-            let overloaded = count > s.header.num_buckets.saturating_mul(2);
+            // The records a rebuild packed into its chains do not count: they are read as
+            // fast as one a bucket would be (storage::REBUILT_RECORDS_PER_BUCKET).
+            let overloaded = count.saturating_sub(s.header.rebuilt_records) > s.header.num_buckets.saturating_mul(2);
             let fragmented = s.space.free_bytes() > data / 2 && data > (1 << 20);
             let untrained = s.codec.awaits_dictionary() && count >= 64;
             Ok(overloaded || fragmented || untrained)
@@ -845,6 +853,8 @@ impl Dbm for HashDbm {
             stats.details = vec![
                 ("update_mode", Stat::Name(h.update_mode.name())),
                 ("num_buckets", Stat::Number(h.num_buckets)),
+                // Records the last rebuild packed into its chains (0: never rebuilt).
+                ("rebuilt_records", Stat::Number(h.rebuilt_records)),
                 // The header's copies (2 from format version 4), and what the open found:
                 // none, first (the header at 0 failed its check, the copy was used), copy,
                 // differ; repaired when a writable open wrote both anew.

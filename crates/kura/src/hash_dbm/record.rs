@@ -66,19 +66,35 @@ pub const MIN_SPAN: u64 = 2;
 /// The widest chain pointer: 6 varint bytes hold any offset below 2^42, past the largest file.
 pub const MAX_NEXT_WIDTH: usize = 6;
 
-/// Width of a chain pointer written when the record area ends at `data_end`: one byte more
-/// than `max(next, data_end)` needs. A pointer is later rewritten to the record's successor's
-/// successor (an unlink), which existed when it was written and fits, or to the new version
-/// of its successor (a replace in place, `HashDbm::apply`), which can be newer: the spare
-/// byte lets it point anywhere below 128 times that data end, and a replace whose new
-/// version does not fit takes the slower way. A record ending its chain keeps next = 0
-/// forever (nothing is ever linked behind it) and needs one byte.
-pub fn next_width(next: u64, data_end: u64) -> usize {
+/// How far a chain pointer must be able to point later, beyond what it points at now. A
+/// pointer is later rewritten to the record's successor's successor (an unlink), which
+/// existed when it was written, or to the new version of its successor (a replace in place,
+/// `HashDbm::apply`), which can be newer; a replace whose new version does not fit takes the
+/// slower way (three pointer writes instead of one). Either reach covers the data end at the
+/// pointer's writing, so an unlink always fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointerReach {
+    /// A file growing as it is written: one byte more than `max(next, data_end)` needs, so
+    /// that the pointer reaches anywhere below 128 times that data end.
+    Growing,
+    /// A rebuild's copy, written whole to about a known size: anywhere below this offset
+    /// (twice that size), or the data end when the copy outgrew it, with no spare byte.
+    Below(u64),
+}
+
+/// Width of a chain pointer to `next` written when the record area ends at `data_end`. A
+/// record ending its chain keeps next = 0 forever (nothing is ever linked behind it) and
+/// needs one byte.
+pub fn next_width(next: u64, data_end: u64, reach: PointerReach) -> usize {
     if next == 0 {
-        1
-    } else {
-        (varint_len(next.max(data_end)) + 1).min(MAX_NEXT_WIDTH)
+        return 1;
     }
+    let reached = next.max(data_end);
+    let width = match reach {
+        PointerReach::Growing => varint_len(reached) + 1,
+        PointerReach::Below(limit) => varint_len(reached.max(limit.saturating_sub(1))),
+    };
+    width.min(MAX_NEXT_WIDTH)
 }
 
 /// Which records of a file carry the wide check: none (format versions 1 and 2), those
@@ -546,7 +562,7 @@ mod tests {
     /// A record encoded at `offset` of a file of `layout`: the bytes before it are padding.
     fn placed(offset: usize, layout: CheckLayout, check: Check, next: u64, key: &[u8], value: &[u8]) -> Vec<u8> {
         let mut out = vec![0u8; offset];
-        let width = next_width(next, next.max(1 << 20));
+        let width = next_width(next, next.max(1 << 20), PointerReach::Growing);
         encode_record(&mut out, layout, KIND_RECORD, false, check, next, width, key, value);
         out
     }
@@ -559,7 +575,7 @@ mod tests {
                              offset in 0usize..1100, wide in 0u8..3) {
             let layout = layout(wide);
             let data_end = next.max(1 << 20);
-            let width = next_width(next, data_end);
+            let width = next_width(next, data_end, PointerReach::Growing);
             let check = checksum(7, compressed, &value);
             let mut out = vec![0u8; offset];
             encode_record(&mut out, layout, KIND_RECORD, compressed, check, next, width, &key, &value);
@@ -636,6 +652,31 @@ mod tests {
             prop_assert!(len.min() <= at && at <= len.max());
             prop_assert_eq!(at > narrow, layout(wide).is_wide(offset, narrow));
         }
+
+        /// A pointer holds what each reach promises: below the data end when written (an
+        /// unlink) always; below 128 times it (`Growing`) or below the limit (`Below`). A
+        /// rebuild's pointer (`Below`) is a byte narrower than a growing file's where the
+        /// limit needs no more bytes than the data end.
+        #[test]
+        fn a_pointer_reaches_what_its_reach_promises(next in 1u64..(1 << 40), data_end in 1024u64..(1 << 40),
+                                                     limit in 0u64..(1 << 41)) {
+            let mut field = [0u8; MAX_NEXT_WIDTH];
+            let growing = next_width(next, data_end, PointerReach::Growing);
+            let packed = next_width(next, data_end, PointerReach::Below(limit));
+            let promised = [
+                (growing, next.max(data_end)),
+                (growing, next.max(data_end).saturating_mul(128).min(1 << 42) - 1),
+                (packed, next.max(data_end)),
+                (packed, limit.saturating_sub(1).max(next)),
+            ];
+            for (width, target) in promised {
+                prop_assert!(crate::encoding::encode_varint_padded(target, &mut field[..width]), "{target} in {width} bytes");
+            }
+            if varint_len(limit.saturating_sub(1)) <= varint_len(next.max(data_end)) {
+                prop_assert_eq!(packed, varint_len(next.max(data_end)));
+                prop_assert_eq!(growing, (packed + 1).min(MAX_NEXT_WIDTH));
+            }
+        }
     }
 
     fn hash_seed(key: &[u8]) -> u64 {
@@ -653,8 +694,10 @@ mod tests {
         assert!(error.to_string().contains("one-byte chain pointer"), "{error}");
         // Every pointer a writer makes, from next_width, passes.
         for next in [1u64, 127, 128, 1 << 20, (1 << 42) - 1] {
-            for data_end in [128u64, 1 << 16, 1 << 40] {
-                let width = next_width(next, data_end);
+            for (data_end, reach) in [128u64, 1 << 16, 1 << 40].into_iter().flat_map(|d| {
+                [PointerReach::Growing, PointerReach::Below(0), PointerReach::Below(1 << 20)].map(|r| (d, r))
+            }) {
+                let width = next_width(next, data_end, reach);
                 let mut field = [0u8; MAX_NEXT_WIDTH];
                 assert!(crate::encoding::encode_varint_padded(next, &mut field[..width]));
                 assert!(pointer_is_possible(&(next, width)), "next {next} in {width} bytes");

@@ -29,8 +29,8 @@ use super::freed::{Freed, FreedBlock};
 use super::header::{Header, RecordCheck, UpdateMode, BUCKET_WIDTH, COPIES_BYTES};
 use super::header_copies::{read_copies, Copies};
 use super::record::{
-    self, checksum, encode_free, encode_record_header, next_width, Block, Check, RecordHeader, RecordLen, KIND_FREE,
-    KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
+    self, checksum, encode_free, encode_record_header, next_width, Block, Check, PointerReach, RecordHeader, RecordLen,
+    KIND_FREE, KIND_RECORD, KIND_TOMBSTONE, MAX_HEADER_SIZE,
 };
 use super::space::{Space, SHARDS};
 use crate::codec::{Codec, Effort};
@@ -191,6 +191,38 @@ pub struct Storage {
     /// such a file anyway to copy the records that do not need it): every compressed
     /// record is then refused rather than decoded with bad history.
     dictionary_damaged: bool,
+    /// How wide the chain pointers of new records are (record::next_width): `Growing` but
+    /// between a rebuild's `start_copy` and `finish_copy`.
+    pointer_reach: PointerReach,
+    /// Bytes below a chain's head that a lookup asks the CPU to load with the head, in a
+    /// file a rebuild packed (0 otherwise): see `chain_lookbehind`.
+    chain_lookbehind: usize,
+}
+
+/// Records a rebuild puts in each bucket when not given `num_buckets`: three to a bucket
+/// take 5 bytes of bucket array and chain pointer a record fewer than one (at the peers
+/// benchmark's 174-byte records), and, the rebuild writing each chain's records one after
+/// another, a lookup loads them together (`chain_lookbehind`) and walks them as fast as one
+/// bucket a record (docs/hash.md, "Rebuild").
+pub const REBUILT_RECORDS_PER_BUCKET: u64 = 3;
+
+/// The most bytes below a head that a lookup loads with it: 8 cache lines.
+const MAX_LOOKBEHIND: u64 = 512;
+
+/// Bytes below a chain's head that a lookup loads with the head in a file a rebuild packed
+/// (`Header::rebuilt_records` > 0; else 0). The rebuild wrote each chain's records one after
+/// another, the head last, so those a lookup walks after the head lie right below it: the
+/// average record of the file times the records a bucket held beyond its head (0 at one
+/// record a bucket or fewer, 2 at three), at most `MAX_LOOKBEHIND`. Records added since the
+/// rebuild lie elsewhere; for them the loads are wasted, a few lines each, until the next
+/// rebuild.
+fn chain_lookbehind(header: &Header, data_end: u64) -> usize {
+    if header.rebuilt_records == 0 {
+        return 0;
+    }
+    let average = data_end.saturating_sub(header.data_start()) / header.rebuilt_records;
+    let beyond_head = header.rebuilt_records.div_ceil(header.num_buckets.max(1)).saturating_sub(1);
+    average.saturating_mul(beyond_head).min(MAX_LOOKBEHIND) as usize
 }
 
 /// How `from_file` treats a dictionary that fails its checksum.
@@ -234,6 +266,7 @@ impl Storage {
             free_list_len: 0,
             dictionary_checksum: xxh3_64(&layout.dictionary),
             free_list_checksum: 0,
+            rebuilt_records: 0,
             version: layout.record_check.version(),
         };
         header.data_end = header.data_start();
@@ -268,6 +301,8 @@ impl Storage {
             copies_repaired: false,
             buckets,
             dictionary_damaged: false,
+            pointer_reach: PointerReach::Growing,
+            chain_lookbehind: 0,
         })
     }
 
@@ -343,6 +378,7 @@ impl Storage {
             unsafe { mapped.slice(header.buckets_start(), (header.num_buckets * BUCKET_WIDTH) as usize)? },
             BUCKET_WIDTH as usize,
         );
+        let lookbehind = chain_lookbehind(&header, data_end);
         let storage = Storage {
             buckets,
             file: mapped,
@@ -356,6 +392,8 @@ impl Storage {
             header,
             codec,
             dictionary_damaged,
+            pointer_reach: PointerReach::Growing,
+            chain_lookbehind: lookbehind,
         };
         if storage.header.closed_cleanly {
             storage.load_free_list();
@@ -406,6 +444,24 @@ impl Storage {
             max_file_size: self.header.max_file_size,
             record_check: self.header.record_check(),
         }
+    }
+
+    /// Makes this new file a rebuild's copy, about to receive `bytes` of records: the chain
+    /// pointers of its records reach twice that (`PointerReach::Below`), without the spare
+    /// byte of a growing file's, until `finish_copy`.
+    pub fn start_copy(&mut self, bytes: u64) {
+        let expected_end = self.header.data_start().saturating_add(bytes);
+        self.pointer_reach = PointerReach::Below(expected_end.saturating_mul(2));
+    }
+
+    /// Ends a copy that wrote `count` records: the file counts them, records in its header
+    /// that they are packed (`Header::rebuilt_records`, `chain_lookbehind`), and writes the
+    /// pointers of later records as a growing file does.
+    pub fn finish_copy(&mut self, count: u64) {
+        self.set_count(count);
+        self.pointer_reach = PointerReach::Growing;
+        self.header.rebuilt_records = count;
+        self.chain_lookbehind = chain_lookbehind(&self.header, self.space.end());
     }
 
     /// Records that the file was renamed (a rebuilt file moved over the original).
@@ -820,6 +876,11 @@ impl Storage {
         if !entry.may_contain(hash) {
             return Ok(None);
         }
+        if self.chain_lookbehind > 0 {
+            // A packed chain: the records after the head lie right below it (Storage::chain_lookbehind).
+            let from = entry.head.saturating_sub(self.chain_lookbehind as u64);
+            self.file.prefetch_range(from, self.chain_lookbehind.saturating_add(MAX_HEADER_SIZE));
+        }
         let mut search = KeySearch::new(key);
         self.walk(chain, |offset, header, link, record_key| Ok(search.step(offset, header, link, record_key)))?;
         if search.found.is_none() {
@@ -990,7 +1051,7 @@ impl Storage {
             return Err(Error::new(ErrorKind::Limit, "the value is larger than 4 GiB"));
         }
         let mut header = [0u8; MAX_HEADER_SIZE];
-        let width = next_width(next, self.space.end());
+        let width = next_width(next, self.space.end(), self.pointer_reach);
         let narrow_header_len =
             encode_record_header(&mut header, kind, compressed, check, next, width, key.len(), stored.len());
         let need = RecordLen {
