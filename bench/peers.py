@@ -61,7 +61,7 @@ TITLES = {"kura-tree": "Kura TreeDbm", "kura-hash": "Kura HashDbm", "lmdb": "LMD
 PHASES = ["bulk load", "individual writes", "batch writes", "nosync writes",
           "nosync writes, 1-op write_batch (overwrites)", "len()", "random reads", "random range reads",
           "random reads (2 threads)", "random reads (4 threads)", "close + reopen", "random reads after reopen",
-          "removals", "uncompacted size", "compaction", "compacted size"]
+          "removals", "uncompacted size", "compaction", "compacted size", "random reads after compaction"]
 SIZE_PHASES = {"uncompacted size", "compacted size"}
 # A phase only TreeDbm runs, set beside the peers' phase of the same kind in the ratio table.
 RATIO_AGAINST = {"nosync writes, 1-op write_batch (overwrites)": "nosync writes"}

@@ -31,7 +31,8 @@
 //! random reads on 2 and 4 threads, close + reopen, random reads after reopen (a
 //! log-structured store now reads its tables, not its memtables), removals (half of all
 //! records, or D with `--removals`, durable commits of 100,000), uncompacted size, compaction, compacted size (sizes:
-//! the bytes of every file in the store's directory, measured after closing it).
+//! the bytes of every file in the store's directory, measured after closing it), random
+//! reads after compaction (reopened; the records the removals left, at most R).
 
 mod fjall_store;
 mod kura_store;
@@ -528,6 +529,23 @@ fn run(args: &Args) -> Result<()> {
     }
     store.close()?;
     emit(name, "compacted size", Line { bytes: Some(dir_bytes(&args.dir)?), ..Line::default() });
+
+    // The compacted store, reopened, read as the first read phase read the bulk records: the
+    // records the removals left (every record written has its own index, and the removals
+    // took the lowest), at most `reads` of them.
+    store = open(args)?;
+    let live = removals..total.min(removals.saturating_add(reads));
+    let expected = expected_of(live.clone());
+    let (seconds, got) = read_phase(store.as_ref(), live.clone(), 1)?;
+    check_reads("random reads after compaction", got, expected)?;
+    let line = Line {
+        seconds: Some(seconds),
+        ops: Some(live.end - live.start),
+        checksum: Some(got.checksum),
+        ..Line::default()
+    };
+    emit(name, "random reads after compaction", line);
+    store.close()?;
     Ok(())
 }
 
