@@ -70,8 +70,9 @@ pub const MAX_NEXT_WIDTH: usize = 6;
 /// pointer is later rewritten to the record's successor's successor (an unlink), which
 /// existed when it was written, or to the new version of its successor (a replace in place,
 /// `HashDbm::apply`), which can be newer; a replace whose new version does not fit takes the
-/// slower way (three pointer writes instead of one). Either reach covers the data end at the
-/// pointer's writing, so an unlink always fits.
+/// slower way (the new version written again at the head of the chain: a second record write
+/// and two pointer writes instead of one). Either reach covers the data end at the pointer's
+/// writing, so an unlink always fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PointerReach {
     /// A file growing as it is written: one byte more than `max(next, data_end)` needs, so
