@@ -251,7 +251,8 @@ fn property(db: &HashDbm, name: &str) -> u64 {
 /// Replacing every record with one 40 times larger then grows the file past what those
 /// pointers reach, so that replaces take the slower way (link at the head, unlink the old
 /// version), and every value, a reopen and `check` still agree with the model. The records
-/// added past the packed ones count against the buckets as in a file never rebuilt.
+/// added past the packed ones count against the buckets as in a file never rebuilt, and a
+/// clear forgets the packing.
 #[test]
 fn a_default_rebuild_packs_its_chains_and_outgrowing_their_pointers_loses_nothing() {
     const RECORDS: u32 = 9000;
@@ -303,6 +304,13 @@ fn a_default_rebuild_packs_its_chains_and_outgrowing_their_pointers_loses_nothin
     }
     db.set(b"one more", b"v", true).unwrap();
     assert!(db.should_be_rebuilt().unwrap());
+
+    // A clear leaves nothing packed: the header says so, also after a reopen.
+    db.clear().unwrap();
+    assert_eq!(property(&db, "rebuilt_records"), 0);
+    db.close().unwrap();
+    let db = HashDbm::open(&path, OpenMode::ReadOnly, &Params::new()).unwrap();
+    assert_eq!(property(&db, "rebuilt_records"), 0);
 }
 
 /// A record written while the file was small has a chain pointer that reaches 128 times

@@ -754,6 +754,8 @@ impl Dbm for HashDbm {
         self.check_writable()?;
         self.with_all(|slot| {
             let storage = slot.as_mut().ok_or_else(|| Error::infeasible("the database is closed"))?;
+            // No packed chain survives the clear; the header it writes says so.
+            storage.forget_packing();
             let (s, whole) = WholeFile::unshared(storage);
             self.log_clear()?;
             s.clear(&whole)

@@ -464,6 +464,13 @@ impl Storage {
         self.chain_lookbehind = chain_lookbehind(&self.header, self.space.end());
     }
 
+    /// Forgets that a rebuild packed the file (`clear` empties it): the header's
+    /// `rebuilt_records` and the lookbehind go back to those of a file never rebuilt.
+    pub fn forget_packing(&mut self) {
+        self.header.rebuilt_records = 0;
+        self.chain_lookbehind = 0;
+    }
+
     /// Records that the file was renamed (a rebuilt file moved over the original).
     pub fn renamed(&mut self, path: &Path) {
         self.file.renamed(path);
