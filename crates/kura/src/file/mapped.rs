@@ -171,6 +171,12 @@ impl MappedFile {
         }
     }
 
+    /// A thread that makes `will_need`'s requests for this file on its own descriptor
+    /// (advice_thread.rs); None when the system gives none.
+    pub fn start_advice_thread(&self) -> Option<super::AdviceThread> {
+        super::AdviceThread::start(&self.file)
+    }
+
     /// Copies the bytes at `offset..offset+buffer.len()` into `buffer` with `pread`, not
     /// through the mapping: for reads of a file larger than memory, where a fault maps a page
     /// that reclaim must later unmap again (an interrupt to every core running the process,

@@ -1,6 +1,7 @@
 //! The file layer: memory-mapped database files, the inter-process lock, and atomic
 //! replacement of a file by a rebuilt one.
 
+mod advice_thread;
 mod append_order;
 mod appender;
 mod lock;
@@ -13,6 +14,7 @@ pub mod sync_probe;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod sync_probe;
 
+pub use advice_thread::AdviceThread;
 pub use appender::{AppendWrite, Exclusive, MappedAppender, Published};
 pub use lock::{FileLock, LockMode};
 pub use mapped::{allocate, LentBytes, MappedFile};

@@ -808,6 +808,17 @@ impl Branch {
         self.keys.partition_point(|k| comparator.compare(k, key) != Ordering::Greater)
     }
 
+    /// Whether `key` lies between the separators on either side of child `index`, both
+    /// present: then it is child `index`'s, whatever the branches above hold. False for the
+    /// first and the last child, whose other bound is an ancestor's.
+    pub fn encloses(&self, comparator: Comparator, index: usize, key: &[u8]) -> bool {
+        let (Some(low), Some(high)) = (index.checked_sub(1).and_then(|i| self.keys.get(i)), self.keys.get(index))
+        else {
+            return false;
+        };
+        comparator.compare(low, key) != Ordering::Greater && comparator.compare(key, high) == Ordering::Less
+    }
+
     /// The `key_prefix` and length of separator `index` (the upper bound of child `index`;
     /// None for the last child), from the index where the branch has one, without touching
     /// the separator itself.
@@ -1240,7 +1251,7 @@ mod tests {
     /// A branch built and thinned in random order, with separators that tie on their first 8
     /// bytes, hold zero bytes and are shorter and longer than 8: its index (prefix and length
     /// of each separator) stays that of its keys, through splits too, and its child search
-    /// answers as a full comparison does.
+    /// answers as a full comparison does, and so does `encloses`.
     #[test]
     fn branch_index_follows_its_separators() {
         let mut rng = crate::split_mix::SplitMix64::new(5);
@@ -1256,6 +1267,17 @@ mod tests {
                 let probe = word(rng);
                 let expected = branch.keys.partition_point(|k| k.as_slice() <= probe.as_slice());
                 assert_eq!(branch.child_index(Comparator::Lexical, &probe), expected, "round {round}: {probe:?}");
+                // The child a key is enclosed in is the one the search takes, and every child
+                // but the first and last encloses the keys it holds.
+                for index in 0..branch.len() {
+                    let inner = index > 0 && index + 1 < branch.len();
+                    assert_eq!(
+                        branch.encloses(Comparator::Lexical, index, &probe),
+                        inner && index == expected,
+                        "round {round}: child {index} of {}, {probe:?}",
+                        branch.len()
+                    );
+                }
             }
         };
         for round in 0..200 {
