@@ -15,7 +15,9 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Requests the queue holds before the caller makes them itself: about a second of them at
@@ -26,6 +28,9 @@ const QUEUE_LEN: usize = 1024;
 /// joined when dropped.
 pub struct AdviceThread {
     requests: Option<SyncSender<(u64, u64)>>,
+    /// Set when dropped: the requests still queued are for a tree that is closing, and a
+    /// close should not wait for them.
+    stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -38,19 +43,26 @@ impl std::fmt::Debug for AdviceThread {
 impl AdviceThread {
     /// Starts a thread that advises `file` (a descriptor of its own, so the thread outlives
     /// nothing it borrows). None when the system gives no descriptor or thread: the caller
-    /// then advises itself.
+    /// then advises itself. The descriptor is a duplicate: it shares the open file
+    /// description, and with it the `flock` (lock.rs), which is therefore let go only once
+    /// this is dropped too (the pager holding both drops them together).
     pub fn start(file: &File) -> Option<AdviceThread> {
         let file = file.try_clone().ok()?;
         let (requests, queue) = sync_channel::<(u64, u64)>(QUEUE_LEN);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("kura-read-ahead".to_owned())
             .spawn(move || {
                 for (offset, len) in queue {
+                    if stopped.load(Ordering::Relaxed) {
+                        break;
+                    }
                     will_need(&file, offset, len);
                 }
             })
             .ok()?;
-        Some(AdviceThread { requests: Some(requests), thread: Some(thread) })
+        Some(AdviceThread { requests: Some(requests), stop, thread: Some(thread) })
     }
 
     /// Queues a request to read `offset..offset+len` ahead; false when the queue is full (or
@@ -65,7 +77,8 @@ impl AdviceThread {
 
 impl Drop for AdviceThread {
     fn drop(&mut self) {
-        // The thread ends when the queue is closed and empty.
+        // The thread ends at its next request, or when the queue is closed and empty.
+        self.stop.store(true, Ordering::Relaxed);
         drop(self.requests.take());
         if let Some(thread) = self.thread.take() {
             // A panic there (none is possible in `will_need`) would only have lost advice.
