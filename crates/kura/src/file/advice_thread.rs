@@ -105,9 +105,8 @@ mod tests {
 
     #[test]
     fn advice_is_taken_until_the_queue_is_full_and_the_thread_stops_when_dropped() {
-        let dir = std::env::temp_dir().join(format!("kura-advice-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("file");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
         std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
         let file = File::open(&path).unwrap();
         let thread = AdviceThread::start(&file).expect("a thread");
@@ -118,6 +117,5 @@ mod tests {
         assert!(taken >= QUEUE_LEN, "the queue took {taken} requests, fewer than it holds");
         drop(thread);
         assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 1 << 16], "advice changed the file");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
